@@ -1,0 +1,36 @@
+# Entry points. `make demo` and `make test` work on a fresh Debian 12 machine: each runs setup first.
+JOBS ?= $(shell nproc)
+BUILD ?= build            # tests: Debug + AddressSanitizer + UndefinedBehaviorSanitizer
+RELEASE ?= build-release  # the demo and benchmarks: optimised
+
+.PHONY: setup build release test demo bench format clean
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRAG_SANITIZE=ON
+
+$(RELEASE)/build.ninja:
+	cmake -S . -B $(RELEASE) -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAG_BUILD_TESTS=OFF
+
+build: setup $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+release: setup $(RELEASE)/build.ninja
+	cmake --build $(RELEASE) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: release
+	bash scripts/demo.sh $(RELEASE)/grag
+
+bench: release
+	bash scripts/bench.sh $(RELEASE)
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(RELEASE)

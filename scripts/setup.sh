@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build, test and benchmark grag.
+# Idempotent: when everything is present it only checks, in about a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libsqlite3-dev sqlite3 libigraph-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
+  nlohmann-json3-dev libcli11-dev libhnswlib-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
+  libutf8proc-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
+)
+TIKTOKEN_VERSION=1.0.22   # npm package holding the cl100k_base / o200k_base vocabularies
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Tokenizer vocabularies (and node tiktoken, which the parity test and benchmark compare against).
+NPM_DIR=.deps/npm
+if [ ! -f "$NPM_DIR/node_modules/tiktoken/package.json" ] ||
+   ! grep -q "\"version\": \"$TIKTOKEN_VERSION\"" "$NPM_DIR/node_modules/tiktoken/package.json"; then
+  echo "setup: fetching tiktoken@$TIKTOKEN_VERSION from the npm registry" >&2
+  mkdir -p "$NPM_DIR"
+  npm install --silent --no-audit --no-fund --prefix "$NPM_DIR" "tiktoken@$TIKTOKEN_VERSION" >/dev/null
+fi
+echo "setup: all dependencies present" >&2

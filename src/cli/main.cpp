@@ -1,0 +1,7 @@
+#include <CLI/CLI.hpp>
+
+int main(int argc, char** argv) {
+  CLI::App app{"grag: a GraphRAG engine"};
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}

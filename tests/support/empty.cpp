@@ -1,0 +1,1 @@
+// Keeps grag_test_support non-empty before any helper exists.
