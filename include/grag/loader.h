@@ -1,0 +1,65 @@
+// Loading documents from files and folders: .txt, .md, .json, .jsonl and .csv.
+//
+// Every document comes out as valid UTF-8. Binary files and invalid UTF-8 never crash the
+// loader: they produce a LoadIssue naming the file and the byte offset, and the file is either
+// skipped or repaired (bad bytes replaced by U+FFFD), as LoadOptions says.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "grag/document.h"
+#include "grag/status.h"
+
+namespace grag {
+
+enum class InvalidUtf8Policy {
+  kSkip,    // leave the file out and report it (default: never index garbage silently)
+  kRepair,  // replace each invalid sequence with U+FFFD and report it
+};
+
+Result<InvalidUtf8Policy> ParseInvalidUtf8Policy(std::string_view name);  // "skip" | "repair"
+
+struct LoadOptions {
+  // Document ids are file paths relative to this folder (files outside it keep their absolute
+  // path), so the same input always maps to the same ids. Empty: the current directory.
+  std::string base_dir;
+  // JSON / JSONL records: which fields hold the text, the id and the title. A record without
+  // the text field is reported and skipped; without an id it gets "<path>#<record index>".
+  std::string json_text_field = "text";
+  std::string json_id_field = "id";
+  std::string json_title_field = "title";
+  // CSV (header row required, RFC 4180 quoting): the same for columns.
+  std::string csv_text_column = "text";
+  std::string csv_id_column = "id";
+  std::string csv_title_column = "title";
+  InvalidUtf8Policy invalid_utf8 = InvalidUtf8Policy::kSkip;
+  // File name extensions picked up when walking a folder (an explicitly named file is loaded
+  // as plain text when its extension is not one of these).
+  std::vector<std::string> extensions = {".txt", ".md", ".json", ".jsonl", ".csv"};
+};
+
+// Something that went wrong with one file or record; loading goes on.
+struct LoadIssue {
+  std::string path;
+  std::string message;  // names the problem and, where it applies, the byte offset or record
+  bool skipped = true;  // false: the document was still loaded (e.g. repaired UTF-8)
+};
+
+struct LoadResult {
+  std::vector<Document> documents;  // sorted by id
+  std::vector<LoadIssue> issues;
+};
+
+// Loads the given files and folders (folders recursively; hidden entries are ignored).
+// Fails only when a named path does not exist or cannot be read at all, or two documents get
+// the same id; per-file problems become issues.
+Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths, const LoadOptions& options);
+
+// Byte offset of the first invalid UTF-8 sequence in `text`, or npos when it is all valid.
+size_t FindInvalidUtf8(std::string_view text);
+
+// `text` with every invalid UTF-8 sequence replaced by U+FFFD.
+std::string RepairUtf8(std::string_view text);
+
+}  // namespace grag

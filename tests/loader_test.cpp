@@ -1,0 +1,198 @@
+// Loading .txt/.md/.json/.jsonl/.csv files and folders; binary and invalid UTF-8 handling.
+#include "grag/loader.h"
+
+#include <gtest/gtest.h>
+
+#include "support/temp_dir.h"
+
+namespace grag {
+namespace {
+
+using testing::TempDir;
+
+LoadOptions Opts(const TempDir& dir) {
+  LoadOptions o;
+  o.base_dir = dir.path().string();
+  return o;
+}
+
+TEST(LoaderTest, LoadsFolderRecursivelyWithRelativeIdsSorted) {
+  TempDir dir;
+  dir.Write("in/b.txt", "bee");
+  dir.Write("in/sub/a.md", "# A\nalpha");
+  dir.Write("in/.hidden/x.txt", "hidden");
+  dir.Write("in/.secret.txt", "hidden");
+  dir.Write("in/image.png", "not text");
+  auto r = LoadDocuments({dir / "in"}, Opts(dir));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->documents.size(), 2u);
+  EXPECT_EQ(r->documents[0].id, "in/b.txt");
+  EXPECT_EQ(r->documents[0].title, "b.txt");
+  EXPECT_EQ(r->documents[0].text, "bee");
+  EXPECT_EQ(r->documents[1].id, "in/sub/a.md");
+  EXPECT_EQ(r->documents[1].text, "# A\nalpha");
+  EXPECT_EQ(r->documents[1].content_hash.size(), 64u);
+  EXPECT_TRUE(r->issues.empty());
+}
+
+TEST(LoaderTest, StripsByteOrderMark) {
+  TempDir dir;
+  dir.Write("a.txt", "\xEF\xBB\xBFhello");
+  auto r = LoadDocuments({dir / "a.txt"}, Opts(dir));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->documents.at(0).text, "hello");
+}
+
+TEST(LoaderTest, MissingPathIsNotFound) {
+  TempDir dir;
+  auto r = LoadDocuments({dir / "nope"}, Opts(dir));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(r.status().message().find("nope"), std::string::npos);
+}
+
+TEST(LoaderTest, BinaryFileIsSkippedWithOffset) {
+  TempDir dir;
+  dir.Write("bin.txt", std::string("abc\0def", 7));
+  dir.Write("ok.txt", "fine");
+  auto r = LoadDocuments({dir.path().string()}, Opts(dir));
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->documents.size(), 1u);
+  ASSERT_EQ(r->issues.size(), 1u);
+  EXPECT_NE(r->issues[0].path.find("bin.txt"), std::string::npos);
+  EXPECT_NE(r->issues[0].message.find("byte offset 3"), std::string::npos) << r->issues[0].message;
+  EXPECT_TRUE(r->issues[0].skipped);
+}
+
+TEST(LoaderTest, InvalidUtf8SkippedOrRepaired) {
+  TempDir dir;
+  dir.Write("bad.txt", "caf\xC3 ok \xFF end");
+  auto skipped = LoadDocuments({dir / "bad.txt"}, Opts(dir));
+  ASSERT_TRUE(skipped.ok());
+  EXPECT_TRUE(skipped->documents.empty());
+  ASSERT_EQ(skipped->issues.size(), 1u);
+  EXPECT_NE(skipped->issues[0].message.find("byte offset 3"), std::string::npos);
+
+  auto opts = Opts(dir);
+  opts.invalid_utf8 = InvalidUtf8Policy::kRepair;
+  auto repaired = LoadDocuments({dir / "bad.txt"}, opts);
+  ASSERT_TRUE(repaired.ok());
+  ASSERT_EQ(repaired->documents.size(), 1u);
+  EXPECT_EQ(repaired->documents[0].text, "caf\xEF\xBF\xBD ok \xEF\xBF\xBD end");
+  ASSERT_EQ(repaired->issues.size(), 1u);
+  EXPECT_FALSE(repaired->issues[0].skipped);
+}
+
+TEST(LoaderTest, Utf8Validation) {
+  EXPECT_EQ(FindInvalidUtf8("plain ascii"), std::string::npos);
+  EXPECT_EQ(FindInvalidUtf8("日本語 😀"), std::string::npos);
+  EXPECT_EQ(FindInvalidUtf8("ab\xC0\xAF"), 2u);           // overlong '/'
+  EXPECT_EQ(FindInvalidUtf8("x\xED\xA0\x80"), 1u);        // UTF-16 surrogate
+  EXPECT_EQ(FindInvalidUtf8("\xF4\x90\x80\x80"), 0u);     // above U+10FFFF
+  EXPECT_EQ(FindInvalidUtf8("ok\xE6\x97"), 2u);           // truncated at the end
+  EXPECT_EQ(RepairUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+}
+
+TEST(LoaderTest, JsonArrayWithConfigurableFields) {
+  TempDir dir;
+  dir.Write("docs.json", R"([{"uid": 7, "body": "first", "name": "One"},
+                            {"body": "second"},
+                            {"nobody": "x"},
+                            "not an object"])");
+  auto opts = Opts(dir);
+  opts.json_text_field = "body";
+  opts.json_id_field = "uid";
+  opts.json_title_field = "name";
+  auto r = LoadDocuments({dir / "docs.json"}, opts);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->documents.size(), 2u);
+  EXPECT_EQ(r->documents[0].id, "7");
+  EXPECT_EQ(r->documents[0].title, "One");
+  EXPECT_EQ(r->documents[0].text, "first");
+  EXPECT_EQ(r->documents[1].id, "docs.json#1");
+  EXPECT_EQ(r->documents[1].text, "second");
+  ASSERT_EQ(r->issues.size(), 2u);
+  EXPECT_NE(r->issues[0].message.find("\"body\""), std::string::npos);
+}
+
+TEST(LoaderTest, JsonSingleObjectTakesFileId) {
+  TempDir dir;
+  dir.Write("one.json", R"({"text": "solo"})");
+  auto r = LoadDocuments({dir / "one.json"}, Opts(dir));
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->documents.size(), 1u);
+  EXPECT_EQ(r->documents[0].id, "one.json");
+}
+
+TEST(LoaderTest, JsonlSkipsBadLinesWithOffset) {
+  TempDir dir;
+  dir.Write("d.jsonl", "{\"id\":\"a\",\"text\":\"x\"}\n\n{broken\n{\"id\":\"b\",\"text\":\"y\"}\n");
+  auto r = LoadDocuments({dir / "d.jsonl"}, Opts(dir));
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->documents.size(), 2u);
+  EXPECT_EQ(r->documents[1].id, "b");
+  ASSERT_EQ(r->issues.size(), 1u);
+  EXPECT_NE(r->issues[0].message.find("line 3"), std::string::npos) << r->issues[0].message;
+  EXPECT_NE(r->issues[0].message.find("byte offset 23"), std::string::npos)
+      << r->issues[0].message;
+}
+
+TEST(LoaderTest, InvalidJsonIsAnIssueNotACrash) {
+  TempDir dir;
+  dir.Write("bad.json", "[{\"text\": \"x\"},");
+  auto r = LoadDocuments({dir / "bad.json"}, Opts(dir));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->documents.empty());
+  ASSERT_EQ(r->issues.size(), 1u);
+  EXPECT_NE(r->issues[0].message.find("not valid JSON"), std::string::npos);
+}
+
+TEST(LoaderTest, CsvWithQuotesAndConfigurableColumn) {
+  TempDir dir;
+  dir.Write("t.csv",
+            "id,content,title\r\n"
+            "d1,\"Hello, \"\"world\"\"\nsecond line\",T1\r\n"
+            "d2,plain,\r\n");
+  auto opts = Opts(dir);
+  opts.csv_text_column = "content";
+  auto r = LoadDocuments({dir / "t.csv"}, opts);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->documents.size(), 2u);
+  EXPECT_EQ(r->documents[0].id, "d1");
+  EXPECT_EQ(r->documents[0].text, "Hello, \"world\"\nsecond line");
+  EXPECT_EQ(r->documents[0].title, "T1");
+  EXPECT_EQ(r->documents[1].title, "d2");
+}
+
+TEST(LoaderTest, CsvWithoutTextColumnOrUnterminatedQuoteIsAnIssue) {
+  TempDir dir;
+  dir.Write("a.csv", "x,y\n1,2\n");
+  dir.Write("b.csv", "text\n\"open\n");
+  auto r = LoadDocuments({dir / "a.csv", dir / "b.csv"}, Opts(dir));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->documents.empty());
+  ASSERT_EQ(r->issues.size(), 2u);
+  EXPECT_NE(r->issues[0].message.find("\"text\""), std::string::npos);
+  EXPECT_NE(r->issues[1].message.find("byte offset 5"), std::string::npos) << r->issues[1].message;
+}
+
+TEST(LoaderTest, DuplicateIdsAreRefused) {
+  TempDir dir;
+  dir.Write("a.jsonl", "{\"id\":\"same\",\"text\":\"1\"}\n{\"id\":\"same\",\"text\":\"2\"}\n");
+  auto r = LoadDocuments({dir / "a.jsonl"}, Opts(dir));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("\"same\""), std::string::npos);
+}
+
+TEST(LoaderTest, IdsAreStableAcrossLoads) {
+  TempDir dir;
+  dir.Write("in/x.txt", "stable");
+  auto a = LoadDocuments({dir / "in"}, Opts(dir));
+  auto b = LoadDocuments({dir / "in/x.txt"}, Opts(dir));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->documents[0].id, b->documents[0].id);
+  EXPECT_EQ(a->documents[0].content_hash, b->documents[0].content_hash);
+}
+
+}  // namespace
+}  // namespace grag
