@@ -1,0 +1,118 @@
+// Configuration: every setting declared once (key, environment variable, help, default).
+//
+// Precedence: defaults < config file (<root>/grag.toml) < environment < command-line flags.
+// Relative paths are resolved against the project root.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grag/status.h"
+
+namespace grag {
+
+struct InputConfig {
+  std::string dir = "input";             // folder `grag index` reads when given no paths
+  std::string invalid_utf8 = "skip";     // skip | repair: what to do with a file that is not UTF-8
+  std::string json_text_field = "text";  // JSON/JSONL field holding a document's text
+  std::string json_id_field = "id";
+  std::string json_title_field = "title";
+  std::string csv_text_column = "text";  // CSV column holding a document's text
+  std::string csv_id_column = "id";
+  std::string csv_title_column = "title";
+};
+
+struct ChunkConfig {
+  int64_t size = 1200;                // tokens per chunk (Microsoft GraphRAG's default)
+  int64_t overlap = 100;              // tokens shared by consecutive chunks (ditto)
+  std::string encoding = "o200k_base";  // cl100k_base | o200k_base
+  bool prepend_title = false;         // start every chunk with "title: <title>.\n" (as Microsoft)
+};
+
+struct StoreConfig {
+  std::string path = "output/index.db";  // the single SQLite file holding the whole index
+};
+
+struct LlmConfig {
+  std::string base_url;  // empty: no LLM (the offline no-LLM mode)
+  std::string model;
+  std::string api_key;   // falls back to OPENAI_API_KEY
+  std::string api_style = "openai";  // openai | azure
+  std::string azure_api_version = "2024-06-01";
+  std::string extra_body;  // JSON object merged into every request body, e.g. {"seed": 1}
+  int64_t concurrency = 16;          // requests in flight at once
+  int64_t requests_per_minute = 0;   // 0: unlimited
+  int64_t tokens_per_minute = 0;     // 0: unlimited
+  double timeout_seconds = 120;      // per call, including the whole reply
+  int64_t max_retries = 6;           // on 429, 5xx and network errors
+  bool json_mode = true;             // ask for response_format json_object where JSON is wanted
+  double temperature = 0;            // deterministic extraction and reports
+};
+
+struct EmbeddingConfig {
+  std::string base_url;  // empty: the LLM's base_url
+  std::string model;     // empty: no embedding model
+  std::string api_key;   // empty: the LLM's key
+  int64_t batch_size = 64;  // inputs per request
+};
+
+struct ExtractionConfig {
+  std::vector<std::string> entity_types = {"organization", "person", "geo", "event"};
+  int64_t gleanings = 1;  // extra rounds asking the model what it missed
+};
+
+struct CommunityConfig {
+  int64_t max_cluster_size = 10;  // communities larger than this are split again
+  double resolution = 1.0;        // Leiden modularity resolution
+  int64_t seed = 0xDEADBEEF;      // fixed seed: same graph, same communities
+};
+
+struct Config {
+  std::string root = ".";             // the project folder (--root)
+  std::string prompts_dir = "prompts";  // editable prompt files written by `grag init`
+  std::string log_level = "info";
+  InputConfig input;
+  ChunkConfig chunks;
+  StoreConfig store;
+  LlmConfig llm;
+  EmbeddingConfig embeddings;
+  ExtractionConfig extraction;
+  CommunityConfig communities;
+
+  // `path` resolved against root (absolute paths unchanged).
+  std::string Resolve(const std::string& path) const;
+};
+
+// One declared setting, for help texts, `grag init` and `grag config`.
+struct SettingInfo {
+  std::string key;         // "llm.model"
+  std::string env;         // "GRAG_LLM_MODEL", or empty
+  std::string help;
+  std::string value_text;  // the current value, TOML-formatted
+};
+
+// All settings with their current values in `config`, in declaration order.
+std::vector<SettingInfo> ListSettings(const Config& config);
+
+// Sets one setting from text ("llm.concurrency", "8"); InvalidArgument names the key and the
+// expected type. Lists take comma-separated values.
+Status ApplySetting(Config& config, const std::string& key, const std::string& value);
+
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+// The process environment.
+std::optional<std::string> ProcessEnv(const std::string& name);
+
+// Builds the configuration for project `root`: defaults, then `config_file` (default
+// <root>/grag.toml when it exists; an explicitly given file must exist), then the environment.
+// Errors name the file, line and key.
+Result<Config> LoadConfig(const std::string& root, const std::string& config_file = "",
+                          const EnvLookup& env = ProcessEnv);
+
+// The config file `grag init` writes: every setting, commented with its help and default.
+std::string RenderConfigFile(const Config& config);
+
+}  // namespace grag

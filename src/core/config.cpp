@@ -1,0 +1,332 @@
+#include "grag/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <toml++/toml.h>
+#include <variant>
+
+namespace grag {
+namespace {
+
+namespace fs = std::filesystem;
+
+using ValueRef = std::variant<std::string*, int64_t*, double*, bool*, std::vector<std::string>*>;
+
+struct Setting {
+  const char* key;
+  const char* env;
+  const char* help;
+  ValueRef ref;
+};
+
+// The one declaration of every setting. Defaults live in the structs in config.h.
+std::vector<Setting> Settings(Config& c) {
+  return {
+      {"prompts_dir", "", "Folder of editable prompt files (written by `grag init`)", &c.prompts_dir},
+      {"log_level", "GRAG_LOG_LEVEL", "trace | debug | info | warn | error | off", &c.log_level},
+      {"input.dir", "GRAG_INPUT_DIR", "Folder that `grag index` reads when given no paths", &c.input.dir},
+      {"input.invalid_utf8", "", "skip | repair: a file that is not valid UTF-8 is left out, or loaded with bad bytes replaced by U+FFFD", &c.input.invalid_utf8},
+      {"input.json_text_field", "", "JSON/JSONL field holding a document's text", &c.input.json_text_field},
+      {"input.json_id_field", "", "JSON/JSONL field holding a document's id", &c.input.json_id_field},
+      {"input.json_title_field", "", "JSON/JSONL field holding a document's title", &c.input.json_title_field},
+      {"input.csv_text_column", "", "CSV column holding a document's text", &c.input.csv_text_column},
+      {"input.csv_id_column", "", "CSV column holding a document's id", &c.input.csv_id_column},
+      {"input.csv_title_column", "", "CSV column holding a document's title", &c.input.csv_title_column},
+      {"chunks.size", "", "Tokens per chunk (Microsoft GraphRAG's default: 1200)", &c.chunks.size},
+      {"chunks.overlap", "", "Tokens shared by consecutive chunks (default 100)", &c.chunks.overlap},
+      {"chunks.encoding", "GRAG_ENCODING", "Tokenizer: o200k_base (GPT-4o and later) or cl100k_base (GPT-4, GPT-3.5)", &c.chunks.encoding},
+      {"chunks.prepend_title", "", "Start every chunk with \"title: <document title>.\\n\" as Microsoft GraphRAG can", &c.chunks.prepend_title},
+      {"store.path", "GRAG_INDEX_PATH", "The SQLite file that holds the whole index", &c.store.path},
+      {"llm.base_url", "GRAG_LLM_BASE_URL", "OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://localhost:11434/v1 (Ollama); empty = no LLM", &c.llm.base_url},
+      {"llm.model", "GRAG_LLM_MODEL", "Chat model name, e.g. gpt-4o-mini or llama3.1 (for Azure: the deployment name)", &c.llm.model},
+      {"llm.api_key", "GRAG_LLM_API_KEY", "API key (falls back to OPENAI_API_KEY); better kept in the environment than in this file", &c.llm.api_key},
+      {"llm.api_style", "GRAG_LLM_API_STYLE", "openai | azure (Azure OpenAI URL layout and api-key header)", &c.llm.api_style},
+      {"llm.azure_api_version", "", "api-version query parameter for Azure OpenAI", &c.llm.azure_api_version},
+      {"llm.extra_body", "", "JSON object merged into every request body, e.g. {\"seed\": 1}", &c.llm.extra_body},
+      {"llm.concurrency", "GRAG_LLM_CONCURRENCY", "Requests in flight at once", &c.llm.concurrency},
+      {"llm.requests_per_minute", "", "Request rate limit; 0 = unlimited", &c.llm.requests_per_minute},
+      {"llm.tokens_per_minute", "", "Token rate limit; 0 = unlimited", &c.llm.tokens_per_minute},
+      {"llm.timeout_seconds", "", "Per-call timeout, including the whole reply", &c.llm.timeout_seconds},
+      {"llm.max_retries", "", "Retries on 429, 5xx and network errors (exponential backoff, Retry-After honoured)", &c.llm.max_retries},
+      {"llm.json_mode", "", "Ask for JSON replies (response_format) where JSON is expected", &c.llm.json_mode},
+      {"llm.temperature", "", "Sampling temperature; 0 keeps extraction and reports reproducible", &c.llm.temperature},
+      {"embeddings.base_url", "GRAG_EMBEDDING_BASE_URL", "Embedding endpoint; empty = llm.base_url", &c.embeddings.base_url},
+      {"embeddings.model", "GRAG_EMBEDDING_MODEL", "Embedding model, e.g. text-embedding-3-small or nomic-embed-text; empty = none", &c.embeddings.model},
+      {"embeddings.api_key", "GRAG_EMBEDDING_API_KEY", "Embedding API key; empty = the LLM's key", &c.embeddings.api_key},
+      {"embeddings.batch_size", "", "Inputs per embedding request", &c.embeddings.batch_size},
+      {"extraction.entity_types", "", "Closed set of entity types the extractor may use", &c.extraction.entity_types},
+      {"extraction.gleanings", "", "Extra rounds asking the model for entities it missed", &c.extraction.gleanings},
+      {"communities.max_cluster_size", "", "Communities larger than this are split into a finer level", &c.communities.max_cluster_size},
+      {"communities.resolution", "", "Leiden modularity resolution (higher: smaller communities)", &c.communities.resolution},
+      {"communities.seed", "", "Leiden random seed: the same graph gives the same communities", &c.communities.seed},
+  };
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default: out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string FormatDouble(double d) {
+  std::ostringstream os;
+  os << d;
+  std::string s = os.str();
+  if (s.find_first_of(".eE") == std::string::npos && std::isfinite(d)) s += ".0";
+  return s;
+}
+
+std::string Render(const ValueRef& ref) {
+  return std::visit(
+      [](auto* p) -> std::string {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, std::string>) return Quote(*p);
+        if constexpr (std::is_same_v<T, int64_t>) return std::to_string(*p);
+        if constexpr (std::is_same_v<T, double>) return FormatDouble(*p);
+        if constexpr (std::is_same_v<T, bool>) return *p ? "true" : "false";
+        if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          std::string s = "[";
+          for (size_t i = 0; i < p->size(); ++i) s += (i ? ", " : "") + Quote((*p)[i]);
+          return s + "]";
+        }
+      },
+      ref);
+}
+
+Status ParseText(const Setting& s, const std::string& text) {
+  auto bad = [&](const char* what) {
+    return Status::InvalidArgument(std::string("setting ") + s.key + " expects " + what +
+                                   ", not \"" + text + "\"");
+  };
+  return std::visit(
+      [&](auto* p) -> Status {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          *p = text;
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          char* end = nullptr;
+          errno = 0;
+          const long long v = std::strtoll(text.c_str(), &end, 0);
+          if (text.empty() || *end != '\0' || errno != 0) return bad("an integer");
+          *p = v;
+        } else if constexpr (std::is_same_v<T, double>) {
+          char* end = nullptr;
+          errno = 0;
+          const double v = std::strtod(text.c_str(), &end);
+          if (text.empty() || *end != '\0' || errno != 0) return bad("a number");
+          *p = v;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (text == "true" || text == "1" || text == "yes") *p = true;
+          else if (text == "false" || text == "0" || text == "no") *p = false;
+          else return bad("true or false");
+        } else {
+          p->clear();
+          std::stringstream ss(text);
+          std::string item;
+          while (std::getline(ss, item, ',')) {
+            const auto b = item.find_first_not_of(' ');
+            const auto e = item.find_last_not_of(' ');
+            if (b != std::string::npos) p->push_back(item.substr(b, e - b + 1));
+          }
+        }
+        return Status::Ok();
+      },
+      s.ref);
+}
+
+Status FromToml(const Setting& s, const toml::node& node, const std::string& where) {
+  auto bad = [&](const char* what) {
+    return Status::InvalidArgument(where + ": " + s.key + " must be " + what);
+  };
+  return std::visit(
+      [&](auto* p) -> Status {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (!node.is_string()) return bad("a string");
+          *p = *node.value<std::string>();
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          if (!node.is_integer()) return bad("an integer");
+          *p = *node.value<int64_t>();
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (!node.is_number()) return bad("a number");
+          *p = *node.value<double>();
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (!node.is_boolean()) return bad("true or false");
+          *p = *node.value<bool>();
+        } else {
+          const auto* arr = node.as_array();
+          if (arr == nullptr) return bad("a list of strings");
+          p->clear();
+          for (const auto& item : *arr) {
+            if (!item.is_string()) return bad("a list of strings");
+            p->push_back(*item.value<std::string>());
+          }
+        }
+        return Status::Ok();
+      },
+      s.ref);
+}
+
+Status CheckValues(const Config& c) {
+  if (c.chunks.size <= 0) return Status::InvalidArgument("chunks.size must be positive");
+  if (c.chunks.overlap < 0 || c.chunks.overlap >= c.chunks.size) {
+    return Status::InvalidArgument("chunks.overlap must be at least 0 and less than chunks.size");
+  }
+  if (c.chunks.encoding != "o200k_base" && c.chunks.encoding != "cl100k_base") {
+    return Status::InvalidArgument("chunks.encoding must be o200k_base or cl100k_base, not \"" +
+                                   c.chunks.encoding + "\"");
+  }
+  if (c.input.invalid_utf8 != "skip" && c.input.invalid_utf8 != "repair") {
+    return Status::InvalidArgument("input.invalid_utf8 must be \"skip\" or \"repair\"");
+  }
+  if (c.llm.api_style != "openai" && c.llm.api_style != "azure") {
+    return Status::InvalidArgument("llm.api_style must be \"openai\" or \"azure\"");
+  }
+  if (c.llm.concurrency < 1) return Status::InvalidArgument("llm.concurrency must be at least 1");
+  if (c.llm.timeout_seconds <= 0) return Status::InvalidArgument("llm.timeout_seconds must be positive");
+  if (c.llm.max_retries < 0) return Status::InvalidArgument("llm.max_retries must be at least 0");
+  if (c.embeddings.batch_size < 1) return Status::InvalidArgument("embeddings.batch_size must be at least 1");
+  if (c.extraction.gleanings < 0) return Status::InvalidArgument("extraction.gleanings must be at least 0");
+  if (c.extraction.entity_types.empty()) return Status::InvalidArgument("extraction.entity_types must not be empty");
+  if (c.communities.max_cluster_size < 1) return Status::InvalidArgument("communities.max_cluster_size must be at least 1");
+  if (c.communities.resolution <= 0) return Status::InvalidArgument("communities.resolution must be positive");
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string Config::Resolve(const std::string& path) const {
+  if (path.empty()) return path;
+  fs::path p(path);
+  if (p.is_absolute()) return p.string();
+  return (fs::path(root) / p).lexically_normal().string();
+}
+
+std::vector<SettingInfo> ListSettings(const Config& config) {
+  Config copy = config;  // Settings() needs mutable references; reading a copy keeps this const
+  std::vector<SettingInfo> out;
+  for (const auto& s : Settings(copy)) out.push_back({s.key, s.env, s.help, Render(s.ref)});
+  return out;
+}
+
+Status ApplySetting(Config& config, const std::string& key, const std::string& value) {
+  for (const auto& s : Settings(config)) {
+    if (key == s.key) {
+      GRAG_RETURN_IF_ERROR(ParseText(s, value));
+      return CheckValues(config);
+    }
+  }
+  return Status::InvalidArgument("unknown setting \"" + key + "\" (see `grag config`)");
+}
+
+std::optional<std::string> ProcessEnv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+Result<Config> LoadConfig(const std::string& root, const std::string& config_file,
+                          const EnvLookup& env) {
+  Config config;
+  config.root = root.empty() ? "." : root;
+  std::error_code ec;
+  if (!fs::is_directory(config.root, ec)) {
+    return Status::NotFound("project folder " + config.root + " does not exist");
+  }
+  std::string file = config_file;
+  if (file.empty()) {
+    const auto def = fs::path(config.root) / "grag.toml";
+    if (fs::exists(def, ec)) file = def.string();
+  } else if (!fs::exists(file, ec)) {
+    return Status::NotFound("config file " + file + " does not exist");
+  }
+  if (!file.empty()) {
+    toml::table table;
+    try {
+      table = toml::parse_file(file);
+    } catch (const toml::parse_error& e) {
+      const auto& where = e.source().begin;
+      return Status::InvalidArgument(file + ":" + std::to_string(where.line) + ":" +
+                                     std::to_string(where.column) + ": " +
+                                     std::string(e.description()));
+    }
+    auto settings = Settings(config);
+    // Every key in the file must be known: a typo silently ignored costs a whole index run.
+    std::vector<std::string> unknown;
+    table.for_each([&](const toml::key& k, const toml::node& node) {
+      auto check = [&](const std::string& full, const toml::node& n) {
+        bool known = false;
+        for (const auto& s : settings) {
+          if (full == s.key) {
+            known = true;
+            auto st = FromToml(s, n, file + ":" + std::to_string(n.source().begin.line));
+            if (!st.ok()) unknown.push_back("!" + st.message());
+          }
+        }
+        if (!known) unknown.push_back(full + " (line " + std::to_string(n.source().begin.line) + ")");
+      };
+      if (const auto* sub = node.as_table()) {
+        sub->for_each([&](const toml::key& k2, const toml::node& n2) {
+          check(std::string(k.str()) + "." + std::string(k2.str()), n2);
+        });
+      } else {
+        check(std::string(k.str()), node);
+      }
+    });
+    for (const auto& u : unknown) {
+      if (u[0] == '!') return Status::InvalidArgument(u.substr(1));
+    }
+    if (!unknown.empty()) {
+      return Status::InvalidArgument(file + ": unknown setting " + unknown[0] +
+                                     " (run `grag config` to list the settings)");
+    }
+  }
+  for (const auto& s : Settings(config)) {
+    if (s.env[0] == '\0') continue;
+    if (auto v = env(s.env); v && !v->empty()) {
+      GRAG_RETURN_IF_ERROR(ParseText(s, *v).WithContext(std::string("environment ") + s.env));
+    }
+  }
+  if (config.llm.api_key.empty()) {
+    if (auto v = env("OPENAI_API_KEY"); v) config.llm.api_key = *v;
+  }
+  GRAG_RETURN_IF_ERROR(CheckValues(config).WithContext(file.empty() ? "configuration" : file));
+  return config;
+}
+
+std::string RenderConfigFile(const Config& config) {
+  std::string out =
+      "# grag configuration.\n"
+      "# Precedence: built-in defaults < this file < environment variables < command-line flags.\n"
+      "# Relative paths are relative to the folder holding this file (the project root).\n"
+      "# Every setting is listed with its default; uncomment and edit to change one.\n"
+      "# `grag config` prints the values in force.\n";
+  std::string section;
+  for (const auto& s : ListSettings(config)) {
+    const auto dot = s.key.find('.');
+    const std::string sec = dot == std::string::npos ? "" : s.key.substr(0, dot);
+    const std::string name = dot == std::string::npos ? s.key : s.key.substr(dot + 1);
+    if (sec != section) {
+      out += "\n[" + sec + "]\n";
+      section = sec;
+    }
+    out += "# " + s.help;
+    if (!s.env.empty()) out += " (env " + s.env + ")";
+    out += "\n";
+    out += "# " + name + " = " + s.value_text + "\n";
+  }
+  return out;
+}
+
+}  // namespace grag

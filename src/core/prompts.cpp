@@ -1,0 +1,131 @@
+#include "grag/prompts.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace grag {
+namespace {
+
+// Seed 000's prompts, verbatim.
+constexpr std::string_view k_extract_graph = R"GRAGPROMPT(Extract the entities and relationships in the text below.
+
+Entity types: {{entity_types}}
+
+<text>{{chunk}}</text>
+
+Return JSON:
+{"entities": [{"name": "...", "type": "...", "description": "..."}],
+ "relationships": [{"source": "...", "target": "...", "description": "...", "strength": 1-10}]}
+Use the full, canonical name for each entity, so the same entity in
+another chunk can be merged with it.
+)GRAGPROMPT";
+constexpr std::string_view k_community_report = R"GRAGPROMPT(Write a report on the community of related entities below.
+
+<entities>{{entities}}</entities>
+<relationships>{{relationships}}</relationships>
+
+Return a title, a one-paragraph summary of what ties these entities
+together, and 3 to 6 key findings, each with the entities it rests on.
+)GRAGPROMPT";
+constexpr std::string_view k_global_map = R"GRAGPROMPT(Answer the question as far as the community reports below allow.
+
+<question>{{question}}</question>
+<reports>{{report_batch}}</reports>
+
+Return JSON: {"points": [{"description": "...", "score": 0-100}]}
+Score each point by how helpful it is for answering the question.
+If the reports are irrelevant, return one point with score 0.
+)GRAGPROMPT";
+constexpr std::string_view k_global_reduce = R"GRAGPROMPT(Write a complete answer to the question from the analysts' points below,
+which are sorted from most to least helpful.
+
+<question>{{question}}</question>
+<points>{{ranked_points}}</points>
+
+Merge overlapping points, keep the most important themes first, and do
+not add anything the points do not support.
+)GRAGPROMPT";
+constexpr std::string_view k_local_search = R"GRAGPROMPT(Answer the question using the knowledge-graph context below.
+
+<question>{{question}}</question>
+<entities>{{entities}}</entities>
+<relationships>{{relationships}}</relationships>
+<community_reports>{{reports}}</community_reports>
+<source_chunks>{{chunks}}</source_chunks>
+
+Prefer the source chunks for specific facts and the reports for the
+bigger picture. Cite the entity or chunk ID after each claim.
+)GRAGPROMPT";
+}  // namespace
+
+const std::vector<PromptInfo>& AllPrompts() {
+  static const std::vector<PromptInfo> kPrompts = {
+      {PromptId::kExtractGraph, "extract_graph.md",
+       "Entity and relationship extraction, one call per chunk", k_extract_graph,
+       {"{{entity_types}}", "{{chunk}}"}},
+      {PromptId::kCommunityReport, "community_report.md",
+       "Community report, one call per community", k_community_report,
+       {"{{entities}}", "{{relationships}}"}},
+      {PromptId::kGlobalMap, "global_map.md", "Global search map step, one call per batch of reports",
+       k_global_map, {"{{question}}", "{{report_batch}}"}},
+      {PromptId::kGlobalReduce, "global_reduce.md", "Global search reduce step, one call per query",
+       k_global_reduce, {"{{question}}", "{{ranked_points}}"}},
+      {PromptId::kLocalSearch, "local_search.md", "Local search answer, one call per query",
+       k_local_search,
+       {"{{question}}", "{{entities}}", "{{relationships}}", "{{reports}}", "{{chunks}}"}},
+  };
+  return kPrompts;
+}
+
+const PromptInfo& GetPromptInfo(PromptId id) {
+  for (const auto& p : AllPrompts()) {
+    if (p.id == id) return p;
+  }
+  return AllPrompts().front();  // unreachable: every PromptId is listed
+}
+
+Result<std::string> LoadPrompt(const std::string& prompts_dir, PromptId id) {
+  const auto& info = GetPromptInfo(id);
+  const auto path = std::filesystem::path(prompts_dir) / info.file_name;
+  std::error_code ec;
+  if (prompts_dir.empty() || !std::filesystem::exists(path, ec)) {
+    return std::string(info.default_text);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IoError("cannot read prompt file " + path.string());
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  std::string text = buf.str();
+  for (auto ph : info.placeholders) {
+    if (text.find(ph) == std::string::npos) {
+      return Status::InvalidArgument("prompt file " + path.string() + " lacks the placeholder " +
+                                     std::string(ph) + " (delete the file to use the default)");
+    }
+  }
+  return text;
+}
+
+std::string FillPrompt(std::string_view templ, const std::map<std::string, std::string>& values) {
+  std::string out;
+  out.reserve(templ.size());
+  size_t i = 0;
+  while (i < templ.size()) {
+    const size_t open = templ.find("{{", i);
+    if (open == std::string_view::npos) break;
+    const size_t close = templ.find("}}", open + 2);
+    if (close == std::string_view::npos) break;
+    out.append(templ.substr(i, open - i));
+    const std::string name(templ.substr(open + 2, close - open - 2));
+    if (auto it = values.find(name); it != values.end()) {
+      out += it->second;
+    } else {
+      out.append(templ.substr(open, close + 2 - open));
+    }
+    i = close + 2;
+  }
+  out.append(templ.substr(i));
+  return out;
+}
+
+}  // namespace grag

@@ -1,0 +1,154 @@
+// Settings: defaults < config file < environment < flags; clear errors; the init file round-trips.
+#include "grag/config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+
+#include "grag/prompts.h"
+#include "support/temp_dir.h"
+
+namespace grag {
+namespace {
+
+using testing::TempDir;
+
+EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& k) -> std::optional<std::string> {
+    auto it = vars.find(k);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(ConfigTest, DefaultsMatchMicrosoftGraphRag) {
+  TempDir dir;
+  auto c = LoadConfig(dir.path().string(), "", FakeEnv({}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->chunks.size, 1200);
+  EXPECT_EQ(c->chunks.overlap, 100);
+  EXPECT_EQ(c->chunks.encoding, "o200k_base");
+  EXPECT_EQ(c->llm.concurrency, 16);
+  EXPECT_EQ(c->communities.max_cluster_size, 10);
+  EXPECT_EQ(c->extraction.entity_types,
+            (std::vector<std::string>{"organization", "person", "geo", "event"}));
+  EXPECT_TRUE(c->llm.base_url.empty());
+}
+
+TEST(ConfigTest, PrecedenceFileThenEnvironmentThenFlags) {
+  TempDir dir;
+  dir.Write("grag.toml",
+            "[llm]\nmodel = \"from-file\"\nconcurrency = 4\nbase_url = \"http://file\"\n"
+            "[chunks]\nsize = 600\n[extraction]\nentity_types = [\"person\", \"ship\"]\n");
+  auto c = LoadConfig(dir.path().string(), "",
+                      FakeEnv({{"GRAG_LLM_MODEL", "from-env"}, {"OPENAI_API_KEY", "sk-openai"}}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->llm.model, "from-env");
+  EXPECT_EQ(c->llm.base_url, "http://file");
+  EXPECT_EQ(c->llm.concurrency, 4);
+  EXPECT_EQ(c->chunks.size, 600);
+  EXPECT_EQ(c->llm.api_key, "sk-openai");
+  EXPECT_EQ(c->extraction.entity_types, (std::vector<std::string>{"person", "ship"}));
+  ASSERT_TRUE(ApplySetting(*c, "llm.model", "from-flag").ok());
+  EXPECT_EQ(c->llm.model, "from-flag");
+}
+
+TEST(ConfigTest, GragKeyWinsOverOpenAiKey) {
+  TempDir dir;
+  auto c = LoadConfig(dir.path().string(), "",
+                      FakeEnv({{"GRAG_LLM_API_KEY", "sk-grag"}, {"OPENAI_API_KEY", "sk-openai"}}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->llm.api_key, "sk-grag");
+}
+
+TEST(ConfigTest, ErrorsNameTheFileLineAndKey) {
+  TempDir dir;
+  dir.Write("grag.toml", "[llm]\nconcurency = 4\n");
+  auto c = LoadConfig(dir.path().string(), "", FakeEnv({}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("llm.concurency"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("line 2"), std::string::npos);
+
+  dir.Write("grag.toml", "[llm]\nconcurrency = \"four\"\n");
+  c = LoadConfig(dir.path().string(), "", FakeEnv({}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("integer"), std::string::npos) << c.status().message();
+
+  dir.Write("grag.toml", "[llm\n");
+  c = LoadConfig(dir.path().string(), "", FakeEnv({}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("grag.toml:1"), std::string::npos) << c.status().message();
+
+  dir.Write("grag.toml", "[chunks]\noverlap = 5000\n");
+  c = LoadConfig(dir.path().string(), "", FakeEnv({}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("chunks.overlap"), std::string::npos);
+}
+
+TEST(ConfigTest, BadEnvironmentValueIsNamed) {
+  TempDir dir;
+  auto c = LoadConfig(dir.path().string(), "", FakeEnv({{"GRAG_LLM_CONCURRENCY", "lots"}}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("GRAG_LLM_CONCURRENCY"), std::string::npos);
+}
+
+TEST(ConfigTest, MissingExplicitFileAndRootAreNotFound) {
+  TempDir dir;
+  EXPECT_EQ(LoadConfig(dir / "nope", "", FakeEnv({})).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(LoadConfig(dir.path().string(), dir / "x.toml", FakeEnv({})).status().code(),
+            ErrorCode::kNotFound);
+}
+
+TEST(ConfigTest, RenderedFileParsesBackAndUncommentedValuesApply) {
+  TempDir dir;
+  Config defaults;
+  std::string text = RenderConfigFile(defaults);
+  EXPECT_NE(text.find("# model = \"\""), std::string::npos);
+  EXPECT_NE(text.find("GRAG_LLM_BASE_URL"), std::string::npos);
+  dir.Write("grag.toml", text);
+  auto c = LoadConfig(dir.path().string(), "", FakeEnv({}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // Uncommenting every line gives a file that parses to the same defaults.
+  std::string uncommented;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# ", 0) == 0 && line.find(" = ") != std::string::npos &&
+        line.find(' ', 2) == line.find(" = ")) {
+      line = line.substr(2);
+    }
+    uncommented += line + "\n";
+  }
+  dir.Write("grag.toml", uncommented);
+  c = LoadConfig(dir.path().string(), "", FakeEnv({}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString() << "\n" << uncommented;
+  EXPECT_EQ(c->communities.seed, defaults.communities.seed);
+  EXPECT_EQ(c->llm.temperature, defaults.llm.temperature);
+}
+
+TEST(ConfigTest, ResolveIsRelativeToRoot) {
+  Config c;
+  c.root = "/srv/proj";
+  EXPECT_EQ(c.Resolve("output/index.db"), "/srv/proj/output/index.db");
+  EXPECT_EQ(c.Resolve("/abs/x"), "/abs/x");
+}
+
+TEST(PromptsTest, DefaultsAreSeedPromptsAndFilesOverride) {
+  TempDir dir;
+  auto p = LoadPrompt(dir.path().string(), PromptId::kGlobalMap);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->rfind("Answer the question as far as the community reports below allow.", 0), 0u);
+  dir.Write("global_map.md", "Q={{question}} R={{report_batch}}");
+  p = LoadPrompt(dir.path().string(), PromptId::kGlobalMap);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(FillPrompt(*p, {{"question", "why {{x}}?"}, {"report_batch", "r1"}}),
+            "Q=why {{x}}? R=r1");
+  dir.Write("global_map.md", "no placeholders");
+  p = LoadPrompt(dir.path().string(), PromptId::kGlobalMap);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("{{question}}"), std::string::npos);
+  EXPECT_EQ(AllPrompts().size(), 5u);
+}
+
+}  // namespace
+}  // namespace grag
