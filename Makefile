@@ -1,7 +1,9 @@
 # Entry points. `make demo` and `make test` work on a fresh Debian 12 machine: each runs setup first.
 JOBS ?= $(shell nproc)
-BUILD ?= build            # tests: Debug + AddressSanitizer + UndefinedBehaviorSanitizer
-RELEASE ?= build-release  # the demo and benchmarks: optimised
+# Tests: Debug + AddressSanitizer + UndefinedBehaviorSanitizer.
+BUILD ?= build
+# The demo and benchmarks: optimised.
+RELEASE ?= build-release
 
 .PHONY: setup build release test demo bench format clean
 

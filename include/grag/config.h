@@ -98,10 +98,13 @@ struct SettingInfo {
 std::vector<SettingInfo> ListSettings(const Config& config);
 
 // Sets one setting from text ("llm.concurrency", "8"); InvalidArgument names the key and the
-// expected type. Lists take comma-separated values.
+// expected type. Lists take comma-separated values. Call ValidateConfig after the last one.
 Status ApplySetting(Config& config, const std::string& key, const std::string& value);
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+// Checks values against each other and their ranges (overlap < size, known encoding, ...).
+Status ValidateConfig(const Config& config);
 
 // The process environment.
 std::optional<std::string> ProcessEnv(const std::string& name);

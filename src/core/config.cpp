@@ -178,7 +178,9 @@ Status FromToml(const Setting& s, const toml::node& node, const std::string& whe
       s.ref);
 }
 
-Status CheckValues(const Config& c) {
+}  // namespace
+
+Status ValidateConfig(const Config& c) {
   if (c.chunks.size <= 0) return Status::InvalidArgument("chunks.size must be positive");
   if (c.chunks.overlap < 0 || c.chunks.overlap >= c.chunks.size) {
     return Status::InvalidArgument("chunks.overlap must be at least 0 and less than chunks.size");
@@ -204,8 +206,6 @@ Status CheckValues(const Config& c) {
   return Status::Ok();
 }
 
-}  // namespace
-
 std::string Config::Resolve(const std::string& path) const {
   if (path.empty()) return path;
   fs::path p(path);
@@ -223,8 +223,7 @@ std::vector<SettingInfo> ListSettings(const Config& config) {
 Status ApplySetting(Config& config, const std::string& key, const std::string& value) {
   for (const auto& s : Settings(config)) {
     if (key == s.key) {
-      GRAG_RETURN_IF_ERROR(ParseText(s, value));
-      return CheckValues(config);
+      return ParseText(s, value);
     }
   }
   return Status::InvalidArgument("unknown setting \"" + key + "\" (see `grag config`)");
@@ -301,7 +300,7 @@ Result<Config> LoadConfig(const std::string& root, const std::string& config_fil
   if (config.llm.api_key.empty()) {
     if (auto v = env("OPENAI_API_KEY"); v) config.llm.api_key = *v;
   }
-  GRAG_RETURN_IF_ERROR(CheckValues(config).WithContext(file.empty() ? "configuration" : file));
+  GRAG_RETURN_IF_ERROR(ValidateConfig(config).WithContext(file.empty() ? "configuration" : file));
   return config;
 }
 
