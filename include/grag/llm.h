@@ -1,0 +1,357 @@
+// The LLM client: the one way grag talks to chat and embedding models.
+//
+// ChatModel and EmbeddingModel are what the pipeline and the query engine use. OpenAIClient
+// implements both over the OpenAI HTTP protocol (OpenAI, Azure OpenAI, and the OpenAI endpoints
+// of Ollama, vLLM and llama.cpp's server); it owns the concurrency limit, rate limits, timeouts,
+// retries, the reply cache and token accounting, so no caller re-implements them.
+// ScriptedChatModel / ScriptedEmbeddingModel answer in-process, for unit tests of later modules.
+//
+// Every model is thread-safe: one instance is shared by all the pipeline's workers. Calls block
+// (waiting for a concurrency slot, a rate-limit slot or a retry) but never throw.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grag/cache.h"
+#include "grag/status.h"
+
+namespace grag {
+
+// Counts the tokens of a text. The CLI wires the real tokenizer (grag::Tokenizer::Count).
+using TokenCounter = std::function<size_t(std::string_view text)>;
+
+// The fallback when no tokenizer is wired: about one token per 4 bytes of English text.
+size_t EstimateTokens(std::string_view text);
+
+// ---------------------------------------------------------------------------------------------
+// Chat
+// ---------------------------------------------------------------------------------------------
+
+struct ChatMessage {
+  std::string role;  // "system", "user" or "assistant"
+  std::string content;
+};
+
+struct ChatRequest {
+  std::vector<ChatMessage> messages;
+  // Default 0: extraction and reports should be repeatable, and so worth caching.
+  // nullopt: not sent (some reasoning models reject any value but their own).
+  std::optional<double> temperature = 0.0;
+  // Upper bound on the reply's tokens; nullopt: not sent, the server's default applies.
+  std::optional<int> max_tokens;
+  // Ask for a JSON object (response_format {"type": "json_object"}). The prompt itself must
+  // still ask for JSON: OpenAI rejects json_mode otherwise.
+  bool json_mode = false;
+  // When set, the reply is streamed and every text delta is passed here as it arrives, in order,
+  // on the calling thread. A cache hit calls it once with the whole reply.
+  std::function<void(std::string_view delta)> on_delta;
+  // When set, judges the complete reply before it is cached. A non-OK Status (use kParse) makes
+  // Chat return that error and nothing is cached, so a later identical call reaches the model.
+  std::function<Status(const std::string& content)> validator;
+  // false: neither read nor write the reply cache for this call.
+  bool use_cache = true;
+};
+
+struct ChatResponse {
+  std::string content;
+  int64_t prompt_tokens = 0;             // from the reply's usage, else counted locally
+  int64_t completion_tokens = 0;         // likewise
+  bool tokens_estimated = false;         // true: the server sent no usage; the counts are local
+  bool cache_hit = false;                // true: from the reply cache; no HTTP call, nothing spent
+  int retries = 0;                       // HTTP attempts beyond the first
+  std::chrono::milliseconds latency{0};  // the whole call, waits and retries included
+  std::string model;          // who answered: the reply's "model", else the configured one
+  std::string finish_reason;  // "stop", "length", ...; "" when the server does not say
+};
+
+// Counters since a model was created. Tokens are those spent: cache hits cost nothing.
+struct LlmUsage {
+  int64_t calls = 0;          // Chat / Embed calls, cache hits and failures included
+  int64_t cache_hits = 0;     // chat calls, or embedding inputs, answered from the cache
+  int64_t http_requests = 0;  // HTTP requests sent, retries included
+  int64_t retries = 0;        // HTTP requests that repeated a failed one
+  int64_t failures = 0;       // calls that returned an error
+  int64_t rejected = 0;       // replies the caller's validator refused (also in failures)
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+
+  LlmUsage& operator+=(const LlmUsage& other);
+};
+
+class ChatModel {
+ public:
+  virtual ~ChatModel() = default;
+  // One chat completion. Thread-safe. Errors: kInvalidArgument (bad request, bad key: 4xx),
+  // kNotFound (404: wrong URL or model), kRateLimited / kUnavailable / kTimeout (after the
+  // retries), kParse (unusable reply, or the validator's verdict).
+  virtual Result<ChatResponse> Chat(const ChatRequest& request) = 0;
+  // The configured model name; part of every cache key.
+  virtual const std::string& model() const = 0;
+  virtual LlmUsage Usage() const = 0;  // thread-safe snapshot
+};
+
+// ---------------------------------------------------------------------------------------------
+// Embeddings
+// ---------------------------------------------------------------------------------------------
+
+struct EmbeddingResponse {
+  std::vector<std::vector<float>> vectors;  // one per input, in input order
+  size_t dimension = 0;                     // every vector's length (0 when there were no inputs)
+  std::string model;
+  int64_t prompt_tokens = 0;      // spent by this call (cache hits cost nothing)
+  bool tokens_estimated = false;  // true: some batch came back without usage
+  size_t cache_hits = 0;          // inputs answered from the cache
+  int retries = 0;                // summed over the call's batches
+  std::chrono::milliseconds latency{0};
+};
+
+class EmbeddingModel {
+ public:
+  virtual ~EmbeddingModel() = default;
+  // Embeds every input (batched as the implementation sees fit). Thread-safe. Errors as Chat's.
+  virtual Result<EmbeddingResponse> Embed(const std::vector<std::string>& inputs) = 0;
+  virtual const std::string& model() const = 0;
+  virtual LlmUsage Usage() const = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Side effects, behind interfaces so tests can inject faults and time
+// ---------------------------------------------------------------------------------------------
+
+struct HttpHeader {
+  std::string name;
+  std::string value;
+};
+
+struct HttpRequest {
+  std::string url;
+  std::vector<HttpHeader> headers;
+  std::string body;  // POSTed as is
+  std::chrono::milliseconds timeout{120'000};
+  std::chrono::milliseconds connect_timeout{10'000};
+  // When set, receives the body of a 2xx reply piece by piece as it arrives (streaming).
+  // Returning false aborts the transfer (Post then returns kCancelled).
+  std::function<bool(std::string_view bytes)> on_body;
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::vector<HttpHeader> headers;  // names lower-cased
+  std::string body;                 // the whole body, also when on_body saw it
+  // The first header called `name` (case-insensitive), or nullopt.
+  std::optional<std::string> Header(std::string_view name) const;
+};
+
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  // POSTs one request. Any HTTP status is a successful result; only transport failures are
+  // errors: kTimeout when the timeout passes, kUnavailable when the host cannot be reached or
+  // the connection breaks, kCancelled when on_body aborted. Thread-safe.
+  virtual Result<HttpResponse> Post(const HttpRequest& request) = 0;
+};
+
+// The libcurl transport. Keeps idle easy handles in a pool so connections and TLS sessions are
+// reused across calls. Honours the usual *_proxy environment variables.
+Result<std::unique_ptr<HttpTransport>> MakeCurlTransport();
+
+// Time, for backoff, rate limits and latency. Tests use a fake that sleeps instantly.
+class Clock {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  virtual ~Clock() = default;
+  virtual TimePoint Now() = 0;
+  virtual void SleepUntil(TimePoint deadline) = 0;
+  // Wall-clock time, only to read Retry-After given as an HTTP date.
+  virtual std::chrono::system_clock::time_point WallNow() = 0;
+};
+
+std::unique_ptr<Clock> MakeSystemClock();
+
+// ---------------------------------------------------------------------------------------------
+// The OpenAI-compatible client
+// ---------------------------------------------------------------------------------------------
+
+enum class ApiStyle {
+  kOpenAI,  // {base_url}/chat/completions, "Authorization: Bearer KEY"
+  kAzure,   // {base_url}/openai/deployments/{deployment}/chat/completions?api-version=V, "api-key"
+};
+
+// "openai" or "azure".
+Result<ApiStyle> ParseApiStyle(std::string_view name);
+
+struct OpenAIOptions {
+  // ---- where and who ----
+  ApiStyle api_style = ApiStyle::kOpenAI;  // what OpenAI, Ollama, vLLM and llama.cpp all speak
+  // OpenAI's; Ollama: http://localhost:11434/v1; Azure: https://NAME.openai.azure.com.
+  std::string base_url = "https://api.openai.com/v1";
+  std::string api_key;           // empty: no auth header, as local servers need none
+  std::string model;             // required: sent with each request and part of every cache key
+  std::string azure_deployment;  // Azure: the deployment in the URL; empty: same as model
+  std::string azure_api_version = "2024-10-21";  // the latest GA data-plane version we know
+  // A JSON object merged (RFC 7396 merge patch) into every request body: provider knobs such as
+  // top_p, seed or Ollama's "options" without a code change. A null member removes a field.
+  std::string extra_body_json;
+  // OpenAI's reasoning models only accept "max_completion_tokens"; the rest want "max_tokens".
+  std::string max_tokens_field = "max_tokens";
+  // Ask for usage at the end of a stream (stream_options); a few old servers reject the field.
+  bool stream_usage = true;
+
+  // ---- limits ----
+  int max_concurrency = 16;     // requests in flight at once (GraphRAG's default)
+  int requests_per_minute = 0;  // 0: unlimited; set to the account's limit to avoid 429 storms
+  int tokens_per_minute = 0;    // 0: unlimited; prompt (counted) + completion (reported) tokens
+  // Per HTTP attempt, streams included: a long report on a slow local model takes a minute.
+  std::chrono::milliseconds timeout{120'000};
+  std::chrono::milliseconds connect_timeout{10'000};  // a dead host should fail fast
+
+  // ---- retries (on 408, 429, 5xx, timeouts and network errors; never on other 4xx) ----
+  int max_retries = 6;  // attempts after the first: with the backoff below, ~1 minute of outage
+  std::chrono::milliseconds backoff_base{1'000};  // the first retry waits 0.5-1 s
+  std::chrono::milliseconds backoff_cap{60'000};  // no single wait is longer (before jitter)
+  // A longer Retry-After (a quota spent for the day) fails the call instead of hanging it.
+  std::chrono::milliseconds max_retry_after{120'000};
+  uint64_t jitter_seed = 0;  // 0: from std::random_device; tests fix it for reproducible waits
+
+  // ---- embeddings ----
+  int embedding_batch_size = 16;            // inputs per request (GraphRAG's default)
+  int embedding_batch_max_tokens = 8191;    // tokens per request (GraphRAG's default)
+  std::optional<int> embedding_dimensions;  // "dimensions", for models that shorten vectors
+
+  // ---- collaborators ----
+  KeyValueCache* cache = nullptr;  // borrowed, must outlive the client; nullptr: no reply cache
+  TokenCounter token_counter;      // for replies without usage and for TPM; empty: EstimateTokens
+  std::shared_ptr<HttpTransport> transport;  // empty: MakeCurlTransport()
+  std::shared_ptr<Clock> clock;              // empty: MakeSystemClock()
+};
+
+// Chat and embeddings over HTTP. One instance serves one model; the CLI creates one for chat and
+// one for embeddings. Thread-safe; must outlive every call made on it.
+class OpenAIClient final : public ChatModel, public EmbeddingModel {
+ public:
+  // Checks the options (kInvalidArgument naming the bad field) and creates the client.
+  static Result<std::unique_ptr<OpenAIClient>> Create(OpenAIOptions options);
+  ~OpenAIClient() override;
+  OpenAIClient(const OpenAIClient&) = delete;
+  OpenAIClient& operator=(const OpenAIClient&) = delete;
+
+  Result<ChatResponse> Chat(const ChatRequest& request) override;
+  Result<EmbeddingResponse> Embed(const std::vector<std::string>& inputs) override;
+  const std::string& model() const override;
+  LlmUsage Usage() const override;  // chat and embedding calls together
+
+ private:
+  struct Impl;
+  struct PrivateTag {
+    explicit PrivateTag() = default;
+  };
+
+ public:
+  OpenAIClient(PrivateTag, std::unique_ptr<Impl> impl);  // use Create
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// In-process implementations for tests
+// ---------------------------------------------------------------------------------------------
+
+// A KeyValueCache in memory. Thread-safe.
+class InMemoryCache final : public KeyValueCache {
+ public:
+  struct Entry {
+    std::string value;
+    std::string model;
+    std::string kind;
+  };
+
+  std::optional<std::string> Get(std::string_view key) override;
+  Status Put(std::string_view key, std::string_view value, std::string_view model,
+             std::string_view kind) override;
+
+  size_t size() const;
+  std::map<std::string, Entry, std::less<>> entries() const;  // a copy
+  void Clear();
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, Entry, std::less<>> entries_;  // guarded by mu_
+};
+
+struct ScriptedModelOptions {
+  std::string model = "scripted";  // reported in replies and part of cache keys
+  KeyValueCache* cache = nullptr;  // borrowed; nullptr: no cache (as OpenAIOptions::cache)
+  TokenCounter token_counter;      // empty: EstimateTokens
+};
+
+// Answers chat requests in-process, deterministically: from a function of the request, or else
+// from a queue of replies. Caches, validates, streams (one delta per reply) and counts like
+// OpenAIClient, so code tested against it behaves the same against a real model. Thread-safe.
+class ScriptedChatModel final : public ChatModel {
+ public:
+  // A reply's content, or an error that the call returns as is.
+  using Responder = std::function<Result<std::string>(const ChatRequest& request)>;
+
+  // Replies from the queue (see Push); a call with the queue empty fails with kInternal.
+  explicit ScriptedChatModel(ScriptedModelOptions options = {});
+  // Replies from `responder`, which may be called from several threads at once.
+  explicit ScriptedChatModel(Responder responder, ScriptedModelOptions options = {});
+
+  void Push(Result<std::string> reply);
+
+  Result<ChatResponse> Chat(const ChatRequest& request) override;
+  const std::string& model() const override { return options_.model; }
+  LlmUsage Usage() const override;
+
+  // Every request that reached the script (cache hits did not), in arrival order.
+  std::vector<ChatRequest> Requests() const;
+  size_t RequestCount() const;
+
+ private:
+  ScriptedModelOptions options_;
+  Responder responder_;
+  mutable std::mutex mu_;
+  std::deque<Result<std::string>> queue_;  // guarded by mu_
+  std::vector<ChatRequest> requests_;      // guarded by mu_
+  LlmUsage usage_;                         // guarded by mu_
+};
+
+// Embeds in-process. The default embedder hashes words into `dimension` buckets and normalises,
+// so equal texts get equal vectors and texts sharing words point the same way. Thread-safe.
+class ScriptedEmbeddingModel final : public EmbeddingModel {
+ public:
+  using Embedder = std::function<Result<std::vector<float>>(const std::string& input)>;
+
+  explicit ScriptedEmbeddingModel(size_t dimension = 32, std::string model = "scripted-embedding");
+  ScriptedEmbeddingModel(Embedder embedder, std::string model = "scripted-embedding");
+
+  Result<EmbeddingResponse> Embed(const std::vector<std::string>& inputs) override;
+  const std::string& model() const override { return model_; }
+  LlmUsage Usage() const override;
+
+  std::vector<std::string> Inputs() const;  // every input embedded, in order
+
+  // The default embedder, for tests that want the expected vector.
+  static std::vector<float> HashEmbedding(std::string_view text, size_t dimension);
+
+ private:
+  Embedder embedder_;
+  std::string model_;
+  mutable std::mutex mu_;
+  std::vector<std::string> inputs_;  // guarded by mu_
+  LlmUsage usage_;                   // guarded by mu_
+};
+
+}  // namespace grag

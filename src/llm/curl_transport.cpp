@@ -1,0 +1,203 @@
+// The libcurl HttpTransport: one easy handle per request in flight, kept in a pool afterwards so
+// the next request reuses its connection.
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "grag/llm.h"
+
+namespace grag {
+namespace {
+
+struct CurlEasyDeleter {
+  void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
+};
+using CurlEasy = std::unique_ptr<CURL, CurlEasyDeleter>;
+
+struct CurlListDeleter {
+  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+using CurlList = std::unique_ptr<curl_slist, CurlListDeleter>;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view TrimSpace(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// What the callbacks of one transfer write into.
+struct Transfer {
+  const HttpRequest* request = nullptr;
+  HttpResponse response;
+  int status_seen = 0;         // from the latest status line, for deciding whether to stream
+  bool aborted = false;        // on_body returned false
+  std::string callback_error;  // on_body threw
+};
+
+size_t OnHeader(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * count);
+  line = TrimSpace(line);
+  if (line.starts_with("HTTP/")) {
+    // A new response begins (after a 100 Continue or a proxy's CONNECT): forget older headers.
+    t->response.headers.clear();
+    size_t space = line.find(' ');
+    t->status_seen = space == std::string_view::npos
+                         ? 0
+                         : std::atoi(std::string(line.substr(space + 1, 3)).c_str());
+  } else if (size_t colon = line.find(':'); colon != std::string_view::npos) {
+    t->response.headers.push_back(
+        {Lower(TrimSpace(line.substr(0, colon))), std::string(TrimSpace(line.substr(colon + 1)))});
+  }
+  return size * count;
+}
+
+size_t OnBody(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view bytes(data, size * count);
+  t->response.body.append(bytes);
+  if (t->request->on_body && t->status_seen >= 200 && t->status_seen < 300) {
+    // An exception must not unwind through libcurl's C frames.
+    try {
+      if (!t->request->on_body(bytes)) {
+        t->aborted = true;
+        return 0;
+      }
+    } catch (const std::exception& e) {
+      t->callback_error = e.what();
+      return 0;
+    } catch (...) {
+      t->callback_error = "unknown exception";
+      return 0;
+    }
+  }
+  return size * count;
+}
+
+bool Append(CurlList& list, const std::string& line) {
+  curl_slist* head = curl_slist_append(list.get(), line.c_str());
+  if (head == nullptr) return false;  // the old list is untouched and still owned
+  static_cast<void>(list.release());  // `head` is the same list, longer (or a new one)
+  list.reset(head);
+  return true;
+}
+
+class CurlTransport final : public HttpTransport {
+ public:
+  Result<HttpResponse> Post(const HttpRequest& request) override {
+    CurlEasy handle = Take();
+    if (!handle) return Status::Internal("curl_easy_init failed");
+    CURL* h = handle.get();
+
+    CurlList headers;
+    for (const HttpHeader& header : request.headers) {
+      if (!Append(headers, header.name + ": " + header.value)) {
+        return Status::Internal("curl_slist_append failed");
+      }
+    }
+    // Without this, curl waits for "100 Continue" before sending bodies over 1 MB.
+    if (!Append(headers, "Expect:")) return Status::Internal("curl_slist_append failed");
+
+    Transfer transfer;
+    transfer.request = &request;
+    char error[CURL_ERROR_SIZE] = {0};
+    curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &OnHeader);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &transfer);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(request.connect_timeout.count()));
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // signals and threads do not mix
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // any the build supports
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "grag/0.1");
+
+    CURLcode rc = curl_easy_perform(h);
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    // The handle outlives `headers` and `error` in the pool: drop its pointers to them.
+    curl_easy_reset(h);
+    Give(std::move(handle));
+
+    if (!transfer.callback_error.empty()) {
+      return Status::Internal("the body callback failed: " + transfer.callback_error);
+    }
+    if (transfer.aborted)
+      return Status::Cancelled("the transfer from " + request.url + " was stopped");
+    if (rc != CURLE_OK) {
+      std::string detail = error[0] != '\0' ? std::string(error) : curl_easy_strerror(rc);
+      if (rc == CURLE_OPERATION_TIMEDOUT) {
+        return Status::Timeout(fmt::format("POST {} timed out ({}; timeout {} ms)", request.url,
+                                           detail, request.timeout.count()));
+      }
+      return Status::Unavailable(fmt::format("POST {} failed: {}", request.url, detail));
+    }
+    transfer.response.status = static_cast<int>(status);
+    return std::move(transfer.response);
+  }
+
+ private:
+  CurlEasy Take() {
+    {
+      std::lock_guard lock(mu_);
+      if (!idle_.empty()) {
+        CurlEasy h = std::move(idle_.back());
+        idle_.pop_back();
+        return h;
+      }
+    }
+    return CurlEasy(curl_easy_init());
+  }
+
+  void Give(CurlEasy handle) {
+    std::lock_guard lock(mu_);
+    idle_.push_back(std::move(handle));
+  }
+
+  std::mutex mu_;
+  // Guarded by mu_. At most as many as were ever in flight at once (the client bounds that).
+  std::vector<CurlEasy> idle_;
+};
+
+}  // namespace
+
+std::optional<std::string> HttpResponse::Header(std::string_view name) const {
+  std::string wanted = Lower(name);
+  for (const HttpHeader& h : headers) {
+    if (h.name.size() == wanted.size() && Lower(h.name) == wanted) return h.value;
+  }
+  return std::nullopt;
+}
+
+Result<std::unique_ptr<HttpTransport>> MakeCurlTransport() {
+  static std::once_flag once;
+  static CURLcode init = CURLE_OK;
+  // libcurl's one process-wide initialisation; never undone, since other handles may live on.
+  std::call_once(once, [] { init = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  if (init != CURLE_OK) {
+    return Status::Internal(std::string("curl_global_init failed: ") + curl_easy_strerror(init));
+  }
+  return std::unique_ptr<HttpTransport>(std::make_unique<CurlTransport>());
+}
+
+}  // namespace grag

@@ -1,0 +1,121 @@
+#include "llm/model_common.h"
+
+#include <fmt/format.h>
+
+#include "grag/hash.h"
+#include "grag/log.h"
+
+namespace grag::llm_internal {
+namespace {
+
+using nlohmann::json;
+
+std::string Canonical(const json* extra) {
+  // nlohmann's objects are ordered maps, so equal objects dump to equal text.
+  if (extra == nullptr || extra->empty()) return "";
+  return extra->dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string ChatCacheKey(std::string_view model, const ChatRequest& request,
+                         const nlohmann::json* extra) {
+  Hasher h;
+  h.Add("grag-chat-v1").Add(model);
+  h.Add(std::to_string(request.messages.size()));
+  for (const ChatMessage& m : request.messages) h.Add(m.role).Add(m.content);
+  h.Add(request.temperature ? fmt::format("t={}", *request.temperature) : "t=none");
+  h.Add(request.max_tokens ? fmt::format("m={}", *request.max_tokens) : "m=none");
+  h.Add(request.json_mode ? "json" : "text");
+  h.Add(Canonical(extra));
+  return h.HexDigest();
+}
+
+std::string EncodeChatReply(const ChatResponse& response) {
+  json j = {{"content", response.content},
+            {"prompt_tokens", response.prompt_tokens},
+            {"completion_tokens", response.completion_tokens},
+            {"tokens_estimated", response.tokens_estimated},
+            {"model", response.model},
+            {"finish_reason", response.finish_reason}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<ChatResponse> DecodeChatReply(std::string_view value) {
+  json j = json::parse(value, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  auto content = j.find("content");
+  if (content == j.end() || !content->is_string()) return std::nullopt;
+  ChatResponse r;
+  r.content = content->get<std::string>();
+  auto count = [&](const char* name) -> int64_t {
+    auto it = j.find(name);
+    return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+  };
+  auto text = [&](const char* name) -> std::string {
+    auto it = j.find(name);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  r.prompt_tokens = count("prompt_tokens");
+  r.completion_tokens = count("completion_tokens");
+  auto estimated = j.find("tokens_estimated");
+  r.tokens_estimated = estimated != j.end() && estimated->is_boolean() && estimated->get<bool>();
+  r.model = text("model");
+  r.finish_reason = text("finish_reason");
+  return r;
+}
+
+std::string EmbeddingCacheKey(std::string_view model, std::optional<int> dimensions,
+                              const nlohmann::json* extra, std::string_view input) {
+  Hasher h;
+  h.Add("grag-embedding-v1").Add(model);
+  h.Add(dimensions ? std::to_string(*dimensions) : "d=none");
+  h.Add(Canonical(extra));
+  h.Add(input);
+  return h.HexDigest();
+}
+
+int64_t CountPromptTokens(const std::vector<ChatMessage>& messages, const TokenCounter& count) {
+  int64_t total = 3;
+  for (const ChatMessage& m : messages) {
+    total += 3 + static_cast<int64_t>(count(m.role)) + static_cast<int64_t>(count(m.content));
+  }
+  return total;
+}
+
+void LogChatCall(std::string_view model, const Result<ChatResponse>& result,
+                 std::chrono::milliseconds latency, int retries) {
+  if (result.ok()) {
+    const ChatResponse& r = *result;
+    Log(LogLevel::kDebug, "llm",
+        fmt::format("chat model={} prompt_tokens={} completion_tokens={}{} latency_ms={} "
+                    "retries={} cache_hit={}",
+                    model, r.prompt_tokens, r.completion_tokens,
+                    r.tokens_estimated ? " (estimated)" : "", latency.count(), retries,
+                    r.cache_hit));
+  } else {
+    Log(LogLevel::kDebug, "llm",
+        fmt::format("chat model={} failed latency_ms={} retries={} cache_hit=false: {}", model,
+                    latency.count(), retries, result.status().ToString()));
+  }
+}
+
+void LogEmbeddingCall(std::string_view model, size_t inputs,
+                      const Result<EmbeddingResponse>& result, std::chrono::milliseconds latency,
+                      int retries) {
+  if (result.ok()) {
+    const EmbeddingResponse& r = *result;
+    Log(LogLevel::kDebug, "llm",
+        fmt::format("embed model={} inputs={} dimension={} prompt_tokens={}{} latency_ms={} "
+                    "retries={} cache_hits={}",
+                    model, inputs, r.dimension, r.prompt_tokens,
+                    r.tokens_estimated ? " (estimated)" : "", latency.count(), retries,
+                    r.cache_hits));
+  } else {
+    Log(LogLevel::kDebug, "llm",
+        fmt::format("embed model={} inputs={} failed latency_ms={} retries={}: {}", model, inputs,
+                    latency.count(), retries, result.status().ToString()));
+  }
+}
+
+}  // namespace grag::llm_internal

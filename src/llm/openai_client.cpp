@@ -1,0 +1,566 @@
+// OpenAIClient: the OpenAI chat/embeddings protocol with the limits, retries, cache and
+// accounting every grag LLM call goes through.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <random>
+#include <system_error>
+#include <thread>
+
+#include "grag/llm.h"
+#include "grag/log.h"
+#include "llm/limits.h"
+#include "llm/model_common.h"
+#include "llm/wire.h"
+
+namespace grag {
+
+using llm_internal::ChatStreamAssembler;
+using llm_internal::RateLimiter;
+using llm_internal::Semaphore;
+using llm_internal::SseParser;
+
+namespace {
+
+std::chrono::milliseconds Since(Clock& clock, Clock::TimePoint start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock.Now() - start);
+}
+
+// The per-attempt state of a streamed chat reply, fed by the transport as bytes arrive.
+class StreamState {
+ public:
+  explicit StreamState(std::function<void(std::string_view)> on_delta)
+      : on_delta_(std::move(on_delta)) {}
+
+  // A new HTTP attempt starts from scratch.
+  void Begin() {
+    parser_ = SseParser();
+    assembler_.emplace(on_delta_);
+    error_ = Status::Ok();
+  }
+
+  bool OnBody(std::string_view bytes) {
+    error_ = parser_.Feed(bytes, Handler());
+    return error_.ok();
+  }
+
+  // After a complete 2xx transfer: flushes the last event.
+  Status Finish() {
+    if (error_.ok()) error_ = parser_.Finish(Handler());
+    return error_;
+  }
+
+  // The error that made OnBody stop the transfer, if any.
+  const Status& error() const { return error_; }
+  // A retry would repeat deltas the caller has already seen.
+  bool MayRetry() const { return !assembler_ || !assembler_->delivered(); }
+  const ChatStreamAssembler& assembler() const { return *assembler_; }
+
+ private:
+  SseParser::Handler Handler() {
+    return [this](std::string_view field, std::string_view data) -> Status {
+      if (field == "error") {
+        return Status::Unavailable("server reported an error mid-stream: " +
+                                   llm_internal::ErrorMessageFromBody(data));
+      }
+      return assembler_->OnEvent(data);
+    };
+  }
+
+  std::function<void(std::string_view)> on_delta_;
+  SseParser parser_;
+  std::optional<ChatStreamAssembler> assembler_;
+  Status error_;
+};
+
+uint64_t RandomSeed() {
+  try {
+    return std::random_device()();
+  } catch (const std::exception&) {  // no entropy source: the time will do for jitter
+    return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  }
+}
+
+struct Counters {
+  std::atomic<int64_t> calls{0};
+  std::atomic<int64_t> cache_hits{0};
+  std::atomic<int64_t> http_requests{0};
+  std::atomic<int64_t> retries{0};
+  std::atomic<int64_t> failures{0};
+  std::atomic<int64_t> rejected{0};
+  std::atomic<int64_t> prompt_tokens{0};
+  std::atomic<int64_t> completion_tokens{0};
+
+  LlmUsage Snapshot() const {
+    LlmUsage u;
+    u.calls = calls.load();
+    u.cache_hits = cache_hits.load();
+    u.http_requests = http_requests.load();
+    u.retries = retries.load();
+    u.failures = failures.load();
+    u.rejected = rejected.load();
+    u.prompt_tokens = prompt_tokens.load();
+    u.completion_tokens = completion_tokens.load();
+    return u;
+  }
+};
+
+Status CheckOptions(const OpenAIOptions& o) {
+  auto bad = [](std::string m) { return Status::InvalidArgument("LLM client options: " + m); };
+  if (!o.base_url.starts_with("http://") && !o.base_url.starts_with("https://")) {
+    return bad("base_url must start with http:// or https://, got '" + o.base_url + "'");
+  }
+  if (o.model.empty() && (o.api_style == ApiStyle::kOpenAI || o.azure_deployment.empty())) {
+    return bad("model is empty");
+  }
+  if (o.api_style == ApiStyle::kAzure) {
+    if (o.base_url.find("api.openai.com") != std::string::npos) {
+      return bad(
+          "Azure needs base_url set to the resource's endpoint "
+          "(https://NAME.openai.azure.com)");
+    }
+    if (o.azure_api_version.empty()) return bad("azure_api_version is empty");
+  }
+  if (o.max_concurrency < 1) return bad("max_concurrency must be at least 1");
+  if (o.requests_per_minute < 0) return bad("requests_per_minute must not be negative");
+  if (o.tokens_per_minute < 0) return bad("tokens_per_minute must not be negative");
+  if (o.timeout.count() <= 0) return bad("timeout must be positive");
+  if (o.connect_timeout.count() <= 0) return bad("connect_timeout must be positive");
+  if (o.max_retries < 0) return bad("max_retries must not be negative");
+  if (o.backoff_base.count() < 0 || o.backoff_cap < o.backoff_base) {
+    return bad("backoff_base must be >= 0 and backoff_cap >= backoff_base");
+  }
+  if (o.max_retry_after.count() < 0) return bad("max_retry_after must not be negative");
+  if (o.embedding_batch_size < 1) return bad("embedding_batch_size must be at least 1");
+  if (o.embedding_batch_max_tokens < 1) return bad("embedding_batch_max_tokens must be >= 1");
+  if (o.embedding_dimensions && *o.embedding_dimensions < 1) {
+    return bad("embedding_dimensions must be at least 1");
+  }
+  if (o.max_tokens_field.empty()) return bad("max_tokens_field is empty");
+  return Status::Ok();
+}
+
+}  // namespace
+
+struct OpenAIClient::Impl {
+  Impl(OpenAIOptions o, nlohmann::json extra_body, std::shared_ptr<HttpTransport> t,
+       std::shared_ptr<Clock> c)
+      : options(std::move(o)),
+        extra(std::move(extra_body)),
+        transport(std::move(t)),
+        clock(std::move(c)),
+        count(options.token_counter ? options.token_counter : TokenCounter(&EstimateTokens)),
+        slots(options.max_concurrency),
+        rate(*clock, options.requests_per_minute, options.tokens_per_minute),
+        rng(options.jitter_seed != 0 ? options.jitter_seed : RandomSeed()) {
+    std::string base = options.base_url;
+    while (base.ends_with('/')) base.pop_back();
+    if (options.api_style == ApiStyle::kAzure) {
+      std::string deployment =
+          options.azure_deployment.empty() ? options.model : options.azure_deployment;
+      std::string prefix = base + "/openai/deployments/" + deployment;
+      std::string query = "?api-version=" + options.azure_api_version;
+      chat_url = prefix + "/chat/completions" + query;
+      embeddings_url = prefix + "/embeddings" + query;
+      if (!options.api_key.empty()) auth.push_back({"api-key", options.api_key});
+    } else {
+      chat_url = base + "/chat/completions";
+      embeddings_url = base + "/embeddings";
+      if (!options.api_key.empty()) auth.push_back({"Authorization", "Bearer " + options.api_key});
+    }
+  }
+
+  const nlohmann::json* Extra() const { return extra.empty() ? nullptr : &extra; }
+
+  double Uniform() {
+    std::lock_guard lock(rng_mu);
+    return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+  }
+
+  Result<HttpResponse> Send(std::string_view what, const std::string& url, std::string body,
+                            int64_t tokens, StreamState* stream, int* retries);
+  Result<ChatResponse> ChatOnce(const ChatRequest& request, int* retries);
+  Result<EmbeddingResponse> EmbedOnce(const std::vector<std::string>& inputs, int* retries);
+
+  const OpenAIOptions options;
+  const nlohmann::json extra;  // the parsed extra body: an object, maybe empty
+  std::string chat_url;
+  std::string embeddings_url;
+  std::vector<HttpHeader> auth;
+  const std::shared_ptr<HttpTransport> transport;
+  const std::shared_ptr<Clock> clock;
+  const TokenCounter count;
+  Semaphore slots;   // bounds the HTTP requests in flight
+  RateLimiter rate;  // spaces them
+  std::mutex rng_mu;
+  std::mt19937_64 rng;  // guarded by rng_mu; jitter only
+  Counters counters;
+};
+
+// One request with its retries. Holds a concurrency slot only while the request is in flight,
+// never while waiting to retry.
+Result<HttpResponse> OpenAIClient::Impl::Send(std::string_view what, const std::string& url,
+                                              std::string body, int64_t tokens, StreamState* stream,
+                                              int* retries) {
+  HttpRequest request;
+  request.url = url;
+  request.headers = auth;
+  request.headers.push_back({"Content-Type", "application/json"});
+  request.headers.push_back(
+      {"Accept", stream != nullptr ? "text/event-stream" : "application/json"});
+  request.body = std::move(body);
+  request.timeout = options.timeout;
+  request.connect_timeout = options.connect_timeout;
+  if (stream != nullptr) {
+    request.on_body = [stream](std::string_view bytes) { return stream->OnBody(bytes); };
+  }
+
+  for (int attempt = 0;; ++attempt) {
+    if (stream != nullptr) stream->Begin();
+    std::optional<Result<HttpResponse>> sent;
+    {
+      Semaphore::Permit permit(slots);
+      rate.Acquire(tokens);
+      counters.http_requests.fetch_add(1);
+      sent.emplace(transport->Post(request));
+    }
+    Result<HttpResponse>& result = *sent;
+
+    Status failure;
+    bool retryable = false;
+    std::optional<std::chrono::milliseconds> server_wait;
+    if (result.ok()) {
+      const HttpResponse& response = *result;
+      if (response.status >= 200 && response.status < 300) return std::move(result);
+      failure = llm_internal::HttpErrorStatus(response.status, response.body, url);
+      retryable = llm_internal::IsRetryableStatus(response.status) &&
+                  !(response.status == 429 && llm_internal::IsQuotaExhausted(response.body));
+      server_wait = llm_internal::ParseRetryAfter(response, clock->WallNow());
+    } else {
+      failure = result.status();
+      if (stream != nullptr && !stream->error().ok()) failure = stream->error();
+      retryable =
+          failure.code() == ErrorCode::kTimeout || failure.code() == ErrorCode::kUnavailable;
+    }
+    if (retryable && stream != nullptr && !stream->MayRetry()) {
+      return Status(failure.code(),
+                    failure.message() + " (the stream broke after part of the reply was shown)");
+    }
+    if (!retryable) return failure;
+    if (attempt >= options.max_retries) {
+      return Status(failure.code(),
+                    fmt::format("{} (gave up after {} attempts)", failure.message(), attempt + 1));
+    }
+
+    std::chrono::milliseconds wait =
+        llm_internal::BackoffDelay(attempt, options.backoff_base, options.backoff_cap, Uniform());
+    if (server_wait) {
+      if (*server_wait > options.max_retry_after) {
+        return Status(failure.code(),
+                      fmt::format("{} (the server asks to retry after {} s, longer than "
+                                  "max_retry_after {} s)",
+                                  failure.message(), server_wait->count() / 1000.0,
+                                  options.max_retry_after.count() / 1000.0));
+      }
+      // Wait what the server asks, plus a little jitter so parallel callers do not return at once.
+      wait = *server_wait + std::chrono::milliseconds(static_cast<int64_t>(
+                                Uniform() * static_cast<double>(options.backoff_base.count()) / 4));
+    }
+    Log(LogLevel::kInfo, "llm",
+        fmt::format("{} {}: {}; retry {} of {} in {:.1f} s", what, options.model,
+                    failure.ToString(), attempt + 1, options.max_retries, wait.count() / 1000.0));
+    ++*retries;
+    counters.retries.fetch_add(1);
+    clock->SleepUntil(clock->Now() + wait);
+  }
+}
+
+Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, int* retries) {
+  if (request.messages.empty()) {
+    return Status::InvalidArgument("a chat request needs at least one message");
+  }
+  const bool use_cache = options.cache != nullptr && request.use_cache;
+  std::string key;
+  if (use_cache) {
+    key = llm_internal::ChatCacheKey(options.model, request, Extra());
+    if (std::optional<std::string> value = options.cache->Get(key)) {
+      if (std::optional<ChatResponse> cached = llm_internal::DecodeChatReply(*value)) {
+        counters.cache_hits.fetch_add(1);
+        cached->cache_hit = true;
+        if (request.on_delta && !cached->content.empty()) request.on_delta(cached->content);
+        return std::move(*cached);
+      }
+      Log(LogLevel::kWarn, "llm", "ignoring an unreadable reply-cache entry " + key);
+    }
+  }
+
+  const bool streaming = static_cast<bool>(request.on_delta);
+  llm_internal::ChatBodyOptions body_options;
+  body_options.model = options.model;
+  body_options.extra = Extra();
+  body_options.stream = streaming;
+  body_options.stream_usage = options.stream_usage;
+  body_options.max_tokens_field = options.max_tokens_field;
+  std::string body = llm_internal::BuildChatBody(request, body_options);
+  const int64_t prompt_estimate = llm_internal::CountPromptTokens(request.messages, count);
+
+  StreamState stream(request.on_delta);
+  GRAG_ASSIGN_OR_RETURN(HttpResponse response,
+                        Send("chat", chat_url, std::move(body), prompt_estimate,
+                             streaming ? &stream : nullptr, retries));
+  llm_internal::ChatReply reply;
+  if (streaming) {
+    GRAG_RETURN_IF_ERROR(stream.Finish());
+    if (stream.assembler().events() == 0) {
+      // The server ignored "stream" and sent the reply whole.
+      GRAG_ASSIGN_OR_RETURN(reply, llm_internal::ParseChatReply(response.body));
+      if (!reply.content.empty()) request.on_delta(reply.content);
+    } else {
+      GRAG_ASSIGN_OR_RETURN(reply, stream.assembler().Finish());
+    }
+  } else {
+    GRAG_ASSIGN_OR_RETURN(reply, llm_internal::ParseChatReply(response.body));
+  }
+
+  ChatResponse out;
+  out.content = std::move(reply.content);
+  out.model = reply.model.empty() ? options.model : reply.model;
+  out.finish_reason = reply.finish_reason;
+  out.tokens_estimated = !reply.prompt_tokens || !reply.completion_tokens;
+  out.prompt_tokens = reply.prompt_tokens.value_or(prompt_estimate);
+  out.completion_tokens =
+      reply.completion_tokens.value_or(static_cast<int64_t>(count(out.content)));
+  counters.prompt_tokens.fetch_add(out.prompt_tokens);
+  counters.completion_tokens.fetch_add(out.completion_tokens);
+  rate.Charge(out.completion_tokens + std::max<int64_t>(0, out.prompt_tokens - prompt_estimate));
+
+  if (request.validator) {
+    Status verdict = request.validator(out.content);
+    if (!verdict.ok()) {
+      counters.rejected.fetch_add(1);
+      return verdict;
+    }
+  }
+  if (use_cache) {
+    Status stored =
+        options.cache->Put(key, llm_internal::EncodeChatReply(out), options.model, "chat");
+    if (!stored.ok()) Log(LogLevel::kWarn, "llm", "reply not cached: " + stored.ToString());
+  }
+  return out;
+}
+
+Result<EmbeddingResponse> OpenAIClient::Impl::EmbedOnce(const std::vector<std::string>& inputs,
+                                                        int* retries) {
+  EmbeddingResponse out;
+  out.model = options.model;
+  out.vectors.resize(inputs.size());
+  if (inputs.empty()) return out;
+
+  std::vector<std::string> keys;
+  std::vector<size_t> missing;
+  if (options.cache != nullptr) keys.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (options.cache != nullptr) {
+      keys[i] = llm_internal::EmbeddingCacheKey(options.model, options.embedding_dimensions,
+                                                Extra(), inputs[i]);
+      if (std::optional<std::string> value = options.cache->Get(keys[i])) {
+        if (auto v = llm_internal::DecodeFloats(*value); v && !v->empty()) {
+          out.vectors[i] = std::move(*v);
+          ++out.cache_hits;
+          continue;
+        }
+      }
+    }
+    missing.push_back(i);
+  }
+  counters.cache_hits.fetch_add(static_cast<int64_t>(out.cache_hits));
+
+  // Batches of at most embedding_batch_size inputs and embedding_batch_max_tokens tokens (an
+  // input longer than that goes alone: the server truncates or refuses it).
+  struct Batch {
+    std::vector<size_t> items;
+    int64_t tokens = 0;
+  };
+  std::vector<Batch> batches;
+  for (size_t i : missing) {
+    auto tokens = static_cast<int64_t>(count(inputs[i]));
+    if (batches.empty() ||
+        batches.back().items.size() >= static_cast<size_t>(options.embedding_batch_size) ||
+        batches.back().tokens + tokens > options.embedding_batch_max_tokens) {
+      batches.emplace_back();
+    }
+    batches.back().items.push_back(i);
+    batches.back().tokens += tokens;
+  }
+
+  std::mutex mu;
+  Status first_error;         // guarded by mu
+  bool estimated = false;     // guarded by mu
+  std::string reply_model;    // guarded by mu
+  int64_t prompt_tokens = 0;  // guarded by mu
+  int batch_retries = 0;      // guarded by mu
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+
+  auto run = [&](const Batch& batch) -> Status {
+    std::vector<std::string_view> texts;
+    texts.reserve(batch.items.size());
+    for (size_t i : batch.items) texts.push_back(inputs[i]);
+    std::string body = llm_internal::BuildEmbeddingBody(texts, options.model,
+                                                        options.embedding_dimensions, Extra());
+    int tries = 0;
+    Result<HttpResponse> response =
+        Send("embed", embeddings_url, std::move(body), batch.tokens, nullptr, &tries);
+    {
+      std::lock_guard lock(mu);
+      batch_retries += tries;
+    }
+    if (!response.ok()) return response.status();
+    GRAG_ASSIGN_OR_RETURN(llm_internal::EmbeddingReply reply,
+                          llm_internal::ParseEmbeddingReply(response->body, batch.items.size()));
+    int64_t spent = reply.prompt_tokens.value_or(batch.tokens);
+    counters.prompt_tokens.fetch_add(spent);
+    rate.Charge(std::max<int64_t>(0, spent - batch.tokens));
+    for (size_t k = 0; k < batch.items.size(); ++k) {
+      size_t i = batch.items[k];
+      if (options.cache != nullptr) {
+        Status stored = options.cache->Put(keys[i], llm_internal::EncodeFloats(reply.vectors[k]),
+                                           options.model, "embedding");
+        if (!stored.ok()) Log(LogLevel::kWarn, "llm", "embedding not cached: " + stored.ToString());
+      }
+      out.vectors[i] = std::move(reply.vectors[k]);  // each batch owns distinct slots
+    }
+    std::lock_guard lock(mu);
+    prompt_tokens += spent;
+    estimated = estimated || !reply.prompt_tokens;
+    if (!reply.model.empty()) reply_model = reply.model;
+    return Status::Ok();
+  };
+  auto worker = [&] {
+    for (size_t b; !failed.load() && (b = next.fetch_add(1)) < batches.size();) {
+      Status status = run(batches[b]);
+      if (!status.ok()) {
+        std::lock_guard lock(mu);
+        if (first_error.ok()) first_error = status;
+        failed.store(true);
+      }
+    }
+  };
+  // Batches go out in parallel (the semaphore still bounds the requests in flight); the calling
+  // thread is one of the workers.
+  size_t workers = std::min(batches.size(), static_cast<size_t>(options.max_concurrency));
+  std::vector<std::thread> threads;
+  for (size_t k = 1; k < workers; ++k) {
+    try {
+      threads.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // fewer threads, same result
+    }
+  }
+  worker();
+  for (std::thread& t : threads) t.join();
+
+  *retries += batch_retries;
+  if (!first_error.ok()) return first_error;
+  out.prompt_tokens = prompt_tokens;
+  out.tokens_estimated = estimated;
+  if (!reply_model.empty()) out.model = reply_model;
+  out.dimension = out.vectors.front().size();
+  for (const std::vector<float>& v : out.vectors) {
+    if (v.size() != out.dimension) {
+      return Status::Parse(fmt::format(
+          "embeddings of different dimensions ({} and {}) for model {}: the cache holds vectors "
+          "from another setting",
+          out.dimension, v.size(), options.model));
+    }
+  }
+  return out;
+}
+
+// ---- OpenAIClient ----
+
+Result<std::unique_ptr<OpenAIClient>> OpenAIClient::Create(OpenAIOptions options) {
+  GRAG_RETURN_IF_ERROR(CheckOptions(options));
+  if (options.model.empty()) options.model = options.azure_deployment;  // Azure: names the model
+  GRAG_ASSIGN_OR_RETURN(nlohmann::json extra,
+                        llm_internal::ParseExtraBody(options.extra_body_json));
+  std::shared_ptr<HttpTransport> transport = options.transport;
+  if (!transport) {
+    GRAG_ASSIGN_OR_RETURN(std::unique_ptr<HttpTransport> curl, MakeCurlTransport());
+    transport = std::move(curl);
+  }
+  std::shared_ptr<Clock> clock = options.clock;
+  if (!clock) clock = MakeSystemClock();
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(extra), std::move(transport),
+                                     std::move(clock));
+  return std::make_unique<OpenAIClient>(PrivateTag(), std::move(impl));
+}
+
+OpenAIClient::OpenAIClient(PrivateTag, std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+OpenAIClient::~OpenAIClient() = default;
+
+Result<ChatResponse> OpenAIClient::Chat(const ChatRequest& request) {
+  Impl& d = *impl_;
+  const Clock::TimePoint start = d.clock->Now();
+  d.counters.calls.fetch_add(1);
+  int retries = 0;
+  Result<ChatResponse> result = d.ChatOnce(request, &retries);
+  const std::chrono::milliseconds latency = Since(*d.clock, start);
+  if (result.ok()) {
+    result->latency = latency;
+    result->retries = retries;
+  } else {
+    d.counters.failures.fetch_add(1);
+  }
+  llm_internal::LogChatCall(d.options.model, result, latency, retries);
+  return result;
+}
+
+Result<EmbeddingResponse> OpenAIClient::Embed(const std::vector<std::string>& inputs) {
+  Impl& d = *impl_;
+  const Clock::TimePoint start = d.clock->Now();
+  d.counters.calls.fetch_add(1);
+  int retries = 0;
+  Result<EmbeddingResponse> result = d.EmbedOnce(inputs, &retries);
+  const std::chrono::milliseconds latency = Since(*d.clock, start);
+  if (result.ok()) {
+    result->latency = latency;
+    result->retries = retries;
+  } else {
+    d.counters.failures.fetch_add(1);
+  }
+  llm_internal::LogEmbeddingCall(d.options.model, inputs.size(), result, latency, retries);
+  return result;
+}
+
+const std::string& OpenAIClient::model() const { return impl_->options.model; }
+
+LlmUsage OpenAIClient::Usage() const { return impl_->counters.Snapshot(); }
+
+// ---- small public helpers ----
+
+size_t EstimateTokens(std::string_view text) { return (text.size() + 3) / 4; }
+
+LlmUsage& LlmUsage::operator+=(const LlmUsage& other) {
+  calls += other.calls;
+  cache_hits += other.cache_hits;
+  http_requests += other.http_requests;
+  retries += other.retries;
+  failures += other.failures;
+  rejected += other.rejected;
+  prompt_tokens += other.prompt_tokens;
+  completion_tokens += other.completion_tokens;
+  return *this;
+}
+
+Result<ApiStyle> ParseApiStyle(std::string_view name) {
+  if (name == "openai") return ApiStyle::kOpenAI;
+  if (name == "azure") return ApiStyle::kAzure;
+  return Status::InvalidArgument("unknown API style '" + std::string(name) +
+                                 "' (expected openai or azure)");
+}
+
+}  // namespace grag

@@ -1,0 +1,534 @@
+#include "llm/wire.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <exception>
+
+namespace grag::llm_internal {
+namespace {
+
+using nlohmann::json;
+
+// Invalid UTF-8 in a document must not make dump() throw: replace it (U+FFFD) instead.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// Runs of whitespace become one space, so an HTML error page reads as one line.
+std::string CollapseWhitespace(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  bool space = false;
+  for (char c : s) {
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty()) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+const json* Member(const json& object, const char* name) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(name);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::string StringMember(const json& object, const char* name) {
+  const json* m = Member(object, name);
+  return m != nullptr && m->is_string() ? m->get<std::string>() : std::string();
+}
+
+std::optional<int64_t> CountMember(const json& object, const char* name) {
+  const json* m = Member(object, name);
+  if (m == nullptr || !m->is_number()) return std::nullopt;
+  if (m->is_number_float()) {
+    double d = m->get<double>();
+    if (!std::isfinite(d) || d < 0) return std::nullopt;
+    return static_cast<int64_t>(std::llround(d));
+  }
+  if (m->is_number_unsigned()) return static_cast<int64_t>(m->get<uint64_t>());
+  return m->get<int64_t>();
+}
+
+// Fills the token counts from a "usage" object, when there is one.
+void ReadUsage(const json& reply, std::optional<int64_t>* prompt,
+               std::optional<int64_t>* completion) {
+  const json* usage = Member(reply, "usage");
+  if (usage == nullptr || !usage->is_object()) return;
+  auto p = CountMember(*usage, "prompt_tokens");
+  auto c = CountMember(*usage, "completion_tokens");
+  if (!c) {
+    // Embedding replies carry no completion_tokens; some servers only send total_tokens.
+    auto total = CountMember(*usage, "total_tokens");
+    if (total && p) c = std::max<int64_t>(0, *total - *p);
+  }
+  if (p) *prompt = p;
+  if (c) *completion = c;
+}
+
+// Text of a message "content": a string, or (some servers) an array of {"type":"text","text"}.
+std::optional<std::string> ContentText(const json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  if (content.is_array()) {
+    std::string text;
+    for (const json& part : content) {
+      if (part.is_string()) {
+        text += part.get<std::string>();
+      } else {
+        text += StringMember(part, "text");
+      }
+    }
+    return text;
+  }
+  return std::nullopt;
+}
+
+std::string WithCode(std::string message, const json& error) {
+  const json* code = Member(error, "code");
+  std::string c;
+  if (code != nullptr && code->is_string()) c = code->get<std::string>();
+  if (code != nullptr && code->is_number_integer()) c = std::to_string(code->get<int64_t>());
+  if (c.empty()) c = StringMember(error, "type");
+  if (!c.empty() && message.find(c) == std::string::npos) message += " (" + c + ")";
+  return message;
+}
+
+constexpr char kBase64Alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+}  // namespace
+
+// ---- requests ----
+
+std::string BuildChatBody(const ChatRequest& request, const ChatBodyOptions& options) {
+  json body = json::object();
+  body["model"] = options.model;
+  json messages = json::array();
+  for (const ChatMessage& m : request.messages) {
+    messages.push_back(json{{"role", m.role}, {"content", m.content}});
+  }
+  body["messages"] = std::move(messages);
+  if (request.temperature) body["temperature"] = *request.temperature;
+  if (request.max_tokens) body[options.max_tokens_field] = *request.max_tokens;
+  if (request.json_mode) body["response_format"] = json{{"type", "json_object"}};
+  if (options.stream) {
+    body["stream"] = true;
+    if (options.stream_usage) body["stream_options"] = json{{"include_usage", true}};
+  }
+  if (options.extra != nullptr) body.merge_patch(*options.extra);
+  return Dump(body);
+}
+
+std::string BuildEmbeddingBody(const std::vector<std::string_view>& inputs,
+                               const std::string& model, std::optional<int> dimensions,
+                               const nlohmann::json* extra) {
+  json body = json::object();
+  body["model"] = model;
+  json input = json::array();
+  for (std::string_view s : inputs) input.push_back(std::string(s));
+  body["input"] = std::move(input);
+  if (dimensions) body["dimensions"] = *dimensions;
+  if (extra != nullptr) body.merge_patch(*extra);
+  return Dump(body);
+}
+
+Result<nlohmann::json> ParseExtraBody(std::string_view text) {
+  if (Trim(text).empty()) return json::object();
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Status::InvalidArgument("extra body parameters are not valid JSON: " +
+                                   Shorten(text, 200));
+  }
+  if (!j.is_object()) {
+    return Status::InvalidArgument("extra body parameters must be a JSON object, got: " +
+                                   Shorten(text, 200));
+  }
+  return j;
+}
+
+// ---- replies ----
+
+Result<ChatReply> ParseChatReply(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return Status::Parse("reply is not JSON: " + Shorten(body, 200));
+  if (!j.is_object()) return Status::Parse("reply is not a JSON object: " + Shorten(body, 200));
+  const json* choices = Member(j, "choices");
+  if (choices == nullptr || !choices->is_array() || choices->empty()) {
+    if (Member(j, "error") != nullptr) {
+      return Status::Unavailable("server replied with an error: " + ErrorMessageFromBody(body));
+    }
+    return Status::Parse("reply has no choices: " + Shorten(body, 200));
+  }
+  const json& choice = (*choices)[0];
+  ChatReply reply;
+  reply.finish_reason = StringMember(choice, "finish_reason");
+  reply.model = StringMember(j, "model");
+  ReadUsage(j, &reply.prompt_tokens, &reply.completion_tokens);
+
+  std::optional<std::string> content;
+  const json* message = Member(choice, "message");
+  if (message != nullptr) {
+    if (const json* c = Member(*message, "content")) content = ContentText(*c);
+  } else if (const json* text = Member(choice, "text")) {
+    content = ContentText(*text);  // a completions-style choice, from older servers
+  }
+  if (!content) {
+    std::string why;
+    if (message != nullptr) {
+      if (std::string refusal = StringMember(*message, "refusal"); !refusal.empty()) {
+        return Status::Parse("model refused: " + Shorten(refusal, 300));
+      }
+      if (Member(*message, "tool_calls") != nullptr) why = ", tool calls instead";
+    }
+    if (!reply.finish_reason.empty()) why += ", finish_reason=" + reply.finish_reason;
+    return Status::Parse("reply's content is missing or null" + why);
+  }
+  reply.content = std::move(*content);
+  return reply;
+}
+
+Status ChatStreamAssembler::OnEvent(std::string_view data) {
+  ++events_;
+  data = Trim(data);
+  if (data == "[DONE]") {
+    done_ = true;
+    return Status::Ok();
+  }
+  json j = json::parse(data, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::Parse("stream chunk is not a JSON object: " + Shorten(data, 200));
+  }
+  if (Member(j, "error") != nullptr) {
+    return Status::Unavailable("server reported an error mid-stream: " +
+                               ErrorMessageFromBody(data));
+  }
+  ++chunks_;
+  if (std::string model = StringMember(j, "model"); !model.empty()) reply_.model = model;
+  ReadUsage(j, &reply_.prompt_tokens, &reply_.completion_tokens);
+  const json* choices = Member(j, "choices");
+  if (choices == nullptr || !choices->is_array() || choices->empty()) return Status::Ok();
+  const json& choice = (*choices)[0];
+  if (std::string reason = StringMember(choice, "finish_reason"); !reason.empty()) {
+    reply_.finish_reason = reason;
+  }
+  std::optional<std::string> delta;
+  if (const json* d = Member(choice, "delta")) {
+    if (const json* c = Member(*d, "content")) delta = ContentText(*c);
+  } else if (const json* t = Member(choice, "text")) {
+    delta = ContentText(*t);
+  }
+  if (delta && !delta->empty()) {
+    reply_.content += *delta;
+    delivered_ = true;
+    if (on_delta_) on_delta_(*delta);
+  }
+  return Status::Ok();
+}
+
+Result<ChatReply> ChatStreamAssembler::Finish() const {
+  if (chunks_ == 0) return Status::Parse("the stream ended without any completion chunk");
+  return reply_;
+}
+
+Result<EmbeddingReply> ParseEmbeddingReply(std::string_view body, size_t expected) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::Parse("embedding reply is not a JSON object: " + Shorten(body, 200));
+  }
+  const json* data = Member(j, "data");
+  if (data == nullptr || !data->is_array()) {
+    if (Member(j, "error") != nullptr) {
+      return Status::Unavailable("server replied with an error: " + ErrorMessageFromBody(body));
+    }
+    return Status::Parse("embedding reply has no data array: " + Shorten(body, 200));
+  }
+  if (data->size() != expected) {
+    return Status::Parse(
+        fmt::format("embedding reply has {} vectors for {} inputs", data->size(), expected));
+  }
+  EmbeddingReply reply;
+  reply.vectors.resize(expected);
+  std::vector<bool> seen(expected, false);
+  size_t dimension = 0;
+  for (size_t i = 0; i < data->size(); ++i) {
+    const json& item = (*data)[i];
+    size_t index = i;
+    if (auto given = CountMember(item, "index")) index = static_cast<size_t>(*given);
+    if (index >= expected || seen[index]) {
+      return Status::Parse(fmt::format("embedding reply has a bad or repeated index {}", index));
+    }
+    seen[index] = true;
+    const json* embedding = Member(item, "embedding");
+    std::vector<float>& v = reply.vectors[index];
+    if (embedding != nullptr && embedding->is_array()) {
+      v.reserve(embedding->size());
+      for (const json& x : *embedding) {
+        if (!x.is_number()) return Status::Parse("embedding holds a non-number");
+        v.push_back(x.get<float>());
+      }
+    } else if (embedding != nullptr && embedding->is_string()) {
+      auto decoded = DecodeFloats(embedding->get<std::string>());  // encoding_format=base64
+      if (!decoded) return Status::Parse("embedding is a string but not base64 float32");
+      v = std::move(*decoded);
+    } else {
+      return Status::Parse(fmt::format("embedding reply item {} has no embedding", i));
+    }
+    if (v.empty()) return Status::Parse("embedding reply holds an empty vector");
+    if (dimension == 0) dimension = v.size();
+    if (v.size() != dimension) {
+      return Status::Parse(
+          fmt::format("embedding reply mixes dimensions {} and {}", dimension, v.size()));
+    }
+  }
+  reply.model = StringMember(j, "model");
+  std::optional<int64_t> unused;
+  ReadUsage(j, &reply.prompt_tokens, &unused);
+  return reply;
+}
+
+// ---- server-sent events ----
+
+Status SseParser::Feed(std::string_view bytes, const Handler& handler) {
+  partial_.append(bytes);
+  size_t start = 0;
+  Status status;
+  for (size_t end; (end = partial_.find('\n', start)) != std::string::npos; start = end + 1) {
+    std::string_view line(partial_.data() + start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    status = Line(line, handler);
+    if (!status.ok()) {
+      start = end + 1;
+      break;
+    }
+  }
+  partial_.erase(0, start);
+  return status;
+}
+
+Status SseParser::Finish(const Handler& handler) {
+  if (!partial_.empty()) {
+    std::string last = std::move(partial_);
+    partial_.clear();
+    std::string_view line(last);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    GRAG_RETURN_IF_ERROR(Line(line, handler));
+  }
+  return Dispatch(handler);
+}
+
+Status SseParser::Line(std::string_view line, const Handler& handler) {
+  if (line.empty()) return Dispatch(handler);
+  if (line.front() == ':') return Status::Ok();  // a comment (keep-alive)
+  size_t colon = line.find(':');
+  std::string_view field = line.substr(0, colon);
+  std::string_view value = colon == std::string_view::npos ? "" : line.substr(colon + 1);
+  if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (field == "event") {
+    if (value == "error") field_ = "error";
+    return Status::Ok();
+  }
+  if (field != "data" && field != "error") return Status::Ok();  // id, retry: not ours
+  if (field == "error") field_ = "error";                        // llama.cpp's "error: {...}" lines
+  if (has_data_) data_ += '\n';
+  data_.append(value);
+  has_data_ = true;
+  return Status::Ok();
+}
+
+Status SseParser::Dispatch(const Handler& handler) {
+  Status status;
+  if (has_data_) status = handler(field_, data_);
+  data_.clear();
+  has_data_ = false;
+  field_ = "data";
+  return status;
+}
+
+// ---- errors, retries ----
+
+std::string ErrorMessageFromBody(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_discarded() && j.is_object()) {
+    if (const json* error = Member(j, "error")) {
+      if (error->is_string()) return error->get<std::string>();  // Ollama, llama.cpp (older)
+      if (error->is_object()) {
+        std::string m = StringMember(*error, "message");
+        if (!m.empty()) return WithCode(std::move(m), *error);
+      }
+    }
+    if (std::string m = StringMember(j, "message"); !m.empty()) return WithCode(m, j);  // vLLM
+    if (const json* detail = Member(j, "detail")) {  // FastAPI-based servers
+      return detail->is_string() ? detail->get<std::string>() : Shorten(Dump(*detail), 300);
+    }
+  }
+  return Shorten(CollapseWhitespace(Trim(body)), 300);
+}
+
+bool IsQuotaExhausted(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return false;
+  const json* error = Member(j, "error");
+  if (error == nullptr) return false;
+  return StringMember(*error, "code") == "insufficient_quota" ||
+         StringMember(*error, "type") == "insufficient_quota";
+}
+
+Status HttpErrorStatus(int status, std::string_view body, std::string_view url) {
+  std::string message = fmt::format("HTTP {} from {}", status, url);
+  std::string server = ErrorMessageFromBody(body);
+  if (!server.empty()) message += ": " + server;
+  if (status == 401 || status == 403) {
+    message += " (check the API key)";
+    return Status::InvalidArgument(std::move(message));
+  }
+  if (status == 404) {
+    message += " (check the base URL and the model or deployment name)";
+    return Status::NotFound(std::move(message));
+  }
+  if (status == 408) return Status::Timeout(std::move(message));
+  if (status == 429) return Status::RateLimited(std::move(message));
+  if (status >= 400 && status < 500) return Status::InvalidArgument(std::move(message));
+  return Status::Unavailable(std::move(message));
+}
+
+bool IsRetryableStatus(int status) { return status == 408 || status == 429 || status >= 500; }
+
+std::optional<std::chrono::milliseconds> ParseRetryAfter(
+    const HttpResponse& response, std::chrono::system_clock::time_point wall_now) {
+  auto number = [](std::string_view s) -> std::optional<double> {
+    s = Trim(s);
+    double value = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(value) || value < 0) {
+      return std::nullopt;
+    }
+    return value;
+  };
+  if (auto ms = response.Header("retry-after-ms")) {
+    if (auto v = number(*ms)) return std::chrono::milliseconds(std::llround(*v));
+  }
+  auto header = response.Header("retry-after");
+  if (!header) return std::nullopt;
+  if (auto seconds = number(*header)) {
+    return std::chrono::milliseconds(std::llround(*seconds * 1000.0));
+  }
+  // An HTTP date (IMF-fixdate), e.g. "Wed, 21 Oct 2015 07:28:00 GMT".
+  std::tm tm{};
+  const char* end = strptime(std::string(Trim(*header)).c_str(), "%a, %d %b %Y %H:%M:%S", &tm);
+  if (end == nullptr) return std::nullopt;
+  std::time_t t = timegm(&tm);
+  if (t == static_cast<std::time_t>(-1)) return std::nullopt;
+  auto wait = std::chrono::system_clock::from_time_t(t) - wall_now;
+  if (wait < std::chrono::milliseconds(0)) return std::chrono::milliseconds(0);
+  return std::chrono::ceil<std::chrono::milliseconds>(wait);
+}
+
+std::chrono::milliseconds BackoffDelay(int attempt, std::chrono::milliseconds base,
+                                       std::chrono::milliseconds cap, double u) {
+  double d = static_cast<double>(base.count()) * std::pow(2.0, std::clamp(attempt, 0, 62));
+  d = std::min(d, static_cast<double>(cap.count()));
+  u = std::clamp(u, 0.0, 1.0);
+  return std::chrono::milliseconds(std::llround(d / 2 + u * d / 2));
+}
+
+// ---- small helpers ----
+
+std::string Base64Encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(bytes[k])); };
+  for (; i + 2 < bytes.size(); i += 3) {
+    uint32_t n = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
+    out += kBase64Alphabet[n >> 18 & 63];
+    out += kBase64Alphabet[n >> 12 & 63];
+    out += kBase64Alphabet[n >> 6 & 63];
+    out += kBase64Alphabet[n & 63];
+  }
+  if (size_t rest = bytes.size() - i; rest > 0) {
+    uint32_t n = byte(i) << 16 | (rest == 2 ? byte(i + 1) << 8 : 0);
+    out += kBase64Alphabet[n >> 18 & 63];
+    out += kBase64Alphabet[n >> 12 & 63];
+    out += rest == 2 ? kBase64Alphabet[n >> 6 & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  std::array<int, 256> value{};
+  value.fill(-1);
+  for (int k = 0; k < 64; ++k) value[static_cast<unsigned char>(kBase64Alphabet[k])] = k;
+  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+  std::string out;
+  out.reserve(text.size() * 3 / 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : text) {
+    int v = value[static_cast<unsigned char>(c)];
+    if (v < 0) return std::nullopt;
+    acc = acc << 6 | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>(acc >> bits & 0xFF);
+    }
+  }
+  if (bits >= 6) return std::nullopt;  // a lone trailing character cannot be
+  return out;
+}
+
+std::string EncodeFloats(const std::vector<float>& values) {
+  std::string bytes;
+  bytes.reserve(values.size() * 4);
+  for (float f : values) {
+    auto bits = std::bit_cast<uint32_t>(f);
+    for (int k = 0; k < 4; ++k) bytes += static_cast<char>(bits >> (8 * k) & 0xFF);
+  }
+  return Base64Encode(bytes);
+}
+
+std::optional<std::vector<float>> DecodeFloats(std::string_view text) {
+  auto bytes = Base64Decode(text);
+  if (!bytes || bytes->size() % 4 != 0) return std::nullopt;
+  std::vector<float> values(bytes->size() / 4);
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t bits = 0;
+    for (int k = 0; k < 4; ++k) {
+      bits |= static_cast<uint32_t>(static_cast<unsigned char>((*bytes)[i * 4 + k])) << (8 * k);
+    }
+    values[i] = std::bit_cast<float>(bits);
+  }
+  return values;
+}
+
+std::string Shorten(std::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "...";
+}
+
+}  // namespace grag::llm_internal
