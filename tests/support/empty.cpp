@@ -1,1 +1,0 @@
-// Keeps grag_test_support non-empty before any helper exists.

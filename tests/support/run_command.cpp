@@ -1,0 +1,53 @@
+#include "support/run_command.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace grag::testing {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+CommandResult RunCommand(const std::string& command) {
+  char out_tmpl[] = "/tmp/grag-cmd-out-XXXXXX";
+  char err_tmpl[] = "/tmp/grag-cmd-err-XXXXXX";
+  const int out_fd = mkstemp(out_tmpl);
+  const int err_fd = mkstemp(err_tmpl);
+  close(out_fd);
+  close(err_fd);
+  const std::string full = command + " </dev/null >" + out_tmpl + " 2>" + err_tmpl;
+  const int raw = std::system(full.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.out = Slurp(out_tmpl);
+  r.err = Slurp(err_tmpl);
+  std::filesystem::remove(out_tmpl);
+  std::filesystem::remove(err_tmpl);
+  return r;
+}
+
+}  // namespace grag::testing
