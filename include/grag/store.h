@@ -1,0 +1,263 @@
+// The index store: everything an index holds, in one SQLite file.
+//
+// Documents, chunks (with full-text search), per-chunk extraction results, the merged entity
+// graph, communities, reports, embeddings, the LLM reply cache and run state live in one file
+// (e.g. <root>/output/index.db). docs/schema.md documents the tables for users of the `sqlite3`
+// shell; no SQL leaves this module.
+//
+// Durability: the file is in WAL mode with synchronous=NORMAL. A process crash at any moment
+// leaves the index as of the last committed transaction; a power loss may also lose the last
+// few commits but never leaves a half-written one. Callers make each unit of pipeline work
+// (one chunk's extraction, one report, one document's chunks) a single transaction.
+//
+// Thread-safety: every method may be called from any thread. The store has one connection and
+// serialises all calls on it with one mutex, so there is one writer at a time. An open
+// Transaction holds that mutex: other threads' calls (reads included) wait until it commits or
+// rolls back, and calls from the owning thread join it. Keep transactions short; never hold one
+// across an LLM call or while waiting for another thread that uses the store.
+//
+// Errors: methods return Status/Result; SQLite errors become kUnavailable (locked by another
+// process), kInvalidArgument (a constraint the caller broke), kIoError, kCorruption or kInternal,
+// with a message naming what was being done.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grag/cache.h"
+#include "grag/document.h"
+#include "grag/status.h"
+#include "grag/store_types.h"
+
+namespace grag {
+
+struct StoreOptions {
+  // Create the file (and its parent folders) when missing; else a missing file is kNotFound.
+  // Commands that only read an index (query, stats) turn this off.
+  bool create_if_missing = true;
+  // How long a write waits for another process holding the index before failing with
+  // kUnavailable. Long enough to ride out a concurrent `grag` writer's transaction.
+  int busy_timeout_ms = 10000;
+};
+
+class Transaction;
+
+class Store {
+ public:
+  // Opens (or creates) the index at `path`: WAL mode, foreign keys on, busy timeout,
+  // synchronous=NORMAL; migrates an index written with an older schema forward, one
+  // transaction per step. Errors: kNotFound (missing and !create_if_missing), kInvalidArgument
+  // (not an SQLite file, or an SQLite file that is not a grag index, or an index written by a
+  // newer grag), kUnavailable (locked), kIoError.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path,
+                                             const StoreOptions& options = {});
+
+  // The newest schema version this build reads and writes.
+  static int64_t LatestSchemaVersion();
+
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // ---- transactions
+
+  // Begins a write transaction (BEGIN IMMEDIATE, so a concurrent writer in another process is
+  // waited for up front rather than failing at commit). Inside a transaction on the same
+  // thread, Begin() nests as a savepoint: its Commit() folds into the outer transaction and its
+  // rollback undoes only its own part. Every write method below runs in its own (nested)
+  // transaction, so each call is atomic on its own and composes inside a caller's transaction.
+  Result<Transaction> Begin();
+
+  // ---- documents
+
+  // Inserts or updates a document by id. Updating keeps its chunks (call ReplaceDocumentChunks
+  // for a changed text); kChanged means the content hash differs.
+  Result<DocumentChange> UpsertDocument(const Document& doc);
+  Result<std::optional<Document>> GetDocument(std::string_view id);
+  // All documents without their text, ordered by id.
+  Result<std::vector<DocumentInfo>> ListDocuments();
+  // Deletes a document and, by cascade, its chunks, their extraction results, mentions,
+  // entity/relationship links, chunk embeddings and full-text entries. Merged entities,
+  // relationships and communities stay until the graph is rebuilt. Returns false if absent.
+  Result<bool> DeleteDocument(std::string_view id);
+
+  // ---- chunks
+
+  // Makes `chunks` (all with document_id == document_id) the document's chunks: chunks whose id
+  // is already stored are kept with their extraction results (their index and offsets are
+  // updated), new ones are added, the rest are deleted with everything hanging off them.
+  // Errors: kNotFound if the document is absent; kInvalidArgument for a chunk of another
+  // document, duplicate ids or indexes, or an id stored for another document.
+  Result<ChunkChanges> ReplaceDocumentChunks(std::string_view document_id,
+                                             const std::vector<ChunkRecord>& chunks);
+  Result<std::optional<ChunkRecord>> GetChunk(std::string_view id);
+  // The document's chunks in order.
+  Result<std::vector<ChunkRecord>> ListChunks(std::string_view document_id);
+  // Every chunk id, by document and position.
+  Result<std::vector<std::string>> ListChunkIds();
+  Result<int64_t> CountChunks();
+
+  // BM25 full-text search over chunk text: the best `k` chunks containing any of the query's
+  // words (Porter-stemmed, case- and diacritic-insensitive), best first. The query is plain text:
+  // quotes, operators (AND, OR, NOT, NEAR), `*`, `^`, `:` and parentheses have no special meaning,
+  // so no query can be a syntax error. A query with no words returns nothing.
+  Result<std::vector<ChunkHit>> SearchChunks(std::string_view query, int k);
+
+  // ---- extraction results
+
+  // Stores one chunk's result for `record.extractor`, replacing an earlier result of the same
+  // extractor for that chunk (mentions included). kInvalidArgument if the chunk is absent.
+  Status PutExtraction(const ExtractionRecord& record);
+  Result<std::optional<ExtractionRecord>> GetExtraction(std::string_view chunk_id,
+                                                        const ExtractorId& extractor);
+  // Chunks without an ok result from `extractor` (never extracted, or skipped last time), by
+  // document and position: the work an extraction stage has left.
+  Result<std::vector<std::string>> ChunksNeedingExtraction(const ExtractorId& extractor);
+  // Every mention in ok results from `extractor`, by chunk.
+  Result<std::vector<ChunkEntityMention>> ListEntityMentions(const ExtractorId& extractor);
+  Result<std::vector<ChunkRelationshipMention>> ListRelationshipMentions(
+      const ExtractorId& extractor);
+
+  // ---- entities and relationships
+
+  // Inserts or updates an entity by name_key and returns its id (unchanged on update).
+  Result<int64_t> UpsertEntity(const EntityRecord& entity);
+  Result<std::optional<EntityRecord>> GetEntity(int64_t id);
+  Result<std::optional<EntityRecord>> GetEntityByKey(std::string_view name_key);
+  // All entities, highest degree first (then by name_key). `limit` < 0: all.
+  Result<std::vector<EntityRecord>> ListEntities(int64_t limit = -1);
+  // Deletes an entity with its relationships, links, memberships and embedding.
+  Result<bool> DeleteEntity(int64_t id);
+  // Makes `chunk_ids` the chunks the entity was extracted from (for local search).
+  Status SetEntityChunks(int64_t entity_id, const std::vector<std::string>& chunk_ids);
+  Result<std::vector<std::string>> GetEntityChunks(int64_t entity_id);
+
+  // Inserts or updates the relationship between two distinct entities (either order) and
+  // returns its id. kInvalidArgument for a self-loop or an unknown entity.
+  Result<int64_t> UpsertRelationship(const RelationshipRecord& relationship);
+  // All relationships, or those touching `entity_id`, by descending weight.
+  Result<std::vector<RelationshipRecord>> ListRelationships();
+  Result<std::vector<RelationshipRecord>> ListRelationshipsOf(int64_t entity_id);
+  Status SetRelationshipChunks(int64_t relationship_id, const std::vector<std::string>& chunk_ids);
+  // Deletes a relationship with its chunk links. Returns false if absent.
+  Result<bool> DeleteRelationship(int64_t id);
+
+  // Recomputes the derived columns from the links: entity degree and frequency, relationship
+  // frequency. Call after the merge stage has written entities, relationships and links.
+  Status RecomputeGraphStats();
+
+  // ---- communities
+
+  // Replaces the whole community hierarchy in one transaction and records the clustering that
+  // produced it; returns the clustering's id. Communities whose id persists keep their report
+  // (the report module compares input hashes to decide whether to regenerate it); the others are
+  // deleted with their reports. Parents need not come before children. size and weight are
+  // computed from the members. kInvalidArgument for an unknown entity or parent, or a duplicate id.
+  Result<int64_t> ReplaceCommunities(const ClusteringRecord& clustering,
+                                     const std::vector<CommunityRecord>& communities);
+  // Communities (with members), coarsest level first, or only those of `level`.
+  Result<std::vector<CommunityRecord>> ListCommunities(std::optional<int64_t> level = {});
+  // Ids of the communities an entity belongs to, coarsest first.
+  Result<std::vector<int64_t>> CommunitiesOfEntity(int64_t entity_id);
+  Result<std::optional<ClusteringRecord>> LatestClustering();
+
+  // ---- reports
+
+  // Inserts or replaces the report of a community. kInvalidArgument if the community is absent.
+  Status PutReport(const ReportRecord& report);
+  Result<std::optional<ReportRecord>> GetReport(int64_t community_id);
+  // Reports (ok and gaps), coarsest level first, or only those of `level`.
+  Result<std::vector<ReportRecord>> ListReports(std::optional<int64_t> level = {});
+
+  // ---- embeddings
+
+  // Stores vectors (replacing any for the same owner) in one transaction. Every vector of one
+  // owner kind must share one model and dimension: kInvalidArgument names the stored model and
+  // dimension otherwise (DeleteEmbeddings first to switch models). Owners are not checked to
+  // exist, but deleting an entity, chunk or report deletes its vector.
+  Status PutEmbeddings(const std::vector<EmbeddingRecord>& records);
+  Result<std::optional<EmbeddingRecord>> GetEmbedding(EmbeddingOwner owner,
+                                                      std::string_view owner_id);
+  // Every vector of one owner kind, by owner id.
+  Result<std::vector<EmbeddingRecord>> ListEmbeddings(EmbeddingOwner owner);
+  // The model and dimension of a kind's vectors, or nullopt when there are none.
+  Result<std::optional<EmbeddingSpace>> GetEmbeddingSpace(EmbeddingOwner owner);
+  // Deletes every vector of one owner kind; returns how many.
+  Result<int64_t> DeleteEmbeddings(EmbeddingOwner owner);
+
+  // ---- LLM reply cache
+
+  // The reply cache kept in the index (table llm_cache), for the LLM client. Same lifetime and
+  // thread-safety as the Store. A failing read is logged and counts as a miss.
+  KeyValueCache& ReplyCache();
+
+  // ---- run state
+
+  // Records a new run of `command` as running and returns its id. Runs still marked running
+  // are marked interrupted first: one index is written by one grag process at a time.
+  Result<int64_t> BeginRun(std::string_view command);
+  // Sets the current stage (unless empty) and merges `counters` into the run's counters
+  // (given keys overwrite, others stay).
+  Status UpdateRun(int64_t run_id, std::string_view stage,
+                   const std::map<std::string, int64_t>& counters);
+  Status FinishRun(int64_t run_id, RunStatus status, std::string_view message = {});
+  Result<std::optional<RunRecord>> GetRun(int64_t run_id);
+  // The latest runs, newest first.
+  Result<std::vector<RunRecord>> ListRuns(int64_t limit = 20);
+  // Inserts or updates one stage's progress within a run.
+  Status SetStageProgress(int64_t run_id, const StageProgress& progress);
+  Result<std::vector<StageProgress>> ListStageProgress(int64_t run_id);
+  // Each counter summed over all runs (LLM calls and tokens spent on this index).
+  Result<std::map<std::string, int64_t>> TotalRunCounters();
+
+  // ---- inspection
+
+  Result<StoreStats> Stats();
+  Result<StoreInfo> Info();
+  // SQLite's integrity and foreign-key checks plus the full-text index's own check.
+  // kCorruption describing the first problems found.
+  Status CheckIntegrity();
+
+  // Internal: the implementation, defined in src/store. Only the store module can make one.
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// An open transaction. Commit() makes its writes durable (or, when nested, part of the enclosing
+// transaction); a Transaction destroyed without Commit() rolls back. Commit() and Rollback()
+// finish it either way: after a failed Commit() the writes are rolled back. Holds the store's
+// mutex from Begin() to the end (see Store); must be finished on the thread that began it, and
+// nested transactions must finish innermost first. Must not outlive its Store.
+class [[nodiscard]] Transaction {
+ public:
+  Transaction(Transaction&& other) noexcept;
+  Transaction& operator=(Transaction&&) = delete;
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  ~Transaction();
+
+  Status Commit();
+  Status Rollback();
+  bool active() const { return active_; }
+
+  // Internal: made by the store module only.
+  Transaction(Store::Impl* impl, std::unique_lock<std::recursive_mutex> lock, int depth);
+
+ private:
+  Status Finish(bool commit);
+
+  Store::Impl* impl_;
+  std::unique_lock<std::recursive_mutex> lock_;  // the store's mutex, held while active
+  int depth_;                                    // 0: the outermost transaction
+  bool active_ = true;
+};
+
+}  // namespace grag

@@ -1,0 +1,293 @@
+// Plain records that go into and come out of the index store (grag/store.h).
+//
+// One struct per table or per question asked of the index; docs/schema.md describes the tables
+// behind them. Timestamps are UTC ISO 8601 strings with milliseconds
+// ("2025-01-09T12:34:56.789Z"), set by the store. Fields marked "read-only" are filled when
+// reading and ignored when writing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace grag {
+
+// ---------------------------------------------------------------- documents and chunks
+
+// A document without its text: what change detection and listings need.
+struct DocumentInfo {
+  std::string id;
+  std::string title;
+  std::string source_path;
+  std::string content_hash;
+  int64_t chunk_count = 0;  // read-only
+  std::string created_at;   // read-only
+  std::string updated_at;   // read-only: last change of content or metadata
+};
+
+// What UpsertDocument did.
+enum class DocumentChange { kAdded, kChanged, kUnchanged };
+
+struct ChunkRecord {
+  // Content-derived (document id + text), so unchanged input maps to the same id and keeps its
+  // extraction results. Unique across the index.
+  std::string id;
+  std::string document_id;
+  int64_t index = 0;  // position in the document, from 0
+  std::string text;
+  int64_t n_tokens = 0;     // tokens of `text` in the chunking encoding
+  int64_t start_token = 0;  // offset of the first token in the document's token sequence
+};
+
+// What ReplaceDocumentChunks did.
+struct ChunkChanges {
+  int64_t kept = 0;  // ids already present (their extraction results survive)
+  int64_t added = 0;
+  int64_t removed = 0;  // gone, with everything that hung off them
+};
+
+// One full-text search result.
+struct ChunkHit {
+  std::string chunk_id;
+  std::string document_id;
+  int64_t index = 0;
+  double score = 0;  // BM25 relevance, higher is better (SQLite's bm25() negated)
+};
+
+// ---------------------------------------------------------------- extraction
+
+enum class ExtractorKind { kLlm, kNlp };
+std::string_view ExtractorKindName(ExtractorKind kind);  // "llm" | "nlp"
+
+// Which extractor produced a result. LLM and NLP results, and results of different models, are
+// kept apart: configuring a different extractor finds no results for it and re-extracts.
+struct ExtractorId {
+  ExtractorKind kind = ExtractorKind::kLlm;
+  // The LLM's model name, or the NLP extractor's name and version (e.g. "regex-en/1").
+  std::string model;
+  bool operator==(const ExtractorId&) const = default;
+};
+
+enum class ExtractionStatus { kOk, kSkipped };
+
+struct EntityMention {
+  std::string name;      // as the extractor wrote it
+  std::string name_key;  // normalised (case-folded, punctuation collapsed) by the caller
+  std::string type;
+  std::string description;
+};
+
+struct RelationshipMention {
+  std::string source;
+  std::string target;
+  std::string source_key;  // normalised like EntityMention::name_key
+  std::string target_key;
+  std::string description;
+  double strength = 1;  // 1-10 from the prompt; relationship weight is their sum
+};
+
+// One chunk's extraction result.
+struct ExtractionRecord {
+  std::string chunk_id;
+  ExtractorId extractor;
+  ExtractionStatus status = ExtractionStatus::kOk;
+  std::string reason;           // why the chunk was skipped; empty when ok
+  int64_t gleaning_rounds = 0;  // extra rounds that were run
+  // Caller-defined fingerprint of the prompt and settings that produced the result, so a later
+  // run can tell a result made with an older prompt. Empty when unused.
+  std::string params_hash;
+  std::vector<EntityMention> entities;
+  std::vector<RelationshipMention> relationships;
+  std::string created_at;  // read-only
+};
+
+// A mention together with the chunk it came from (for merging).
+struct ChunkEntityMention {
+  std::string chunk_id;
+  EntityMention mention;
+};
+struct ChunkRelationshipMention {
+  std::string chunk_id;
+  RelationshipMention mention;
+};
+
+// ---------------------------------------------------------------- the merged graph
+
+struct EntityRecord {
+  // Assigned by the store on first insert; stays the same while an entity with this name_key
+  // exists (upserts keep it), so embeddings, memberships and citations stay valid.
+  int64_t id = 0;
+  std::string name_key;  // unique
+  std::string name;      // display name
+  std::string type;      // the most frequent type
+  // Mentions per type, so nothing is lost when mentions disagree on the type.
+  std::map<std::string, int64_t> type_counts;
+  std::string description;  // the merged description used downstream
+  // Fingerprint of the set of mention descriptions `description` was built from: when it is
+  // unchanged there is no need to summarise again.
+  std::string description_hash;
+  std::string description_model;  // summarizer model; empty if descriptions were just joined
+  int64_t degree = 0;             // read-only: relationships touching it (RecomputeGraphStats)
+  int64_t frequency = 0;  // read-only: distinct chunks it is linked to (RecomputeGraphStats)
+};
+
+// An undirected edge. The store keeps source_id < target_id (it swaps them if needed).
+struct RelationshipRecord {
+  int64_t id = 0;  // assigned by the store; stable while the pair exists
+  int64_t source_id = 0;
+  int64_t target_id = 0;
+  std::string description;
+  std::string description_hash;
+  std::string description_model;
+  double weight = 0;            // sum of the mentions' strengths
+  int64_t frequency = 0;        // read-only: distinct chunks linked (RecomputeGraphStats)
+  int64_t combined_degree = 0;  // read-only: degree(source) + degree(target)
+};
+
+// One run of community detection (the whole hierarchy).
+struct ClusteringRecord {
+  int64_t id = 0;  // read-only: assigned by the store
+  std::string method = "leiden";
+  int64_t seed = 0;
+  double resolution = 1;
+  int64_t max_cluster_size = 0;
+  std::optional<double> modularity;  // of the level-0 partition
+  bool warm_start = false;           // started from the previous partition (incremental)
+  std::string note;                  // e.g. why a full re-detection was done
+  std::string created_at;            // read-only
+};
+
+struct CommunityRecord {
+  int64_t id = 0;                    // chosen by the caller, kept stable across updates
+  int64_t level = 0;                 // 0 is the coarsest level; deeper levels are finer
+  std::optional<int64_t> parent_id;  // none at level 0
+  std::vector<int64_t> entity_ids;   // members
+  int64_t size = 0;                  // read-only: members
+  int64_t weight = 0;                // read-only: distinct chunks of its members (at write time)
+  int64_t clustering_id = 0;         // read-only: the clustering that last wrote it
+};
+
+struct Finding {
+  std::string summary;
+  std::string explanation;
+  std::vector<std::string> entities;  // names of the entities the finding rests on
+};
+
+enum class ReportStatus { kOk, kGap };
+enum class ReportGenerator { kLlm, kExtractive };
+
+struct ReportRecord {
+  int64_t community_id = 0;
+  ReportStatus status = ReportStatus::kOk;
+  std::string reason;  // why there is a gap; empty when ok
+  std::string title;
+  std::string summary;
+  std::string full_content;  // the report as markdown, as global search feeds it to the model
+  std::vector<Finding> findings;
+  std::optional<double> rating;  // importance 0-10, when the generator gives one
+  std::string rating_explanation;
+  // Fingerprint of the inputs (members, their descriptions, internal relationships, child
+  // reports used): a report whose inputs hash the same need not be regenerated.
+  std::string input_hash;
+  ReportGenerator generator = ReportGenerator::kLlm;
+  std::string model;       // empty for extractive reports
+  int64_t level = 0;       // read-only: the community's level
+  std::string updated_at;  // read-only
+};
+
+// ---------------------------------------------------------------- embeddings
+
+enum class EmbeddingOwner { kEntity, kChunk, kReport };
+std::string_view EmbeddingOwnerName(EmbeddingOwner owner);  // "entity" | "chunk" | "report"
+
+struct EmbeddingRecord {
+  EmbeddingOwner owner = EmbeddingOwner::kEntity;
+  // Entity id or community id in decimal for entities and reports; the chunk id for chunks.
+  std::string owner_id;
+  std::string model;
+  std::vector<float> vector;
+  std::string input_hash;  // fingerprint of the embedded text, to spot stale vectors
+};
+
+// What the index holds for one owner kind: every vector of a kind shares model and dimension.
+struct EmbeddingSpace {
+  std::string model;
+  int64_t dimension = 0;
+  int64_t count = 0;
+};
+
+// ---------------------------------------------------------------- run state
+
+enum class RunStatus { kRunning, kOk, kFailed, kInterrupted };
+std::string_view RunStatusName(RunStatus status);
+
+struct RunRecord {
+  int64_t id = 0;
+  std::string command;  // "index", "add", "remove", ...
+  RunStatus status = RunStatus::kRunning;
+  std::string stage;                        // the stage running now, or the last one
+  std::string message;                      // error message of a failed run
+  std::map<std::string, int64_t> counters;  // llm_calls, tokens_in, chunks_extracted, ...
+  std::string started_at;
+  std::string finished_at;  // empty while running
+};
+
+enum class StageStatus { kRunning, kDone, kFailed };
+
+// Progress and resume point of one stage of one run.
+struct StageProgress {
+  std::string stage;
+  StageStatus status = StageStatus::kRunning;
+  int64_t done = 0;
+  int64_t total = 0;       // 0 when unknown
+  std::string checkpoint;  // opaque to the store: whatever the stage needs to resume
+  std::string updated_at;  // read-only
+};
+
+// ---------------------------------------------------------------- statistics
+
+struct CacheModelStats {
+  std::string model;
+  std::string kind;
+  int64_t entries = 0;
+  int64_t bytes = 0;
+};
+
+// Row counts for `grag stats`.
+struct StoreStats {
+  int64_t documents = 0;
+  int64_t chunks = 0;
+  int64_t extractions_ok = 0;
+  int64_t extractions_skipped = 0;
+  int64_t entity_mentions = 0;
+  int64_t relationship_mentions = 0;
+  int64_t entities = 0;
+  int64_t relationships = 0;
+  int64_t communities = 0;
+  std::map<int64_t, int64_t> communities_per_level;
+  std::optional<double> modularity;  // of the latest clustering
+  int64_t reports_ok = 0;
+  int64_t reports_gap = 0;
+  std::map<std::string, int64_t> embeddings_per_owner;  // "entity" -> count
+  int64_t cache_entries = 0;
+  std::vector<CacheModelStats> cache_by_model;
+  int64_t runs = 0;
+  int64_t file_bytes = 0;  // database pages in use (excludes the WAL)
+};
+
+// How the index file is set up (PRAGMA values of the store's connection).
+struct StoreInfo {
+  std::string path;
+  int64_t schema_version = 0;
+  int64_t max_schema_version = 0;  // the newest schema this build reads
+  std::string journal_mode;        // "wal"
+  bool foreign_keys = false;
+  int64_t synchronous = 0;  // 1 = NORMAL
+  int64_t busy_timeout_ms = 0;
+  std::string sqlite_version;
+};
+
+}  // namespace grag

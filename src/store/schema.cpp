@@ -1,0 +1,416 @@
+// The index schema, its forward migrations, and opening an index file.
+//
+// docs/schema.md documents every table and column; keep the two in step. Never edit a released
+// migration: add a new step instead, so every older index can be brought forward.
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include "grag/log.h"
+#include "store/store_impl.h"
+
+namespace grag::store {
+namespace {
+
+// Version 1: the initial schema.
+constexpr std::string_view kSchemaV1 = R"sql(
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+
+CREATE TABLE documents (
+  id           TEXT PRIMARY KEY,
+  title        TEXT NOT NULL,
+  source_path  TEXT NOT NULL,
+  content_hash TEXT NOT NULL,
+  text         TEXT NOT NULL,
+  created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+
+-- seq is an explicit INTEGER PRIMARY KEY because chunks_fts refers to rows by rowid, and only an
+-- INTEGER PRIMARY KEY keeps rowids stable across VACUUM.
+CREATE TABLE chunks (
+  seq          INTEGER PRIMARY KEY,
+  id           TEXT NOT NULL UNIQUE,
+  document_id  TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+  chunk_index  INTEGER NOT NULL,
+  text         TEXT NOT NULL,
+  n_tokens     INTEGER NOT NULL,
+  start_token  INTEGER NOT NULL,
+  created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  UNIQUE (document_id, chunk_index)
+);
+
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+  text,
+  content = 'chunks',
+  content_rowid = 'seq',
+  tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+  INSERT INTO chunks_fts (rowid, text) VALUES (new.seq, new.text);
+END;
+CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+  INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+END;
+CREATE TRIGGER chunks_fts_update AFTER UPDATE OF text ON chunks BEGIN
+  INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+  INSERT INTO chunks_fts (rowid, text) VALUES (new.seq, new.text);
+END;
+
+CREATE TABLE extractions (
+  id              INTEGER PRIMARY KEY,
+  chunk_id        TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+  extractor       TEXT NOT NULL CHECK (extractor IN ('llm', 'nlp')),
+  model           TEXT NOT NULL,
+  status          TEXT NOT NULL CHECK (status IN ('ok', 'skipped')),
+  reason          TEXT NOT NULL DEFAULT '',
+  gleaning_rounds INTEGER NOT NULL DEFAULT 0,
+  params_hash     TEXT NOT NULL DEFAULT '',
+  created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  UNIQUE (chunk_id, extractor, model)
+);
+CREATE INDEX extractions_by_extractor ON extractions (extractor, model, status);
+
+CREATE TABLE entity_mentions (
+  id            INTEGER PRIMARY KEY,
+  extraction_id INTEGER NOT NULL REFERENCES extractions(id) ON DELETE CASCADE,
+  name          TEXT NOT NULL,
+  name_key      TEXT NOT NULL,
+  type          TEXT NOT NULL,
+  description   TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX entity_mentions_extraction ON entity_mentions (extraction_id);
+CREATE INDEX entity_mentions_key ON entity_mentions (name_key);
+
+CREATE TABLE relationship_mentions (
+  id            INTEGER PRIMARY KEY,
+  extraction_id INTEGER NOT NULL REFERENCES extractions(id) ON DELETE CASCADE,
+  source        TEXT NOT NULL,
+  target        TEXT NOT NULL,
+  source_key    TEXT NOT NULL,
+  target_key    TEXT NOT NULL,
+  description   TEXT NOT NULL DEFAULT '',
+  strength      REAL NOT NULL DEFAULT 1
+);
+CREATE INDEX relationship_mentions_extraction ON relationship_mentions (extraction_id);
+CREATE INDEX relationship_mentions_keys ON relationship_mentions (source_key, target_key);
+
+CREATE TABLE entities (
+  id                INTEGER PRIMARY KEY,
+  name_key          TEXT NOT NULL UNIQUE,
+  name              TEXT NOT NULL,
+  type              TEXT NOT NULL,
+  type_counts       TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(type_counts)),
+  description       TEXT NOT NULL DEFAULT '',
+  description_hash  TEXT NOT NULL DEFAULT '',
+  description_model TEXT NOT NULL DEFAULT '',
+  degree            INTEGER NOT NULL DEFAULT 0,
+  frequency         INTEGER NOT NULL DEFAULT 0,
+  created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE INDEX entities_by_degree ON entities (degree DESC, name_key);
+
+-- Undirected: each pair once, smaller id first.
+CREATE TABLE relationships (
+  id                INTEGER PRIMARY KEY,
+  source_id         INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  target_id         INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  description       TEXT NOT NULL DEFAULT '',
+  description_hash  TEXT NOT NULL DEFAULT '',
+  description_model TEXT NOT NULL DEFAULT '',
+  weight            REAL NOT NULL DEFAULT 0,
+  frequency         INTEGER NOT NULL DEFAULT 0,
+  created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  CHECK (source_id < target_id),
+  UNIQUE (source_id, target_id)
+);
+CREATE INDEX relationships_by_target ON relationships (target_id);
+
+CREATE TABLE entity_chunks (
+  entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  chunk_id  TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+  PRIMARY KEY (entity_id, chunk_id)
+) WITHOUT ROWID;
+CREATE INDEX entity_chunks_by_chunk ON entity_chunks (chunk_id);
+
+CREATE TABLE relationship_chunks (
+  relationship_id INTEGER NOT NULL REFERENCES relationships(id) ON DELETE CASCADE,
+  chunk_id        TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+  PRIMARY KEY (relationship_id, chunk_id)
+) WITHOUT ROWID;
+CREATE INDEX relationship_chunks_by_chunk ON relationship_chunks (chunk_id);
+
+CREATE TABLE clusterings (
+  id               INTEGER PRIMARY KEY,
+  method           TEXT NOT NULL,
+  seed             INTEGER NOT NULL,
+  resolution       REAL NOT NULL,
+  max_cluster_size INTEGER NOT NULL,
+  modularity       REAL,
+  warm_start       INTEGER NOT NULL DEFAULT 0 CHECK (warm_start IN (0, 1)),
+  note             TEXT NOT NULL DEFAULT '',
+  created_at       TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+
+-- parent_id is deferred so a hierarchy can be written in any order within one transaction.
+CREATE TABLE communities (
+  id            INTEGER PRIMARY KEY,
+  level         INTEGER NOT NULL CHECK (level >= 0),
+  parent_id     INTEGER REFERENCES communities(id) ON DELETE CASCADE
+                DEFERRABLE INITIALLY DEFERRED,
+  size          INTEGER NOT NULL DEFAULT 0,
+  weight        INTEGER NOT NULL DEFAULT 0,
+  clustering_id INTEGER REFERENCES clusterings(id) ON DELETE SET NULL,
+  created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  CHECK ((level = 0) = (parent_id IS NULL))
+);
+CREATE INDEX communities_by_level ON communities (level);
+CREATE INDEX communities_by_parent ON communities (parent_id);
+
+CREATE TABLE community_members (
+  community_id INTEGER NOT NULL REFERENCES communities(id) ON DELETE CASCADE,
+  entity_id    INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  PRIMARY KEY (community_id, entity_id)
+) WITHOUT ROWID;
+CREATE INDEX community_members_by_entity ON community_members (entity_id);
+
+CREATE TABLE reports (
+  community_id       INTEGER PRIMARY KEY REFERENCES communities(id) ON DELETE CASCADE,
+  status             TEXT NOT NULL CHECK (status IN ('ok', 'gap')),
+  reason             TEXT NOT NULL DEFAULT '',
+  title              TEXT NOT NULL DEFAULT '',
+  summary            TEXT NOT NULL DEFAULT '',
+  full_content       TEXT NOT NULL DEFAULT '',
+  findings           TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(findings)),
+  rating             REAL,
+  rating_explanation TEXT NOT NULL DEFAULT '',
+  input_hash         TEXT NOT NULL DEFAULT '',
+  generator          TEXT NOT NULL CHECK (generator IN ('llm', 'extractive')),
+  model              TEXT NOT NULL DEFAULT '',
+  created_at         TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at         TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+
+CREATE TABLE embeddings (
+  owner_kind TEXT NOT NULL CHECK (owner_kind IN ('entity', 'chunk', 'report')),
+  owner_id   TEXT NOT NULL,
+  model      TEXT NOT NULL,
+  dimension  INTEGER NOT NULL CHECK (dimension > 0),
+  vector     BLOB NOT NULL CHECK (length(vector) = 4 * dimension),
+  input_hash TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  PRIMARY KEY (owner_kind, owner_id)
+);
+
+-- One model and dimension per owner kind. All rows of a kind agree, so comparing with any one
+-- other row is enough (and cheap through the primary key).
+CREATE TRIGGER embeddings_one_space_insert BEFORE INSERT ON embeddings
+WHEN EXISTS (SELECT 1 FROM (SELECT model, dimension FROM embeddings
+                            WHERE owner_kind = new.owner_kind AND owner_id <> new.owner_id LIMIT 1)
+             WHERE model <> new.model OR dimension <> new.dimension)
+BEGIN
+  SELECT RAISE(ABORT, 'embedding model or dimension differs from the stored ones of this kind');
+END;
+CREATE TRIGGER embeddings_one_space_update BEFORE UPDATE ON embeddings
+WHEN EXISTS (SELECT 1 FROM (SELECT model, dimension FROM embeddings
+                            WHERE owner_kind = new.owner_kind AND owner_id <> new.owner_id LIMIT 1)
+             WHERE model <> new.model OR dimension <> new.dimension)
+BEGIN
+  SELECT RAISE(ABORT, 'embedding model or dimension differs from the stored ones of this kind');
+END;
+
+-- An owner's vector goes with it (embeddings has no foreign key: its owner is polymorphic).
+CREATE TRIGGER entities_delete_embedding AFTER DELETE ON entities BEGIN
+  DELETE FROM embeddings WHERE owner_kind = 'entity' AND owner_id = CAST(old.id AS TEXT);
+END;
+CREATE TRIGGER chunks_delete_embedding AFTER DELETE ON chunks BEGIN
+  DELETE FROM embeddings WHERE owner_kind = 'chunk' AND owner_id = old.id;
+END;
+CREATE TRIGGER reports_delete_embedding AFTER DELETE ON reports BEGIN
+  DELETE FROM embeddings WHERE owner_kind = 'report' AND owner_id = CAST(old.community_id AS TEXT);
+END;
+
+CREATE TABLE llm_cache (
+  key        TEXT PRIMARY KEY,
+  value      TEXT NOT NULL,
+  model      TEXT NOT NULL DEFAULT '',
+  kind       TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+
+CREATE TABLE runs (
+  id          INTEGER PRIMARY KEY,
+  command     TEXT NOT NULL,
+  status      TEXT NOT NULL CHECK (status IN ('running', 'ok', 'failed', 'interrupted')),
+  stage       TEXT NOT NULL DEFAULT '',
+  message     TEXT NOT NULL DEFAULT '',
+  counters    TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(counters)),
+  started_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  finished_at TEXT
+);
+
+CREATE TABLE run_stages (
+  run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  stage      TEXT NOT NULL,
+  status     TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed')),
+  done       INTEGER NOT NULL DEFAULT 0,
+  total      INTEGER NOT NULL DEFAULT 0,
+  checkpoint TEXT NOT NULL DEFAULT '',
+  started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  PRIMARY KEY (run_id, stage)
+);
+)sql";
+
+constexpr Migration kMigrations[] = {
+    {1, "initial schema", kSchemaV1},
+};
+
+// Applies one step inside the caller's transaction.
+Status ApplyStep(sqlite::Connection& conn, const Migration& step, int64_t from) {
+  GRAG_RETURN_IF_ERROR(conn.Exec(step.sql));
+  std::string meta = "INSERT INTO meta (key, value) VALUES ('schema_version', '" +
+                     std::to_string(step.version) +
+                     "') ON CONFLICT (key) DO UPDATE SET value = excluded.value;";
+  if (from == 0) {
+    meta +=
+        "INSERT INTO meta (key, value) VALUES ('created_by', 'grag'), ('created_at', " GRAG_SQL_NOW
+        ") ON CONFLICT (key) DO NOTHING;";
+  } else {
+    meta += "INSERT INTO meta (key, value) VALUES ('migrated_at', " GRAG_SQL_NOW
+            ") ON CONFLICT (key) DO UPDATE SET value = excluded.value;";
+  }
+  meta += "PRAGMA application_id = " + std::to_string(kApplicationId) + ";";
+  meta += "PRAGMA user_version = " + std::to_string(step.version) + ";";
+  GRAG_RETURN_IF_ERROR(conn.Exec(meta));
+  // Foreign keys are off while a step runs (so it may rebuild tables); make sure it left none
+  // dangling before committing.
+  GRAG_ASSIGN_OR_RETURN(std::string dangling, conn.QueryText("PRAGMA foreign_key_check"));
+  if (!dangling.empty()) {
+    return Status::Corruption("the step leaves rows in table " + dangling +
+                              " pointing at missing rows");
+  }
+  return Status::Ok();
+}
+
+Status RunMigrations(sqlite::Connection& conn, std::span<const Migration> steps,
+                     const std::string& path) {
+  for (const Migration& step : steps) {
+    GRAG_ASSIGN_OR_RETURN(int64_t current, conn.QueryInt("PRAGMA user_version"));
+    if (current >= step.version) continue;
+    GRAG_RETURN_IF_ERROR(conn.Exec("BEGIN IMMEDIATE"));
+    // Another process may have migrated between our check and our lock.
+    Result<int64_t> locked_version = conn.QueryInt("PRAGMA user_version");
+    Status st = locked_version.status();
+    if (st.ok() && *locked_version < step.version) {
+      if (step.version != *locked_version + 1) {
+        st = Status::Internal("no migration step to schema " + std::to_string(*locked_version + 1));
+      } else {
+        st = ApplyStep(conn, step, *locked_version);
+      }
+    }
+    if (st.ok()) st = conn.Exec("COMMIT");
+    if (!st.ok()) {
+      (void)conn.Exec("ROLLBACK");  // may fail if SQLite already rolled back; nothing to do then
+      return st.WithContext("migrating " + path + " to schema " + std::to_string(step.version) +
+                            " (" + std::string(step.description) + ")");
+    }
+    if (current > 0) {
+      Log(LogLevel::kInfo, "store",
+          "migrated " + path + " from schema " + std::to_string(current) + " to " +
+              std::to_string(step.version) + " (" + std::string(step.description) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Migrate(sqlite::Connection& conn, std::span<const Migration> steps,
+               const std::string& path) {
+  // Must be set outside a transaction; SQLite ignores it inside one.
+  GRAG_RETURN_IF_ERROR(conn.Exec("PRAGMA foreign_keys = OFF"));
+  Status st = RunMigrations(conn, steps, path);
+  Status on = conn.Exec("PRAGMA foreign_keys = ON");
+  return st.ok() ? on : st;
+}
+
+// Checks that `conn` is a grag index this build can read (or an empty database to initialise).
+Status CheckIsGragIndex(sqlite::Connection& conn, const std::string& path, int64_t latest) {
+  // The first real read: this is where a file that is not SQLite fails.
+  Result<int64_t> objects = conn.QueryInt("SELECT count(*) FROM sqlite_master");
+  if (!objects.ok()) {
+    if (objects.status().code() == ErrorCode::kCorruption) {
+      return Status::InvalidArgument(path + " is not a grag index (not an SQLite database: " +
+                                     objects.status().message() + ")");
+    }
+    return objects.status().WithContext("reading " + path);
+  }
+  GRAG_ASSIGN_OR_RETURN(int64_t app_id, conn.QueryInt("PRAGMA application_id"));
+  GRAG_ASSIGN_OR_RETURN(int64_t version, conn.QueryInt("PRAGMA user_version"));
+  bool empty = *objects == 0 && app_id == 0 && version == 0;
+  if (app_id != kApplicationId && !empty) {
+    return Status::InvalidArgument(path + " is an SQLite database but not a grag index");
+  }
+  if (version > latest) {
+    return Status::InvalidArgument(path + ": index was written by a newer grag (schema " +
+                                   std::to_string(version) + "); this grag reads up to " +
+                                   std::to_string(latest));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::span<const Migration> DefaultMigrations() { return kMigrations; }
+
+Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOptions& options,
+                                         std::span<const Migration> migrations) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return Status::InvalidArgument("no index path given");
+  if (migrations.empty()) return Status::Internal("no schema migrations");
+  std::error_code ec;
+  fs::file_status file = fs::status(path, ec);
+  if (fs::is_directory(file)) {
+    return Status::InvalidArgument(path + " is a folder, not a grag index file");
+  }
+  if (!fs::exists(file)) {
+    if (!options.create_if_missing) {
+      return Status::NotFound("no index at " + path + " (run `grag index` first)");
+    }
+    fs::path parent = fs::path(path).parent_path();
+    if (!parent.empty()) {
+      fs::create_directories(parent, ec);
+      if (ec) return Status::IoError("creating " + parent.string() + ": " + ec.message());
+    }
+  }
+
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+              (options.create_if_missing ? SQLITE_OPEN_CREATE : 0);
+  GRAG_ASSIGN_OR_RETURN(sqlite::Connection conn, sqlite::Connection::Open(path, flags));
+  sqlite3_busy_timeout(conn.get(), options.busy_timeout_ms);
+
+  const int64_t latest = migrations.back().version;
+  GRAG_RETURN_IF_ERROR(CheckIsGragIndex(conn, path, latest));
+
+  GRAG_ASSIGN_OR_RETURN(std::string mode, conn.QueryText("PRAGMA journal_mode = WAL"));
+  if (mode != "wal") {
+    // Some file systems (network mounts) cannot share WAL memory; the index still works, with
+    // readers blocking writers.
+    Log(LogLevel::kWarn, "store", path + ": WAL mode unavailable, using journal mode " + mode);
+  }
+  GRAG_RETURN_IF_ERROR(conn.Exec("PRAGMA synchronous = NORMAL"));
+  GRAG_RETURN_IF_ERROR(Migrate(conn, migrations, path));
+  GRAG_ASSIGN_OR_RETURN(int64_t fk, conn.QueryInt("PRAGMA foreign_keys"));
+  if (fk != 1) return Status::Internal("this SQLite cannot enforce foreign keys");
+
+  auto impl = std::make_unique<Store::Impl>(path, std::move(conn));
+  return std::make_unique<Store>(std::move(impl));
+}
+
+}  // namespace grag::store

@@ -1,0 +1,177 @@
+#include "store/sqlite.h"
+
+#include <string>
+#include <utility>
+
+namespace grag::sqlite {
+
+Status ErrorStatus(sqlite3* db, int rc, std::string_view what) {
+  std::string message(what);
+  message += ": ";
+  // sqlite3_errmsg describes the most recent failure on `db`, which is this one as long as the
+  // caller asks straight away (the Store's mutex guarantees no other call intervenes).
+  message += db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  switch (rc & 0xFF) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Status::Unavailable(message + " (another process holds the index; try again)");
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+    case SQLITE_RANGE:
+    case SQLITE_TOOBIG:
+      return Status::InvalidArgument(std::move(message));
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+      return Status::IoError(std::move(message));
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return Status::Corruption(std::move(message));
+    case SQLITE_INTERRUPT:
+      return Status::Cancelled(std::move(message));
+    default:
+      return Status::Internal(std::move(message));
+  }
+}
+
+// ---- Stmt ----
+
+Stmt::Stmt(sqlite3* db, sqlite3_stmt* stmt, bool* in_use, StmtHandle owned)
+    : db_(db), stmt_(stmt), in_use_(in_use), owned_(std::move(owned)) {}
+
+Stmt::Stmt(Stmt&& other) noexcept
+    : db_(other.db_),
+      stmt_(std::exchange(other.stmt_, nullptr)),
+      in_use_(std::exchange(other.in_use_, nullptr)),
+      owned_(std::move(other.owned_)),
+      bind_rc_(other.bind_rc_),
+      stepped_(other.stepped_) {}
+
+Stmt::~Stmt() {
+  if (stmt_ == nullptr) return;
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+  if (in_use_ != nullptr) *in_use_ = false;
+}
+
+void Stmt::BindText(int index, std::string_view v) {
+  ResetIfStepped();
+  // SQLITE_TRANSIENT copies: a caller may bind a temporary string that dies before Step().
+  // An empty view may have a null data pointer, which SQLite would bind as NULL, not ''.
+  Check(sqlite3_bind_text64(stmt_, index, v.data() != nullptr ? v.data() : "", v.size(),
+                            SQLITE_TRANSIENT, SQLITE_UTF8));
+}
+
+Stmt& Stmt::BindBlob(int index, const void* data, size_t size) {
+  ResetIfStepped();
+  Check(sqlite3_bind_blob64(stmt_, index, size == 0 ? "" : data, size, SQLITE_TRANSIENT));
+  return *this;
+}
+
+Result<bool> Stmt::Step() {
+  if (bind_rc_ != SQLITE_OK) return ErrorStatus(db_, bind_rc_, "binding a parameter");
+  stepped_ = true;
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  std::string what = "running `";
+  std::string_view sql = Sql();
+  what += sql.substr(0, 80);
+  if (sql.size() > 80) what += "...";
+  what += "`";
+  return ErrorStatus(db_, rc, what);
+}
+
+Status Stmt::Run() {
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, Step());
+    if (!row) return Status::Ok();
+  }
+}
+
+std::string Stmt::Text(int col) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, col);
+  if (p == nullptr) return {};
+  int n = sqlite3_column_bytes(stmt_, col);
+  return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
+}
+
+std::string_view Stmt::Blob(int col) const {
+  const void* p = sqlite3_column_blob(stmt_, col);
+  int n = sqlite3_column_bytes(stmt_, col);
+  if (p == nullptr || n <= 0) return {};
+  return {static_cast<const char*>(p), static_cast<size_t>(n)};
+}
+
+std::string_view Stmt::Sql() const {
+  const char* s = sqlite3_sql(stmt_);
+  return s != nullptr ? std::string_view(s) : std::string_view();
+}
+
+// ---- Connection ----
+
+Result<Connection> Connection::Open(const std::string& path, int flags) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  DbHandle db(raw);  // sqlite3_open_v2 may allocate a handle even when it fails
+  if (rc != SQLITE_OK) return ErrorStatus(db.get(), rc, "opening " + path);
+  sqlite3_extended_result_codes(db.get(), 1);
+  return Connection(std::move(db));
+}
+
+Connection::~Connection() = default;
+
+Result<Stmt> Connection::Prepare(std::string_view sql) {
+  auto it = cache_.find(std::string(sql));
+  if (it != cache_.end() && !it->second->in_use) {
+    it->second->in_use = true;
+    return Stmt(db_.get(), it->second->stmt.get(), &it->second->in_use, nullptr);
+  }
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v3(db_.get(), sql.data(), static_cast<int>(sql.size()),
+                              SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+  StmtHandle stmt(raw);
+  if (rc != SQLITE_OK) {
+    return ErrorStatus(db_.get(), rc, "preparing `" + std::string(sql.substr(0, 80)) + "`");
+  }
+  if (stmt == nullptr) return Status::Internal("empty SQL statement");
+  if (it != cache_.end()) {
+    // The cached one is busy further up the stack: hand out a private copy.
+    sqlite3_stmt* p = stmt.get();
+    return Stmt(db_.get(), p, nullptr, std::move(stmt));
+  }
+  auto slot = std::make_unique<Slot>();
+  slot->stmt = std::move(stmt);
+  slot->in_use = true;
+  Slot* s = slot.get();
+  cache_.emplace(std::string(sql), std::move(slot));
+  return Stmt(db_.get(), s->stmt.get(), &s->in_use, nullptr);
+}
+
+Status Connection::Exec(std::string_view sql) {
+  std::string text(sql);  // sqlite3_exec wants a NUL-terminated string
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_.get(), text.c_str(), nullptr, nullptr, &err);
+  std::unique_ptr<char, decltype(&sqlite3_free)> err_holder(err, &sqlite3_free);
+  if (rc == SQLITE_OK) return Status::Ok();
+  std::string what = "running `" + text.substr(0, 80) + (text.size() > 80 ? "...`" : "`");
+  return ErrorStatus(db_.get(), rc, what);
+}
+
+Result<std::string> Connection::QueryText(std::string_view sql) {
+  GRAG_ASSIGN_OR_RETURN(Stmt stmt, Prepare(sql));
+  GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  return row ? stmt.Text(0) : std::string();
+}
+
+Result<int64_t> Connection::QueryInt(std::string_view sql) {
+  GRAG_ASSIGN_OR_RETURN(Stmt stmt, Prepare(sql));
+  GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  return row ? stmt.Int(0) : int64_t{0};
+}
+
+void Connection::ClearCache() { cache_.clear(); }
+
+}  // namespace grag::sqlite

@@ -1,0 +1,531 @@
+// Store: opening, transactions, documents, chunks, full-text search and inspection.
+#include "grag/store.h"
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "grag/log.h"
+#include "store/store_impl.h"
+
+namespace grag {
+
+// ---------------------------------------------------------------- opening and closing
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
+  return store::OpenStore(path, options, store::DefaultMigrations());
+}
+
+int64_t Store::LatestSchemaVersion() { return store::DefaultMigrations().back().version; }
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Store::~Store() {
+  if (impl_ == nullptr) return;
+  auto lock = impl_->Lock();
+  // Refreshes the query planner's statistics where they have drifted; cheap when nothing did.
+  (void)impl_->conn.Exec("PRAGMA optimize");
+}
+
+// ---------------------------------------------------------------- transactions
+
+Result<Transaction> Store::Impl::Begin(bool write) {
+  std::unique_lock lock(mu);
+  const int depth = tx_depth;
+  Status st;
+  if (depth == 0) {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt begin, conn.Prepare(write ? "BEGIN IMMEDIATE" : "BEGIN"));
+    st = begin.Run();
+  } else if (sqlite3_get_autocommit(conn.get()) != 0) {
+    st = Status::Internal("the enclosing transaction was already rolled back after an error");
+  } else {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt savepoint,
+                          conn.Prepare("SAVEPOINT sp" + std::to_string(depth)));
+    st = savepoint.Run();
+  }
+  if (!st.ok()) return st;
+  ++tx_depth;
+  return Transaction(this, std::move(lock), depth);
+}
+
+Result<Transaction> Store::Begin() { return impl_->Begin(/*write=*/true); }
+
+Transaction::Transaction(Store::Impl* impl, std::unique_lock<std::recursive_mutex> lock, int depth)
+    : impl_(impl), lock_(std::move(lock)), depth_(depth) {}
+
+Transaction::Transaction(Transaction&& other) noexcept
+    : impl_(other.impl_),
+      lock_(std::move(other.lock_)),
+      depth_(other.depth_),
+      active_(std::exchange(other.active_, false)) {}
+
+Transaction::~Transaction() {
+  if (!active_) return;
+  Status st = Finish(/*commit=*/false);
+  if (!st.ok()) Log(LogLevel::kWarn, "store", "rolling back: " + st.ToString());
+}
+
+Status Transaction::Commit() { return Finish(/*commit=*/true); }
+Status Transaction::Rollback() { return Finish(/*commit=*/false); }
+
+Status Transaction::Finish(bool commit) {
+  if (!active_) return Status::InvalidArgument("the transaction is already finished");
+  if (impl_->tx_depth != depth_ + 1) {
+    return Status::Internal("a nested transaction is still open; finish it first");
+  }
+  active_ = false;
+  --impl_->tx_depth;
+  sqlite::Connection& conn = impl_->conn;
+  // SQLite rolls a whole transaction back by itself after some errors (disk full, I/O): then
+  // there is nothing left to commit or roll back.
+  const bool gone = sqlite3_get_autocommit(conn.get()) != 0;
+  Status st;
+  if (gone) {
+    if (commit) {
+      st = Status::IoError("the transaction was rolled back after an earlier error");
+    }
+  } else if (depth_ == 0) {
+    if (commit) {
+      st = conn.Exec("COMMIT");
+      if (!st.ok()) (void)conn.Exec("ROLLBACK");
+    } else {
+      st = conn.Exec("ROLLBACK");
+    }
+  } else {
+    std::string sp = "sp" + std::to_string(depth_);
+    st = conn.Exec(commit ? "RELEASE " + sp : "ROLLBACK TO " + sp + "; RELEASE " + sp);
+  }
+  if (lock_.owns_lock()) lock_.unlock();
+  return st;
+}
+
+// ---------------------------------------------------------------- documents
+
+Result<DocumentChange> Store::UpsertDocument(const Document& doc) {
+  if (doc.id.empty()) return Status::InvalidArgument("a document needs an id");
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  sqlite::Connection& conn = impl_->conn;
+  DocumentChange change = DocumentChange::kAdded;
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt find,
+                          conn.Prepare("SELECT content_hash FROM documents WHERE id = ?"));
+    find.BindAll(doc.id);
+    GRAG_ASSIGN_OR_RETURN(bool found, find.Step());
+    if (found) {
+      change =
+          find.Text(0) == doc.content_hash ? DocumentChange::kUnchanged : DocumentChange::kChanged;
+    }
+  }
+  if (change == DocumentChange::kAdded) {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt insert,
+                          conn.Prepare("INSERT INTO documents (id, title, source_path, "
+                                       "content_hash, text) VALUES (?, ?, ?, ?, ?)"));
+    GRAG_RETURN_IF_ERROR(
+        insert.BindAll(doc.id, doc.title, doc.source_path, doc.content_hash, doc.text).Run());
+  } else if (change == DocumentChange::kChanged) {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt update,
+        conn.Prepare("UPDATE documents SET title = ?2, source_path = ?3, content_hash = ?4, "
+                     "text = ?5, updated_at = " GRAG_SQL_NOW " WHERE id = ?1"));
+    GRAG_RETURN_IF_ERROR(
+        update.BindAll(doc.id, doc.title, doc.source_path, doc.content_hash, doc.text).Run());
+  } else {
+    // Same content: leave the (possibly large) text alone, follow a rename or retitle.
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt update,
+        conn.Prepare("UPDATE documents SET title = ?2, source_path = ?3, updated_at = " GRAG_SQL_NOW
+                     " WHERE id = ?1 AND (title IS NOT ?2 OR source_path IS NOT ?3)"));
+    GRAG_RETURN_IF_ERROR(update.BindAll(doc.id, doc.title, doc.source_path).Run());
+  }
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return change;
+}
+
+Result<std::optional<Document>> Store::GetDocument(std::string_view id) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare(
+          "SELECT id, title, source_path, text, content_hash FROM documents WHERE id = ?"));
+  stmt.BindAll(id);
+  GRAG_ASSIGN_OR_RETURN(bool found, stmt.Step());
+  if (!found) return std::optional<Document>();
+  Document doc;
+  doc.id = stmt.Text(0);
+  doc.title = stmt.Text(1);
+  doc.source_path = stmt.Text(2);
+  doc.text = stmt.Text(3);
+  doc.content_hash = stmt.Text(4);
+  return std::optional<Document>(std::move(doc));
+}
+
+Result<std::vector<DocumentInfo>> Store::ListDocuments() {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare(
+          "SELECT d.id, d.title, d.source_path, d.content_hash, "
+          "(SELECT count(*) FROM chunks c WHERE c.document_id = d.id), d.created_at, "
+          "d.updated_at FROM documents d ORDER BY d.id"));
+  std::vector<DocumentInfo> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    DocumentInfo& info = out.emplace_back();
+    info.id = stmt.Text(0);
+    info.title = stmt.Text(1);
+    info.source_path = stmt.Text(2);
+    info.content_hash = stmt.Text(3);
+    info.chunk_count = stmt.Int(4);
+    info.created_at = stmt.Text(5);
+    info.updated_at = stmt.Text(6);
+  }
+  return out;
+}
+
+Result<bool> Store::DeleteDocument(std::string_view id) {
+  // A transaction of its own: the cascade touches many tables and must be all or nothing.
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        impl_->conn.Prepare("DELETE FROM documents WHERE id = ?"));
+  GRAG_RETURN_IF_ERROR(stmt.BindAll(id).Run());
+  const bool deleted = sqlite3_changes(impl_->conn.get()) > 0;
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return deleted;
+}
+
+// ---------------------------------------------------------------- chunks
+
+namespace {
+
+constexpr std::string_view kChunkColumns =
+    "id, document_id, chunk_index, text, n_tokens, start_token";
+
+ChunkRecord ReadChunk(const sqlite::Stmt& stmt) {
+  ChunkRecord c;
+  c.id = stmt.Text(0);
+  c.document_id = stmt.Text(1);
+  c.index = stmt.Int(2);
+  c.text = stmt.Text(3);
+  c.n_tokens = stmt.Int(4);
+  c.start_token = stmt.Int(5);
+  return c;
+}
+
+}  // namespace
+
+Result<ChunkChanges> Store::ReplaceDocumentChunks(std::string_view document_id,
+                                                  const std::vector<ChunkRecord>& chunks) {
+  std::unordered_set<std::string_view> new_ids;
+  std::unordered_set<int64_t> new_indexes;
+  for (const ChunkRecord& c : chunks) {
+    if (c.document_id != document_id) {
+      return Status::InvalidArgument("chunk " + c.id + " belongs to document " + c.document_id +
+                                     ", not " + std::string(document_id));
+    }
+    if (c.id.empty()) return Status::InvalidArgument("a chunk needs an id");
+    if (!new_ids.insert(c.id).second) {
+      return Status::InvalidArgument("chunk id " + c.id + " appears twice in document " +
+                                     std::string(document_id));
+    }
+    if (c.index < 0 || !new_indexes.insert(c.index).second) {
+      return Status::InvalidArgument("chunk index " + std::to_string(c.index) +
+                                     " is negative or repeated in document " +
+                                     std::string(document_id));
+    }
+  }
+
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  sqlite::Connection& conn = impl_->conn;
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt doc, conn.Prepare("SELECT 1 FROM documents WHERE id = ?"));
+    GRAG_ASSIGN_OR_RETURN(bool found, doc.BindAll(document_id).Step());
+    if (!found) return Status::NotFound("no document " + std::string(document_id));
+  }
+  std::vector<std::string> existing;
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt list,
+                          conn.Prepare("SELECT id FROM chunks WHERE document_id = ?"));
+    list.BindAll(document_id);
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, list.Step());
+      if (!row) break;
+      existing.push_back(list.Text(0));
+    }
+  }
+  ChunkChanges changes;
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt del, conn.Prepare("DELETE FROM chunks WHERE id = ?"));
+    for (const std::string& id : existing) {
+      if (new_ids.count(id) != 0) {
+        ++changes.kept;
+        continue;
+      }
+      GRAG_RETURN_IF_ERROR(del.BindAll(id).Run());
+      ++changes.removed;
+    }
+  }
+  changes.added = static_cast<int64_t>(chunks.size()) - changes.kept;
+  // Kept chunks may move: park their indexes out of the way so UNIQUE(document_id, chunk_index)
+  // holds at every step of the update below.
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt park,
+        conn.Prepare("UPDATE chunks SET chunk_index = -1 - chunk_index WHERE document_id = ?"));
+    GRAG_RETURN_IF_ERROR(park.BindAll(document_id).Run());
+  }
+  // Keeps the row (and so its extraction results) when the id and the text are unchanged.
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt upsert,
+      conn.Prepare("INSERT INTO chunks (id, document_id, chunk_index, text, n_tokens, "
+                   "start_token) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (id) DO UPDATE SET "
+                   "chunk_index = excluded.chunk_index, n_tokens = excluded.n_tokens, "
+                   "start_token = excluded.start_token WHERE chunks.document_id = "
+                   "excluded.document_id AND chunks.text = excluded.text"));
+  for (const ChunkRecord& c : chunks) {
+    GRAG_RETURN_IF_ERROR(
+        upsert.BindAll(c.id, c.document_id, c.index, c.text, c.n_tokens, c.start_token).Run());
+    if (sqlite3_changes(conn.get()) > 0) continue;
+    // The id exists but for another document, or with another text.
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt owner,
+                          conn.Prepare("SELECT document_id FROM chunks WHERE id = ?"));
+    GRAG_ASSIGN_OR_RETURN(bool found, owner.BindAll(c.id).Step());
+    std::string owner_doc = found ? owner.Text(0) : std::string();
+    if (owner_doc != c.document_id) {
+      return Status::InvalidArgument("chunk id " + c.id + " already belongs to document " +
+                                     owner_doc);
+    }
+    // Same id, new text: the caller's ids are not content-derived. Treat it as a new chunk so
+    // stale extraction results go.
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt del, conn.Prepare("DELETE FROM chunks WHERE id = ?"));
+    GRAG_RETURN_IF_ERROR(del.BindAll(c.id).Run());
+    GRAG_RETURN_IF_ERROR(
+        upsert.BindAll(c.id, c.document_id, c.index, c.text, c.n_tokens, c.start_token).Run());
+    --changes.kept;
+    ++changes.added;
+    ++changes.removed;
+  }
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return changes;
+}
+
+Result<std::optional<ChunkRecord>> Store::GetChunk(std::string_view id) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare("SELECT " + std::string(kChunkColumns) + " FROM chunks WHERE id = ?"));
+  GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(id).Step());
+  if (!found) return std::optional<ChunkRecord>();
+  return std::optional<ChunkRecord>(ReadChunk(stmt));
+}
+
+Result<std::vector<ChunkRecord>> Store::ListChunks(std::string_view document_id) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        impl_->conn.Prepare("SELECT " + std::string(kChunkColumns) +
+                                            " FROM chunks WHERE document_id = ? "
+                                            "ORDER BY chunk_index"));
+  stmt.BindAll(document_id);
+  std::vector<ChunkRecord> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.push_back(ReadChunk(stmt));
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> Store::ListChunkIds() {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare("SELECT id FROM chunks ORDER BY document_id, chunk_index"));
+  std::vector<std::string> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.push_back(stmt.Text(0));
+  }
+  return out;
+}
+
+Result<int64_t> Store::CountChunks() {
+  auto lock = impl_->Lock();
+  return impl_->conn.QueryInt("SELECT count(*) FROM chunks");
+}
+
+Result<std::vector<ChunkHit>> Store::SearchChunks(std::string_view query, int k) {
+  std::vector<ChunkHit> out;
+  const std::string match = store::FtsMatchQuery(query);
+  if (match.empty() || k <= 0) return out;
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare(
+          "SELECT c.id, c.document_id, c.chunk_index, f.rank FROM "
+          "(SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 ORDER BY rank LIMIT ?2)"
+          " AS f JOIN chunks c ON c.seq = f.rowid ORDER BY f.rank, c.id"));
+  stmt.BindAll(match, k);
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    ChunkHit& hit = out.emplace_back();
+    hit.chunk_id = stmt.Text(0);
+    hit.document_id = stmt.Text(1);
+    hit.index = stmt.Int(2);
+    hit.score = -stmt.Double(3);
+  }
+  return out;
+}
+
+namespace store {
+
+std::string FtsMatchQuery(std::string_view query) {
+  // Words are runs of ASCII letters and digits and of any non-ASCII bytes (UTF-8 sequences);
+  // everything else separates them. Quoting each word as an FTS5 string leaves the tokenizer to
+  // split further (Unicode punctuation) and takes away every operator: quotes cannot occur
+  // inside a word, so no input can produce a syntax error.
+  constexpr size_t kMaxWords = 128;  // a pasted document is not a query; bound the work
+  std::string out;
+  std::unordered_set<std::string> seen;
+  size_t i = 0;
+  while (i < query.size() && seen.size() < kMaxWords) {
+    auto is_word = [](unsigned char ch) {
+      return ch >= 0x80 || (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
+             (ch >= 'A' && ch <= 'Z');
+    };
+    while (i < query.size() && !is_word(static_cast<unsigned char>(query[i]))) ++i;
+    size_t start = i;
+    while (i < query.size() && is_word(static_cast<unsigned char>(query[i]))) ++i;
+    if (i == start) break;
+    std::string word(query.substr(start, i - start));
+    if (!seen.insert(word).second) continue;
+    if (!out.empty()) out += " OR ";
+    out += '"';
+    out += word;
+    out += '"';
+  }
+  return out;
+}
+
+}  // namespace store
+
+// ---------------------------------------------------------------- inspection
+
+Result<StoreStats> Store::Stats() {
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
+  sqlite::Connection& conn = impl_->conn;
+  StoreStats s;
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn.Prepare("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), "
+                     "(SELECT count(*) FROM extractions WHERE status = 'ok'), "
+                     "(SELECT count(*) FROM extractions WHERE status = 'skipped'), "
+                     "(SELECT count(*) FROM entity_mentions), "
+                     "(SELECT count(*) FROM relationship_mentions), "
+                     "(SELECT count(*) FROM entities), (SELECT count(*) FROM relationships), "
+                     "(SELECT count(*) FROM communities), "
+                     "(SELECT count(*) FROM reports WHERE status = 'ok'), "
+                     "(SELECT count(*) FROM reports WHERE status = 'gap'), "
+                     "(SELECT count(*) FROM llm_cache), (SELECT count(*) FROM runs), "
+                     "(SELECT modularity FROM clusterings ORDER BY id DESC LIMIT 1)"));
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return Status::Internal("stats query returned no row");
+    int col = 0;
+    for (int64_t* field :
+         {&s.documents, &s.chunks, &s.extractions_ok, &s.extractions_skipped, &s.entity_mentions,
+          &s.relationship_mentions, &s.entities, &s.relationships, &s.communities, &s.reports_ok,
+          &s.reports_gap, &s.cache_entries, &s.runs}) {
+      *field = stmt.Int(col++);
+    }
+    s.modularity = stmt.OptDouble(col);
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn.Prepare("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"));
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      s.communities_per_level[stmt.Int(0)] = stmt.Int(1);
+    }
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn.Prepare("SELECT owner_kind, count(*) FROM embeddings GROUP BY owner_kind"));
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      s.embeddings_per_owner[stmt.Text(0)] = stmt.Int(1);
+    }
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn.Prepare("SELECT model, kind, count(*), sum(length(CAST(value AS BLOB))) "
+                     "FROM llm_cache GROUP BY model, kind ORDER BY model, kind"));
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      s.cache_by_model.push_back({stmt.Text(0), stmt.Text(1), stmt.Int(2), stmt.Int(3)});
+    }
+  }
+  GRAG_ASSIGN_OR_RETURN(int64_t pages, conn.QueryInt("PRAGMA page_count"));
+  GRAG_ASSIGN_OR_RETURN(int64_t free_pages, conn.QueryInt("PRAGMA freelist_count"));
+  GRAG_ASSIGN_OR_RETURN(int64_t page_size, conn.QueryInt("PRAGMA page_size"));
+  s.file_bytes = (pages - free_pages) * page_size;
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return s;
+}
+
+Result<StoreInfo> Store::Info() {
+  auto lock = impl_->Lock();
+  sqlite::Connection& conn = impl_->conn;
+  StoreInfo info;
+  info.path = impl_->path;
+  GRAG_ASSIGN_OR_RETURN(info.schema_version, conn.QueryInt("PRAGMA user_version"));
+  info.max_schema_version = LatestSchemaVersion();
+  GRAG_ASSIGN_OR_RETURN(info.journal_mode, conn.QueryText("PRAGMA journal_mode"));
+  GRAG_ASSIGN_OR_RETURN(int64_t fk, conn.QueryInt("PRAGMA foreign_keys"));
+  info.foreign_keys = fk == 1;
+  GRAG_ASSIGN_OR_RETURN(info.synchronous, conn.QueryInt("PRAGMA synchronous"));
+  GRAG_ASSIGN_OR_RETURN(info.busy_timeout_ms, conn.QueryInt("PRAGMA busy_timeout"));
+  info.sqlite_version = sqlite3_libversion();
+  return info;
+}
+
+Status Store::CheckIntegrity() {
+  auto lock = impl_->Lock();
+  sqlite::Connection& conn = impl_->conn;
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, conn.Prepare("PRAGMA integrity_check(10)"));
+    std::string problems;
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      std::string line = stmt.Text(0);
+      if (line == "ok") continue;
+      problems += (problems.empty() ? "" : "; ") + line;
+    }
+    if (!problems.empty()) return Status::Corruption(impl_->path + ": " + problems);
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, conn.Prepare("PRAGMA foreign_key_check"));
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (row) {
+      return Status::Corruption(impl_->path + ": a row of table " + stmt.Text(0) +
+                                " points at a missing row of " + stmt.Text(2));
+    }
+  }
+  Status fts = conn.Exec("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')");
+  if (!fts.ok()) {
+    return Status::Corruption(impl_->path +
+                              ": full-text index out of step with chunks: " + fts.message());
+  }
+  return Status::Ok();
+}
+
+}  // namespace grag

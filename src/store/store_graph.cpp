@@ -1,0 +1,705 @@
+// Store: extraction results, the merged entity graph, communities and reports.
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "grag/store.h"
+#include "store/json_fields.h"
+#include "store/names.h"
+#include "store/store_impl.h"
+
+namespace grag {
+namespace {
+
+// True when a row with `id` exists in `table`'s `column` (both trusted literals).
+Result<bool> RowExists(sqlite::Connection& conn, std::string_view sql, std::string_view id) {
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, conn.Prepare(sql));
+  return stmt.BindAll(id).Step();
+}
+
+Result<bool> RowExists(sqlite::Connection& conn, std::string_view sql, int64_t id) {
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, conn.Prepare(sql));
+  return stmt.BindAll(id).Step();
+}
+
+Result<std::vector<std::string>> TextColumn(sqlite::Stmt& stmt) {
+  std::vector<std::string> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.push_back(stmt.Text(0));
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- extraction results
+
+Status Store::PutExtraction(const ExtractionRecord& r) {
+  if (r.extractor.model.empty()) {
+    return Status::InvalidArgument("an extraction result needs the extractor's model name");
+  }
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  sqlite::Connection& conn = impl_->conn;
+  GRAG_ASSIGN_OR_RETURN(bool chunk_found,
+                        RowExists(conn, "SELECT 1 FROM chunks WHERE id = ?", r.chunk_id));
+  if (!chunk_found) {
+    return Status::InvalidArgument("no chunk " + r.chunk_id + " to store an extraction for");
+  }
+  const std::string_view kind = ExtractorKindName(r.extractor.kind);
+  {
+    // The cascade removes the old result's mentions.
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt del,
+        conn.Prepare("DELETE FROM extractions WHERE chunk_id = ? AND extractor = ? AND model = ?"));
+    GRAG_RETURN_IF_ERROR(del.BindAll(r.chunk_id, kind, r.extractor.model).Run());
+  }
+  int64_t extraction_id = 0;
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt insert,
+        conn.Prepare("INSERT INTO extractions (chunk_id, extractor, model, status, reason, "
+                     "gleaning_rounds, params_hash) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"));
+    insert.BindAll(r.chunk_id, kind, r.extractor.model, store::ExtractionStatusName(r.status),
+                   r.reason, r.gleaning_rounds, r.params_hash);
+    GRAG_ASSIGN_OR_RETURN(bool row, insert.Step());
+    if (!row) return Status::Internal("INSERT ... RETURNING gave no row");
+    extraction_id = insert.Int(0);
+    GRAG_RETURN_IF_ERROR(insert.Run());
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt insert,
+        conn.Prepare("INSERT INTO entity_mentions (extraction_id, name, name_key, type, "
+                     "description) VALUES (?, ?, ?, ?, ?)"));
+    for (const EntityMention& m : r.entities) {
+      GRAG_RETURN_IF_ERROR(
+          insert.BindAll(extraction_id, m.name, m.name_key, m.type, m.description).Run());
+    }
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt insert,
+        conn.Prepare("INSERT INTO relationship_mentions (extraction_id, source, target, "
+                     "source_key, target_key, description, strength) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    for (const RelationshipMention& m : r.relationships) {
+      GRAG_RETURN_IF_ERROR(insert
+                               .BindAll(extraction_id, m.source, m.target, m.source_key,
+                                        m.target_key, m.description, m.strength)
+                               .Run());
+    }
+  }
+  return tx.Commit();
+}
+
+Result<std::optional<ExtractionRecord>> Store::GetExtraction(std::string_view chunk_id,
+                                                             const ExtractorId& extractor) {
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
+  sqlite::Connection& conn = impl_->conn;
+  ExtractionRecord r;
+  int64_t id = 0;
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn.Prepare("SELECT id, status, reason, gleaning_rounds, params_hash, created_at "
+                     "FROM extractions WHERE chunk_id = ? AND extractor = ? AND model = ?"));
+    stmt.BindAll(chunk_id, ExtractorKindName(extractor.kind), extractor.model);
+    GRAG_ASSIGN_OR_RETURN(bool found, stmt.Step());
+    if (!found) return std::optional<ExtractionRecord>();
+    id = stmt.Int(0);
+    r.chunk_id = std::string(chunk_id);
+    r.extractor = extractor;
+    r.status = store::ParseExtractionStatus(stmt.Text(1));
+    r.reason = stmt.Text(2);
+    r.gleaning_rounds = stmt.Int(3);
+    r.params_hash = stmt.Text(4);
+    r.created_at = stmt.Text(5);
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn.Prepare("SELECT name, name_key, type, description FROM entity_mentions "
+                     "WHERE extraction_id = ? ORDER BY id"));
+    stmt.BindAll(id);
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      r.entities.push_back({stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3)});
+    }
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn.Prepare("SELECT source, target, source_key, target_key, description, strength "
+                     "FROM relationship_mentions WHERE extraction_id = ? ORDER BY id"));
+    stmt.BindAll(id);
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      r.relationships.push_back(
+          {stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Text(4), stmt.Double(5)});
+    }
+  }
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return std::optional<ExtractionRecord>(std::move(r));
+}
+
+Result<std::vector<std::string>> Store::ChunksNeedingExtraction(const ExtractorId& extractor) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare("SELECT c.id FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM extractions "
+                          "e WHERE e.chunk_id = c.id AND e.extractor = ? AND e.model = ? AND "
+                          "e.status = 'ok') ORDER BY c.document_id, c.chunk_index"));
+  stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
+  return TextColumn(stmt);
+}
+
+Result<std::vector<ChunkEntityMention>> Store::ListEntityMentions(const ExtractorId& extractor) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare(
+          "SELECT e.chunk_id, m.name, m.name_key, m.type, m.description FROM entity_mentions m "
+          "JOIN extractions e ON e.id = m.extraction_id JOIN chunks c ON c.id = e.chunk_id "
+          "WHERE e.extractor = ? AND e.model = ? AND e.status = 'ok' "
+          "ORDER BY c.document_id, c.chunk_index, m.id"));
+  stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
+  std::vector<ChunkEntityMention> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.push_back({stmt.Text(0), {stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Text(4)}});
+  }
+  return out;
+}
+
+Result<std::vector<ChunkRelationshipMention>> Store::ListRelationshipMentions(
+    const ExtractorId& extractor) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare(
+          "SELECT e.chunk_id, m.source, m.target, m.source_key, m.target_key, m.description, "
+          "m.strength FROM relationship_mentions m JOIN extractions e ON e.id = m.extraction_id "
+          "JOIN chunks c ON c.id = e.chunk_id WHERE e.extractor = ? AND e.model = ? AND "
+          "e.status = 'ok' ORDER BY c.document_id, c.chunk_index, m.id"));
+  stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
+  std::vector<ChunkRelationshipMention> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.push_back(
+        {stmt.Text(0),
+         {stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Text(4), stmt.Text(5), stmt.Double(6)}});
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- entities
+
+namespace {
+
+constexpr std::string_view kEntityColumns =
+    "id, name_key, name, type, type_counts, description, description_hash, description_model, "
+    "degree, frequency";
+
+EntityRecord ReadEntity(const sqlite::Stmt& stmt) {
+  EntityRecord e;
+  e.id = stmt.Int(0);
+  e.name_key = stmt.Text(1);
+  e.name = stmt.Text(2);
+  e.type = stmt.Text(3);
+  e.type_counts = store::CountsFromJson(stmt.Text(4));
+  e.description = stmt.Text(5);
+  e.description_hash = stmt.Text(6);
+  e.description_model = stmt.Text(7);
+  e.degree = stmt.Int(8);
+  e.frequency = stmt.Int(9);
+  return e;
+}
+
+Result<std::optional<EntityRecord>> OneEntity(sqlite::Stmt& stmt) {
+  GRAG_ASSIGN_OR_RETURN(bool found, stmt.Step());
+  if (!found) return std::optional<EntityRecord>();
+  return std::optional<EntityRecord>(ReadEntity(stmt));
+}
+
+// Replaces the chunk links of one owner in a link table (entity_chunks, relationship_chunks).
+Status SetLinks(sqlite::Connection& conn, std::string_view table, std::string_view owner_column,
+                int64_t owner_id, const std::vector<std::string>& chunk_ids) {
+  const std::string t(table);
+  const std::string col(owner_column);
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt del,
+                        conn.Prepare("DELETE FROM " + t + " WHERE " + col + " = ?"));
+  GRAG_RETURN_IF_ERROR(del.BindAll(owner_id).Run());
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt insert,
+                        conn.Prepare("INSERT INTO " + t + " (" + col +
+                                     ", chunk_id) VALUES (?, ?) ON CONFLICT DO NOTHING"));
+  for (const std::string& chunk_id : chunk_ids) {
+    Status st = insert.BindAll(owner_id, chunk_id).Run();
+    if (!st.ok()) {
+      return st.WithContext("linking " + std::string(owner_column) + " " +
+                            std::to_string(owner_id) + " to chunk " + chunk_id +
+                            " (does the chunk exist?)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<int64_t> Store::UpsertEntity(const EntityRecord& e) {
+  if (e.name_key.empty()) return Status::InvalidArgument("an entity needs a name_key");
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare(
+          "INSERT INTO entities (name_key, name, type, type_counts, description, "
+          "description_hash, description_model) VALUES (?, ?, ?, ?, ?, ?, ?) "
+          "ON CONFLICT (name_key) DO UPDATE SET name = excluded.name, type = excluded.type, "
+          "type_counts = excluded.type_counts, description = excluded.description, "
+          "description_hash = excluded.description_hash, "
+          "description_model = excluded.description_model, updated_at = " GRAG_SQL_NOW
+          " RETURNING id"));
+  stmt.BindAll(e.name_key, e.name, e.type, store::CountsToJson(e.type_counts), e.description,
+               e.description_hash, e.description_model);
+  GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return Status::Internal("INSERT ... RETURNING gave no row");
+  const int64_t id = stmt.Int(0);
+  GRAG_RETURN_IF_ERROR(stmt.Run());
+  return id;
+}
+
+Result<std::optional<EntityRecord>> Store::GetEntity(int64_t id) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare("SELECT " + std::string(kEntityColumns) + " FROM entities WHERE id = ?"));
+  stmt.BindAll(id);
+  return OneEntity(stmt);
+}
+
+Result<std::optional<EntityRecord>> Store::GetEntityByKey(std::string_view name_key) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        impl_->conn.Prepare("SELECT " + std::string(kEntityColumns) +
+                                            " FROM entities WHERE name_key = ?"));
+  stmt.BindAll(name_key);
+  return OneEntity(stmt);
+}
+
+Result<std::vector<EntityRecord>> Store::ListEntities(int64_t limit) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        impl_->conn.Prepare("SELECT " + std::string(kEntityColumns) +
+                                            " FROM entities ORDER BY degree DESC, name_key "
+                                            "LIMIT ?"));
+  stmt.BindAll(limit);  // a negative LIMIT means no limit in SQLite
+  std::vector<EntityRecord> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.push_back(ReadEntity(stmt));
+  }
+  return out;
+}
+
+Result<bool> Store::DeleteEntity(int64_t id) {
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        impl_->conn.Prepare("DELETE FROM entities WHERE id = ?"));
+  GRAG_RETURN_IF_ERROR(stmt.BindAll(id).Run());
+  const bool deleted = sqlite3_changes(impl_->conn.get()) > 0;
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return deleted;
+}
+
+Status Store::SetEntityChunks(int64_t entity_id, const std::vector<std::string>& chunk_ids) {
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  GRAG_RETURN_IF_ERROR(SetLinks(impl_->conn, "entity_chunks", "entity_id", entity_id, chunk_ids));
+  return tx.Commit();
+}
+
+Result<std::vector<std::string>> Store::GetEntityChunks(int64_t entity_id) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare("SELECT l.chunk_id FROM entity_chunks l JOIN chunks c ON c.id = "
+                          "l.chunk_id WHERE l.entity_id = ? ORDER BY c.document_id, "
+                          "c.chunk_index"));
+  stmt.BindAll(entity_id);
+  return TextColumn(stmt);
+}
+
+// ---------------------------------------------------------------- relationships
+
+namespace {
+
+constexpr std::string_view kRelationshipSelect =
+    "SELECT r.id, r.source_id, r.target_id, r.description, r.description_hash, "
+    "r.description_model, r.weight, r.frequency, s.degree + t.degree FROM relationships r "
+    "JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id ";
+
+Result<std::vector<RelationshipRecord>> ReadRelationships(sqlite::Stmt& stmt) {
+  std::vector<RelationshipRecord> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    RelationshipRecord& r = out.emplace_back();
+    r.id = stmt.Int(0);
+    r.source_id = stmt.Int(1);
+    r.target_id = stmt.Int(2);
+    r.description = stmt.Text(3);
+    r.description_hash = stmt.Text(4);
+    r.description_model = stmt.Text(5);
+    r.weight = stmt.Double(6);
+    r.frequency = stmt.Int(7);
+    r.combined_degree = stmt.Int(8);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<int64_t> Store::UpsertRelationship(const RelationshipRecord& r) {
+  if (r.source_id == r.target_id) {
+    return Status::InvalidArgument("a relationship needs two distinct entities (got " +
+                                   std::to_string(r.source_id) + " twice)");
+  }
+  const int64_t a = std::min(r.source_id, r.target_id);
+  const int64_t b = std::max(r.source_id, r.target_id);
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare(
+          "INSERT INTO relationships (source_id, target_id, description, description_hash, "
+          "description_model, weight) VALUES (?, ?, ?, ?, ?, ?) "
+          "ON CONFLICT (source_id, target_id) DO UPDATE SET description = excluded.description, "
+          "description_hash = excluded.description_hash, "
+          "description_model = excluded.description_model, weight = excluded.weight, "
+          "updated_at = " GRAG_SQL_NOW " RETURNING id"));
+  stmt.BindAll(a, b, r.description, r.description_hash, r.description_model, r.weight);
+  Result<bool> row = stmt.Step();
+  if (!row.ok()) {
+    return row.status().WithContext("relationship " + std::to_string(a) + "-" + std::to_string(b) +
+                                    " (do both entities exist?)");
+  }
+  if (!*row) return Status::Internal("INSERT ... RETURNING gave no row");
+  const int64_t id = stmt.Int(0);
+  GRAG_RETURN_IF_ERROR(stmt.Run());
+  return id;
+}
+
+Result<std::vector<RelationshipRecord>> Store::ListRelationships() {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, impl_->conn.Prepare(std::string(kRelationshipSelect) +
+                                                               "ORDER BY r.weight DESC, r.id"));
+  return ReadRelationships(stmt);
+}
+
+Result<std::vector<RelationshipRecord>> Store::ListRelationshipsOf(int64_t entity_id) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        impl_->conn.Prepare(std::string(kRelationshipSelect) +
+                                            "WHERE r.source_id = ?1 OR r.target_id = ?1 "
+                                            "ORDER BY r.weight DESC, r.id"));
+  stmt.BindAll(entity_id);
+  return ReadRelationships(stmt);
+}
+
+Status Store::SetRelationshipChunks(int64_t relationship_id,
+                                    const std::vector<std::string>& chunk_ids) {
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  GRAG_RETURN_IF_ERROR(
+      SetLinks(impl_->conn, "relationship_chunks", "relationship_id", relationship_id, chunk_ids));
+  return tx.Commit();
+}
+
+Result<bool> Store::DeleteRelationship(int64_t id) {
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        impl_->conn.Prepare("DELETE FROM relationships WHERE id = ?"));
+  GRAG_RETURN_IF_ERROR(stmt.BindAll(id).Run());
+  const bool deleted = sqlite3_changes(impl_->conn.get()) > 0;
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return deleted;
+}
+
+Status Store::RecomputeGraphStats() {
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  GRAG_RETURN_IF_ERROR(impl_->conn.Exec(
+      "UPDATE entities SET "
+      "degree = (SELECT count(*) FROM relationships r WHERE r.source_id = entities.id) + "
+      "         (SELECT count(*) FROM relationships r WHERE r.target_id = entities.id), "
+      "frequency = (SELECT count(*) FROM entity_chunks l WHERE l.entity_id = entities.id);"
+      "UPDATE relationships SET frequency = (SELECT count(*) FROM relationship_chunks l "
+      "WHERE l.relationship_id = relationships.id);"));
+  return tx.Commit();
+}
+
+// ---------------------------------------------------------------- communities
+
+Result<int64_t> Store::ReplaceCommunities(const ClusteringRecord& clustering,
+                                          const std::vector<CommunityRecord>& communities) {
+  // Check the hierarchy up front: the parent key is deferred, so a bad parent would otherwise
+  // surface only when the outermost transaction commits.
+  std::unordered_map<int64_t, int64_t> level_of;
+  for (const CommunityRecord& c : communities) {
+    if (c.level < 0) return Status::InvalidArgument("community level must be >= 0");
+    if (!level_of.emplace(c.id, c.level).second) {
+      return Status::InvalidArgument("community id " + std::to_string(c.id) + " appears twice");
+    }
+  }
+  for (const CommunityRecord& c : communities) {
+    const std::string name = "community " + std::to_string(c.id);
+    if (c.level == 0 && c.parent_id.has_value()) {
+      return Status::InvalidArgument(name + " is at level 0 but has a parent");
+    }
+    if (c.level > 0) {
+      if (!c.parent_id.has_value()) {
+        return Status::InvalidArgument(name + " is at level " + std::to_string(c.level) +
+                                       " but has no parent");
+      }
+      auto parent = level_of.find(*c.parent_id);
+      if (parent == level_of.end() || parent->second != c.level - 1) {
+        return Status::InvalidArgument(name + ": parent " + std::to_string(*c.parent_id) +
+                                       " is not a community of level " +
+                                       std::to_string(c.level - 1));
+      }
+    }
+  }
+
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  sqlite::Connection& conn = impl_->conn;
+  int64_t clustering_id = 0;
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt insert,
+        conn.Prepare("INSERT INTO clusterings (method, seed, resolution, max_cluster_size, "
+                     "modularity, warm_start, note) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"));
+    insert.BindAll(clustering.method, clustering.seed, clustering.resolution,
+                   clustering.max_cluster_size, clustering.modularity, clustering.warm_start,
+                   clustering.note);
+    GRAG_ASSIGN_OR_RETURN(bool row, insert.Step());
+    if (!row) return Status::Internal("INSERT ... RETURNING gave no row");
+    clustering_id = insert.Int(0);
+    GRAG_RETURN_IF_ERROR(insert.Run());
+  }
+  // Upsert first and delete afterwards: a kept community whose old parent goes must already
+  // point at its new parent, or the parent's ON DELETE CASCADE would take it (and its report).
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt upsert,
+        conn.Prepare("INSERT INTO communities (id, level, parent_id, clustering_id) "
+                     "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (id) DO UPDATE SET "
+                     "level = excluded.level, parent_id = excluded.parent_id, "
+                     "clustering_id = excluded.clustering_id, updated_at = " GRAG_SQL_NOW));
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt clear,
+                          conn.Prepare("DELETE FROM community_members WHERE community_id = ?"));
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt member,
+        conn.Prepare("INSERT INTO community_members (community_id, entity_id) VALUES (?, ?) "
+                     "ON CONFLICT DO NOTHING"));
+    for (const CommunityRecord& c : communities) {
+      GRAG_RETURN_IF_ERROR(upsert.BindAll(c.id, c.level, c.parent_id, clustering_id).Run());
+      GRAG_RETURN_IF_ERROR(clear.BindAll(c.id).Run());
+      for (int64_t entity_id : c.entity_ids) {
+        Status st = member.BindAll(c.id, entity_id).Run();
+        if (!st.ok()) {
+          return st.WithContext("community " + std::to_string(c.id) + " member " +
+                                std::to_string(entity_id) + " (does the entity exist?)");
+        }
+      }
+    }
+  }
+  {
+    std::vector<int64_t> stale;
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt list, conn.Prepare("SELECT id FROM communities"));
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, list.Step());
+      if (!row) break;
+      if (level_of.count(list.Int(0)) == 0) stale.push_back(list.Int(0));
+    }
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt del, conn.Prepare("DELETE FROM communities WHERE id = ?"));
+    for (int64_t id : stale) GRAG_RETURN_IF_ERROR(del.BindAll(id).Run());
+  }
+  GRAG_RETURN_IF_ERROR(conn.Exec(
+      "UPDATE communities SET "
+      "size = (SELECT count(*) FROM community_members m WHERE m.community_id = communities.id), "
+      "weight = (SELECT count(DISTINCT l.chunk_id) FROM community_members m "
+      "          JOIN entity_chunks l ON l.entity_id = m.entity_id "
+      "          WHERE m.community_id = communities.id)"));
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return clustering_id;
+}
+
+Result<std::vector<CommunityRecord>> Store::ListCommunities(std::optional<int64_t> level) {
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
+  sqlite::Connection& conn = impl_->conn;
+  std::vector<CommunityRecord> out;
+  std::unordered_map<int64_t, size_t> index_of;
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn.Prepare("SELECT id, level, parent_id, size, weight, clustering_id FROM communities "
+                     "WHERE ?1 IS NULL OR level = ?1 ORDER BY level, id"));
+    stmt.BindAll(level);
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      CommunityRecord& c = out.emplace_back();
+      c.id = stmt.Int(0);
+      c.level = stmt.Int(1);
+      c.parent_id = stmt.OptInt(2);
+      c.size = stmt.Int(3);
+      c.weight = stmt.Int(4);
+      c.clustering_id = stmt.OptInt(5).value_or(0);
+      index_of[c.id] = out.size() - 1;
+    }
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn.Prepare("SELECT m.community_id, m.entity_id FROM community_members m "
+                     "JOIN communities c ON c.id = m.community_id "
+                     "WHERE ?1 IS NULL OR c.level = ?1 ORDER BY m.community_id, m.entity_id"));
+    stmt.BindAll(level);
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      auto it = index_of.find(stmt.Int(0));
+      if (it != index_of.end()) out[it->second].entity_ids.push_back(stmt.Int(1));
+    }
+  }
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return out;
+}
+
+Result<std::vector<int64_t>> Store::CommunitiesOfEntity(int64_t entity_id) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare("SELECT c.id FROM community_members m JOIN communities c ON c.id = "
+                          "m.community_id WHERE m.entity_id = ? ORDER BY c.level, c.id"));
+  stmt.BindAll(entity_id);
+  std::vector<int64_t> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.push_back(stmt.Int(0));
+  }
+  return out;
+}
+
+Result<std::optional<ClusteringRecord>> Store::LatestClustering() {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare("SELECT id, method, seed, resolution, max_cluster_size, modularity, "
+                          "warm_start, note, created_at FROM clusterings ORDER BY id DESC "
+                          "LIMIT 1"));
+  GRAG_ASSIGN_OR_RETURN(bool found, stmt.Step());
+  if (!found) return std::optional<ClusteringRecord>();
+  ClusteringRecord c;
+  c.id = stmt.Int(0);
+  c.method = stmt.Text(1);
+  c.seed = stmt.Int(2);
+  c.resolution = stmt.Double(3);
+  c.max_cluster_size = stmt.Int(4);
+  c.modularity = stmt.OptDouble(5);
+  c.warm_start = stmt.Int(6) != 0;
+  c.note = stmt.Text(7);
+  c.created_at = stmt.Text(8);
+  return std::optional<ClusteringRecord>(std::move(c));
+}
+
+// ---------------------------------------------------------------- reports
+
+namespace {
+
+constexpr std::string_view kReportSelect =
+    "SELECT r.community_id, r.status, r.reason, r.title, r.summary, r.full_content, r.findings, "
+    "r.rating, r.rating_explanation, r.input_hash, r.generator, r.model, c.level, r.updated_at "
+    "FROM reports r JOIN communities c ON c.id = r.community_id ";
+
+ReportRecord ReadReport(const sqlite::Stmt& stmt) {
+  ReportRecord r;
+  r.community_id = stmt.Int(0);
+  r.status = store::ParseReportStatus(stmt.Text(1));
+  r.reason = stmt.Text(2);
+  r.title = stmt.Text(3);
+  r.summary = stmt.Text(4);
+  r.full_content = stmt.Text(5);
+  r.findings = store::FindingsFromJson(stmt.Text(6));
+  r.rating = stmt.OptDouble(7);
+  r.rating_explanation = stmt.Text(8);
+  r.input_hash = stmt.Text(9);
+  r.generator = store::ParseReportGenerator(stmt.Text(10));
+  r.model = stmt.Text(11);
+  r.level = stmt.Int(12);
+  r.updated_at = stmt.Text(13);
+  return r;
+}
+
+}  // namespace
+
+Status Store::PutReport(const ReportRecord& r) {
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  sqlite::Connection& conn = impl_->conn;
+  GRAG_ASSIGN_OR_RETURN(bool found,
+                        RowExists(conn, "SELECT 1 FROM communities WHERE id = ?", r.community_id));
+  if (!found) {
+    return Status::InvalidArgument("no community " + std::to_string(r.community_id) +
+                                   " for a report");
+  }
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      conn.Prepare("INSERT INTO reports (community_id, status, reason, title, summary, "
+                   "full_content, findings, rating, rating_explanation, input_hash, generator, "
+                   "model) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+                   "ON CONFLICT (community_id) DO UPDATE SET status = excluded.status, "
+                   "reason = excluded.reason, title = excluded.title, "
+                   "summary = excluded.summary, full_content = excluded.full_content, "
+                   "findings = excluded.findings, rating = excluded.rating, "
+                   "rating_explanation = excluded.rating_explanation, "
+                   "input_hash = excluded.input_hash, generator = excluded.generator, "
+                   "model = excluded.model, updated_at = " GRAG_SQL_NOW));
+  GRAG_RETURN_IF_ERROR(stmt.BindAll(r.community_id, store::ReportStatusName(r.status), r.reason,
+                                    r.title, r.summary, r.full_content,
+                                    store::FindingsToJson(r.findings), r.rating,
+                                    r.rating_explanation, r.input_hash,
+                                    store::ReportGeneratorName(r.generator), r.model)
+                           .Run());
+  return tx.Commit();
+}
+
+Result<std::optional<ReportRecord>> Store::GetReport(int64_t community_id) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, impl_->conn.Prepare(std::string(kReportSelect) +
+                                                               "WHERE r.community_id = ?"));
+  GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(community_id).Step());
+  if (!found) return std::optional<ReportRecord>();
+  return std::optional<ReportRecord>(ReadReport(stmt));
+}
+
+Result<std::vector<ReportRecord>> Store::ListReports(std::optional<int64_t> level) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, impl_->conn.Prepare(std::string(kReportSelect) +
+                                                               "WHERE ?1 IS NULL OR c.level = ?1 "
+                                                               "ORDER BY c.level, r.community_id"));
+  stmt.BindAll(level);
+  std::vector<ReportRecord> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.push_back(ReadReport(stmt));
+  }
+  return out;
+}
+
+}  // namespace grag

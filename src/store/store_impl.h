@@ -1,0 +1,78 @@
+// Store internals shared by the store module's source files (and its tests).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "grag/cache.h"
+#include "grag/store.h"
+#include "store/sqlite.h"
+
+// The current time as the store writes it: UTC ISO 8601 with milliseconds. A macro so it can be
+// pasted into SQL string literals.
+#define GRAG_SQL_NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+
+namespace grag {
+
+// The KeyValueCache the LLM client uses, over table llm_cache.
+class ReplyCacheTable final : public KeyValueCache {
+ public:
+  explicit ReplyCacheTable(Store::Impl* impl) : impl_(impl) {}
+  std::optional<std::string> Get(std::string_view key) override;
+  Status Put(std::string_view key, std::string_view value, std::string_view model,
+             std::string_view kind) override;
+
+ private:
+  Store::Impl* impl_;  // not owned; the Store owns both
+};
+
+struct Store::Impl {
+  Impl(std::string path_in, sqlite::Connection conn_in)
+      : path(std::move(path_in)), conn(std::move(conn_in)) {}
+
+  // Locks `mu` for a single-statement read or write.
+  std::unique_lock<std::recursive_mutex> Lock() { return std::unique_lock(mu); }
+  // Begins a transaction, or a savepoint when one is already open on this thread. A read
+  // transaction (write == false) gives multi-statement reads one snapshot.
+  Result<Transaction> Begin(bool write);
+
+  const std::string path;
+  // Recursive so that the thread holding an open Transaction can call store methods, which lock
+  // again. Guards `conn` (and every Stmt it hands out) and `tx_depth`.
+  std::recursive_mutex mu;
+  sqlite::Connection conn;  // guarded by mu
+  int tx_depth = 0;         // guarded by mu: open transactions, outermost included
+  ReplyCacheTable reply_cache{this};
+};
+
+namespace store {
+
+// A forward migration: `sql` takes a schema at version - 1 to `version`. Runs inside one
+// transaction with foreign-key enforcement off (so tables can be rebuilt); the runner checks
+// foreign keys before committing and records the version in PRAGMA user_version and meta.
+struct Migration {
+  int64_t version;
+  std::string_view description;
+  std::string_view sql;
+};
+
+// PRAGMA application_id of a grag index: "grag" in ASCII.
+inline constexpr int64_t kApplicationId = 0x67726167;
+
+// The migrations of this build, versions 1..N.
+std::span<const Migration> DefaultMigrations();
+
+// Store::Open with an explicit migration list (tests use it to fake older and newer builds).
+Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOptions& options,
+                                         std::span<const Migration> migrations);
+
+// The FTS5 MATCH expression for a user's plain-text query: each word quoted as a string, joined
+// with OR. Empty when the query has no word.
+std::string FtsMatchQuery(std::string_view query);
+
+}  // namespace store
+}  // namespace grag

@@ -1,0 +1,333 @@
+// Opening an index: schema creation, pragmas, reopening, migrations, and the errors for files
+// that are not (readable) grag indexes.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "grag/store.h"
+#include "store/store_impl.h"
+
+namespace grag {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "grag_store_XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+// A raw SQLite connection for looking at (or tampering with) an index behind the store's back.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) {
+    EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK);
+  }
+  ~RawDb() { sqlite3_close(db_); }
+  void Exec(const std::string& sql) {
+    char* err = nullptr;
+    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+    EXPECT_EQ(rc, SQLITE_OK) << sql << ": " << (err ? err : "");
+    sqlite3_free(err);
+  }
+  std::string Text(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sql;
+    std::string out;
+    if (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
+      const unsigned char* p = sqlite3_column_text(stmt, 0);
+      if (p != nullptr) out = reinterpret_cast<const char*>(p);
+    }
+    sqlite3_finalize(stmt);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+Document Doc(const std::string& id, const std::string& text) {
+  return Document{id, id + " title", "/in/" + id, text, "hash-of-" + text};
+}
+
+TEST(StoreOpenTest, CreatesSchemaInWalModeWithForeignKeys) {
+  TempDir dir;
+  const std::string path = dir.File("output/index.db");  // parent folder does not exist yet
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+
+  auto info = (*store)->Info();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->journal_mode, "wal");
+  EXPECT_TRUE(info->foreign_keys);
+  EXPECT_EQ(info->synchronous, 1);  // NORMAL
+  EXPECT_EQ(info->busy_timeout_ms, 10000);
+  EXPECT_EQ(info->schema_version, Store::LatestSchemaVersion());
+  EXPECT_EQ(info->max_schema_version, Store::LatestSchemaVersion());
+  EXPECT_TRUE((*store)->CheckIntegrity().ok());
+
+  // Seen from outside: WAL is a property of the file, and the file says who wrote it.
+  RawDb raw(path);
+  EXPECT_EQ(raw.Text("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(raw.Text("PRAGMA application_id"), std::to_string(store::kApplicationId));
+  EXPECT_EQ(raw.Text("PRAGMA user_version"), std::to_string(Store::LatestSchemaVersion()));
+  EXPECT_EQ(raw.Text("SELECT value FROM meta WHERE key = 'schema_version'"),
+            std::to_string(Store::LatestSchemaVersion()));
+  EXPECT_EQ(raw.Text("SELECT value FROM meta WHERE key = 'created_by'"), "grag");
+  EXPECT_FALSE(raw.Text("SELECT value FROM meta WHERE key = 'created_at'").empty());
+  for (const char* table :
+       {"documents", "chunks", "chunks_fts", "extractions", "entity_mentions",
+        "relationship_mentions", "entities", "relationships", "entity_chunks",
+        "relationship_chunks", "clusterings", "communities", "community_members", "reports",
+        "embeddings", "llm_cache", "runs", "run_stages"}) {
+    EXPECT_EQ(
+        raw.Text(std::string("SELECT count(*) FROM sqlite_master WHERE name = '") + table + "'"),
+        "1")
+        << table;
+  }
+}
+
+TEST(StoreOpenTest, ReopenKeepsData) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("a", "alpha")).ok());
+    ASSERT_TRUE((*store)->ReplyCache().Put("k", "v", "m", "chat").ok());
+  }
+  auto store = Store::Open(path, {.create_if_missing = false});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto doc = (*store)->GetDocument("a");
+  ASSERT_TRUE(doc.ok());
+  ASSERT_TRUE(doc->has_value());
+  EXPECT_EQ((*doc)->text, "alpha");
+  EXPECT_EQ((*store)->ReplyCache().Get("k"), "v");
+}
+
+TEST(StoreOpenTest, MissingFileWithoutCreateIsNotFound) {
+  TempDir dir;
+  const std::string path = dir.File("nope/index.db");
+  auto store = Store::Open(path, {.create_if_missing = false});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(store.status().message().find(path), std::string::npos);
+  EXPECT_FALSE(fs::exists(path));
+}
+
+TEST(StoreOpenTest, FolderIsRefused) {
+  TempDir dir;
+  fs::create_directories(dir.File("folder"));
+  auto store = Store::Open(dir.File("folder"));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(StoreOpenTest, NonSqliteFileIsAClearErrorAndLeftAlone) {
+  TempDir dir;
+  const std::string path = dir.File("notes.txt");
+  const std::string content = "These are my notes, not a database. They are long enough.\n";
+  std::ofstream(path) << content;
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(store.status().message().find("is not a grag index (not an SQLite database"),
+            std::string::npos)
+      << store.status().message();
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream after;
+  after << in.rdbuf();
+  EXPECT_EQ(after.str(), content);
+}
+
+TEST(StoreOpenTest, OtherApplicationsSqliteFileIsRefused) {
+  TempDir dir;
+  const std::string path = dir.File("other.db");
+  { RawDb(path).Exec("CREATE TABLE contacts (name TEXT); INSERT INTO contacts VALUES ('x')"); }
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(store.status().message().find("is an SQLite database but not a grag index"),
+            std::string::npos)
+      << store.status().message();
+  EXPECT_EQ(RawDb(path).Text("SELECT name FROM contacts"), "x");
+}
+
+TEST(StoreOpenTest, NewerSchemaIsRefusedWithBothVersions) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  { ASSERT_TRUE(Store::Open(path).ok()); }
+  { RawDb(path).Exec("PRAGMA user_version = 99"); }
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), ErrorCode::kInvalidArgument);
+  const std::string expected =
+      "index was written by a newer grag (schema 99); this grag reads "
+      "up to " +
+      std::to_string(Store::LatestSchemaVersion());
+  EXPECT_NE(store.status().message().find(expected), std::string::npos) << store.status().message();
+}
+
+TEST(StoreOpenTest, EmptySqliteFileIsVersionZeroAndGetsInitialised) {
+  TempDir dir;
+  // A zero-byte file and an SQLite file with no tables are both "version 0".
+  const std::string empty = dir.File("empty.db");
+  std::ofstream(empty).close();
+  const std::string blank = dir.File("blank.db");
+  { RawDb(blank).Exec("PRAGMA page_size = 4096; VACUUM"); }
+  for (const std::string& path : {empty, blank}) {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << path << ": " << store.status().ToString();
+    auto info = (*store)->Info();
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->schema_version, Store::LatestSchemaVersion());
+    EXPECT_TRUE((*store)->UpsertDocument(Doc("a", "alpha")).ok());
+  }
+}
+
+// A fake "next release": version 2 rebuilds the documents table with a new column (the way
+// SQLite needs most schema changes done) and adds a table.
+constexpr std::string_view kV2 = R"sql(
+CREATE TABLE documents_new (
+  id           TEXT PRIMARY KEY,
+  title        TEXT NOT NULL,
+  source_path  TEXT NOT NULL,
+  content_hash TEXT NOT NULL,
+  text         TEXT NOT NULL,
+  language     TEXT NOT NULL DEFAULT 'en',
+  created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+INSERT INTO documents_new (id, title, source_path, content_hash, text, created_at, updated_at)
+  SELECT id, title, source_path, content_hash, text, created_at, updated_at FROM documents;
+DROP TABLE documents;
+ALTER TABLE documents_new RENAME TO documents;
+CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
+)sql";
+
+std::array<store::Migration, 2> MigrationsUpToV2(std::string_view v2_sql) {
+  return {store::DefaultMigrations()[0], store::Migration{2, "test step", v2_sql}};
+}
+
+TEST(StoreOpenTest, MigratesAnOlderIndexForwardKeepingData) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  const auto v1_only = store::DefaultMigrations().first(1);
+  {
+    auto store = store::OpenStore(path, {}, v1_only);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("a", "alpha beta")).ok());
+    ASSERT_TRUE((*store)->ReplaceDocumentChunks("a", {{"a#0", "a", 0, "alpha beta", 2, 0}}).ok());
+  }
+  EXPECT_EQ(RawDb(path).Text("PRAGMA user_version"), "1");
+
+  const auto steps = MigrationsUpToV2(kV2);
+  auto store = store::OpenStore(path, {}, steps);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto info = (*store)->Info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->schema_version, 2);
+  EXPECT_TRUE(info->foreign_keys);  // back on after the step
+  auto doc = (*store)->GetDocument("a");
+  ASSERT_TRUE(doc.ok() && doc->has_value());
+  EXPECT_EQ((*doc)->text, "alpha beta");
+  // Rebuilding the parent table did not cascade into chunks or break the full-text index.
+  auto chunks = (*store)->ListChunks("a");
+  ASSERT_TRUE(chunks.ok());
+  EXPECT_EQ(chunks->size(), 1u);
+  auto hits = (*store)->SearchChunks("beta", 5);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_EQ(hits->size(), 1u);
+  EXPECT_TRUE((*store)->CheckIntegrity().ok()) << (*store)->CheckIntegrity().ToString();
+  // The cascade still works on the rebuilt table.
+  ASSERT_TRUE((*store)->DeleteDocument("a").ok());
+  EXPECT_EQ(*(*store)->CountChunks(), 0);
+  store->reset();
+
+  RawDb raw(path);
+  EXPECT_EQ(raw.Text("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
+  EXPECT_FALSE(raw.Text("SELECT value FROM meta WHERE key = 'migrated_at'").empty());
+  EXPECT_EQ(raw.Text("SELECT count(*) FROM sqlite_master WHERE name = 'notes'"), "1");
+
+  // This build (schema 1) now refuses the file.
+  auto old = store::OpenStore(path, {}, v1_only);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("newer grag (schema 2); this grag reads up to 1"),
+            std::string::npos);
+}
+
+TEST(StoreOpenTest, MigratesVersionZeroThroughEveryStep) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  { RawDb(path).Exec("VACUUM"); }
+  const auto steps = MigrationsUpToV2(kV2);
+  auto store = store::OpenStore(path, {}, steps);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->Info()->schema_version, 2);
+  store->reset();
+  EXPECT_EQ(RawDb(path).Text("SELECT value FROM meta WHERE key = 'created_by'"), "grag");
+}
+
+TEST(StoreOpenTest, FailedMigrationStepLeavesTheOlderIndexIntact) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  const auto v1_only = store::DefaultMigrations().first(1);
+  {
+    auto store = store::OpenStore(path, {}, v1_only);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("a", "alpha")).ok());
+  }
+  const auto broken =
+      MigrationsUpToV2("CREATE TABLE half_done (x); INSERT INTO no_such_table VALUES (1);");
+  auto failed = store::OpenStore(path, {}, broken);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("to schema 2"), std::string::npos)
+      << failed.status().message();
+
+  auto store = store::OpenStore(path, {}, v1_only);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->Info()->schema_version, 1);
+  EXPECT_TRUE((*(*store)->GetDocument("a")).has_value());
+  store->reset();
+  EXPECT_EQ(RawDb(path).Text("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'"), "0");
+}
+
+TEST(StoreOpenTest, MigrationLeavingDanglingReferencesIsRolledBack) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  const auto v1_only = store::DefaultMigrations().first(1);
+  {
+    auto store = store::OpenStore(path, {}, v1_only);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("a", "alpha")).ok());
+    ASSERT_TRUE((*store)->ReplaceDocumentChunks("a", {{"a#0", "a", 0, "alpha", 1, 0}}).ok());
+  }
+  // Foreign keys are off during a step, so this delete would orphan the chunk.
+  const auto bad = MigrationsUpToV2("DELETE FROM documents;");
+  auto failed = store::OpenStore(path, {}, bad);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), ErrorCode::kCorruption);
+  auto store = store::OpenStore(path, {}, v1_only);
+  ASSERT_TRUE(store.ok());
+  EXPECT_TRUE((*(*store)->GetDocument("a")).has_value());
+}
+
+}  // namespace
+}  // namespace grag
