@@ -94,7 +94,9 @@ TEST(LeidenTest, ACliqueLargerThanTheLimitIsStillSplit) {
   auto h = HierarchicalLeiden(15, edges, opts);
   ASSERT_TRUE(h.ok());
   for (const auto& c : h->clusters) {
-    if (c.children.empty()) EXPECT_LE(c.members.size(), 10u);
+    if (c.children.empty()) {
+      EXPECT_LE(c.members.size(), 10u);
+    }
   }
 }
 

@@ -1,0 +1,55 @@
+// Entity and relationship extraction from chunks with an LLM (seed 000's extraction prompt).
+//
+// One call per chunk; the reply's JSON is parsed tolerantly (code fences, prose around the
+// object, numbers as strings). A reply that is not valid JSON is asked for again once; a second
+// failure skips the chunk with the reason recorded. Gleaning rounds ask, in the same
+// conversation, for what the first answer missed, and merge it in.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grag/llm.h"
+#include "grag/status.h"
+#include "grag/store_types.h"
+
+namespace grag {
+
+// The key entities merge on: Unicode case-folded (NFKC), punctuation and whitespace runs
+// collapsed to one space, trimmed. "Ebenezer  Scrooge", "EBENEZER SCROOGE." and
+// "ebenezer-scrooge" share one key.
+std::string NormalizeEntityName(std::string_view name);
+
+struct ParsedExtraction {
+  std::vector<EntityMention> entities;            // name_key filled, type lower-cased
+  std::vector<RelationshipMention> relationships;  // keys filled, strength in [1, 10]
+};
+
+// Parses an extraction reply. kParse when no JSON object with "entities" or "relationships" can
+// be found. Entries without a usable name are dropped; a missing strength counts as 1.
+Result<ParsedExtraction> ParseExtractionReply(std::string_view reply);
+
+struct ExtractorOptions {
+  std::string prompt;                       // the extraction prompt template (seed 000's)
+  std::vector<std::string> entity_types;    // filled into {{entity_types}}
+  int gleanings = 1;                        // extra "what did you miss?" rounds
+  bool json_mode = true;                    // ask the server for a JSON object
+  std::optional<int> max_tokens;            // per reply; nullopt: the server's default
+};
+
+struct ChunkExtraction {
+  bool skipped = false;
+  std::string reason;     // why it was skipped
+  int gleaning_rounds = 0;  // rounds that ran
+  int calls = 0;            // model calls made (cache hits included)
+  ParsedExtraction result;
+};
+
+// Extracts one chunk's text. Thread-safe when `model` is (it is shared by all workers).
+// Only model errors that are not parse failures (network, 4xx...) come back as errors; an
+// unparseable chunk comes back as skipped.
+Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& options,
+                                     std::string_view chunk_text);
+
+}  // namespace grag

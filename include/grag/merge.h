@@ -1,0 +1,72 @@
+// Entity resolution and merging: per-chunk mentions become one graph.
+//
+// Entities merge on their normalised name (NormalizeEntityName). The type is the most frequent
+// one among the mentions; every type's count is kept, so nothing is lost on a conflict. Every
+// distinct description is kept; SummarizeDescriptions turns a long list into one text.
+// Relationships are undirected pairs: weight = sum of strengths. A relationship naming an
+// entity that no chunk extracted creates that entity (flagged `inferred`) instead of being
+// dropped.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "grag/llm.h"
+#include "grag/store_types.h"
+
+namespace grag {
+
+struct MergedEntity {
+  std::string name_key;
+  std::string name;  // the most frequent spelling (ties: the smallest)
+  std::string type;  // the most frequent type (ties: the smallest); empty when inferred
+  std::map<std::string, int64_t> type_counts;
+  std::vector<std::string> descriptions;  // distinct, in order of first mention
+  std::vector<std::string> chunk_ids;     // distinct, sorted
+  bool inferred = false;                  // only ever seen as a relationship endpoint
+};
+
+struct MergedRelationship {
+  std::string source_key;  // source_key < target_key
+  std::string target_key;
+  double weight = 0;  // sum of the mentions' strengths
+  std::vector<std::string> descriptions;
+  std::vector<std::string> chunk_ids;
+};
+
+struct MergedGraph {
+  std::vector<MergedEntity> entities;            // sorted by name_key
+  std::vector<MergedRelationship> relationships;  // sorted by (source_key, target_key)
+};
+
+// Mentions in any order; the result does not depend on their order except for the order of
+// descriptions, which follows the mentions' order.
+MergedGraph MergeMentions(const std::vector<ChunkEntityMention>& entities,
+                          const std::vector<ChunkRelationshipMention>& relationships);
+
+struct SummarizeOptions {
+  // Up to this many distinct descriptions are joined as they are; more go to the summarizer
+  // (Microsoft GraphRAG summarises from 2; we keep short lists verbatim, which loses nothing).
+  size_t max_descriptions = 4;
+  size_t max_joined_tokens = 500;  // joined descriptions above this go to the summarizer too
+  int max_summary_tokens = 300;    // the summary's length limit (max_tokens of the call)
+  TokenCounter count_tokens;       // empty: EstimateTokens
+};
+
+// A fingerprint of a description list (order-independent), stored beside the merged
+// description so an unchanged list is never summarised again.
+std::string DescriptionsHash(const std::string& name, const std::vector<std::string>& descriptions);
+
+// Whether `descriptions` need the summarizer under `options`.
+bool NeedsSummary(const std::vector<std::string>& descriptions, const SummarizeOptions& options);
+
+// The descriptions joined, one per line, in order.
+std::string JoinDescriptions(const std::vector<std::string>& descriptions);
+
+// One merged description of `name` from `descriptions` (which NeedsSummary), by the summarizer.
+Result<std::string> SummarizeDescriptions(ChatModel& model, const std::string& name,
+                                          const std::vector<std::string>& descriptions,
+                                          const SummarizeOptions& options);
+
+}  // namespace grag

@@ -1,0 +1,157 @@
+#include "grag/merge.h"
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include "grag/hash.h"
+
+namespace grag {
+namespace {
+
+constexpr std::string_view kSummarizePrompt =
+    "You are writing one description of the entity or relationship below for a knowledge "
+    "graph, from the descriptions gathered from several passages of the corpus.\n"
+    "Combine them into a single, coherent description in the third person that keeps every "
+    "distinct fact; where they contradict each other, keep both and say so. Include the name "
+    "so the description stands on its own. Reply with the description only.\n\n"
+    "Name: {name}\nDescriptions:\n{descriptions}";
+
+template <typename T>
+std::string MostFrequent(const std::map<std::string, T>& counts) {
+  std::string best;
+  T best_count{};
+  for (const auto& [k, c] : counts) {  // map order: ties go to the smallest key
+    if (c > best_count) {
+      best = k;
+      best_count = c;
+    }
+  }
+  return best;
+}
+
+void AddDistinct(std::vector<std::string>& list, std::set<std::string>& seen, const std::string& s) {
+  if (!s.empty() && seen.insert(s).second) list.push_back(s);
+}
+
+}  // namespace
+
+MergedGraph MergeMentions(const std::vector<ChunkEntityMention>& entities,
+                          const std::vector<ChunkRelationshipMention>& relationships) {
+  struct EntityAcc {
+    MergedEntity e;
+    std::map<std::string, int64_t> spellings;
+    std::set<std::string> seen_desc;
+    std::set<std::string> chunks;
+  };
+  std::map<std::string, EntityAcc> ents;
+  for (const auto& cm : entities) {
+    const auto& m = cm.mention;
+    if (m.name_key.empty()) continue;
+    auto& acc = ents[m.name_key];
+    acc.e.name_key = m.name_key;
+    ++acc.spellings[m.name];
+    if (!m.type.empty()) ++acc.e.type_counts[m.type];
+    AddDistinct(acc.e.descriptions, acc.seen_desc, m.description);
+    acc.chunks.insert(cm.chunk_id);
+  }
+
+  struct RelAcc {
+    MergedRelationship r;
+    std::set<std::string> seen_desc;
+    std::set<std::string> chunks;
+  };
+  std::map<std::pair<std::string, std::string>, RelAcc> rels;
+  for (const auto& cm : relationships) {
+    const auto& m = cm.mention;
+    if (m.source_key.empty() || m.target_key.empty() || m.source_key == m.target_key) continue;
+    const bool swap = m.target_key < m.source_key;
+    const std::string& a = swap ? m.target_key : m.source_key;
+    const std::string& b = swap ? m.source_key : m.target_key;
+    auto& acc = rels[{a, b}];
+    acc.r.source_key = a;
+    acc.r.target_key = b;
+    acc.r.weight += m.strength;
+    AddDistinct(acc.r.descriptions, acc.seen_desc, m.description);
+    acc.chunks.insert(cm.chunk_id);
+    // An endpoint no chunk extracted as an entity still becomes one.
+    for (const auto* end : {&m.source, &m.target}) {
+      const std::string& key = end == &m.source ? m.source_key : m.target_key;
+      auto& ea = ents[key];
+      if (ea.e.name_key.empty()) {
+        ea.e.name_key = key;
+        ea.e.inferred = true;
+      }
+      if (ea.e.inferred) ++ea.spellings[*end];
+      ea.chunks.insert(cm.chunk_id);
+    }
+  }
+
+  MergedGraph g;
+  g.entities.reserve(ents.size());
+  for (auto& [key, acc] : ents) {
+    acc.e.name = MostFrequent(acc.spellings);
+    acc.e.type = MostFrequent(acc.e.type_counts);
+    acc.e.chunk_ids.assign(acc.chunks.begin(), acc.chunks.end());
+    g.entities.push_back(std::move(acc.e));
+  }
+  g.relationships.reserve(rels.size());
+  for (auto& [key, acc] : rels) {
+    acc.r.chunk_ids.assign(acc.chunks.begin(), acc.chunks.end());
+    g.relationships.push_back(std::move(acc.r));
+  }
+  return g;
+}
+
+std::string DescriptionsHash(const std::string& name, const std::vector<std::string>& descriptions) {
+  std::vector<std::string> sorted = descriptions;
+  std::sort(sorted.begin(), sorted.end());
+  Hasher h;
+  h.Add(name);
+  for (const auto& d : sorted) h.Add(d);
+  return h.HexDigest();
+}
+
+std::string JoinDescriptions(const std::vector<std::string>& descriptions) {
+  std::string out;
+  for (size_t i = 0; i < descriptions.size(); ++i) {
+    if (i) out += "\n";
+    out += descriptions[i];
+  }
+  return out;
+}
+
+bool NeedsSummary(const std::vector<std::string>& descriptions, const SummarizeOptions& options) {
+  if (descriptions.size() > options.max_descriptions) return true;
+  if (descriptions.size() < 2) return false;
+  const std::string joined = JoinDescriptions(descriptions);
+  const size_t tokens = options.count_tokens ? options.count_tokens(joined) : EstimateTokens(joined);
+  return tokens > options.max_joined_tokens;
+}
+
+Result<std::string> SummarizeDescriptions(ChatModel& model, const std::string& name,
+                                          const std::vector<std::string>& descriptions,
+                                          const SummarizeOptions& options) {
+  std::vector<std::string> sorted = descriptions;  // order-independent prompt: cache-friendly
+  std::sort(sorted.begin(), sorted.end());
+  std::string list;
+  for (const auto& d : sorted) list += "- " + d + "\n";
+  std::string prompt(kSummarizePrompt);
+  prompt.replace(prompt.find("{name}"), 6, name);
+  prompt.replace(prompt.find("{descriptions}"), 14, list);
+  ChatRequest req;
+  req.messages.push_back({"user", std::move(prompt)});
+  req.max_tokens = options.max_summary_tokens;
+  req.validator = [](const std::string& content) {
+    return content.find_first_not_of(" \t\r\n") == std::string::npos
+               ? Status::Parse("empty summary")
+               : Status::Ok();
+  };
+  GRAG_ASSIGN_OR_RETURN(ChatResponse reply, model.Chat(req));
+  std::string s = reply.content;
+  const auto b = s.find_first_not_of(" \t\r\n");
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace grag

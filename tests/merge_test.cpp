@@ -1,0 +1,127 @@
+// Entity resolution and merging: name variants, type conflicts, weights, inferred entities,
+// description summarisation thresholds.
+#include "grag/merge.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "grag/extract.h"
+
+namespace grag {
+namespace {
+
+ChunkEntityMention E(std::string chunk, std::string name, std::string type, std::string desc) {
+  ChunkEntityMention m;
+  m.chunk_id = std::move(chunk);
+  m.mention.name_key = NormalizeEntityName(name);
+  m.mention.name = std::move(name);
+  m.mention.type = std::move(type);
+  m.mention.description = std::move(desc);
+  return m;
+}
+
+ChunkRelationshipMention R(std::string chunk, std::string a, std::string b, double strength,
+                           std::string desc = "related") {
+  ChunkRelationshipMention m;
+  m.chunk_id = std::move(chunk);
+  m.mention.source_key = NormalizeEntityName(a);
+  m.mention.target_key = NormalizeEntityName(b);
+  m.mention.source = std::move(a);
+  m.mention.target = std::move(b);
+  m.mention.strength = strength;
+  m.mention.description = std::move(desc);
+  return m;
+}
+
+TEST(MergeTest, CaseAndPunctuationVariantsMergeIntoOneEntity) {
+  auto g = MergeMentions({E("c1", "Ebenezer Scrooge", "person", "A miser"),
+                          E("c2", "EBENEZER SCROOGE", "person", "A miser"),
+                          E("c3", "Ebenezer-Scrooge.", "person", "Reformed"),
+                          E("c3", "Ebenezer Scrooge", "person", "Reformed")},
+                         {});
+  ASSERT_EQ(g.entities.size(), 1u);
+  const auto& e = g.entities[0];
+  EXPECT_EQ(e.name_key, "ebenezer scrooge");
+  EXPECT_EQ(e.name, "Ebenezer Scrooge");  // the most frequent spelling
+  EXPECT_EQ(e.descriptions, (std::vector<std::string>{"A miser", "Reformed"}));
+  EXPECT_EQ(e.chunk_ids, (std::vector<std::string>{"c1", "c2", "c3"}));
+}
+
+TEST(MergeTest, TypeConflictTakesTheMostFrequentAndLosesNothing) {
+  auto g = MergeMentions({E("c1", "Fezziwig", "person", "d1"), E("c2", "Fezziwig", "organization", "d2"),
+                          E("c3", "Fezziwig", "person", "d3")},
+                         {});
+  ASSERT_EQ(g.entities.size(), 1u);
+  EXPECT_EQ(g.entities[0].type, "person");
+  EXPECT_EQ(g.entities[0].type_counts.at("person"), 2);
+  EXPECT_EQ(g.entities[0].type_counts.at("organization"), 1);
+  EXPECT_EQ(g.entities[0].descriptions.size(), 3u);
+}
+
+TEST(MergeTest, RelationshipsAreUndirectedWithSummedWeights) {
+  auto g = MergeMentions({E("c1", "A", "person", ""), E("c1", "B", "person", "")},
+                         {R("c1", "A", "B", 3, "x"), R("c2", "b", "a", 4, "y"), R("c3", "A", "B", 2, "x")});
+  ASSERT_EQ(g.relationships.size(), 1u);
+  EXPECT_DOUBLE_EQ(g.relationships[0].weight, 9);
+  EXPECT_EQ(g.relationships[0].source_key, "a");
+  EXPECT_EQ(g.relationships[0].descriptions, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(g.relationships[0].chunk_ids, (std::vector<std::string>{"c1", "c2", "c3"}));
+}
+
+TEST(MergeTest, ARelationshipToAnUnextractedEntityCreatesIt) {
+  auto g = MergeMentions({E("c1", "Scrooge", "person", "miser")}, {R("c1", "Scrooge", "Marley's Ghost", 5)});
+  ASSERT_EQ(g.entities.size(), 2u);
+  ASSERT_EQ(g.relationships.size(), 1u);
+  const auto& ghost = g.entities[0].name_key == "marley s ghost" ? g.entities[0] : g.entities[1];
+  EXPECT_TRUE(ghost.inferred);
+  EXPECT_EQ(ghost.name, "Marley's Ghost");
+  EXPECT_TRUE(ghost.type.empty());
+  EXPECT_EQ(ghost.chunk_ids, (std::vector<std::string>{"c1"}));
+}
+
+TEST(MergeTest, ResultDoesNotDependOnMentionOrderExceptDescriptionOrder) {
+  std::vector<ChunkEntityMention> es = {E("c1", "A", "person", "1"), E("c2", "B", "geo", "2"),
+                                        E("c3", "a", "geo", "3")};
+  std::vector<ChunkRelationshipMention> rs = {R("c1", "A", "B", 1), R("c2", "B", "C", 2)};
+  auto g1 = MergeMentions(es, rs);
+  std::reverse(es.begin(), es.end());
+  std::reverse(rs.begin(), rs.end());
+  auto g2 = MergeMentions(es, rs);
+  ASSERT_EQ(g1.entities.size(), g2.entities.size());
+  for (size_t i = 0; i < g1.entities.size(); ++i) {
+    EXPECT_EQ(g1.entities[i].name_key, g2.entities[i].name_key);
+    EXPECT_EQ(g1.entities[i].type, g2.entities[i].type);
+    EXPECT_EQ(g1.entities[i].chunk_ids, g2.entities[i].chunk_ids);
+  }
+  EXPECT_EQ(g1.relationships.size(), g2.relationships.size());
+}
+
+TEST(SummarizeTest, SummarisedAboveTheThresholdAndNotBelow) {
+  SummarizeOptions o;
+  o.max_descriptions = 4;
+  EXPECT_FALSE(NeedsSummary({"a"}, o));
+  EXPECT_FALSE(NeedsSummary({"a", "b", "c", "d"}, o));
+  EXPECT_TRUE(NeedsSummary({"a", "b", "c", "d", "e"}, o));
+  o.max_joined_tokens = 5;
+  EXPECT_TRUE(NeedsSummary({"a long description of many words", "another long one here"}, o));
+
+  ScriptedChatModel model([](const ChatRequest& req) -> Result<std::string> {
+    EXPECT_NE(req.messages[0].content.find("Name: Scrooge"), std::string::npos);
+    EXPECT_NE(req.messages[0].content.find("- e"), std::string::npos);
+    return std::string("  Scrooge is a miser who reforms.\n");
+  });
+  auto s = SummarizeDescriptions(model, "Scrooge", {"a", "b", "c", "d", "e"}, SummarizeOptions{});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(*s, "Scrooge is a miser who reforms.");
+  EXPECT_EQ(model.RequestCount(), 1u);
+}
+
+TEST(SummarizeTest, HashIgnoresOrderButNotContent) {
+  EXPECT_EQ(DescriptionsHash("x", {"a", "b"}), DescriptionsHash("x", {"b", "a"}));
+  EXPECT_NE(DescriptionsHash("x", {"a", "b"}), DescriptionsHash("x", {"a", "c"}));
+  EXPECT_NE(DescriptionsHash("x", {"a"}), DescriptionsHash("y", {"a"}));
+}
+
+}  // namespace
+}  // namespace grag
