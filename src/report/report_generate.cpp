@@ -1,0 +1,368 @@
+// The report stage: levels finest first, communities of a level concurrently, one PutReport per
+// report as it arrives.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "grag/log.h"
+#include "grag/parallel.h"
+#include "grag/report.h"
+#include "report/report_input.h"
+
+namespace grag {
+namespace {
+
+using report_internal::BuildReportInput;
+using report_internal::ChildReport;
+using report_internal::ChildReports;
+using report_internal::LoadGraph;
+using report_internal::ReportGraph;
+
+constexpr std::string_view kComponent = "report";
+constexpr std::string_view kRetryPrompt =
+    "Your reply was not a JSON object in the format asked for above. Reply again with only that "
+    "JSON object.";
+
+Status CheckOptions(const ReportOptions& o) {
+  if (o.max_context_tokens <= 0) {
+    return Status::InvalidArgument("report max_context_tokens must be positive");
+  }
+  if (o.concurrency < 1) return Status::InvalidArgument("report concurrency must be at least 1");
+  if (o.max_findings < 1) return Status::InvalidArgument("report max_findings must be at least 1");
+  if (o.max_tokens && *o.max_tokens < 1) {
+    return Status::InvalidArgument("report max_tokens must be positive");
+  }
+  return Status::Ok();
+}
+
+// Community ids of each level, finest level first; within a level by id.
+std::vector<std::vector<size_t>> LevelsFinestFirst(const ReportGraph& graph) {
+  std::map<int64_t, std::vector<size_t>, std::greater<>> by_level;
+  for (size_t i = 0; i < graph.communities.size(); ++i) {
+    by_level[graph.communities[i].level].push_back(i);
+  }
+  std::vector<std::vector<size_t>> out;
+  for (auto& [level, indices] : by_level) {
+    std::sort(indices.begin(), indices.end(), [&](size_t a, size_t b) {
+      return graph.communities[a].id < graph.communities[b].id;
+    });
+    out.push_back(std::move(indices));
+  }
+  return out;
+}
+
+struct Stored {
+  ReportStatus status = ReportStatus::kGap;
+  std::string input_hash;
+};
+
+struct ModelCall {
+  Result<ParsedReport> parsed = Status::Internal("no call made");
+  int calls = 0;
+  int cache_hits = 0;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+// One report call, and one retry when the reply cannot be parsed. The validator keeps a bad
+// reply out of the cache, so the retry (and a later run) reaches the model again.
+ModelCall CallModel(ChatModel& model, const ReportOptions& options, const std::string& prompt) {
+  ModelCall out;
+  ChatRequest req;
+  req.messages.push_back({"user", prompt});
+  req.json_mode = options.json_mode;
+  req.max_tokens = options.max_tokens;
+  std::string rejected;  // the reply the validator refused last (Chat is synchronous)
+  req.validator = [&rejected](const std::string& content) {
+    Status st = ParseReportReply(content).status();
+    if (!st.ok()) rejected = content;
+    return st;
+  };
+  auto account = [&out](const Result<ChatResponse>& reply) {
+    ++out.calls;
+    if (!reply.ok()) return;
+    if (reply->cache_hit) ++out.cache_hits;
+    out.prompt_tokens += reply->prompt_tokens;
+    out.completion_tokens += reply->completion_tokens;
+  };
+  Result<ChatResponse> reply = model.Chat(req);
+  account(reply);
+  if (!reply.ok() && reply.status().code() == ErrorCode::kParse) {
+    // Show the model its bad reply and ask for the object alone: a plain repeat at temperature 0
+    // tends to repeat the mistake.
+    ChatRequest retry = req;
+    if (!rejected.empty()) {
+      retry.messages.push_back({"assistant", rejected});
+      retry.messages.push_back({"user", std::string(kRetryPrompt)});
+    }
+    reply = model.Chat(retry);
+    account(reply);
+  }
+  if (!reply.ok()) {
+    out.parsed = reply.status();
+  } else {
+    out.parsed = ParseReportReply(reply->content);  // the validator accepted it: it parses
+  }
+  return out;
+}
+
+// Entity references given as local ids ("3", as the tables number them) become names.
+std::vector<std::string> ResolveEntities(const std::vector<std::string>& refs,
+                                         const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const std::string& ref : refs) {
+    std::string name = ref;
+    if (!ref.empty() && ref.size() <= 9 &&
+        std::all_of(ref.begin(), ref.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      const size_t k = std::stoul(ref);
+      if (k >= 1 && k <= names.size()) name = names[k - 1];
+    }
+    if (seen.insert(name).second) out.push_back(std::move(name));
+  }
+  return out;
+}
+
+ReportRecord OkRecord(ParsedReport parsed, const ReportInput& in, const ReportOptions& options,
+                      const std::string& model_name) {
+  if (parsed.title.empty()) parsed.title = "Community " + std::to_string(in.community_id);
+  if (parsed.findings.size() > static_cast<size_t>(options.max_findings)) {
+    parsed.findings.resize(static_cast<size_t>(options.max_findings));
+  }
+  for (Finding& f : parsed.findings) f.entities = ResolveEntities(f.entities, in.entity_names);
+  ReportRecord r;
+  r.community_id = in.community_id;
+  r.status = ReportStatus::kOk;
+  r.full_content = RenderReportMarkdown(parsed);
+  r.title = std::move(parsed.title);
+  r.summary = std::move(parsed.summary);
+  r.findings = std::move(parsed.findings);
+  r.rating = parsed.rating;
+  r.rating_explanation = std::move(parsed.rating_explanation);
+  r.input_hash = in.input_hash;
+  r.generator = ReportGenerator::kLlm;
+  r.model = model_name;
+  return r;
+}
+
+ReportRecord GapRecord(const ReportInput& in, std::string reason, const std::string& model_name) {
+  ReportRecord r;
+  r.community_id = in.community_id;
+  r.status = ReportStatus::kGap;
+  r.reason = std::move(reason);
+  r.input_hash = in.input_hash;
+  r.generator = ReportGenerator::kLlm;
+  r.model = model_name;
+  return r;
+}
+
+Result<std::unordered_map<int64_t, Stored>> LoadStored(Store& store, ChildReports* ok_reports) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store.ListReports());
+  std::unordered_map<int64_t, Stored> stored;
+  for (ReportRecord& r : reports) {
+    stored[r.community_id] = Stored{r.status, r.input_hash};
+    if (r.status == ReportStatus::kOk) {
+      (*ok_reports)[r.community_id] = ChildReport{std::move(r.full_content), r.input_hash};
+    }
+  }
+  return stored;
+}
+
+}  // namespace
+
+Result<std::vector<PlannedReport>> PlanReports(Store& store, const Tokenizer& tokenizer,
+                                               const ReportOptions& options,
+                                               std::string_view model_name) {
+  GRAG_RETURN_IF_ERROR(CheckOptions(options));
+  GRAG_ASSIGN_OR_RETURN(ReportGraph graph, LoadGraph(store, tokenizer, options.concurrency));
+  ChildReports ok_reports;
+  GRAG_ASSIGN_OR_RETURN(auto stored, LoadStored(store, &ok_reports));
+  std::vector<PlannedReport> out;
+  std::unordered_set<int64_t> stale;
+  for (const std::vector<size_t>& level : LevelsFinestFirst(graph)) {
+    for (size_t index : level) {
+      PlannedReport p;
+      p.input = BuildReportInput(graph, graph.communities[index], ok_reports, tokenizer, options,
+                                 model_name);
+      auto it = stored.find(p.input.community_id);
+      p.up_to_date = it != stored.end() && it->second.status == ReportStatus::kOk &&
+                     it->second.input_hash == p.input.input_hash && p.input.entities_total > 0;
+      for (int64_t child : p.input.child_reports_used) {
+        if (stale.count(child) != 0) p.up_to_date = false;
+      }
+      if (!p.up_to_date) stale.insert(p.input.community_id);
+      out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
+                                           const Tokenizer& tokenizer, const ReportOptions& options,
+                                           const ReportProgressFn& progress) {
+  GRAG_RETURN_IF_ERROR(CheckOptions(options));
+  GRAG_ASSIGN_OR_RETURN(ReportGraph graph, LoadGraph(store, tokenizer, options.concurrency));
+  ChildReports ok_reports;  // what parents may draw on; updated between levels only
+  GRAG_ASSIGN_OR_RETURN(auto stored, LoadStored(store, &ok_reports));
+  const std::string model_name = model.model();
+
+  ReportStageSummary summary;
+  summary.communities = static_cast<int64_t>(graph.communities.size());
+  std::mutex mu;
+  ReportProgress prog;  // guarded by mu
+  Status fatal;         // guarded by mu: the first error that stops the run
+  prog.total = summary.communities;
+  std::atomic<bool> stop{false};
+
+  for (const std::vector<size_t>& level : LevelsFinestFirst(graph)) {
+    const int64_t level_number = graph.communities[level.front()].level;
+    std::vector<CommunityReportOutcome> outcomes(level.size());
+    std::vector<std::optional<ChildReport>> fresh(level.size());  // new ok reports
+    std::vector<char> finished(level.size(), 0);  // char, not bool: written by several threads
+
+    ParallelFor(
+        level.size(), static_cast<size_t>(options.concurrency),
+        [&](size_t i) {
+          const CommunityRecord& community = graph.communities[level[i]];
+          if (options.cancel != nullptr && options.cancel->load()) {
+            std::lock_guard lock(mu);
+            if (fatal.ok()) fatal = Status::Cancelled("report stage interrupted");
+            stop = true;
+            return;
+          }
+          const ReportInput in =
+              BuildReportInput(graph, community, ok_reports, tokenizer, options, model_name);
+          CommunityReportOutcome& o = outcomes[i];
+          o.community_id = community.id;
+          o.level = community.level;
+          o.child_reports_used = in.child_reports_used;
+          o.context_tokens = in.context_tokens;
+          o.truncated = in.truncated;
+
+          ModelCall call;
+          std::optional<ReportRecord> record;
+          bool failed = false;  // an error that stops the run came from this community
+          auto it = stored.find(community.id);
+          if (in.entities_total == 0) {
+            record = GapRecord(in, "the community has no entities", model_name);
+          } else if (it != stored.end() && it->second.status == ReportStatus::kOk &&
+                     it->second.input_hash == in.input_hash) {
+            o.action = ReportAction::kReused;
+          } else {
+            call = CallModel(model, options, in.prompt);
+            o.calls = call.calls;
+            if (call.parsed.ok()) {
+              record = OkRecord(std::move(call.parsed).value(), in, options, model_name);
+            } else if (call.parsed.status().code() == ErrorCode::kParse ||
+                       call.parsed.status().code() == ErrorCode::kTimeout) {
+              record = GapRecord(in,
+                                 fmt::format("no usable reply after {} calls: {}", call.calls,
+                                             call.parsed.status().ToString()),
+                                 model_name);
+            } else {
+              failed = true;
+              std::lock_guard lock(mu);
+              if (fatal.ok()) {
+                fatal = call.parsed.status().WithContext(
+                    fmt::format("report of community {}", community.id));
+              }
+              stop = true;
+            }
+          }
+
+          Status put;
+          if (record) {
+            put = store.PutReport(*record);
+            if (put.ok()) {
+              o.action = record->status == ReportStatus::kOk ? ReportAction::kGenerated
+                                                             : ReportAction::kGap;
+              o.reason = record->reason;
+              if (record->status == ReportStatus::kOk) {
+                fresh[i] = ChildReport{record->full_content, record->input_hash};
+              }
+              if (record->status == ReportStatus::kGap) {
+                Log(LogLevel::kWarn, kComponent,
+                    fmt::format("community {}: recorded a gap: {}", community.id, record->reason));
+              } else {
+                Log(LogLevel::kDebug, kComponent,
+                    fmt::format("community {} (level {}): \"{}\", {} findings, {} context tokens, "
+                                "{} child reports, {} calls",
+                                community.id, community.level, record->title,
+                                record->findings.size(), in.context_tokens,
+                                in.child_reports_used.size(), call.calls));
+              }
+            }
+          }
+
+          std::lock_guard lock(mu);
+          summary.llm_calls += call.calls;
+          summary.cache_hits += call.cache_hits;
+          summary.prompt_tokens += call.prompt_tokens;
+          summary.completion_tokens += call.completion_tokens;
+          prog.llm_calls += call.calls;
+          prog.prompt_tokens += call.prompt_tokens;
+          prog.completion_tokens += call.completion_tokens;
+          if (!put.ok()) {
+            failed = true;
+            if (fatal.ok()) {
+              fatal =
+                  put.WithContext(fmt::format("storing the report of community {}", community.id));
+            }
+            stop = true;
+          }
+          if (failed) return;  // nothing final to count
+          finished[i] = 1;
+          ++prog.done;
+          prog.level = level_number;
+          if (o.action == ReportAction::kGenerated) ++prog.generated;
+          if (o.action == ReportAction::kReused) ++prog.reused;
+          if (o.action == ReportAction::kGap) ++prog.gaps;
+          if (progress) progress(prog);
+        },
+        &stop);
+
+    // The level is done: its reports are what the next (coarser) level draws on.
+    for (size_t i = 0; i < level.size(); ++i) {
+      if (!finished[i]) continue;
+      const CommunityReportOutcome& o = outcomes[i];
+      if (fresh[i]) {
+        ok_reports[o.community_id] = std::move(*fresh[i]);
+      } else if (o.action == ReportAction::kGap) {
+        ok_reports.erase(o.community_id);  // a stale report must not stand in for new content
+      }
+      switch (o.action) {
+        case ReportAction::kGenerated:
+          ++summary.generated;
+          break;
+        case ReportAction::kReused:
+          ++summary.reused;
+          break;
+        case ReportAction::kGap:
+          ++summary.gaps;
+          break;
+      }
+      if (!o.child_reports_used.empty()) ++summary.used_child_reports;
+      if (o.truncated) ++summary.truncated;
+      summary.outcomes.push_back(o);
+    }
+    if (stop) {
+      std::lock_guard lock(mu);
+      Log(fatal.code() == ErrorCode::kCancelled ? LogLevel::kInfo : LogLevel::kError, kComponent,
+          "report stage stopped: " + fatal.ToString());
+      return fatal;
+    }
+  }
+  Log(LogLevel::kInfo, kComponent,
+      fmt::format("{} communities: {} reports generated, {} reused, {} gaps; {} LLM calls",
+                  summary.communities, summary.generated, summary.reused, summary.gaps,
+                  summary.llm_calls));
+  return summary;
+}
+
+}  // namespace grag

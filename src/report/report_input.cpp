@@ -1,0 +1,369 @@
+// Building one community's prompt within the token budget (see grag/report.h for the rules).
+#include "report/report_input.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+#include <unordered_set>
+
+#include "grag/hash.h"
+#include "grag/parallel.h"
+#include "grag/prompts.h"
+
+namespace grag::report_internal {
+namespace {
+
+// The leading newline puts the table on its own line after "<entities>".
+constexpr std::string_view kEntityHeader = "\nid,entity,type,description,degree\n";
+constexpr std::string_view kRelationshipHeader = "\nid,source,target,description,weight\n";
+constexpr std::string_view kReportsIntro =
+    "\nReports on parts of this community. The entities of each part, and the relationships "
+    "inside it, are summarised by its report instead of listed below.\n";
+constexpr std::string_view kEntitiesLabel = "-----Entities-----";
+// Bumped when the prompt layout changes in a way the prompt text alone would not show.
+constexpr std::string_view kHashVersion = "grag/report/v1";
+
+// A CSV field: one line (control whitespace becomes a space), quoted when it holds a comma or
+// a quote, so every row stays one line the model can read and cite.
+std::string Csv(std::string_view s) {
+  std::string flat;
+  flat.reserve(s.size());
+  for (char c : s) flat += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  const auto b = flat.find_first_not_of(' ');
+  if (b == std::string::npos) return {};
+  flat = flat.substr(b, flat.find_last_not_of(' ') - b + 1);
+  if (flat.find_first_of(",\"") == std::string::npos) return flat;
+  std::string out = "\"";
+  for (char c : flat) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// Integers without a fraction; others with at most two decimals. Always ends with a digit,
+// which keeps a row's token count additive (see Row).
+std::string FormatWeight(double w) {
+  if (!std::isfinite(w)) return "0";
+  if (w == std::floor(w) && std::fabs(w) < 1e15) return std::to_string(static_cast<int64_t>(w));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", w);
+  std::string s = buf;
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+int64_t Count(const Tokenizer& tokenizer, std::string_view text) {
+  return static_cast<int64_t>(tokenizer.Count(text));
+}
+
+// The rows and reports chosen for one prompt.
+struct Selection {
+  std::vector<size_t> entities;       // indices into the ranked member list, ascending
+  std::vector<size_t> relationships;  // indices into the ranked internal list, ascending
+  std::vector<size_t> children;       // indices into the ranked child list, in order
+  bool truncated = false;
+};
+
+}  // namespace
+
+Result<ReportGraph> LoadGraph(Store& store, const Tokenizer& tokenizer, int workers) {
+  ReportGraph g;
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> entities, store.ListEntities());
+  GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> relationships, store.ListRelationships());
+  GRAG_ASSIGN_OR_RETURN(g.communities, store.ListCommunities());
+
+  g.entities.reserve(entities.size());
+  for (const EntityRecord& e : entities) {
+    g.entity_index.emplace(e.id, g.entities.size());
+    g.entities.push_back(GraphEntity{e.id, e.name, 0, {}});
+  }
+  // Degrees from the relationships themselves, so ranking does not depend on whether the
+  // caller ran RecomputeGraphStats.
+  std::vector<const RelationshipRecord*> known;
+  for (const RelationshipRecord& r : relationships) {
+    auto s = g.entity_index.find(r.source_id);
+    auto t = g.entity_index.find(r.target_id);
+    if (s == g.entity_index.end() || t == g.entity_index.end()) continue;
+    ++g.entities[s->second].degree;
+    ++g.entities[t->second].degree;
+    known.push_back(&r);
+  }
+  for (size_t i = 0; i < entities.size(); ++i) {
+    const EntityRecord& e = entities[i];
+    g.entities[i].row.body = "," + Csv(e.name) + "," + Csv(e.type) + "," + Csv(e.description) +
+                             "," + std::to_string(g.entities[i].degree) + "\n";
+  }
+  g.relationships.reserve(known.size());
+  for (const RelationshipRecord* r : known) {
+    const GraphEntity& s = g.entities[g.entity_index.at(r->source_id)];
+    const GraphEntity& t = g.entities[g.entity_index.at(r->target_id)];
+    GraphRelationship rel{r->id, r->source_id, r->target_id, r->weight, s.degree + t.degree, {}};
+    rel.row.body = "," + Csv(s.name) + "," + Csv(t.name) + "," + Csv(r->description) + "," +
+                   FormatWeight(r->weight) + "\n";
+    g.relationships_from[std::min(r->source_id, r->target_id)].push_back(g.relationships.size());
+    g.relationships.push_back(std::move(rel));
+  }
+
+  // Each row is counted once per run, however many levels list it.
+  const size_t n_entities = g.entities.size();
+  const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
+  ParallelFor(n_entities + g.relationships.size(),
+              std::min(cores, static_cast<size_t>(std::max(workers, 1))), [&](size_t i) {
+                Row& row = i < n_entities ? g.entities[i].row : g.relationships[i - n_entities].row;
+                row.body_tokens = Count(tokenizer, row.body);
+              });
+
+  for (size_t i = 0; i < g.communities.size(); ++i) {
+    const CommunityRecord& c = g.communities[i];
+    g.community_index.emplace(c.id, i);
+    if (c.parent_id) g.children[*c.parent_id].push_back(c.id);
+  }
+  return g;
+}
+
+ReportInput BuildReportInput(const ReportGraph& graph, const CommunityRecord& community,
+                             const ChildReports& reports, const Tokenizer& tokenizer,
+                             const ReportOptions& options, std::string_view model_name) {
+  ReportInput in;
+  in.community_id = community.id;
+  in.level = community.level;
+  const int64_t budget = options.max_context_tokens;
+
+  // ---- the community's own rows, ranked
+  std::vector<const GraphEntity*> members;
+  std::unordered_set<int64_t> member_set;
+  for (int64_t id : community.entity_ids) {
+    auto it = graph.entity_index.find(id);
+    if (it != graph.entity_index.end() && member_set.insert(id).second) {
+      members.push_back(&graph.entities[it->second]);
+    }
+  }
+  std::sort(members.begin(), members.end(), [](const GraphEntity* a, const GraphEntity* b) {
+    if (a->degree != b->degree) return a->degree > b->degree;
+    if (a->name != b->name) return a->name < b->name;
+    return a->id < b->id;
+  });
+  std::vector<const GraphRelationship*> internal;
+  for (const GraphEntity* m : members) {
+    auto it = graph.relationships_from.find(m->id);
+    if (it == graph.relationships_from.end()) continue;
+    for (size_t r : it->second) {
+      const GraphRelationship& rel = graph.relationships[r];
+      if (member_set.count(rel.source_id) != 0 && member_set.count(rel.target_id) != 0) {
+        internal.push_back(&rel);
+      }
+    }
+  }
+  std::sort(internal.begin(), internal.end(),
+            [](const GraphRelationship* a, const GraphRelationship* b) {
+              if (a->combined_degree != b->combined_degree) {
+                return a->combined_degree > b->combined_degree;
+              }
+              if (a->weight != b->weight) return a->weight > b->weight;
+              return a->id < b->id;
+            });
+  in.entities_total = static_cast<int64_t>(members.size());
+  in.relationships_total = static_cast<int64_t>(internal.size());
+
+  // Local ids run from 1; every row is charged the tokens of the largest id, an upper bound.
+  const int64_t id_tokens_e = Count(tokenizer, std::to_string(std::max<size_t>(members.size(), 1)));
+  const int64_t id_tokens_r =
+      Count(tokenizer, std::to_string(std::max<size_t>(internal.size(), 1)));
+  auto cost_e = [&](size_t i) { return id_tokens_e + members[i]->row.body_tokens; };
+  auto cost_r = [&](size_t i) { return id_tokens_r + internal[i]->row.body_tokens; };
+  const int64_t headers = Count(tokenizer, kEntityHeader) + Count(tokenizer, kRelationshipHeader);
+  int64_t full = headers;
+  for (size_t i = 0; i < members.size(); ++i) full += cost_e(i);
+  for (size_t i = 0; i < internal.size(); ++i) full += cost_r(i);
+
+  // ---- children with reports, most tokens of rows first
+  struct Child {
+    int64_t id = 0;
+    const ChildReport* report = nullptr;
+    std::string block;  // as written into the prompt
+    int64_t block_tokens = 0;
+    int64_t raw_tokens = 0;  // of the rows it stands in for
+  };
+  std::vector<Child> kids;
+  std::unordered_map<int64_t, size_t> child_of;  // member entity id -> index into kids
+  const auto children_it = graph.children.find(community.id);
+  if (full > budget && children_it != graph.children.end()) {
+    for (int64_t child_id : children_it->second) {
+      auto rep = reports.find(child_id);
+      auto rec = graph.community_index.find(child_id);
+      if (rep == reports.end() || rep->second.full_content.empty() ||
+          rec == graph.community_index.end()) {
+        continue;
+      }
+      kids.push_back(Child{child_id, &rep->second, {}, 0, 0});
+      for (int64_t e : graph.communities[rec->second].entity_ids) {
+        if (member_set.count(e) != 0) child_of.emplace(e, kids.size() - 1);
+      }
+    }
+    for (size_t i = 0; i < members.size(); ++i) {
+      auto it = child_of.find(members[i]->id);
+      if (it != child_of.end()) kids[it->second].raw_tokens += cost_e(i);
+    }
+    for (size_t i = 0; i < internal.size(); ++i) {
+      auto s = child_of.find(internal[i]->source_id);
+      auto t = child_of.find(internal[i]->target_id);
+      if (s != child_of.end() && t != child_of.end() && s->second == t->second) {
+        kids[s->second].raw_tokens += cost_r(i);
+      }
+    }
+    // Stable order before the ranking so that the member -> child map can be rebuilt after it.
+    std::vector<size_t> order(kids.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      if (kids[a].raw_tokens != kids[b].raw_tokens) return kids[a].raw_tokens > kids[b].raw_tokens;
+      return kids[a].id < kids[b].id;
+    });
+    std::vector<Child> ranked;
+    std::vector<size_t> new_index(kids.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      new_index[order[i]] = i;
+      ranked.push_back(std::move(kids[order[i]]));
+    }
+    kids = std::move(ranked);
+    for (auto& [entity, index] : child_of) index = new_index[index];
+    for (size_t k = 0; k < kids.size(); ++k) {
+      kids[k].block = "-----Report R" + std::to_string(k + 1) + "-----\n" +
+                      kids[k].report->full_content + "\n\n";
+      kids[k].block_tokens = Count(tokenizer, kids[k].block);
+    }
+  }
+
+  // ---- choose what goes in
+  Selection sel;
+  size_t covered_children = 0;  // kids[0, covered_children) stand in for their rows
+  auto covered = [&](int64_t entity_id) {
+    auto it = child_of.find(entity_id);
+    return it != child_of.end() && it->second < covered_children;
+  };
+  auto covered_relationship = [&](const GraphRelationship& r) {
+    auto s = child_of.find(r.source_id);
+    auto t = child_of.find(r.target_id);
+    return s != child_of.end() && t != child_of.end() && s->second == t->second &&
+           s->second < covered_children;
+  };
+  const int64_t reports_overhead =
+      Count(tokenizer, kReportsIntro) + Count(tokenizer, kEntitiesLabel);
+  bool fits = full <= budget;
+  if (!fits && !kids.empty()) {
+    int64_t total = full + reports_overhead;
+    for (size_t k = 0; k < kids.size() && !fits; ++k) {
+      total += kids[k].block_tokens - kids[k].raw_tokens;
+      if (total <= budget) {
+        fits = true;
+        covered_children = k + 1;
+      }
+    }
+  }
+  if (fits) {
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (!covered(members[i]->id)) sel.entities.push_back(i);
+    }
+    for (size_t i = 0; i < internal.size(); ++i) {
+      if (!covered_relationship(*internal[i])) sel.relationships.push_back(i);
+    }
+  } else {
+    // Too long even with every child's report: the largest children's reports as far as they
+    // fit, then the rows that are left, by rank.
+    sel.truncated = true;
+    int64_t used = headers;
+    if (!kids.empty() && used + reports_overhead + kids[0].block_tokens <= budget) {
+      used += reports_overhead;
+      while (covered_children < kids.size() &&
+             used + kids[covered_children].block_tokens <= budget) {
+        used += kids[covered_children].block_tokens;
+        ++covered_children;
+      }
+    }
+    std::vector<bool> listed(members.size(), false);
+    std::unordered_map<int64_t, size_t> rank_of;  // entity id -> index into members
+    for (size_t i = 0; i < members.size(); ++i) rank_of.emplace(members[i]->id, i);
+    // Relationships by rank, each with the endpoints not listed yet (Microsoft's order), so
+    // every listed relationship's entities are there to read.
+    for (size_t i = 0; i < internal.size(); ++i) {
+      if (covered_relationship(*internal[i])) continue;
+      int64_t need = cost_r(i);
+      std::vector<size_t> ends;
+      for (int64_t end : {internal[i]->source_id, internal[i]->target_id}) {
+        const size_t e = rank_of.at(end);
+        if (!listed[e] && !covered(end)) {
+          need += cost_e(e);
+          ends.push_back(e);
+        }
+      }
+      if (used + need > budget) break;
+      used += need;
+      sel.relationships.push_back(i);
+      for (size_t e : ends) listed[e] = true;
+    }
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (listed[i] || covered(members[i]->id)) continue;
+      if (used + cost_e(i) > budget) break;
+      used += cost_e(i);
+      listed[i] = true;
+    }
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (listed[i]) sel.entities.push_back(i);
+    }
+  }
+  for (size_t k = 0; k < covered_children; ++k) sel.children.push_back(k);
+
+  // ---- write the values; the exact count confirms the row arithmetic (and trims if a future
+  // tokenizer ever broke it)
+  auto render = [&] {
+    std::string e;
+    if (!sel.children.empty()) {
+      e += kReportsIntro;
+      for (size_t k : sel.children) e += kids[k].block;
+      e += kEntitiesLabel;
+    }
+    e += kEntityHeader;
+    in.entity_names.clear();
+    for (size_t i : sel.entities) {
+      in.entity_names.push_back(members[i]->name);
+      e += std::to_string(in.entity_names.size()) + members[i]->row.body;
+    }
+    std::string r(kRelationshipHeader);
+    int64_t n = 0;
+    for (size_t i : sel.relationships) r += std::to_string(++n) + internal[i]->row.body;
+    in.entities = std::move(e);
+    in.relationships = std::move(r);
+    in.context_tokens = Count(tokenizer, in.entities) + Count(tokenizer, in.relationships);
+  };
+  render();
+  while (in.context_tokens > budget && (!sel.relationships.empty() || !sel.entities.empty())) {
+    if (!sel.relationships.empty()) {
+      sel.relationships.pop_back();
+    } else {
+      sel.entities.pop_back();
+    }
+    sel.truncated = true;
+    render();
+  }
+  in.entities_listed = static_cast<int64_t>(sel.entities.size());
+  in.relationships_listed = static_cast<int64_t>(sel.relationships.size());
+  in.truncated = sel.truncated;
+  for (size_t k : sel.children) in.child_reports_used.push_back(kids[k].id);
+
+  in.prompt =
+      FillPrompt(options.prompt, {{"entities", in.entities}, {"relationships", in.relationships}});
+  if (!options.json_instruction.empty()) {
+    if (!in.prompt.empty() && in.prompt.back() != '\n') in.prompt += '\n';
+    in.prompt += "\n" + options.json_instruction;
+  }
+
+  Hasher h;
+  h.Add(kHashVersion).Add(model_name).Add(in.prompt);
+  for (size_t k : sel.children) h.Add(std::to_string(kids[k].id)).Add(kids[k].report->input_hash);
+  in.input_hash = h.HexDigest();
+  return in;
+}
+
+}  // namespace grag::report_internal
