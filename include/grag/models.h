@@ -1,0 +1,22 @@
+// Building the configured chat and embedding models.
+#pragma once
+
+#include <memory>
+
+#include "grag/cache.h"
+#include "grag/config.h"
+#include "grag/llm.h"
+
+namespace grag {
+
+// The chat model the configuration names, or nullptr when none is configured (llm.base_url or
+// llm.model empty). Replies are cached in `cache` (borrowed; may be nullptr). Token counts
+// without a usage field use the configured tokenizer.
+Result<std::unique_ptr<ChatModel>> MakeChatModel(const Config& config, KeyValueCache* cache);
+
+// The embedding model, or nullptr when embeddings.model is empty. Its base URL and key default
+// to the LLM's.
+Result<std::unique_ptr<EmbeddingModel>> MakeEmbeddingModel(const Config& config,
+                                                           KeyValueCache* cache);
+
+}  // namespace grag

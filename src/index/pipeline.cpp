@@ -1,0 +1,661 @@
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "grag/chunker.h"
+#include "grag/extract.h"
+#include "grag/hash.h"
+#include "grag/indexer.h"
+#include "grag/leiden.h"
+#include "grag/log.h"
+#include "grag/merge.h"
+#include "grag/parallel.h"
+#include "grag/prompts.h"
+#include "grag/report.h"
+
+namespace grag {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Shared state of one run: the context, the clock and the progress reporting.
+class Run {
+ public:
+  Run(const Config& config, IndexContext& ctx)
+      : config_(config), ctx_(ctx), start_(Clock::now()),
+        chat_base_(ctx.chat ? ctx.chat->Usage() : LlmUsage{}),
+        embed_base_(ctx.embedder ? ctx.embedder->Usage() : LlmUsage{}) {}
+
+  const Config& config() const { return config_; }
+  Store& store() { return *ctx_.store; }
+  ChatModel* chat() { return ctx_.chat; }
+  EmbeddingModel* embedder() { return ctx_.embedder; }
+  bool cancelled() const { return ctx_.cancel != nullptr && ctx_.cancel->load(); }
+  const std::atomic<bool>* cancel_flag() const { return ctx_.cancel; }
+  double Elapsed() const {
+    return std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+
+  // This run's usage: the models' counters minus what they held when the run began.
+  LlmUsage Usage() const {
+    LlmUsage u;
+    if (ctx_.chat) u += Minus(ctx_.chat->Usage(), chat_base_);
+    if (ctx_.embedder) u += Minus(ctx_.embedder->Usage(), embed_base_);
+    return u;
+  }
+
+  void Progress(const std::string& stage, int64_t done, int64_t total) {
+    if (!ctx_.on_progress) return;
+    IndexProgress p;
+    p.stage = stage;
+    p.done = done;
+    p.total = total;
+    p.usage = Usage();
+    p.elapsed_seconds = Elapsed();
+    std::lock_guard<std::mutex> lock(progress_mu_);  // one progress line at a time
+    ctx_.on_progress(p);
+  }
+
+ private:
+  static LlmUsage Minus(LlmUsage a, const LlmUsage& b) {
+    a.calls -= b.calls;
+    a.cache_hits -= b.cache_hits;
+    a.http_requests -= b.http_requests;
+    a.retries -= b.retries;
+    a.failures -= b.failures;
+    a.rejected -= b.rejected;
+    a.prompt_tokens -= b.prompt_tokens;
+    a.completion_tokens -= b.completion_tokens;
+    return a;
+  }
+
+  const Config& config_;
+  IndexContext& ctx_;
+  Clock::time_point start_;
+  LlmUsage chat_base_;
+  LlmUsage embed_base_;
+  std::mutex progress_mu_;  // serialises on_progress calls
+};
+
+// ---------------------------------------------------------------- load and chunk
+
+Status LoadAndChunk(Run& run, const IndexRequest& request, IndexSummary& s) {
+  const Config& c = run.config();
+  const bool whole_input = request.paths.empty();
+  std::vector<std::string> paths = request.paths;
+  if (whole_input) {
+    const std::string input = c.Resolve(c.input.dir);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(input, ec)) {
+      return Status::NotFound("input folder " + input +
+                              " does not exist: put documents there or name files to index");
+    }
+    paths.push_back(input);
+  }
+  GRAG_ASSIGN_OR_RETURN(LoadResult loaded, LoadDocuments(paths, LoadOptionsFor(c)));
+  s.load_issues = loaded.issues;
+  for (const auto& issue : loaded.issues) {
+    Log(issue.skipped ? LogLevel::kWarn : LogLevel::kInfo, "load", issue.path + ": " + issue.message);
+  }
+
+  ChunkOptions copts;
+  copts.size = static_cast<size_t>(c.chunks.size);
+  copts.overlap = static_cast<size_t>(c.chunks.overlap);
+  copts.encoding = c.chunks.encoding;
+  copts.prepend_title = c.chunks.prepend_title;
+
+  const int64_t total = static_cast<int64_t>(loaded.documents.size());
+  int64_t done = 0;
+  std::set<std::string> present;
+  for (const auto& doc : loaded.documents) {
+    if (run.cancelled()) return Status::Cancelled("interrupted");
+    present.insert(doc.id);
+    // Chunking is cheap next to an LLM call, and re-chunking every document keeps chunks true
+    // to the current chunk settings; unchanged chunks keep their ids and their extraction.
+    GRAG_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ChunkDocument(doc, copts));
+    std::vector<ChunkRecord> records;
+    records.reserve(chunks.size());
+    for (auto& ch : chunks) {
+      ChunkRecord r;
+      r.id = std::move(ch.id);
+      r.document_id = doc.id;
+      r.index = ch.index;
+      r.text = std::move(ch.text);
+      r.n_tokens = static_cast<int64_t>(ch.n_tokens);
+      r.start_token = static_cast<int64_t>(ch.start_token);
+      records.push_back(std::move(r));
+    }
+    GRAG_ASSIGN_OR_RETURN(Transaction tx, run.store().Begin());
+    GRAG_ASSIGN_OR_RETURN(DocumentChange change, run.store().UpsertDocument(doc));
+    GRAG_ASSIGN_OR_RETURN(ChunkChanges cc, run.store().ReplaceDocumentChunks(doc.id, records));
+    GRAG_RETURN_IF_ERROR(tx.Commit());
+    switch (change) {
+      case DocumentChange::kAdded: ++s.documents_added; break;
+      case DocumentChange::kChanged: ++s.documents_changed; break;
+      case DocumentChange::kUnchanged: ++s.documents_unchanged; break;
+    }
+    s.chunks_added += cc.added;
+    s.chunks_removed += cc.removed;
+    run.Progress("load", ++done, total);
+  }
+
+  if (whole_input) {
+    // Documents no longer in the input folder leave the index. A file that is still there but
+    // could not be read this time is kept: a transient problem must not delete work.
+    std::set<std::string> unreadable;
+    for (const auto& issue : loaded.issues) unreadable.insert(issue.path);
+    GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> stored, run.store().ListDocuments());
+    for (const auto& d : stored) {
+      if (present.count(d.id) || unreadable.count(d.source_path)) continue;
+      GRAG_ASSIGN_OR_RETURN(bool removed, run.store().DeleteDocument(d.id));
+      if (removed) {
+        ++s.documents_removed;
+        Log(LogLevel::kInfo, "index", "removed " + d.id + " (no longer in the input)");
+      }
+    }
+  }
+  GRAG_ASSIGN_OR_RETURN(s.chunks, run.store().CountChunks());
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- extraction
+
+std::string ExtractionParamsHash(const std::string& prompt, const ExtractorOptions& o) {
+  Hasher h;
+  h.Add(prompt);
+  for (const auto& t : o.entity_types) h.Add(t);
+  h.Add(std::to_string(o.gleanings));
+  return h.HexDigest();
+}
+
+Status Extract(Run& run, const ExtractorId& extractor, IndexSummary& s) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<std::string> pending,
+                        run.store().ChunksNeedingExtraction(extractor));
+  if (pending.empty()) return Status::Ok();
+  ChatModel* chat = run.chat();
+  if (chat == nullptr) {
+    return Status::InvalidArgument(std::to_string(pending.size()) +
+                                   " chunks need extraction but no LLM is configured: set "
+                                   "llm.base_url and llm.model (or GRAG_LLM_BASE_URL and "
+                                   "GRAG_LLM_MODEL)");
+  }
+  const Config& c = run.config();
+  ExtractorOptions opts;
+  GRAG_ASSIGN_OR_RETURN(opts.prompt,
+                        LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kExtractGraph));
+  opts.entity_types = c.extraction.entity_types;
+  opts.gleanings = static_cast<int>(c.extraction.gleanings);
+  opts.json_mode = c.llm.json_mode;
+  const std::string params = ExtractionParamsHash(opts.prompt, opts);
+
+  std::mutex mu;
+  Status first_error;          // guarded by mu
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> done{0};
+  std::atomic<int64_t> extracted{0};
+  std::atomic<int64_t> skipped{0};
+  const auto total = static_cast<int64_t>(pending.size());
+  auto fail = [&](const Status& st) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (first_error.ok()) first_error = st;
+    stop = true;
+  };
+  run.Progress("extract", 0, total);
+  ParallelFor(
+      pending.size(), static_cast<size_t>(c.llm.concurrency),
+      [&](size_t i) {
+        if (run.cancelled()) {
+          stop = true;
+          return;
+        }
+        auto chunk = run.store().GetChunk(pending[i]);
+        if (!chunk.ok() || !chunk->has_value()) {
+          if (!chunk.ok()) fail(chunk.status());
+          return;  // deleted meanwhile: nothing to do
+        }
+        auto result = ExtractChunk(*chat, opts, (*chunk)->text);
+        if (!result.ok()) {
+          fail(result.status().WithContext("extracting chunk " + pending[i]));
+          return;
+        }
+        ExtractionRecord rec;
+        rec.chunk_id = pending[i];
+        rec.extractor = extractor;
+        rec.params_hash = params;
+        rec.gleaning_rounds = result->gleaning_rounds;
+        if (result->skipped) {
+          rec.status = ExtractionStatus::kSkipped;
+          rec.reason = result->reason;
+          Log(LogLevel::kWarn, "extract",
+              "chunk " + pending[i] + " of " + (*chunk)->document_id + " skipped: " + result->reason);
+          ++skipped;
+        } else {
+          rec.entities = std::move(result->result.entities);
+          rec.relationships = std::move(result->result.relationships);
+          ++extracted;
+        }
+        Status st = run.store().PutExtraction(rec);  // one transaction per chunk
+        if (!st.ok()) fail(st);
+        run.Progress("extract", ++done, total);
+      },
+      &stop);
+  s.chunks_extracted = extracted;
+  s.chunks_skipped = skipped;
+  if (!first_error.ok()) return first_error;
+  if (run.cancelled()) return Status::Cancelled("interrupted");
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- merge
+
+struct Description {
+  std::string hash;
+  std::string text;
+  std::string model;
+};
+
+// The merged description for one entity or relationship: the stored one when its inputs are
+// unchanged, else joined or summarised.
+struct DescriptionJob {
+  std::string name;
+  const std::vector<std::string>* descriptions;
+  std::string hash;
+  Description result;
+  bool resolved = false;  // taken from the store: inputs unchanged
+};
+
+Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, IndexSummary& s) {
+  SummarizeOptions so;
+  const Tokenizer* tok = Tokenizer::Get(run.config().chunks.encoding).value_or(nullptr);
+  if (tok != nullptr) so.count_tokens = [tok](std::string_view t) { return tok->Count(t); };
+  std::vector<size_t> llm_jobs;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    auto& j = jobs[i];
+    if (j.resolved) continue;
+    if (NeedsSummary(*j.descriptions, so) && run.chat() != nullptr) {
+      llm_jobs.push_back(i);
+    } else {
+      j.result = {j.hash, JoinDescriptions(*j.descriptions), ""};
+    }
+  }
+  if (llm_jobs.empty()) return Status::Ok();
+  std::mutex mu;
+  Status first_error;
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> done{0};
+  const auto total = static_cast<int64_t>(llm_jobs.size());
+  ParallelFor(
+      llm_jobs.size(), static_cast<size_t>(run.config().llm.concurrency),
+      [&](size_t k) {
+        if (run.cancelled()) {
+          stop = true;
+          return;
+        }
+        auto& j = jobs[llm_jobs[k]];
+        auto summary = SummarizeDescriptions(*run.chat(), j.name, *j.descriptions, so);
+        if (summary.ok()) {
+          j.result = {j.hash, *summary, run.chat()->model()};
+        } else if (summary.status().code() == ErrorCode::kParse) {
+          // An empty summary twice: keep every description rather than lose any.
+          j.result = {j.hash, JoinDescriptions(*j.descriptions), ""};
+        } else {
+          std::lock_guard<std::mutex> lock(mu);
+          if (first_error.ok()) first_error = summary.status().WithContext("summarising " + j.name);
+          stop = true;
+        }
+        run.Progress("summarize", ++done, total);
+      },
+      &stop);
+  s.descriptions_summarized += done;
+  if (!first_error.ok()) return first_error;
+  if (run.cancelled()) return Status::Cancelled("interrupted");
+  return Status::Ok();
+}
+
+Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
+  Store& store = run.store();
+  GRAG_ASSIGN_OR_RETURN(auto entity_mentions, store.ListEntityMentions(extractor));
+  GRAG_ASSIGN_OR_RETURN(auto rel_mentions, store.ListRelationshipMentions(extractor));
+  MergedGraph g = MergeMentions(entity_mentions, rel_mentions);
+  entity_mentions.clear();
+  rel_mentions.clear();
+
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> old_entities, store.ListEntities());
+  std::unordered_map<std::string, const EntityRecord*> old_by_key;
+  std::unordered_map<int64_t, std::string> key_of_id;
+  for (const auto& e : old_entities) {
+    old_by_key[e.name_key] = &e;
+    key_of_id[e.id] = e.name_key;
+  }
+  GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> old_rels, store.ListRelationships());
+  std::map<std::pair<std::string, std::string>, const RelationshipRecord*> old_rel_by_keys;
+  for (const auto& r : old_rels) {
+    std::string a = key_of_id[r.source_id];
+    std::string b = key_of_id[r.target_id];
+    if (b < a) std::swap(a, b);
+    old_rel_by_keys[{a, b}] = &r;
+  }
+
+  // Descriptions: reuse the stored text when the description set is unchanged.
+  std::vector<DescriptionJob> jobs;
+  jobs.reserve(g.entities.size() + g.relationships.size());
+  for (const auto& e : g.entities) {
+    DescriptionJob j{e.name, &e.descriptions, DescriptionsHash(e.name_key, e.descriptions), {}, false};
+    if (auto it = old_by_key.find(e.name_key);
+        it != old_by_key.end() && it->second->description_hash == j.hash) {
+      j.result = {j.hash, it->second->description, it->second->description_model};
+      j.resolved = true;
+    }
+    jobs.push_back(std::move(j));
+  }
+  for (const auto& r : g.relationships) {
+    const std::string label = r.source_key + " — " + r.target_key;
+    DescriptionJob j{label, &r.descriptions, DescriptionsHash(label, r.descriptions), {}, false};
+    if (auto it = old_rel_by_keys.find({r.source_key, r.target_key});
+        it != old_rel_by_keys.end() && it->second->description_hash == j.hash) {
+      j.result = {j.hash, it->second->description, it->second->description_model};
+      j.resolved = true;
+    }
+    jobs.push_back(std::move(j));
+  }
+  GRAG_RETURN_IF_ERROR(ResolveDescriptions(run, jobs, s));
+
+  // Write the graph in one transaction: readers never see half a merge.
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
+  std::unordered_map<std::string, int64_t> id_of_key;
+  std::set<std::string> keep;
+  for (size_t i = 0; i < g.entities.size(); ++i) {
+    const auto& e = g.entities[i];
+    EntityRecord rec;
+    rec.name_key = e.name_key;
+    rec.name = e.name;
+    rec.type = e.type;
+    rec.type_counts = e.type_counts;
+    rec.description = jobs[i].result.text;
+    rec.description_hash = jobs[i].result.hash;
+    rec.description_model = jobs[i].result.model;
+    GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertEntity(rec));
+    GRAG_RETURN_IF_ERROR(store.SetEntityChunks(id, e.chunk_ids));
+    id_of_key[e.name_key] = id;
+    keep.insert(e.name_key);
+  }
+  for (const auto& e : old_entities) {
+    if (!keep.count(e.name_key)) GRAG_RETURN_IF_ERROR(store.DeleteEntity(e.id).status());
+  }
+  std::set<std::pair<int64_t, int64_t>> kept_pairs;
+  for (size_t i = 0; i < g.relationships.size(); ++i) {
+    const auto& r = g.relationships[i];
+    const auto& d = jobs[g.entities.size() + i].result;
+    RelationshipRecord rec;
+    rec.source_id = id_of_key.at(r.source_key);
+    rec.target_id = id_of_key.at(r.target_key);
+    rec.weight = r.weight;
+    rec.description = d.text;
+    rec.description_hash = d.hash;
+    rec.description_model = d.model;
+    GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertRelationship(rec));
+    GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(id, r.chunk_ids));
+    kept_pairs.insert(std::minmax(rec.source_id, rec.target_id));
+  }
+  for (const auto& r : old_rels) {
+    if (!kept_pairs.count(std::minmax(r.source_id, r.target_id)) && keep.count(key_of_id[r.source_id]) &&
+        keep.count(key_of_id[r.target_id])) {
+      GRAG_RETURN_IF_ERROR(store.DeleteRelationship(r.id).status());
+    }
+  }
+  GRAG_RETURN_IF_ERROR(store.RecomputeGraphStats());
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  s.entities = static_cast<int64_t>(g.entities.size());
+  s.relationships = static_cast<int64_t>(g.relationships.size());
+  run.Progress("merge", 1, 1);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- communities
+
+Status DetectCommunities(Run& run, IndexSummary& s) {
+  Store& store = run.store();
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> entities, store.ListEntities());
+  GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> rels, store.ListRelationships());
+  // Node order by entity id, so the same graph always gives the same igraph input.
+  std::sort(entities.begin(), entities.end(),
+            [](const EntityRecord& a, const EntityRecord& b) { return a.id < b.id; });
+  std::unordered_map<int64_t, uint32_t> node_of;
+  for (size_t i = 0; i < entities.size(); ++i) node_of[entities[i].id] = static_cast<uint32_t>(i);
+  std::vector<GraphEdge> edges;
+  edges.reserve(rels.size());
+  for (const auto& r : rels) {
+    edges.push_back({node_of.at(r.source_id), node_of.at(r.target_id), std::max(r.weight, 1e-6)});
+  }
+  std::sort(edges.begin(), edges.end(), [](const GraphEdge& a, const GraphEdge& b) {
+    return std::tie(a.source, a.target) < std::tie(b.source, b.target);
+  });
+  const auto& cc = run.config().communities;
+  LeidenOptions lo;
+  lo.max_cluster_size = static_cast<size_t>(cc.max_cluster_size);
+  lo.resolution = cc.resolution;
+  lo.seed = static_cast<uint64_t>(cc.seed);
+  GRAG_ASSIGN_OR_RETURN(ClusterHierarchy h, HierarchicalLeiden(entities.size(), edges, lo));
+
+  std::vector<CommunityRecord> records;
+  records.reserve(h.clusters.size());
+  for (const auto& cl : h.clusters) {
+    CommunityRecord r;
+    r.id = cl.id + 1;  // ids from 1, in hierarchy order (coarsest level first)
+    r.level = cl.level;
+    if (cl.parent >= 0) r.parent_id = cl.parent + 1;
+    r.entity_ids.reserve(cl.members.size());
+    for (uint32_t m : cl.members) r.entity_ids.push_back(entities[m].id);
+    records.push_back(std::move(r));
+    ++s.communities_per_level[cl.level];
+  }
+  ClusteringRecord clustering;
+  clustering.seed = cc.seed;
+  clustering.resolution = cc.resolution;
+  clustering.max_cluster_size = cc.max_cluster_size;
+  clustering.modularity = h.modularity;
+  GRAG_RETURN_IF_ERROR(store.ReplaceCommunities(clustering, records).status());
+  s.modularity = h.modularity;
+  run.Progress("communities", 1, 1);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- reports
+
+Status Reports(Run& run, IndexSummary& s) {
+  const Config& c = run.config();
+  if (run.chat() == nullptr) {
+    return Status::InvalidArgument("community reports need an LLM: set llm.base_url and llm.model");
+  }
+  GRAG_ASSIGN_OR_RETURN(const Tokenizer* tok, Tokenizer::Get(c.chunks.encoding));
+  ReportOptions ro;
+  GRAG_ASSIGN_OR_RETURN(ro.prompt, LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kCommunityReport));
+  ro.concurrency = static_cast<int>(c.llm.concurrency);
+  ro.json_mode = c.llm.json_mode;
+  GRAG_ASSIGN_OR_RETURN(
+      ReportStageSummary rs,
+      GenerateReports(run.store(), *run.chat(), *tok, ro, [&run](const ReportProgress& p) {
+        run.Progress("reports", p.done, p.total);
+      }));
+  s.reports_generated = rs.generated;
+  s.reports_reused = rs.reused;
+  s.report_gaps = rs.gaps;
+  if (run.cancelled()) return Status::Cancelled("interrupted");
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- embeddings
+
+struct EmbedItem {
+  std::string owner_id;
+  std::string text;
+  std::string hash;
+};
+
+Status EmbedOwner(Run& run, EmbeddingOwner owner, std::vector<EmbedItem> items, int64_t& written) {
+  Store& store = run.store();
+  GRAG_ASSIGN_OR_RETURN(std::vector<EmbeddingRecord> existing, store.ListEmbeddings(owner));
+  std::unordered_map<std::string, std::string> hash_of;
+  for (const auto& e : existing) hash_of[e.owner_id] = e.input_hash;
+  existing.clear();
+  std::vector<EmbedItem> todo;
+  for (auto& it : items) {
+    auto h = hash_of.find(it.owner_id);
+    if (h == hash_of.end() || h->second != it.hash) todo.push_back(std::move(it));
+  }
+  if (todo.empty()) return Status::Ok();
+  const std::string stage = "embed " + std::string(EmbeddingOwnerName(owner)) + "s";
+  const size_t group = static_cast<size_t>(std::max<int64_t>(1, run.config().embeddings.batch_size)) *
+                       static_cast<size_t>(std::max<int64_t>(1, run.config().llm.concurrency));
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < todo.size(); i += group) starts.push_back(i);
+  std::mutex mu;
+  Status first_error;
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> done{0};
+  // Groups run one after another (the client parallelises within a call's batches); each
+  // group is stored as it arrives.
+  for (size_t start : starts) {
+    if (run.cancelled() || stop) break;
+    const size_t end = std::min(todo.size(), start + group);
+    std::vector<std::string> texts;
+    for (size_t i = start; i < end; ++i) texts.push_back(todo[i].text);
+    auto reply = run.embedder()->Embed(texts);
+    if (!reply.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      first_error = reply.status().WithContext(stage);
+      break;
+    }
+    std::vector<EmbeddingRecord> records;
+    for (size_t i = start; i < end; ++i) {
+      EmbeddingRecord r;
+      r.owner = owner;
+      r.owner_id = todo[i].owner_id;
+      r.model = run.embedder()->model();
+      r.vector = std::move(reply->vectors[i - start]);
+      r.input_hash = todo[i].hash;
+      records.push_back(std::move(r));
+    }
+    Status st = store.PutEmbeddings(records);
+    if (!st.ok()) {
+      first_error = st.WithContext(stage);
+      break;
+    }
+    written += static_cast<int64_t>(records.size());
+    done += static_cast<int64_t>(records.size());
+    run.Progress(stage, done, static_cast<int64_t>(todo.size()));
+  }
+  if (!first_error.ok()) return first_error;
+  if (run.cancelled()) return Status::Cancelled("interrupted");
+  return Status::Ok();
+}
+
+Status Embed(Run& run, IndexSummary& s) {
+  if (run.embedder() == nullptr) return Status::Ok();
+  Store& store = run.store();
+  {
+    GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> entities, store.ListEntities());
+    std::vector<EmbedItem> items;
+    for (const auto& e : entities) {
+      std::string text = e.name + ": " + e.description;
+      items.push_back({std::to_string(e.id), text, Sha256Hex(text)});
+    }
+    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kEntity, std::move(items), s.embeddings_written));
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(std::vector<std::string> ids, store.ListChunkIds());
+    std::vector<EmbedItem> items;
+    for (const auto& id : ids) {
+      GRAG_ASSIGN_OR_RETURN(auto chunk, store.GetChunk(id));
+      if (!chunk) continue;
+      // The chunk id already is a hash of its text (and document).
+      items.push_back({id, std::move(chunk->text), id});
+    }
+    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kChunk, std::move(items), s.embeddings_written));
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store.ListReports());
+    std::vector<EmbedItem> items;
+    for (const auto& r : reports) {
+      if (r.status != ReportStatus::kOk || r.full_content.empty()) continue;
+      items.push_back({std::to_string(r.community_id), r.full_content, Sha256Hex(r.full_content)});
+    }
+    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kReport, std::move(items), s.embeddings_written));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+LoadOptions LoadOptionsFor(const Config& c) {
+  LoadOptions o;
+  o.base_dir = c.Resolve(c.input.dir);
+  o.json_text_field = c.input.json_text_field;
+  o.json_id_field = c.input.json_id_field;
+  o.json_title_field = c.input.json_title_field;
+  o.csv_text_column = c.input.csv_text_column;
+  o.csv_id_column = c.input.csv_id_column;
+  o.csv_title_column = c.input.csv_title_column;
+  o.invalid_utf8 = ParseInvalidUtf8Policy(c.input.invalid_utf8).value_or(InvalidUtf8Policy::kSkip);
+  return o;
+}
+
+Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
+                              IndexContext& context) {
+  if (context.store == nullptr) return Status::InvalidArgument("RunIndex needs a store");
+  Run run(config, context);
+  IndexSummary s;
+  Store& store = *context.store;
+  GRAG_ASSIGN_OR_RETURN(s.run_id, store.BeginRun("index"));
+  const ExtractorId extractor{ExtractorKind::kLlm, context.chat ? context.chat->model() : ""};
+
+  struct Stage {
+    const char* name;
+    std::function<Status()> fn;
+  };
+  const std::vector<Stage> stages = {
+      {"load", [&] { return LoadAndChunk(run, request, s); }},
+      {"extract", [&] { return Extract(run, extractor, s); }},
+      {"merge", [&] { return Merge(run, extractor, s); }},
+      {"communities", [&] { return DetectCommunities(run, s); }},
+      {"reports", [&] { return Reports(run, s); }},
+      {"embed", [&] { return Embed(run, s); }},
+  };
+  Status failure;
+  for (const auto& stage : stages) {
+    (void)store.UpdateRun(s.run_id, stage.name, {});
+    Status st = stage.fn();
+    if (!st.ok()) {
+      failure = st;
+      break;
+    }
+  }
+  s.usage = run.Usage();
+  s.elapsed_seconds = run.Elapsed();
+  const std::map<std::string, int64_t> counters = {
+      {"llm_calls", s.usage.calls},
+      {"llm_cache_hits", s.usage.cache_hits},
+      {"llm_http_requests", s.usage.http_requests},
+      {"llm_failures", s.usage.failures},
+      {"tokens_in", s.usage.prompt_tokens},
+      {"tokens_out", s.usage.completion_tokens},
+      {"chunks_extracted", s.chunks_extracted},
+      {"chunks_skipped", s.chunks_skipped},
+      {"reports_generated", s.reports_generated},
+  };
+  (void)store.UpdateRun(s.run_id, "", counters);
+  if (!failure.ok()) {
+    (void)store.FinishRun(s.run_id,
+                          failure.code() == ErrorCode::kCancelled ? RunStatus::kInterrupted
+                                                                  : RunStatus::kFailed,
+                          failure.message());
+    return failure;
+  }
+  GRAG_RETURN_IF_ERROR(store.FinishRun(s.run_id, RunStatus::kOk));
+  return s;
+}
+
+}  // namespace grag

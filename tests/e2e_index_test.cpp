@@ -1,0 +1,157 @@
+// End to end: the grag binary indexes A Christmas Carol against a loopback OpenAI-compatible
+// server, then the index is checked whole, and a re-run makes no LLM call.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "grag/store.h"
+#include "support/fake_graphrag_llm.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
+
+namespace grag {
+namespace {
+
+using testing::FakeGraphRagHandler;
+using testing::FakeOpenAIServer;
+using testing::RunCommand;
+using testing::ShellQuote;
+using testing::TempDir;
+
+class E2eIndexTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = dir_ / "carol";
+    auto init = RunCommand(Grag("init " + ShellQuote(root_)));
+    ASSERT_EQ(init.exit_code, 0) << init.err;
+    std::filesystem::copy_file(
+        std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
+        root_ + "/input/christmas_carol.txt");
+  }
+
+  std::string Grag(const std::string& args) const { return ShellQuote(GRAG_BINARY) + " " + args; }
+  std::string Env() const {
+    return "GRAG_LLM_BASE_URL=" + server_.base_url() + " GRAG_LLM_MODEL=fake-model " +
+           "GRAG_EMBEDDING_MODEL=fake-embed GRAG_LLM_API_KEY=sk-test ";
+  }
+
+  TempDir dir_;
+  std::string root_;
+  FakeOpenAIServer server_{FakeGraphRagHandler()};
+};
+
+TEST_F(E2eIndexTest, IndexesTheBookCompletelyAndReRunsForFree) {
+  auto r = RunCommand(Env() + Grag("--root " + ShellQuote(root_) + " index --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary["documents"]["added"], 1);
+  EXPECT_EQ(summary["chunks"]["total"], 42);
+  EXPECT_EQ(summary["chunks"]["extracted"], 42);
+  EXPECT_GT(summary["entities"].get<int>(), 50);
+  EXPECT_GT(summary["llm"]["calls"].get<int>(), 42);
+  const int requests = server_.request_count();
+  EXPECT_GT(requests, 42);
+  // Every request was an authenticated call for the configured models.
+  for (const auto& req : server_.requests()) {
+    EXPECT_EQ(req.Header("authorization"), "Bearer sk-test");
+  }
+
+  // The whole index: every entity in a community, every community with a report or a gap.
+  {
+    StoreOptions so;
+    so.create_if_missing = false;
+    auto store = Store::Open(root_ + "/output/index.db", so);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto entities = (*store)->ListEntities();
+    auto communities = (*store)->ListCommunities();
+    ASSERT_TRUE(entities.ok() && communities.ok());
+    std::set<int64_t> covered;
+    for (const auto& c : *communities) {
+      if (c.level == 0) covered.insert(c.entity_ids.begin(), c.entity_ids.end());
+      auto report = (*store)->GetReport(c.id);
+      ASSERT_TRUE(report.ok());
+      ASSERT_TRUE(report->has_value()) << "community " << c.id << " has no report and no gap";
+      if ((*report)->status == ReportStatus::kOk) {
+        EXPECT_FALSE((*report)->full_content.empty());
+      }
+    }
+    for (const auto& e : *entities) EXPECT_TRUE(covered.count(e.id)) << e.name;
+    auto space = (*store)->GetEmbeddingSpace(EmbeddingOwner::kEntity);
+    ASSERT_TRUE(space.ok());
+    ASSERT_TRUE(space->has_value());
+    EXPECT_EQ((*space)->count, static_cast<int64_t>(entities->size()));
+    EXPECT_EQ((*space)->model, "fake-embed");
+  }
+
+  auto stats = RunCommand(Grag("--root " + ShellQuote(root_) + " stats --json"));
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  auto s = nlohmann::json::parse(stats.out);
+  EXPECT_EQ(s["chunks"], 42);
+  EXPECT_EQ(s["chunks_skipped"], 0);
+  EXPECT_FALSE(s["communities_per_level"].empty());
+  EXPECT_GT(s["llm_calls"].get<int>(), 42);
+  EXPECT_FALSE(s["top_entities"].empty());
+  EXPECT_TRUE(s["modularity"].is_number());
+
+  // Global and local questions through the real client.
+  auto global = RunCommand(Env() + Grag("--root " + ShellQuote(root_) +
+                                        " query --method global --level 0 --json "
+                                        "'What are the main themes of this story?'"));
+  ASSERT_EQ(global.exit_code, 0) << global.err;
+  auto gj = nlohmann::json::parse(global.out);
+  EXPECT_FALSE(gj["answer"].get<std::string>().empty());
+  EXPECT_FALSE(gj["not_covered"].get<bool>());
+  EXPECT_FALSE(gj["citations"].empty());
+  EXPECT_GE(gj["stats"]["map_calls"].get<int>(), 1);
+  EXPECT_EQ(gj["stats"]["reduce_calls"], 1);
+
+  auto local = RunCommand(Env() + Grag("--root " + ShellQuote(root_) +
+                                       " query -m local --json 'Who is Jacob Marley?'"));
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  auto lj = nlohmann::json::parse(local.out);
+  EXPECT_FALSE(lj["nothing_found"].get<bool>()) << local.out.substr(0, 2000);
+  bool marley = false;
+  for (const auto& m : lj["matched_entities"]) {
+    marley |= m["name"].get<std::string>().find("Marley") != std::string::npos;
+  }
+  EXPECT_TRUE(marley) << lj["matched_entities"].dump();
+  EXPECT_FALSE(lj["context"].empty());
+
+  auto text = RunCommand(Env() + Grag("--root " + ShellQuote(root_) +
+                                      " query 'What are the main themes of this story?'"));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Sources (community reports):"), std::string::npos) << text.out;
+  const int after_queries = server_.request_count();
+
+  // Unchanged input: no LLM call at all, not even a cached one.
+  auto again = RunCommand(Env() + Grag("--root " + ShellQuote(root_) + " index --json"));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto second = nlohmann::json::parse(again.out);
+  EXPECT_EQ(second["llm"]["calls"], 0);
+  EXPECT_EQ(second["documents"]["unchanged"], 1);
+  EXPECT_EQ(server_.request_count(), after_queries);
+  EXPECT_GT(after_queries, requests);
+}
+
+TEST_F(E2eIndexTest, UnreachableModelFailsClearlyAndKeepsWhatWasLoaded) {
+  auto r = RunCommand("GRAG_LLM_BASE_URL=http://127.0.0.1:9/v1 GRAG_LLM_MODEL=m " +
+                      Grag("--root " + ShellQuote(root_) +
+                           " --set llm.max_retries=0 --set llm.timeout_seconds=5 index"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("error: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run `grag index` again"), std::string::npos) << r.err;
+  auto stats = RunCommand(Grag("--root " + ShellQuote(root_) + " stats --json"));
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["chunks"], 42);
+}
+
+TEST_F(E2eIndexTest, StatsWithoutAnIndexSaysSo) {
+  auto r = RunCommand(Grag("--root " + ShellQuote(root_) + " stats"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("grag index"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace grag

@@ -1,0 +1,234 @@
+// The indexing pipeline with a scripted model: every stage, resumability and "no work twice".
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <random>
+#include <set>
+
+#include "grag/indexer.h"
+#include "grag/store.h"
+#include "support/fake_graphrag_llm.h"
+#include "support/temp_dir.h"
+
+namespace grag {
+namespace {
+
+using testing::FakeGraphRagResponder;
+using testing::PromptKind;
+using testing::TempDir;
+
+// Documents about groups of people: names of one group appear together, so the graph has
+// communities to find.
+void WriteCorpus(const TempDir& dir, int docs, uint32_t seed = 1) {
+  const std::vector<std::vector<std::string>> groups = {
+      {"Alice Archer", "Bruno Baker", "Clara Cole", "Dmitri Dane", "Elena Estes"},
+      {"Farid Fox", "Greta Gale", "Hiro Hale", "Ines Irwin", "Jonas Judd"},
+      {"Kira Knox", "Liam Lowe", "Maya Moss", "Nils Nash", "Olga Orr"},
+      {"Pavel Pike", "Quinn Quay", "Rosa Reed", "Sven Sloan", "Tara Tate"}};
+  std::mt19937 rng(seed);
+  for (int d = 0; d < docs; ++d) {
+    std::string text;
+    const auto& g = groups[static_cast<size_t>(d) % groups.size()];
+    for (int s = 0; s < 40; ++s) {
+      const auto& a = g[rng() % g.size()];
+      const auto& b = g[rng() % g.size()];
+      text += "Yesterday " + a + " met " + b + " near the old harbour and they talked for hours. ";
+      if (s % 13 == 0) text += "Later " + groups[(static_cast<size_t>(d) + 1) % groups.size()][0] + " arrived. ";
+    }
+    dir.Write("proj/input/doc" + std::to_string(d) + ".txt", text);
+  }
+}
+
+Config TestConfig(const TempDir& dir) {
+  Config c;
+  c.root = dir / "proj";
+  c.chunks.size = 200;
+  c.chunks.overlap = 20;
+  c.llm.concurrency = 4;
+  c.communities.max_cluster_size = 4;
+  return c;
+}
+
+struct Harness {
+  TempDir dir;
+  Config config;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<ScriptedChatModel> model;
+
+  explicit Harness(int docs = 8) {
+    WriteCorpus(dir, docs);
+    config = TestConfig(dir);
+    store = std::move(Store::Open(config.Resolve(config.store.path))).value();
+    ScriptedModelOptions mo;
+    mo.cache = &store->ReplyCache();
+    model = std::make_unique<ScriptedChatModel>(FakeGraphRagResponder(), mo);
+  }
+
+  Result<IndexSummary> Index(ChatModel* chat = nullptr) {
+    IndexContext ctx;
+    ctx.store = store.get();
+    ctx.chat = chat ? chat : model.get();
+    return RunIndex(config, {}, ctx);
+  }
+};
+
+TEST(IndexPipelineTest, IndexesEveryStageAndEveryEntityHasACommunityAndReport) {
+  Harness h;
+  auto s = h.Index();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->documents_added, 8);
+  EXPECT_GT(s->chunks, 8);
+  EXPECT_EQ(s->chunks_extracted, s->chunks);
+  EXPECT_GE(s->entities, 20);
+  EXPECT_GT(s->relationships, 20);
+  EXPECT_FALSE(s->communities_per_level.empty());
+  EXPECT_GT(s->modularity, 0.2);
+
+  auto entities = h.store->ListEntities();
+  auto communities = h.store->ListCommunities();
+  ASSERT_TRUE(entities.ok() && communities.ok());
+  std::set<int64_t> in_level0;
+  std::set<int64_t> parents;
+  for (const auto& c : *communities) {
+    if (c.parent_id) parents.insert(*c.parent_id);
+  }
+  for (const auto& c : *communities) {
+    if (c.level == 0) in_level0.insert(c.entity_ids.begin(), c.entity_ids.end());
+    // A community above max_cluster_size is split at the next level.
+    if (c.entity_ids.size() > 4u) {
+      EXPECT_TRUE(parents.count(c.id)) << "community " << c.id << " at level " << c.level
+                                       << " exceeds max_cluster_size and is not split";
+    }
+    auto report = h.store->GetReport(c.id);
+    ASSERT_TRUE(report.ok());
+    EXPECT_TRUE(report->has_value()) << "community " << c.id << " has neither report nor gap";
+  }
+  for (const auto& e : *entities) EXPECT_TRUE(in_level0.count(e.id)) << e.name << " has no community";
+  // Entities remember their chunks, for local search.
+  auto chunks = h.store->GetEntityChunks(entities->front().id);
+  ASSERT_TRUE(chunks.ok());
+  EXPECT_FALSE(chunks->empty());
+}
+
+TEST(IndexPipelineTest, TwoRunsGiveIdenticalCommunities) {
+  Harness a;
+  Harness b;
+  ASSERT_TRUE(a.Index().ok());
+  ASSERT_TRUE(b.Index().ok());
+  auto ca = a.store->ListCommunities();
+  auto cb = b.store->ListCommunities();
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  ASSERT_EQ(ca->size(), cb->size());
+  auto names = [](Store& s, const std::vector<int64_t>& ids) {
+    std::set<std::string> out;
+    for (auto id : ids) out.insert(s.GetEntity(id).value()->name_key);
+    return out;
+  };
+  for (size_t i = 0; i < ca->size(); ++i) {
+    EXPECT_EQ((*ca)[i].level, (*cb)[i].level);
+    EXPECT_EQ(names(*a.store, (*ca)[i].entity_ids), names(*b.store, (*cb)[i].entity_ids));
+  }
+}
+
+TEST(IndexPipelineTest, ReRunOnUnchangedInputMakesNoLlmCall) {
+  Harness h;
+  ASSERT_TRUE(h.Index().ok());
+  const auto before = h.model->RequestCount();
+  auto again = h.Index();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->usage.calls, 0);
+  EXPECT_EQ(h.model->RequestCount(), before);
+  EXPECT_EQ(again->documents_unchanged, 8);
+  EXPECT_EQ(again->reports_generated, 0);
+  EXPECT_GT(again->reports_reused, 0);
+}
+
+TEST(IndexPipelineTest, UnparseableChunkIsSkippedRecordedAndRetriedByTheNextRun) {
+  Harness h(2);
+  std::atomic<int> bad_left{2};
+  ScriptedModelOptions mo;
+  mo.cache = &h.store->ReplyCache();
+  ScriptedChatModel flaky(
+      [&](const ChatRequest& req) -> Result<std::string> {
+        const auto& last = req.messages.back().content;
+        if (PromptKind(last) == "extract" || PromptKind(last) == "retry") {
+          if (bad_left.fetch_sub(1) > 0) return std::string("Sorry, I cannot help with that.");
+        }
+        return FakeGraphRagResponder()(req);
+      },
+      mo);
+  h.config.llm.concurrency = 1;  // the first chunk gets both bad replies
+  auto s = h.Index(&flaky);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->chunks_skipped, 1);
+  auto stats = h.store->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->extractions_skipped, 1);
+
+  auto again = h.Index(&flaky);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->chunks_extracted, 1);
+  EXPECT_EQ(again->chunks_skipped, 0);
+  EXPECT_EQ(h.store->Stats()->extractions_skipped, 0);
+}
+
+TEST(IndexPipelineTest, ModelOutageStopsTheRunKeepsTheWorkAndTheNextRunResumes) {
+  Harness h(4);
+  std::atomic<int> ok_left{3};
+  ScriptedChatModel dying([&](const ChatRequest& req) -> Result<std::string> {
+    if (ok_left.fetch_sub(1) <= 0) return Status::Unavailable("HTTP 503 after 6 retries");
+    return FakeGraphRagResponder()(req);
+  });
+  h.config.llm.concurrency = 1;
+  h.config.extraction.gleanings = 0;
+  auto s = h.Index(&dying);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(h.store->Stats()->extractions_ok, 3);
+  auto runs = h.store->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(runs->front().status, RunStatus::kFailed);
+
+  const auto calls_before = h.model->RequestCount();
+  auto resumed = h.Index();
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(resumed->chunks_extracted, resumed->chunks - 3);
+  EXPECT_GT(h.model->RequestCount(), calls_before);
+}
+
+TEST(IndexPipelineTest, DocumentsGoneFromTheInputAreRemoved) {
+  Harness h(4);
+  ASSERT_TRUE(h.Index().ok());
+  std::filesystem::remove(h.dir / "proj/input/doc3.txt");
+  auto s = h.Index();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->documents_removed, 1);
+  EXPECT_EQ(h.store->ListDocuments()->size(), 3u);
+  // No entity is left that only the removed document mentioned.
+  auto entities = h.store->ListEntities();
+  ASSERT_TRUE(entities.ok());
+  for (const auto& e : *entities) {
+    EXPECT_FALSE(h.store->GetEntityChunks(e.id)->empty()) << e.name;
+  }
+}
+
+TEST(IndexPipelineTest, NoLlmConfiguredIsAClearError) {
+  Harness h(1);
+  IndexContext ctx;
+  ctx.store = h.store.get();
+  auto s = RunIndex(h.config, {}, ctx);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("llm.base_url"), std::string::npos);
+}
+
+TEST(IndexPipelineTest, MissingInputFolderIsNotFound) {
+  Harness h(1);
+  h.config.input.dir = "nowhere";
+  auto s = h.Index();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace grag

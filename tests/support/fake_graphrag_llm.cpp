@@ -1,0 +1,166 @@
+#include "support/fake_graphrag_llm.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+namespace grag::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::set<std::string> kStop = {
+    "The", "A", "An", "He", "She", "It", "I", "But", "And", "Or", "If", "In", "On", "At", "To",
+    "Of", "As", "So", "No", "Yes", "Oh", "What", "When", "Then", "There", "This", "That", "They",
+    "We", "You", "His", "Her", "My", "Your", "Our", "Their", "Not", "For", "With", "By", "From",
+    "Who", "Why", "How", "Where", "Which", "All", "Now", "One", "Be", "Is", "Was", "Were", "Do",
+    "Did", "Have", "Had", "Come", "Said", "Well", "Let", "Upon", "Though", "After", "Before"};
+
+std::string Between(std::string_view s, std::string_view open, std::string_view close) {
+  const auto a = s.find(open);
+  if (a == std::string_view::npos) return {};
+  const auto b = s.find(close, a + open.size());
+  if (b == std::string_view::npos) return {};
+  return std::string(s.substr(a + open.size(), b - a - open.size()));
+}
+
+// Runs of capitalised ASCII words ("Ebenezer Scrooge", "London"), most frequent first.
+std::vector<std::string> Names(const std::string& text, size_t max) {
+  std::map<std::string, int> count;
+  std::vector<std::string> order;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (!std::isupper(static_cast<unsigned char>(text[i])) ||
+        (i > 0 && std::isalpha(static_cast<unsigned char>(text[i - 1])))) {
+      ++i;
+      continue;
+    }
+    std::vector<std::string> words;
+    size_t j = i;
+    while (j < text.size() && std::isupper(static_cast<unsigned char>(text[j]))) {
+      size_t k = j + 1;
+      while (k < text.size() && std::islower(static_cast<unsigned char>(text[k]))) ++k;
+      if (k - j < 3) break;
+      std::string w = text.substr(j, k - j);
+      if (kStop.count(w) && words.empty()) break;
+      words.push_back(w);
+      j = k;
+      if (j < text.size() && text[j] == ' ' && j + 1 < text.size() &&
+          std::isupper(static_cast<unsigned char>(text[j + 1]))) {
+        ++j;
+      } else {
+        break;
+      }
+    }
+    if (!words.empty()) {
+      std::string name;
+      for (const auto& w : words) name += (name.empty() ? "" : " ") + w;
+      if (count[name]++ == 0) order.push_back(name);
+      i = j + 1;
+    } else {
+      ++i;
+    }
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const std::string& a, const std::string& b) { return count[a] > count[b]; });
+  if (order.size() > max) order.resize(max);
+  return order;
+}
+
+std::string Extract(std::string_view prompt) {
+  const std::string text = Between(prompt, "<text>", "</text>");
+  const auto names = Names(text, 8);
+  json entities = json::array();
+  json rels = json::array();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const char* type = names[i].find(' ') != std::string::npos ? "person" : (i % 3 == 2 ? "geo" : "person");
+    entities.push_back({{"name", names[i]}, {"type", type},
+                        {"description", names[i] + " appears in a passage of the story"}});
+    if (i > 0) {
+      rels.push_back({{"source", names[i - 1]}, {"target", names[i]},
+                      {"description", names[i - 1] + " and " + names[i] + " appear together"},
+                      {"strength", static_cast<int>(1 + (i % 9))}});
+    }
+  }
+  return json{{"entities", entities}, {"relationships", rels}}.dump();
+}
+
+std::string Report(std::string_view prompt) {
+  const std::string ents = Between(prompt, "<entities>", "</entities>");
+  std::vector<std::string> names;
+  size_t pos = 0;
+  while ((pos = ents.find('\n', pos)) != std::string::npos && names.size() < 3) {
+    ++pos;
+    const auto comma1 = ents.find(',', pos);
+    const auto comma2 = comma1 == std::string::npos ? comma1 : ents.find(',', comma1 + 1);
+    if (comma2 == std::string::npos) break;
+    std::string name = ents.substr(comma1 + 1, comma2 - comma1 - 1);
+    if (!name.empty() && name != "entity") names.push_back(name);
+  }
+  if (names.empty()) names.push_back("Unnamed");
+  json findings = json::array();
+  for (const auto& n : names) {
+    findings.push_back({{"summary", n + " matters"},
+                        {"explanation", n + " is central to this community."},
+                        {"entities", {n}}});
+  }
+  while (findings.size() < 3) findings.push_back(findings[0]);
+  return json{{"title", "Community of " + names[0]},
+              {"summary", "These entities revolve around " + names[0] + "."},
+              {"rating", 5},
+              {"rating_explanation", "moderate"},
+              {"findings", findings}}
+      .dump();
+}
+
+}  // namespace
+
+std::string PromptKind(std::string_view p) {
+  if (p.find("were missed in the last extraction") != std::string_view::npos) return "glean";
+  if (p.find("was not valid JSON") != std::string_view::npos) return "retry";
+  if (p.find("Extract the entities and relationships") != std::string_view::npos) return "extract";
+  if (p.find("Descriptions:") != std::string_view::npos && p.find("Name: ") != std::string_view::npos) {
+    return "summarize";
+  }
+  if (p.find("Write a report on the community") != std::string_view::npos) return "report";
+  if (p.find("as far as the community reports below allow") != std::string_view::npos) return "map";
+  if (p.find("from the analysts' points below") != std::string_view::npos) return "reduce";
+  if (p.find("knowledge-graph context below") != std::string_view::npos) return "local";
+  return "unknown";
+}
+
+std::string FakeGraphRagReply(std::string_view prompt) {
+  const std::string kind = PromptKind(prompt);
+  if (kind == "extract") return Extract(prompt);
+  if (kind == "glean" || kind == "retry") return R"({"entities": [], "relationships": []})";
+  if (kind == "summarize") {
+    return "Summary of " + Between(prompt, "Name: ", "\n") + ": " + Between(prompt, "- ", "\n");
+  }
+  if (kind == "report") return Report(prompt);
+  if (kind == "map") {
+    return R"({"points": [{"description": "The reports describe the main characters.", "score": 60}]})";
+  }
+  if (kind == "reduce") return "The story is about its main characters.";
+  if (kind == "local") return "Answer from the local context.";
+  return "I do not know this prompt.";
+}
+
+ScriptedChatModel::Responder FakeGraphRagResponder() {
+  return [](const ChatRequest& req) -> Result<std::string> {
+    std::string last;
+    for (const auto& m : req.messages) {
+      if (m.role == "user") last = m.content;
+    }
+    return FakeGraphRagReply(last);
+  };
+}
+
+FakeHandler FakeGraphRagHandler() {
+  return Answering([](const FakeRequest& r) { return FakeGraphRagReply(r.LastUserMessage()); },
+                   16);
+}
+
+}  // namespace grag::testing
