@@ -1,0 +1,218 @@
+// Global search: answers whole-corpus questions ("what are the main themes?") by map-reducing
+// over community reports, as seed 000 specifies.
+//
+//   1. Select the reports of one community level: the communities of level N plus the coarser
+//      communities that have no children, so every clustered entity is represented exactly once.
+//   2. Shuffle them (seeded, so a query is reproducible) into batches whose whole map prompt fits
+//      `map_batch_tokens`, counted with the real tokenizer. When more than `max_map_calls`
+//      batches would be needed, the highest-weight reports are kept and the rest left out.
+//   3. One map call per batch, all concurrent, each with its own timeout. A failed, timed-out or
+//      unparseable reply drops out (and shows in `map_calls`); the query goes on without it.
+//   4. Drop zero-scored points, sort the rest by score, keep as many whole points as fit the
+//      reduce budget, and make one reduce call. One map round and one reduce call, never more.
+//      If no map reply holds a point scored above zero, the answer says the corpus does not
+//      cover the question and the reduce model is not called.
+//
+// Every point keeps the ids of the communities it came from (its batch's, narrowed to those the
+// map model named), and the points in the reduce prompt show them, so the answer can cite them.
+//
+// Thread-safety: GlobalSearch and PlanGlobalSearch keep no state between calls; any number may
+// run at once on the same Store, models and Tokenizer (all of which are thread-safe). Nothing
+// is owned: every argument is borrowed for the duration of the call. Callbacks in the options
+// run on the calling thread. Errors come back as Status, never as exceptions.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grag/llm.h"
+#include "grag/prompts.h"
+#include "grag/status.h"
+#include "grag/store.h"
+#include "grag/tokenizer.h"
+
+namespace grag {
+
+struct GlobalSearchOptions {
+  // Community level (0 is the coarsest). Microsoft GraphRAG's default: fine enough that reports
+  // are specific, coarse enough that a book-sized index needs a handful of map calls. A level
+  // deeper than the index goes uses its finest communities (the childless ones).
+  int64_t level = 2;
+  // Tokens of one whole map prompt (template, question and reports). 12,000 is GraphRAG's
+  // max_data_tokens for one map context; it leaves room for the reply in a 16k-token window.
+  int64_t map_batch_tokens = 12'000;
+  // Map calls per query (seed 000's default), so query cost stays bounded at fine levels.
+  int max_map_calls = 50;
+  // Tokens of the whole reduce prompt (template, question and points); GraphRAG's 12,000.
+  int64_t reduce_budget_tokens = 12'000;
+  // Reply caps (GraphRAG's map_max_tokens / reduce_max_tokens): a list of points rarely needs
+  // more, and the complete points of a reply cut off mid-JSON are still used. nullopt: not sent.
+  std::optional<int> map_reply_max_tokens = 1'000;
+  std::optional<int> reduce_reply_max_tokens = 2'000;
+  // Per map call, from when it starts: a call still running then is dropped from the reduce.
+  // Give the map model's client a timeout no longer than this (see GlobalSearch).
+  std::chrono::milliseconds map_timeout{120'000};
+  // Map calls in flight at once: the LLM client's own default limit; more would only queue there.
+  int concurrency = 16;
+  // Seed of the report shuffle (GraphRAG's random_state): same index and seed, same batches.
+  uint64_t shuffle_seed = 86;
+  // Ask for a JSON object (response_format) in map calls; turn off for servers that reject it.
+  bool map_json_mode = true;
+  // Prompt texts with the placeholders {{question}} {{report_batch}} and {{question}}
+  // {{ranked_points}}; default seed 000's. The CLI passes LoadPrompt's text (editable files).
+  std::string map_prompt = std::string(GetPromptInfo(PromptId::kGlobalMap).default_text);
+  std::string reduce_prompt = std::string(GetPromptInfo(PromptId::kGlobalReduce).default_text);
+  // The answer when no map reply holds a useful point (seed 000's stop rule).
+  std::string not_covered_answer =
+      "The indexed corpus does not cover this question: none of the community reports searched "
+      "holds anything that helps answer it.";
+  // Called with each piece of the answer as the reduce model streams it (once with the whole
+  // not-covered answer). Empty: the reduce call does not stream.
+  std::function<void(std::string_view delta)> on_answer_delta;
+  // Called once per map call as it settles (answered, failed or timed out), for progress.
+  std::function<void(size_t settled, size_t total)> on_map_progress;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The plan: which reports go to which map call. No model is called to make it.
+// ---------------------------------------------------------------------------------------------
+
+struct GlobalReportInfo {
+  int64_t community_id = 0;
+  int64_t level = 0;
+  std::string title;
+  int64_t weight = 0;            // the community's weight: distinct chunks of its members
+  std::optional<double> rating;  // the report's importance 0-10, if it has one
+  int64_t tokens = 0;            // of the report as placed in a map prompt
+  bool truncated = false;        // cut to fit one map prompt on its own
+};
+
+struct GlobalBatch {
+  std::vector<int64_t> community_ids;  // the reports in it, in prompt order
+  std::string prompt;                  // the filled map prompt
+  int64_t prompt_tokens = 0;           // <= map_batch_tokens
+};
+
+struct GlobalSearchPlan {
+  int64_t level = 0;
+  int64_t max_level = -1;                  // the index's finest level (-1: no communities)
+  int64_t communities_selected = 0;        // level N plus the coarser childless communities
+  std::vector<GlobalReportInfo> reports;   // the reports used, in shuffled (prompt) order
+  std::vector<GlobalReportInfo> left_out;  // over the map-call cap: the lowest weights
+  std::vector<int64_t> missing_reports;    // selected communities with no report yet
+  std::vector<int64_t> gap_reports;        // selected communities whose report is a gap
+  std::vector<GlobalBatch> batches;        // one map call each, at most max_map_calls
+};
+
+// Selects, caps, shuffles and batches the reports for `question`. Errors: kInvalidArgument (an
+// option out of range, a prompt without its placeholders, a question too long to leave room
+// for any report), kNotFound (no report to search at that level), the store's errors.
+Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokenizer,
+                                          std::string_view question,
+                                          const GlobalSearchOptions& options = {});
+
+// ---------------------------------------------------------------------------------------------
+// The result
+// ---------------------------------------------------------------------------------------------
+
+enum class MapCallOutcome {
+  kOk,           // parsed; its points (if any) went on to ranking
+  kFailed,       // the model call failed (HTTP error, network, refused request...)
+  kTimedOut,     // the client's timeout, or no reply within map_timeout
+  kUnparseable,  // a reply without a single readable point
+};
+std::string_view MapCallOutcomeName(MapCallOutcome outcome);  // "ok", "failed", ...
+
+struct GlobalMapCall {
+  size_t batch = 0;                    // index into the plan's batches
+  std::vector<int64_t> community_ids;  // the batch's reports
+  MapCallOutcome outcome = MapCallOutcome::kOk;
+  std::string error;          // why it dropped out; empty when ok
+  int64_t points = 0;         // points read from the reply, zero-scored included
+  int64_t prompt_tokens = 0;  // 0 unless ok (a failed call's spending is in Usage())
+  int64_t completion_tokens = 0;
+  bool cache_hit = false;
+  std::chrono::milliseconds latency{0};
+};
+
+enum class PointFate {
+  kKept,        // in the reduce prompt
+  kZeroScore,   // scored 0: not helpful
+  kOverBudget,  // did not fit the reduce budget after the higher-scored points
+};
+std::string_view PointFateName(PointFate fate);  // "kept", "zero_score", "over_budget"
+
+struct GlobalPoint {
+  std::string description;
+  int score = 0;                       // 0-100
+  std::vector<int64_t> community_ids;  // ascending
+  bool named_by_model = false;         // the model named these ids; else the whole batch's
+  size_t batch = 0;
+  PointFate fate = PointFate::kKept;
+};
+
+struct GlobalCitation {
+  int64_t community_id = 0;
+  int64_t level = 0;
+  std::string title;
+};
+
+struct GlobalSearchStats {
+  int64_t level = 0;
+  int64_t communities_selected = 0;
+  int64_t reports_used = 0;       // placed in a map prompt
+  int64_t reports_left_out = 0;   // over the map-call cap
+  int64_t reports_missing = 0;    // selected communities without a report (or with a gap)
+  int64_t reports_truncated = 0;  // cut to fit a map prompt on their own
+  int64_t map_calls = 0;          // made: one per batch
+  int64_t map_calls_failed = 0;   // all that dropped out: failed + timed out + unparseable
+  int64_t map_calls_timed_out = 0;
+  int64_t map_calls_unparseable = 0;
+  int64_t points_total = 0;  // = kept + zero_score + over_budget
+  int64_t points_kept = 0;
+  int64_t points_zero_score = 0;
+  int64_t points_over_budget = 0;
+  int64_t reduce_calls = 0;          // 0 (not covered) or 1
+  int64_t reduce_prompt_tokens = 0;  // counted locally; <= reduce_budget_tokens
+  int64_t tokens_in = 0;   // prompt tokens of the map calls that answered, plus the reduce
+  int64_t tokens_out = 0;  // completion tokens, likewise
+  int64_t cache_hits = 0;  // calls answered from the reply cache
+  std::chrono::milliseconds plan_time{0};
+  std::chrono::milliseconds map_time{0};
+  std::chrono::milliseconds reduce_time{0};
+  std::chrono::milliseconds wall_time{0};  // the whole call
+};
+
+struct GlobalSearchResult {
+  std::string answer;
+  bool not_covered = false;  // the answer is not_covered_answer; no reduce call was made
+  // The union of the kept points' communities, in order of first appearance (most helpful
+  // first). Empty when not covered.
+  std::vector<GlobalCitation> citations;
+  std::vector<GlobalPoint> points;         // every point read, by score (highest first)
+  std::vector<GlobalMapCall> map_calls;    // one per batch, in batch order
+  std::vector<GlobalReportInfo> left_out;  // reports over the map-call cap
+  GlobalSearchStats stats;
+};
+
+// Runs one global query: PlanGlobalSearch, the map calls on `map_model`, and (unless nothing is
+// covered) one reduce call on `reduce_model` (which may be the same model).
+//
+// A map call past map_timeout is dropped at once and the reduce goes ahead; its thread is
+// joined before GlobalSearch returns, so the models must only outlive this call, and a hung call
+// delays the return (not the answer) until the map client's own timeout ends it.
+//
+// Errors: those of PlanGlobalSearch; kUnavailable (or the calls' own error code) when every
+// map call dropped out, naming the reasons; the reduce call's error (prefixed "reduce");
+// kInvalidArgument when the reduce budget cannot hold even the highest-scored point.
+Result<GlobalSearchResult> GlobalSearch(Store& store, ChatModel& map_model, ChatModel& reduce_model,
+                                        const Tokenizer& tokenizer, std::string_view question,
+                                        const GlobalSearchOptions& options = {});
+
+}  // namespace grag

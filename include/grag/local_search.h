@@ -1,0 +1,215 @@
+// Local search: answers a question about specific entities from their neighbourhood in the
+// graph, as seed 000's "Local search" specifies. It reads the index global search uses.
+//
+//   1. Match entities. The question is embedded and the k entities whose description
+//      embeddings are nearest are taken if they clear the similarity floor; an entity whose
+//      normalised name (NormalizeEntityName) appears in the question on word boundaries is
+//      matched too. Named entities come first (in question order), then the others by
+//      similarity, and never more than k in all.
+//   2. Collect candidates: the matched entities' relationships (and so their neighbours), the
+//      reports of the communities they belong to (every level), and the chunks they were
+//      extracted from.
+//   3. Rank each type by its link to the matched entities:
+//        relationships  both ends matched first; then how many matched entities the other end
+//                       is linked to; then weight, combined degree, id.
+//        reports        how many matched entities the community holds; then finer level (more
+//                       specific); then rating, community id.
+//        chunks         how many matched entities were extracted from it; then the best match's
+//                       rank; then document order.
+//   4. Fill the token budget (counted with the tokenizer): the matched entities' own lines
+//      first, then each type up to its share of what is left, in rank order. A type stops at its
+//      first item that does not fit (truncation by rank, never mid-item: every item placed
+//      outranks every item of its type left out). Budget a type leaves unused (it ran out of
+//      items, or its next item is too big for its share) is shared again among the types that
+//      still have items, in proportion to their shares (when no slice fits its type's next
+//      item, the whole spare is offered to one type at a time, largest share first), until
+//      nothing more fits. A type with a zero share gets nothing.
+//   5. One call with the Local search prompt. Every item in the context carries an id the
+//      model can cite: E<entity id>, R<relationship id>, C<community id> (its report) and
+//      S<n> (the source chunk ranked n-th); the result maps each id the answer cites back to
+//      what it stands for.
+//   If no entity is matched, the answer says the index has nothing on the question and no
+//   model is called (seed 000's stop rule).
+//
+// Without entity embeddings (no embedding model at index time, or none now) entities are
+// matched by name only, and `LocalContext::diagnostics` says so.
+//
+// Thread-safety: the functions keep no state between calls; any number may run at once on the
+// same Store, models, Tokenizer and VectorIndex (all thread-safe). Every argument is borrowed
+// for the duration of the call; callbacks run on the calling thread. Errors come back as
+// Status, never as exceptions.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grag/llm.h"
+#include "grag/prompts.h"
+#include "grag/status.h"
+#include "grag/store.h"
+#include "grag/tokenizer.h"
+#include "grag/vector_index.h"
+
+namespace grag {
+
+struct LocalSearchOptions {
+  // Matched entities at most (k). GraphRAG's top_k_mapped_entities: enough for a question that
+  // names a few things plus their closest relatives. Exactly k, where Microsoft's code quietly
+  // takes up to 2k.
+  int top_k_entities = 10;
+  // Cosine similarity an entity's description embedding must reach to be matched (seed 000's
+  // default): below it the nearest entity is merely the least unrelated one.
+  double similarity_floor = 0.5;
+  // Tokens of context items (entity lines, relationships, reports, chunks); the prompt template
+  // and the question come on top. GraphRAG's max_context_tokens: leaves room for the answer in
+  // a 16k-token window.
+  int64_t context_budget_tokens = 12'000;
+  // Shares of the budget left after the matched entities' own lines (any non-negative numbers,
+  // normalised by their sum). Chunks get half because the prompt tells the model to prefer
+  // source text for specific facts; relationships and reports split the rest.
+  double chunk_share = 0.5;
+  double relationship_share = 0.25;
+  double report_share = 0.25;
+  // Longest entity name, in words, looked for in the question (0: no name matching). Six covers
+  // long names such as "Federal Trade Commission Act of 1914"; each extra word costs a few more
+  // store look-ups per question word.
+  int max_name_words = 6;
+  // The answer prompt, with {{question}} {{entities}} {{relationships}} {{reports}} {{chunks}};
+  // seed 000's by default. The CLI passes LoadPrompt's text so edited prompt files apply.
+  std::string prompt = std::string(GetPromptInfo(PromptId::kLocalSearch).default_text);
+  // Sampling temperature of the answer: 0 so one context gives one (cacheable) answer.
+  std::optional<double> temperature = 0.0;
+  // Cap on the answer's tokens (GraphRAG's local search uses 2,000); nullopt: not sent.
+  std::optional<int> answer_max_tokens = 2'000;
+  // The answer when no entity is matched; no model is called (seed 000's stop rule).
+  std::string nothing_found_answer =
+      "The index has nothing on this question: no entity in it is named in the question or "
+      "close enough to it (similarity floor not cleared).";
+  // Called with each piece of the answer as the model streams it (once with the whole
+  // nothing-found answer). Empty: the call does not stream.
+  std::function<void(std::string_view delta)> on_answer_delta;
+};
+
+enum class LocalItemType { kEntity, kRelationship, kReport, kChunk };
+std::string_view LocalItemTypeName(LocalItemType type);  // "entity", "relationship", ...
+
+// An entity the question matched.
+struct LocalMatch {
+  int64_t entity_id = 0;
+  std::string name;
+  // Cosine similarity of its description embedding to the question, when it was among the k
+  // nearest; nullopt otherwise (matched by name only, or no embeddings).
+  std::optional<double> similarity;
+  bool by_name = false;       // its normalised name appears in the question
+  bool by_embedding = false;  // among the k nearest and cleared the floor
+};
+
+// One item placed in the context. The fields after `text` say what the id stands for; those
+// of other types stay empty.
+struct LocalContextItem {
+  LocalItemType type = LocalItemType::kEntity;
+  std::string id;      // "E12", "R40", "C7", "S3": what the model sees and cites
+  int64_t rank = 0;    // 1-based place in its type's ranking (entities: match order)
+  int64_t tokens = 0;  // charged to the budget, counted with the tokenizer
+  // The matched entities that brought it in (for an entity line, itself).
+  std::vector<int64_t> via;
+  std::string text;  // exactly as placed in the prompt
+
+  int64_t entity_id = 0;        // kEntity
+  std::string name;             // kEntity: display name; kReport: the report's title
+  std::string entity_type;      // kEntity
+  int64_t relationship_id = 0;  // kRelationship, with its two ends
+  int64_t source_id = 0;
+  int64_t target_id = 0;
+  std::string source_name;
+  std::string target_name;
+  int64_t community_id = 0;  // kReport
+  int64_t level = 0;
+  std::string chunk_id;  // kChunk: the chunk, its document and its position in it
+  std::string document_id;
+  int64_t chunk_index = 0;
+};
+
+// One line of description for people: "entity FTC", "relationship FTC -- Digital Markets Act",
+// "report of community 7 (level 1): Title", "chunk 3 of document news/ftc.txt".
+std::string DescribeLocalItem(const LocalContextItem& item);
+
+// How one type fared against the budget.
+struct LocalTypeUsage {
+  LocalItemType type = LocalItemType::kEntity;
+  int64_t candidates = 0;    // collected
+  int64_t placed = 0;        // in the context
+  int64_t share_tokens = 0;  // its first share (entities: the whole budget)
+  int64_t used_tokens = 0;   // what its placed items take, spare shares included
+};
+
+struct LocalContext {
+  std::vector<LocalMatch> matches;      // named first (question order), then by similarity
+  std::vector<LocalContextItem> items;  // entities, relationships, reports, chunks; by rank
+  std::vector<LocalTypeUsage> usage;    // one per type, in that order
+  int64_t budget_tokens = 0;
+  int64_t used_tokens = 0;  // sum of the items' tokens, <= budget_tokens
+  // The prompt's sections, each the concatenation of its items' text.
+  std::string entities_text;
+  std::string relationships_text;
+  std::string reports_text;
+  std::string chunks_text;
+  bool used_embeddings = false;  // false: entities were matched by name only
+  // Things the user should know: why matching fell back to names, how close the nearest entity
+  // came when none cleared the floor, communities without a report. Logged at debug level
+  // only: callers show them (the CLI on stderr, and in --json).
+  std::vector<std::string> diagnostics;
+  std::chrono::microseconds build_time{0};
+
+  // The item with this id, or nullptr.
+  const LocalContextItem* Find(std::string_view id) const;
+};
+
+struct LocalCitation {
+  std::string id;   // as the answer cites it ("S3")
+  size_t item = 0;  // index into LocalContext::items
+};
+
+struct LocalSearchResult {
+  std::string answer;
+  bool nothing_found = false;  // no entity matched: `answer` is nothing_found_answer, no call
+  LocalContext context;
+  // Ids the answer cites that are in the context, in order of first mention.
+  std::vector<LocalCitation> citations;
+  std::string prompt;  // the filled prompt sent; empty when nothing was found
+  // The answer call's reply (content == answer); default when no call was made.
+  ChatResponse response;
+};
+
+// Matches entities and assembles the context, without calling a chat model: what LocalSearch
+// sends, for tests, benchmarks and `--json` inspection.
+//
+// `embedder` may be null (then names only). `entity_index` is the entities' VectorIndex when
+// the caller keeps one (a server); null: this call scans the stored entity embeddings (the
+// right thing for one question; building an HNSW graph would cost more than the scan).
+// Errors: kInvalidArgument (an option out of range, a question with no text), the embedding
+// model's error (prefixed "embedding the question"), the store's errors.
+Result<LocalContext> BuildLocalContext(Store& store, EmbeddingModel* embedder,
+                                       const Tokenizer& tokenizer, std::string_view question,
+                                       const LocalSearchOptions& options = {},
+                                       const VectorIndex* entity_index = nullptr);
+
+// Runs one local query: BuildLocalContext and, if any entity matched, one call on `chat` with
+// the filled prompt. Errors: those of BuildLocalContext; kInvalidArgument for a prompt without
+// its placeholders; the chat model's error (prefixed "local search answer").
+Result<LocalSearchResult> LocalSearch(Store& store, ChatModel& chat, EmbeddingModel* embedder,
+                                      const Tokenizer& tokenizer, std::string_view question,
+                                      const LocalSearchOptions& options = {},
+                                      const VectorIndex* entity_index = nullptr);
+
+// The context ids cited in `answer` (E12, [S3], (R40, C7) ...), in order of first mention;
+// ids not in `context` are ignored.
+std::vector<LocalCitation> FindLocalCitations(std::string_view answer, const LocalContext& context);
+
+}  // namespace grag

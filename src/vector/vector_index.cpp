@@ -1,0 +1,219 @@
+// VectorIndex: an exact scan for small sets, hnswlib's HNSW graph for large ones.
+//
+// This is the only file that includes hnswlib: its header defines non-inline functions
+// (cpuid, AVXCapable...), so a second including translation unit would not link.
+
+#include "grag/vector_index.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <new>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "grag/log.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wpedantic"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wcast-align"
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
+#pragma GCC diagnostic ignored "-Woverloaded-virtual"
+#include <hnswlib/hnswlib.h>
+#pragma GCC diagnostic pop
+
+namespace grag {
+
+struct VectorIndex::Impl {
+  std::string model;
+  size_t dimension = 0;
+  size_t unusable = 0;
+  std::vector<std::string> ids;  // label (position) -> owner id
+  // Exact mode: every vector, normalised, back to back (ids.size() * dimension floats).
+  std::vector<float> flat;
+  // Both modes use hnswlib's SIMD inner product, so scans and graph agree to the last bit.
+  // Declared before `hnsw`, which points at it and so must be destroyed first.
+  std::unique_ptr<hnswlib::InnerProductSpace> space;
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> hnsw;  // null in exact mode
+};
+
+namespace {
+
+constexpr std::string_view kLog = "vector";
+
+// Scales `v` to unit length in place; false (and `v` zeroed) when that is impossible.
+bool Normalise(std::vector<float>& v) {
+  double norm2 = 0;
+  for (float x : v) norm2 += static_cast<double>(x) * x;
+  if (!(norm2 > 0) || !std::isfinite(norm2)) {
+    std::fill(v.begin(), v.end(), 0.0f);
+    return false;
+  }
+  const auto scale = static_cast<float>(1.0 / std::sqrt(norm2));
+  for (float& x : v) x *= scale;
+  return true;
+}
+
+// Most similar first; equal similarities by owner id, so results do not depend on build order.
+void SortHits(std::vector<VectorHit>& hits) {
+  std::sort(hits.begin(), hits.end(), [](const VectorHit& a, const VectorHit& b) {
+    if (a.similarity != b.similarity) return a.similarity > b.similarity;
+    return a.id < b.id;
+  });
+}
+
+}  // namespace
+
+VectorIndex::VectorIndex(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+VectorIndex::~VectorIndex() = default;
+
+size_t VectorIndex::size() const { return impl_->ids.size(); }
+size_t VectorIndex::dimension() const { return impl_->dimension; }
+const std::string& VectorIndex::model() const { return impl_->model; }
+bool VectorIndex::approximate() const { return impl_->hnsw != nullptr; }
+size_t VectorIndex::unusable() const { return impl_->unusable; }
+
+Result<std::unique_ptr<VectorIndex>> VectorIndex::Build(Store& store, EmbeddingOwner owner,
+                                                        const VectorIndexOptions& options) {
+  auto records = store.ListEmbeddings(owner);
+  if (!records.ok()) {
+    return records.status().WithContext(std::string("loading ") +
+                                        std::string(EmbeddingOwnerName(owner)) + " embeddings");
+  }
+  auto index = FromRecords(std::move(records).value(), options);
+  if (!index.ok() && index.status().code() == ErrorCode::kInvalidArgument) {
+    // The store promises one model and dimension per kind: a mix means the file is damaged.
+    return Status::Corruption(index.status().message());
+  }
+  return index;
+}
+
+Result<std::unique_ptr<VectorIndex>> VectorIndex::FromRecords(std::vector<EmbeddingRecord> records,
+                                                              const VectorIndexOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  if (records.empty()) return std::make_unique<VectorIndex>(std::move(impl));
+
+  impl->model = records.front().model;
+  impl->dimension = records.front().vector.size();
+  if (impl->dimension == 0) {
+    return Status::InvalidArgument("embedding of " + records.front().owner_id + " is empty");
+  }
+  for (const auto& r : records) {
+    if (r.model != impl->model || r.vector.size() != impl->dimension) {
+      return Status::InvalidArgument(
+          "embeddings disagree: " + records.front().owner_id + " has model '" + impl->model +
+          "' and dimension " + std::to_string(impl->dimension) + ", " + r.owner_id +
+          " has model '" + r.model + "' and dimension " + std::to_string(r.vector.size()));
+    }
+  }
+
+  const size_t n = records.size();
+  const size_t dim = impl->dimension;
+  try {
+    impl->space = std::make_unique<hnswlib::InnerProductSpace>(dim);
+    impl->ids.reserve(n);
+    const bool exact = n * dim <= options.max_exact_floats;
+    if (exact) {
+      impl->flat.resize(n * dim);
+    } else {
+      impl->hnsw = std::make_unique<hnswlib::HierarchicalNSW<float>>(
+          impl->space.get(), n, options.hnsw_m, options.hnsw_ef_construction,
+          static_cast<size_t>(options.seed));
+      impl->hnsw->setEf(options.hnsw_ef_search);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      auto& r = records[i];
+      if (!Normalise(r.vector)) ++impl->unusable;
+      impl->ids.push_back(std::move(r.owner_id));
+      if (exact) {
+        std::copy(r.vector.begin(), r.vector.end(),
+                  impl->flat.begin() + static_cast<long>(i * dim));
+      } else {
+        impl->hnsw->addPoint(r.vector.data(), i);
+      }
+      std::vector<float>().swap(r.vector);  // so peak memory stays near one copy of the vectors
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::Internal("out of memory building a vector index of " + std::to_string(n) +
+                            " vectors of dimension " + std::to_string(dim));
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("building a vector index: ") + e.what());
+  }
+  if (impl->unusable > 0) {
+    Log(LogLevel::kWarn, kLog,
+        std::to_string(impl->unusable) + " of " + std::to_string(n) +
+            " vectors have zero length or non-finite values; they will match nothing");
+  }
+  Log(LogLevel::kDebug, kLog,
+      std::string(impl->hnsw ? "HNSW" : "exact") + " index of " + std::to_string(n) +
+          " vectors, dimension " + std::to_string(dim) + ", model '" + impl->model + "'");
+  return std::make_unique<VectorIndex>(std::move(impl));
+}
+
+Result<std::vector<VectorHit>> VectorIndex::Search(std::span<const float> query, size_t k) const {
+  const Impl& m = *impl_;
+  std::vector<VectorHit> hits;
+  if (m.ids.empty() || k == 0) return hits;
+  if (query.size() != m.dimension) {
+    return Status::InvalidArgument("query vector has dimension " + std::to_string(query.size()) +
+                                   ", the index holds vectors of dimension " +
+                                   std::to_string(m.dimension) + " (model '" + m.model + "')");
+  }
+  std::vector<float> q(query.begin(), query.end());
+  Normalise(q);
+  k = std::min(k, m.ids.size());
+
+  try {
+    if (m.hnsw) {
+      // searchKnn is const and safe to run concurrently once no more points are added.
+      auto found = m.hnsw->searchKnn(q.data(), k);
+      hits.reserve(found.size());
+      while (!found.empty()) {
+        const auto [distance, label] = found.top();
+        found.pop();
+        hits.push_back({m.ids[label], 1.0f - distance});
+      }
+    } else {
+      auto dist = m.space->get_dist_func();
+      void* param = m.space->get_dist_func_param();
+      // A heap of the k best seen so far with the worst on top; among equal distances the
+      // larger owner id counts as worse, so ties at the k-th place go to the smaller id.
+      using Entry = std::pair<float, size_t>;
+      auto worse = [&m](const Entry& a, const Entry& b) {
+        if (a.first != b.first) return a.first < b.first;
+        return m.ids[a.second] < m.ids[b.second];
+      };
+      std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> best(worse);
+      for (size_t i = 0; i < m.ids.size(); ++i) {
+        const float d = dist(q.data(), m.flat.data() + i * m.dimension, param);
+        if (best.size() < k) {
+          best.emplace(d, i);
+        } else if (worse(Entry{d, i}, best.top())) {
+          best.pop();
+          best.emplace(d, i);
+        }
+      }
+      hits.reserve(best.size());
+      while (!best.empty()) {
+        hits.push_back({m.ids[best.top().second], 1.0f - best.top().first});
+        best.pop();
+      }
+    }
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("vector search: ") + e.what());
+  }
+  SortHits(hits);
+  return hits;
+}
+
+}  // namespace grag
