@@ -56,7 +56,7 @@ struct EmbeddingConfig {
   std::string base_url;  // empty: the LLM's base_url
   std::string model;     // empty: no embedding model
   std::string api_key;   // empty: the LLM's key
-  int64_t batch_size = 64;  // inputs per request
+  int64_t batch_size = 16;  // inputs per request (Microsoft GraphRAG's default)
 };
 
 struct ExtractionConfig {
@@ -70,6 +70,23 @@ struct CommunityConfig {
   int64_t seed = 0xDEADBEEF;      // fixed seed: same graph, same communities
 };
 
+struct GlobalSearchConfig {
+  int64_t level = 2;                    // community level searched (0 = coarsest; Microsoft's default 2)
+  int64_t map_batch_tokens = 12000;     // tokens of one map prompt
+  int64_t max_map_calls = 50;           // bounds a query's cost at fine levels
+  int64_t reduce_budget_tokens = 12000; // tokens of ranked points in the reduce prompt
+  double map_timeout_seconds = 120;     // a map call slower than this drops out
+};
+
+struct LocalSearchConfig {
+  int64_t top_k = 10;               // matched entities at most
+  double similarity_floor = 0.5;    // cosine similarity an entity must clear
+  int64_t context_budget_tokens = 12000;
+  double chunk_share = 0.5;         // of the budget, for source chunks
+  double relationship_share = 0.25;
+  double report_share = 0.25;
+};
+
 struct Config {
   std::string root = ".";             // the project folder (--root)
   std::string prompts_dir = "prompts";  // editable prompt files written by `grag init`
@@ -81,6 +98,8 @@ struct Config {
   EmbeddingConfig embeddings;
   ExtractionConfig extraction;
   CommunityConfig communities;
+  GlobalSearchConfig global_search;
+  LocalSearchConfig local_search;
 
   // `path` resolved against root (absolute paths unchanged).
   std::string Resolve(const std::string& path) const;

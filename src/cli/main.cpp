@@ -1,7 +1,91 @@
-#include <CLI/CLI.hpp>
+// grag: the command-line shell over the grag library.
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "grag/log.h"
+
+namespace grag::cli {
+
+Result<Config> LoadProjectConfig(const GlobalOptions& g) {
+  GRAG_ASSIGN_OR_RETURN(Config config, LoadConfig(g.root, g.config_file));
+  for (const auto& kv : g.sets) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) {
+      return Status::InvalidArgument("--set expects key=value, got \"" + kv + "\"");
+    }
+    GRAG_RETURN_IF_ERROR(ApplySetting(config, kv.substr(0, eq), kv.substr(eq + 1)));
+  }
+  GRAG_RETURN_IF_ERROR(ValidateConfig(config).WithContext("--set"));
+  std::string level = g.log_level.empty() ? config.log_level : g.log_level;
+  if (g.verbose) level = "debug";
+  if (g.quiet) level = "warn";
+  GRAG_ASSIGN_OR_RETURN(LogLevel parsed, ParseLogLevel(level));
+  SetLogLevel(parsed);
+  return config;
+}
+
+int Fail(const Status& status) {
+  std::cerr << "error: " << status.message() << "\n";
+  switch (status.code()) {
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kNotFound:
+      return kExitUsage;
+    default:
+      return kExitFailure;
+  }
+}
+
+void PrintJson(const nlohmann::json& j) {
+  std::cout << (isatty(STDOUT_FILENO) ? j.dump(2) : j.dump(-1, ' ', false,
+                                                           nlohmann::json::error_handler_t::replace))
+            << "\n";
+}
+
+}  // namespace grag::cli
 
 int main(int argc, char** argv) {
-  CLI::App app{"grag: a GraphRAG engine"};
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+  using namespace grag::cli;
+  CLI::App app{
+      "grag: a GraphRAG engine. Index documents into an entity graph with community reports,\n"
+      "then answer global and local questions from it. Run `grag COMMAND --help` for details."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "grag 0.1.0");
+  GlobalOptions g;
+  app.add_option("--root", g.root, "Project folder (holds grag.toml, input/, output/)")
+      ->default_str(".")
+      ->envname("GRAG_ROOT");
+  app.add_option("--config", g.config_file, "Config file (default: <root>/grag.toml if present)");
+  app.add_option("--set", g.sets, "Override a setting: --set llm.model=gpt-4o-mini (repeatable)");
+  app.add_option("--log-level", g.log_level, "trace | debug | info | warn | error | off");
+  app.add_flag("-v,--verbose", g.verbose, "Debug logging on stderr");
+  app.add_flag("-q,--quiet", g.quiet, "Only warnings and errors on stderr");
+  app.footer(
+      "Exit codes: 0 success; 1 the work failed (I/O, index or model error); 2 bad usage,\n"
+      "configuration or input path. Logs go to stderr, results to stdout.");
+
+  std::vector<Command> commands = {
+      AddInitCommand(app, g),
+      AddConfigCommand(app, g),
+      AddChunkCommand(app, g),
+      AddIndexCommand(app, g),
+      AddStatsCommand(app, g),
+      AddQueryCommand(app, g),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kExitUsage;
+  }
+  for (const auto& c : commands) {
+    if (c.app->parsed()) {
+      try {
+        return c.run();
+      } catch (const std::exception& e) {
+        std::cerr << "error: internal: " << e.what() << "\n";
+        return kExitFailure;
+      }
+    }
+  }
+  return kExitUsage;
 }

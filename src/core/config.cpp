@@ -62,6 +62,17 @@ std::vector<Setting> Settings(Config& c) {
       {"communities.max_cluster_size", "", "Communities larger than this are split into a finer level", &c.communities.max_cluster_size},
       {"communities.resolution", "", "Leiden modularity resolution (higher: smaller communities)", &c.communities.resolution},
       {"communities.seed", "", "Leiden random seed: the same graph gives the same communities", &c.communities.seed},
+      {"global_search.level", "", "Community level global search reads (0 = coarsest, fewest reports)", &c.global_search.level},
+      {"global_search.map_batch_tokens", "", "Tokens of community reports per map call", &c.global_search.map_batch_tokens},
+      {"global_search.max_map_calls", "", "Map calls per query at most; beyond, the lowest-weight reports are left out", &c.global_search.max_map_calls},
+      {"global_search.reduce_budget_tokens", "", "Tokens of ranked points the reduce call gets", &c.global_search.reduce_budget_tokens},
+      {"global_search.map_timeout_seconds", "", "A map call slower than this drops out of the answer", &c.global_search.map_timeout_seconds},
+      {"local_search.top_k", "", "Entities matched to the question at most", &c.local_search.top_k},
+      {"local_search.similarity_floor", "", "Cosine similarity an entity's description must reach to match", &c.local_search.similarity_floor},
+      {"local_search.context_budget_tokens", "", "Tokens of context for the answer", &c.local_search.context_budget_tokens},
+      {"local_search.chunk_share", "", "Share of the context for source chunks", &c.local_search.chunk_share},
+      {"local_search.relationship_share", "", "Share of the context for relationships", &c.local_search.relationship_share},
+      {"local_search.report_share", "", "Share of the context for community reports", &c.local_search.report_share},
   };
 }
 
@@ -203,6 +214,20 @@ Status ValidateConfig(const Config& c) {
   if (c.extraction.entity_types.empty()) return Status::InvalidArgument("extraction.entity_types must not be empty");
   if (c.communities.max_cluster_size < 1) return Status::InvalidArgument("communities.max_cluster_size must be at least 1");
   if (c.communities.resolution <= 0) return Status::InvalidArgument("communities.resolution must be positive");
+  if (c.global_search.level < 0) return Status::InvalidArgument("global_search.level must be at least 0");
+  if (c.global_search.map_batch_tokens < 500) return Status::InvalidArgument("global_search.map_batch_tokens must be at least 500");
+  if (c.global_search.max_map_calls < 1) return Status::InvalidArgument("global_search.max_map_calls must be at least 1");
+  if (c.global_search.reduce_budget_tokens < 100) return Status::InvalidArgument("global_search.reduce_budget_tokens must be at least 100");
+  if (c.global_search.map_timeout_seconds <= 0) return Status::InvalidArgument("global_search.map_timeout_seconds must be positive");
+  if (c.local_search.top_k < 1) return Status::InvalidArgument("local_search.top_k must be at least 1");
+  if (c.local_search.context_budget_tokens < 100) return Status::InvalidArgument("local_search.context_budget_tokens must be at least 100");
+  {
+    const auto& l = c.local_search;
+    if (l.chunk_share < 0 || l.relationship_share < 0 || l.report_share < 0 ||
+        l.chunk_share + l.relationship_share + l.report_share > 1.0 + 1e-9) {
+      return Status::InvalidArgument("local_search shares must be at least 0 and sum to at most 1");
+    }
+  }
   return Status::Ok();
 }
 

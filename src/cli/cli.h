@@ -1,0 +1,54 @@
+// Shared plumbing of the grag command: global options, configuration, output and exit codes.
+// Commands hold no domain logic: they parse flags, call the library and print.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "grag/config.h"
+#include "grag/status.h"
+
+namespace grag::cli {
+
+// Exit codes (documented in the README).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // the work failed: I/O, index, model errors
+inline constexpr int kExitUsage = 2;    // bad flags, bad configuration, bad input path
+
+struct GlobalOptions {
+  std::string root = ".";
+  std::string config_file;
+  std::vector<std::string> sets;  // --set key=value
+  std::string log_level;
+  bool verbose = false;
+  bool quiet = false;
+};
+
+// Loads the configuration for the selected project: defaults < file < environment < --set.
+Result<Config> LoadProjectConfig(const GlobalOptions& g);
+
+// Prints "error: <message>" on stderr and returns the exit code for `status`.
+int Fail(const Status& status);
+
+// Prints JSON (pretty when stdout is a terminal) followed by a newline.
+void PrintJson(const nlohmann::json& j);
+
+// Each command registers itself on the app and returns the function that runs it.
+using Runner = std::function<int()>;
+struct Command {
+  CLI::App* app;
+  Runner run;
+};
+
+Command AddInitCommand(CLI::App& app, GlobalOptions& g);
+Command AddConfigCommand(CLI::App& app, GlobalOptions& g);
+Command AddChunkCommand(CLI::App& app, GlobalOptions& g);
+Command AddIndexCommand(CLI::App& app, GlobalOptions& g);
+Command AddStatsCommand(CLI::App& app, GlobalOptions& g);
+Command AddQueryCommand(CLI::App& app, GlobalOptions& g);
+
+}  // namespace grag::cli

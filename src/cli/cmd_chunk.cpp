@@ -1,0 +1,132 @@
+// grag chunk FILE...: the chunks and token counts the input would give, to estimate cost.
+#include "cli/cli.h"
+#include "grag/chunker.h"
+#include "grag/loader.h"
+
+namespace grag::cli {
+namespace {
+
+LoadOptions LoadOptionsFrom(const Config& c) {
+  LoadOptions o;
+  o.base_dir = ".";
+  o.json_text_field = c.input.json_text_field;
+  o.json_id_field = c.input.json_id_field;
+  o.json_title_field = c.input.json_title_field;
+  o.csv_text_column = c.input.csv_text_column;
+  o.csv_id_column = c.input.csv_id_column;
+  o.csv_title_column = c.input.csv_title_column;
+  o.invalid_utf8 = ParseInvalidUtf8Policy(c.input.invalid_utf8).value_or(InvalidUtf8Policy::kSkip);
+  return o;
+}
+
+std::string Preview(const std::string& text, size_t max_bytes) {
+  std::string s;
+  for (char c : text) {
+    if (s.size() >= max_bytes && (static_cast<unsigned char>(c) & 0xC0) != 0x80) {
+      s += "…";
+      break;
+    }
+    s += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  }
+  return s;
+}
+
+}  // namespace
+
+Command AddChunkCommand(CLI::App& app, GlobalOptions& g) {
+  auto* cmd = app.add_subcommand(
+      "chunk",
+      "Show the chunks and token counts files would give (one extraction call per chunk), "
+      "without indexing anything");
+  struct Opts {
+    std::vector<std::string> paths;
+    int64_t size = 0;
+    int64_t overlap = -1;
+    std::string encoding;
+    bool title = false;
+    bool no_title = false;
+    bool text = false;
+    bool json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("FILE", o->paths, "Files or folders (.txt .md .json .jsonl .csv)")->required();
+  cmd->add_option("--size", o->size, "Tokens per chunk (default: chunks.size, 1200)");
+  cmd->add_option("--overlap", o->overlap, "Tokens of overlap (default: chunks.overlap, 100)");
+  cmd->add_option("--encoding", o->encoding, "o200k_base | cl100k_base (default: chunks.encoding)");
+  cmd->add_flag("--title", o->title, "Prefix each chunk with \"title: <title>.\\n\" (Microsoft style)");
+  cmd->add_flag("--no-title", o->no_title, "No title prefix");
+  cmd->add_flag("--text", o->text, "Print each chunk's full text");
+  cmd->add_flag("--json", o->json, "Print documents and chunks as JSON (with text)");
+  return {cmd, [o, &g]() {
+            auto config = LoadProjectConfig(g);
+            if (!config.ok()) return Fail(config.status());
+            // Flags go through the settings so they are checked like any other value.
+            Status st;
+            if (o->size > 0) st = ApplySetting(*config, "chunks.size", std::to_string(o->size));
+            if (st.ok() && o->overlap >= 0) {
+              st = ApplySetting(*config, "chunks.overlap", std::to_string(o->overlap));
+            }
+            if (st.ok() && !o->encoding.empty()) {
+              st = ApplySetting(*config, "chunks.encoding", o->encoding);
+            }
+            if (st.ok()) st = ValidateConfig(*config);
+            if (!st.ok()) return Fail(st);
+            ChunkOptions copts;
+            copts.size = static_cast<size_t>(config->chunks.size);
+            copts.overlap = static_cast<size_t>(config->chunks.overlap);
+            copts.encoding = config->chunks.encoding;
+            copts.prepend_title = (config->chunks.prepend_title || o->title) && !o->no_title;
+
+            auto loaded = LoadDocuments(o->paths, LoadOptionsFrom(*config));
+            if (!loaded.ok()) return Fail(loaded.status());
+            for (const auto& issue : loaded->issues) {
+              std::cerr << (issue.skipped ? "warning: " : "note: ") << issue.path << ": "
+                        << issue.message << "\n";
+            }
+            nlohmann::json out = nlohmann::json::array();
+            size_t total_chunks = 0;
+            size_t total_tokens = 0;
+            for (const auto& doc : loaded->documents) {
+              auto chunks = ChunkDocument(doc, copts);
+              if (!chunks.ok()) return Fail(chunks.status());
+              size_t doc_tokens = 0;
+              for (const auto& c : *chunks) doc_tokens += c.n_tokens;
+              total_chunks += chunks->size();
+              total_tokens += doc_tokens;
+              if (o->json) {
+                nlohmann::json jc = nlohmann::json::array();
+                for (const auto& c : *chunks) {
+                  jc.push_back({{"id", c.id}, {"index", c.index}, {"n_tokens", c.n_tokens},
+                                {"text", c.text}});
+                }
+                out.push_back({{"document", doc.id}, {"title", doc.title},
+                               {"n_chunks", chunks->size()}, {"n_tokens", doc_tokens},
+                               {"chunks", std::move(jc)}});
+                continue;
+              }
+              std::cout << doc.id << ": " << chunks->size() << " chunks, " << doc_tokens
+                        << " tokens\n";
+              for (const auto& c : *chunks) {
+                std::cout << "  #" << c.index << "  " << c.n_tokens << " tokens  " << c.id.substr(0, 12)
+                          << "  ";
+                if (o->text) {
+                  std::cout << "\n" << c.text << "\n";
+                } else {
+                  std::cout << Preview(c.text, 60) << "\n";
+                }
+              }
+            }
+            if (o->json) {
+              PrintJson(out);
+            } else {
+              std::cout << "total: " << loaded->documents.size() << " documents, " << total_chunks
+                        << " chunks, " << total_tokens << " tokens (" << copts.encoding << ", size "
+                        << copts.size << ", overlap " << copts.overlap
+                        << "). Indexing with an LLM makes one extraction call per chunk, plus "
+                           "gleaning rounds.\n";
+            }
+            return loaded->documents.empty() && !loaded->issues.empty() ? kExitFailure : kExitOk;
+          }};
+}
+
+}  // namespace grag::cli

@@ -1,0 +1,35 @@
+// grag config: the settings in force, where each can be set, and what it does.
+#include "cli/cli.h"
+
+namespace grag::cli {
+
+Command AddConfigCommand(CLI::App& app, GlobalOptions& g) {
+  auto* cmd = app.add_subcommand(
+      "config", "Show every setting's value in force (defaults < grag.toml < environment < --set)");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print as JSON");
+  return {cmd, [json, &g]() {
+            auto config = LoadProjectConfig(g);
+            if (!config.ok()) return Fail(config.status());
+            auto settings = ListSettings(*config);
+            for (auto& s : settings) {
+              if (s.key.ends_with("api_key") && s.value_text != "\"\"") s.value_text = "\"***\"";
+            }
+            if (*json) {
+              nlohmann::json out = nlohmann::json::array();
+              for (const auto& s : settings) {
+                out.push_back({{"key", s.key}, {"value", s.value_text}, {"env", s.env}, {"help", s.help}});
+              }
+              PrintJson(out);
+              return kExitOk;
+            }
+            for (const auto& s : settings) {
+              std::cout << s.key << " = " << s.value_text;
+              if (!s.env.empty()) std::cout << "    # env " << s.env;
+              std::cout << "\n";
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace grag::cli

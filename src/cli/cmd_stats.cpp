@@ -1,0 +1,113 @@
+// grag stats: what the index holds and what it cost.
+#include "cli/cli.h"
+#include "cli/progress.h"
+#include "grag/store.h"
+
+namespace grag::cli {
+
+Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
+  auto* cmd = app.add_subcommand(
+      "stats",
+      "Show the index: documents, chunks, entities, relationships, communities per level, "
+      "modularity, skipped chunks, reports, LLM calls and tokens spent, top entities by degree");
+  struct Opts {
+    int top = 10;
+    bool json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("--top", o->top, "How many top entities to list")->default_val(10);
+  cmd->add_flag("--json", o->json, "Print as JSON");
+  return {cmd, [o, &g]() {
+            auto config = LoadProjectConfig(g);
+            if (!config.ok()) return Fail(config.status());
+            StoreOptions so;
+            so.create_if_missing = false;
+            auto store = Store::Open(config->Resolve(config->store.path), so);
+            if (!store.ok()) {
+              if (store.status().code() == ErrorCode::kNotFound) {
+                return Fail(Status::NotFound("no index at " + config->Resolve(config->store.path) +
+                                             ": run `grag index` first"));
+              }
+              return Fail(store.status());
+            }
+            auto stats = (*store)->Stats();
+            if (!stats.ok()) return Fail(stats.status());
+            auto spent = (*store)->TotalRunCounters();
+            if (!spent.ok()) return Fail(spent.status());
+            auto top = (*store)->ListEntities(o->top);
+            if (!top.ok()) return Fail(top.status());
+            const auto& s = *stats;
+            auto counter = [&](const char* k) -> int64_t {
+              auto it = spent->find(k);
+              return it == spent->end() ? 0 : it->second;
+            };
+            if (o->json) {
+              nlohmann::json levels = nlohmann::json::object();
+              for (const auto& [l, n] : s.communities_per_level) levels[std::to_string(l)] = n;
+              nlohmann::json entities = nlohmann::json::array();
+              for (const auto& e : *top) {
+                entities.push_back({{"id", e.id}, {"name", e.name}, {"type", e.type},
+                                    {"degree", e.degree}, {"frequency", e.frequency}});
+              }
+              nlohmann::json embeddings = nlohmann::json::object();
+              for (const auto& [k, n] : s.embeddings_per_owner) embeddings[k] = n;
+              PrintJson({{"documents", s.documents},
+                         {"chunks", s.chunks},
+                         {"chunks_extracted", s.extractions_ok},
+                         {"chunks_skipped", s.extractions_skipped},
+                         {"entities", s.entities},
+                         {"relationships", s.relationships},
+                         {"communities", s.communities},
+                         {"communities_per_level", levels},
+                         {"modularity", s.modularity ? nlohmann::json(*s.modularity) : nlohmann::json()},
+                         {"reports", s.reports_ok},
+                         {"report_gaps", s.reports_gap},
+                         {"embeddings", embeddings},
+                         {"llm_calls", counter("llm_calls")},
+                         {"llm_cache_hits", counter("llm_cache_hits")},
+                         {"tokens_in", counter("tokens_in")},
+                         {"tokens_out", counter("tokens_out")},
+                         {"cache_entries", s.cache_entries},
+                         {"runs", s.runs},
+                         {"file_bytes", s.file_bytes},
+                         {"top_entities", entities}});
+              return kExitOk;
+            }
+            std::cout << "documents      " << s.documents << "\nchunks         " << s.chunks
+                      << " (" << s.extractions_ok << " extracted, " << s.extractions_skipped
+                      << " skipped)\nentities       " << s.entities << "\nrelationships  "
+                      << s.relationships << "\ncommunities    " << s.communities;
+            if (!s.communities_per_level.empty()) {
+              std::cout << " (";
+              bool first = true;
+              for (const auto& [l, n] : s.communities_per_level) {
+                std::cout << (first ? "" : ", ") << "level " << l << ": " << n;
+                first = false;
+              }
+              std::cout << ")";
+            }
+            std::cout << "\nmodularity     ";
+            if (s.modularity) std::cout << *s.modularity; else std::cout << "-";
+            std::cout << "\nreports        " << s.reports_ok;
+            if (s.reports_gap) std::cout << " (+" << s.reports_gap << " gaps)";
+            for (const auto& [k, n] : s.embeddings_per_owner) {
+              std::cout << "\nembeddings     " << k << ": " << n;
+            }
+            std::cout << "\nLLM spent      " << counter("llm_calls") << " calls ("
+                      << counter("llm_cache_hits") << " from cache), "
+                      << FormatCount(counter("tokens_in")) << " tokens in, "
+                      << FormatCount(counter("tokens_out")) << " out, over " << s.runs
+                      << " runs\nreply cache    " << s.cache_entries << " entries\nindex file     "
+                      << FormatCount(s.file_bytes) << " bytes\n";
+            if (!top->empty()) {
+              std::cout << "\ntop entities by degree:\n";
+              for (const auto& e : *top) {
+                std::cout << "  " << e.degree << "\t" << e.name << " (" << (e.type.empty() ? "?" : e.type)
+                          << ")\n";
+              }
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace grag::cli
