@@ -475,6 +475,7 @@ Status Reports(Run& run, IndexSummary& s) {
   GRAG_ASSIGN_OR_RETURN(ro.prompt, LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kCommunityReport));
   ro.concurrency = static_cast<int>(c.llm.concurrency);
   ro.json_mode = c.llm.json_mode;
+  ro.cancel = run.cancel_flag();  // Ctrl-C: no new community starts
   GRAG_ASSIGN_OR_RETURN(
       ReportStageSummary rs,
       GenerateReports(run.store(), *run.chat(), *tok, ro, [&run](const ReportProgress& p) {
