@@ -1,23 +1,11 @@
 // grag chunk FILE...: the chunks and token counts the input would give, to estimate cost.
 #include "cli/cli.h"
 #include "grag/chunker.h"
+#include "grag/indexer.h"
 #include "grag/loader.h"
 
 namespace grag::cli {
 namespace {
-
-LoadOptions LoadOptionsFrom(const Config& c) {
-  LoadOptions o;
-  o.base_dir = ".";
-  o.json_text_field = c.input.json_text_field;
-  o.json_id_field = c.input.json_id_field;
-  o.json_title_field = c.input.json_title_field;
-  o.csv_text_column = c.input.csv_text_column;
-  o.csv_id_column = c.input.csv_id_column;
-  o.csv_title_column = c.input.csv_title_column;
-  o.invalid_utf8 = ParseInvalidUtf8Policy(c.input.invalid_utf8).value_or(InvalidUtf8Policy::kSkip);
-  return o;
-}
 
 std::string Preview(const std::string& text, size_t max_bytes) {
   std::string s;
@@ -77,7 +65,9 @@ Command AddChunkCommand(CLI::App& app, GlobalOptions& g) {
             copts.encoding = config->chunks.encoding;
             copts.prepend_title = (config->chunks.prepend_title || o->title) && !o->no_title;
 
-            auto loaded = LoadDocuments(o->paths, LoadOptionsFrom(*config));
+            LoadOptions load_options = LoadOptionsFor(*config);
+            load_options.base_dir = ".";  // ids relative to where the user stands
+            auto loaded = LoadDocuments(o->paths, load_options);
             if (!loaded.ok()) return Fail(loaded.status());
             for (const auto& issue : loaded->issues) {
               std::cerr << (issue.skipped ? "warning: " : "note: ") << issue.path << ": "

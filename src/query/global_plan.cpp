@@ -234,10 +234,10 @@ Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokeniz
   // Below this a report could not say anything useful: the settings, not the index, are wrong.
   constexpr int64_t kMinReportTokens = 64;
   if (budget < kMinReportTokens) {
-    return Status::InvalidArgument("map_batch_tokens " + std::to_string(options.map_batch_tokens) +
-                                   " leaves no room for " +
-                                   "reports: the map prompt with the question alone takes " +
-                                   std::to_string(overhead) + " tokens");
+    return Status::InvalidArgument(
+        "map_batch_tokens " + std::to_string(options.map_batch_tokens) +
+        " leaves no room for reports: the map prompt with the question alone takes " +
+        std::to_string(overhead) + " tokens");
   }
 
   std::vector<query::Piece> pieces;
