@@ -254,8 +254,9 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }
 
 Fixture& Get() {
-  static Fixture* f = [] {
-    auto* fx = new Fixture;  // lives for the process: benchmarks share it
+  // Shared by the benchmarks; destroyed at exit, which removes the temporary index.
+  static const std::unique_ptr<Fixture> f = [] {
+    auto fx = std::make_unique<Fixture>();
     std::string path;
     if (const char* env = std::getenv("GRAG_LOCAL_BENCH_DB"); env != nullptr && *env != 0) {
       path = env;
