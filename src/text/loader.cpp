@@ -1,7 +1,5 @@
 #include "grag/loader.h"
 
-#include <utf8proc.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -14,6 +12,7 @@
 
 #include "grag/hash.h"
 #include "text/csv.h"
+#include "text/utf8.h"
 
 namespace grag {
 namespace fs = std::filesystem;
@@ -239,42 +238,19 @@ Result<InvalidUtf8Policy> ParseInvalidUtf8Policy(std::string_view name) {
 }
 
 size_t FindInvalidUtf8(std::string_view text) {
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  const auto n = static_cast<utf8proc_ssize_t>(text.size());
-  utf8proc_ssize_t i = 0;
-  while (i < n) {
-    if (p[i] < 0x80) {  // ASCII fast path
-      ++i;
-      continue;
-    }
-    utf8proc_int32_t cp = 0;
-    const utf8proc_ssize_t len = utf8proc_iterate(p + i, n - i, &cp);
-    if (len < 0) return static_cast<size_t>(i);
-    i += len;
-  }
-  return std::string_view::npos;
+  const size_t valid = ValidUtf8Length(text);
+  return valid == text.size() ? std::string_view::npos : valid;
 }
 
 std::string RepairUtf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  const auto n = static_cast<utf8proc_ssize_t>(text.size());
-  utf8proc_ssize_t i = 0;
-  while (i < n) {
-    if (p[i] < 0x80) {
-      out.push_back(static_cast<char>(p[i++]));
-      continue;
-    }
-    utf8proc_int32_t cp = 0;
-    const utf8proc_ssize_t len = utf8proc_iterate(p + i, n - i, &cp);
-    if (len < 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else {
-      out.append(text.data() + i, static_cast<size_t>(len));
-      i += len;
-    }
+  while (!text.empty()) {
+    const size_t valid = ValidUtf8Length(text);
+    out.append(text.substr(0, valid));
+    if (valid == text.size()) break;
+    out += "\xEF\xBF\xBD";  // one replacement per bad byte, so offsets stay easy to explain
+    text.remove_prefix(valid + 1);
   }
   return out;
 }
