@@ -185,6 +185,9 @@ class Store {
                                                       std::string_view owner_id);
   // Every vector of one owner kind, by owner id.
   Result<std::vector<EmbeddingRecord>> ListEmbeddings(EmbeddingOwner owner);
+  // owner id -> input_hash of every vector of one owner kind, without reading the vectors: what
+  // an update needs to tell which texts changed.
+  Result<std::map<std::string, std::string>> ListEmbeddingHashes(EmbeddingOwner owner);
   // The model and dimension of a kind's vectors, or nullopt when there are none.
   Result<std::optional<EmbeddingSpace>> GetEmbeddingSpace(EmbeddingOwner owner);
   // Deletes every vector of one owner kind; returns how many.

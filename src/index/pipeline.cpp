@@ -496,40 +496,22 @@ struct EmbedItem {
   std::string hash;
 };
 
-Status EmbedOwner(Run& run, EmbeddingOwner owner, std::vector<EmbedItem> items, int64_t& written) {
-  Store& store = run.store();
-  GRAG_ASSIGN_OR_RETURN(std::vector<EmbeddingRecord> existing, store.ListEmbeddings(owner));
-  std::unordered_map<std::string, std::string> hash_of;
-  for (const auto& e : existing) hash_of[e.owner_id] = e.input_hash;
-  existing.clear();
-  std::vector<EmbedItem> todo;
-  for (auto& it : items) {
-    auto h = hash_of.find(it.owner_id);
-    if (h == hash_of.end() || h->second != it.hash) todo.push_back(std::move(it));
-  }
+// Embeds `todo` (texts whose stored vector is missing or stale) in groups, storing each group as
+// it arrives. The client spreads a group's batches over its concurrency slots.
+Status EmbedOwner(Run& run, EmbeddingOwner owner, const std::vector<EmbedItem>& todo,
+                  int64_t& written) {
   if (todo.empty()) return Status::Ok();
   const std::string stage = "embed " + std::string(EmbeddingOwnerName(owner)) + "s";
   const size_t group = static_cast<size_t>(std::max<int64_t>(1, run.config().embeddings.batch_size)) *
                        static_cast<size_t>(std::max<int64_t>(1, run.config().llm.concurrency));
-  std::vector<size_t> starts;
-  for (size_t i = 0; i < todo.size(); i += group) starts.push_back(i);
-  std::mutex mu;
-  Status first_error;
-  std::atomic<bool> stop{false};
-  std::atomic<int64_t> done{0};
-  // Groups run one after another (the client parallelises within a call's batches); each
-  // group is stored as it arrives.
-  for (size_t start : starts) {
-    if (run.cancelled() || stop) break;
+  int64_t done = 0;
+  for (size_t start = 0; start < todo.size(); start += group) {
+    if (run.cancelled()) return Status::Cancelled("interrupted");
     const size_t end = std::min(todo.size(), start + group);
     std::vector<std::string> texts;
     for (size_t i = start; i < end; ++i) texts.push_back(todo[i].text);
     auto reply = run.embedder()->Embed(texts);
-    if (!reply.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
-      first_error = reply.status().WithContext(stage);
-      break;
-    }
+    if (!reply.ok()) return reply.status().WithContext(stage);
     std::vector<EmbeddingRecord> records;
     for (size_t i = start; i < end; ++i) {
       EmbeddingRecord r;
@@ -540,51 +522,59 @@ Status EmbedOwner(Run& run, EmbeddingOwner owner, std::vector<EmbedItem> items, 
       r.input_hash = todo[i].hash;
       records.push_back(std::move(r));
     }
-    Status st = store.PutEmbeddings(records);
-    if (!st.ok()) {
-      first_error = st.WithContext(stage);
-      break;
-    }
+    GRAG_RETURN_IF_ERROR(run.store().PutEmbeddings(records).WithContext(stage));
     written += static_cast<int64_t>(records.size());
     done += static_cast<int64_t>(records.size());
     run.Progress(stage, done, static_cast<int64_t>(todo.size()));
   }
-  if (!first_error.ok()) return first_error;
-  if (run.cancelled()) return Status::Cancelled("interrupted");
   return Status::Ok();
+}
+
+// Whether the stored vector of `owner_id` is missing or was made from another text.
+bool Stale(const std::map<std::string, std::string>& stored, const std::string& owner_id,
+           const std::string& hash) {
+  auto it = stored.find(owner_id);
+  return it == stored.end() || it->second != hash;
 }
 
 Status Embed(Run& run, IndexSummary& s) {
   if (run.embedder() == nullptr) return Status::Ok();
   Store& store = run.store();
   {
+    GRAG_ASSIGN_OR_RETURN(auto stored, store.ListEmbeddingHashes(EmbeddingOwner::kEntity));
     GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> entities, store.ListEntities());
-    std::vector<EmbedItem> items;
+    std::vector<EmbedItem> todo;
     for (const auto& e : entities) {
       std::string text = e.name + ": " + e.description;
-      items.push_back({std::to_string(e.id), text, Sha256Hex(text)});
+      std::string hash = Sha256Hex(text);
+      std::string id = std::to_string(e.id);
+      if (Stale(stored, id, hash)) todo.push_back({std::move(id), std::move(text), std::move(hash)});
     }
-    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kEntity, std::move(items), s.embeddings_written));
+    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kEntity, todo, s.embeddings_written));
   }
   {
+    GRAG_ASSIGN_OR_RETURN(auto stored, store.ListEmbeddingHashes(EmbeddingOwner::kChunk));
     GRAG_ASSIGN_OR_RETURN(std::vector<std::string> ids, store.ListChunkIds());
-    std::vector<EmbedItem> items;
+    std::vector<EmbedItem> todo;
     for (const auto& id : ids) {
+      // A chunk id already is a hash of its text (and document): only new chunks are read.
+      if (!Stale(stored, id, id)) continue;
       GRAG_ASSIGN_OR_RETURN(auto chunk, store.GetChunk(id));
-      if (!chunk) continue;
-      // The chunk id already is a hash of its text (and document).
-      items.push_back({id, std::move(chunk->text), id});
+      if (chunk) todo.push_back({id, std::move(chunk->text), id});
     }
-    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kChunk, std::move(items), s.embeddings_written));
+    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kChunk, todo, s.embeddings_written));
   }
   {
+    GRAG_ASSIGN_OR_RETURN(auto stored, store.ListEmbeddingHashes(EmbeddingOwner::kReport));
     GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store.ListReports());
-    std::vector<EmbedItem> items;
+    std::vector<EmbedItem> todo;
     for (const auto& r : reports) {
       if (r.status != ReportStatus::kOk || r.full_content.empty()) continue;
-      items.push_back({std::to_string(r.community_id), r.full_content, Sha256Hex(r.full_content)});
+      std::string hash = Sha256Hex(r.full_content);
+      std::string id = std::to_string(r.community_id);
+      if (Stale(stored, id, hash)) todo.push_back({std::move(id), r.full_content, std::move(hash)});
     }
-    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kReport, std::move(items), s.embeddings_written));
+    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kReport, todo, s.embeddings_written));
   }
   return Status::Ok();
 }

@@ -121,6 +121,21 @@ Result<std::vector<EmbeddingRecord>> Store::ListEmbeddings(EmbeddingOwner owner)
   return out;
 }
 
+Result<std::map<std::string, std::string>> Store::ListEmbeddingHashes(EmbeddingOwner owner) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare("SELECT owner_id, input_hash FROM embeddings WHERE owner_kind = ?"));
+  stmt.BindAll(EmbeddingOwnerName(owner));
+  std::map<std::string, std::string> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.emplace(stmt.Text(0), stmt.Text(1));
+  }
+  return out;
+}
+
 Result<std::optional<EmbeddingSpace>> Store::GetEmbeddingSpace(EmbeddingOwner owner) {
   auto lock = impl_->Lock();
   GRAG_ASSIGN_OR_RETURN(
