@@ -23,6 +23,16 @@ struct QueryOpts {
   bool no_stream = false;
 };
 
+// Prints the answer as it arrives when stdout is a terminal (and neither --json nor --no-stream
+// is given); sets `streamed` once something was printed. Empty otherwise.
+std::function<void(std::string_view)> AnswerStream(const QueryOpts& o, bool& streamed) {
+  if (o.json || o.no_stream || !isatty(STDOUT_FILENO)) return {};
+  return [&streamed](std::string_view d) {
+    std::cout << d << std::flush;
+    streamed = true;
+  };
+}
+
 int RunGlobal(const Config& config, const QueryOpts& o, Store& store, ChatModel& chat,
               const Tokenizer& tok) {
   GlobalSearchOptions opts;
@@ -41,14 +51,8 @@ int RunGlobal(const Config& config, const QueryOpts& o, Store& store, ChatModel&
   if (!reduce_prompt.ok()) return Fail(reduce_prompt.status());
   opts.map_prompt = *map_prompt;
   opts.reduce_prompt = *reduce_prompt;
-  const bool stream = !o.json && !o.no_stream && isatty(STDOUT_FILENO);
   bool streamed = false;
-  if (stream) {
-    opts.on_answer_delta = [&streamed](std::string_view d) {
-      std::cout << d << std::flush;
-      streamed = true;
-    };
-  }
+  opts.on_answer_delta = AnswerStream(o, streamed);
   auto r = GlobalSearch(store, chat, chat, tok, o.question, opts);
   if (!r.ok()) return Fail(r.status());
   const auto& s = r->stats;
@@ -117,14 +121,8 @@ int RunLocal(const Config& config, const QueryOpts& o, Store& store, ChatModel& 
   auto prompt = LoadPrompt(config.Resolve(config.prompts_dir), PromptId::kLocalSearch);
   if (!prompt.ok()) return Fail(prompt.status());
   opts.prompt = *prompt;
-  const bool stream = !o.json && !o.no_stream && isatty(STDOUT_FILENO);
   bool streamed = false;
-  if (stream) {
-    opts.on_answer_delta = [&streamed](std::string_view d) {
-      std::cout << d << std::flush;
-      streamed = true;
-    };
-  }
+  opts.on_answer_delta = AnswerStream(o, streamed);
   auto r = LocalSearch(store, chat, embedder, tok, o.question, opts);
   if (!r.ok()) return Fail(r.status());
   const auto& ctx = r->context;
