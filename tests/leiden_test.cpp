@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 
@@ -133,6 +134,89 @@ TEST(LeidenTest, BadInputIsAnErrorNotACrash) {
   edges = {{0, 1, -1.0}};
   EXPECT_EQ(HierarchicalLeiden(3, edges, {}).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(HierarchicalLeiden(0, {}, {}).ok());
+}
+
+// The previous hierarchy of `h` as PriorCluster records with ids 100, 101, ...
+std::vector<PriorCluster> AsPrior(const ClusterHierarchy& h) {
+  std::vector<PriorCluster> prior;
+  for (const auto& c : h.clusters) prior.push_back({100 + c.id, c.level, c.members});
+  return prior;
+}
+
+TEST(LeidenTest, WarmStartOnTheSameGraphKeepsThePartitionAndTheIds) {
+  const auto edges = Planted(6, 12, 3);
+  LeidenOptions o;
+  o.max_cluster_size = 5;
+  auto cold = HierarchicalLeiden(72, edges, o);
+  ASSERT_TRUE(cold.ok());
+  const auto prior = AsPrior(*cold);
+  const LeidenStart start = StartFrom(72, prior);
+  auto warm = HierarchicalLeiden(72, edges, o, &start);
+  ASSERT_TRUE(warm.ok()) << warm.status().ToString();
+  EXPECT_GE(warm->modularity, cold->modularity - 1e-9);
+  const auto ids = MatchClusterIds(*warm, prior);
+  std::map<int64_t, std::vector<uint32_t>> after;
+  for (size_t i = 0; i < warm->clusters.size(); ++i) after[ids[i]] = warm->clusters[i].members;
+  // Level 0 is identical, ids included.
+  for (const auto& c : cold->clusters) {
+    if (c.level == 0) {
+      EXPECT_EQ(after[100 + c.id], c.members);
+    }
+  }
+}
+
+TEST(LeidenTest, WarmStartAfterAddingNodesKeepsUntouchedCommunities) {
+  // Six planted groups; then a seventh group joins, attached to group 0 only.
+  auto edges = Planted(6, 12, 5);
+  LeidenOptions o;
+  o.max_cluster_size = 100;  // one level, to compare partitions directly
+  auto before = HierarchicalLeiden(72, edges, o);
+  ASSERT_TRUE(before.ok());
+  const auto old_count = static_cast<int64_t>(before->clusters.size());
+  ASSERT_GE(old_count, 6);
+  AddClique(edges, 72, 6);
+  edges.push_back({72, 0, 1.0});
+  const auto prior = AsPrior(*before);
+  const LeidenStart start = StartFrom(78, prior);
+  auto after = HierarchicalLeiden(78, edges, o, &start);
+  ASSERT_TRUE(after.ok());
+  const auto ids = MatchClusterIds(*after, prior);
+  int kept = 0;
+  for (size_t i = 0; i < after->clusters.size(); ++i) {
+    for (const auto& p : prior) {
+      if (p.id == ids[i] && p.members == after->clusters[i].members) ++kept;
+    }
+  }
+  EXPECT_GE(kept, old_count - 1) << "untouched groups should keep their community and id";
+  // The new group got a new id above the old ones.
+  std::set<int64_t> fresh;
+  for (auto id : ids) {
+    if (id >= 100 + old_count) fresh.insert(id);
+  }
+  EXPECT_EQ(fresh.size(), 1u);
+}
+
+TEST(LeidenTest, MatchClusterIdsNeedsEnoughOverlapAndUsesEachIdOnce) {
+  ClusterHierarchy h;
+  h.clusters.push_back({0, 0, -1, {0, 1, 2, 3}, {}});
+  h.clusters.push_back({1, 0, -1, {4, 5}, {}});
+  h.clusters.push_back({2, 0, -1, {6, 7, 8, 9}, {}});
+  std::vector<PriorCluster> prior = {
+      {7, 0, {0, 1, 2}},           // Jaccard 3/4 with cluster 0
+      {9, 0, {3, 4, 5, 10, 11}},   // 2/6 with cluster 1: below 0.5
+      {12, 0, {6, 7, 8, 9}},       // identical to cluster 2
+      {3, 1, {0, 1, 2, 3}},        // another level: never matched at level 0
+  };
+  const auto ids = MatchClusterIds(h, prior);
+  EXPECT_EQ(ids, (std::vector<int64_t>{7, 13, 12}));
+}
+
+TEST(LeidenTest, StartFromIgnoresNodesBeyondTheGraph) {
+  std::vector<PriorCluster> prior = {{1, 0, {0, 1, 50}}, {2, 1, {0}}};
+  const LeidenStart start = StartFrom(3, prior);
+  ASSERT_EQ(start.levels.size(), 2u);
+  EXPECT_EQ(start.levels[0], (std::vector<int32_t>{1, 1, -1}));
+  EXPECT_EQ(start.levels[1], (std::vector<int32_t>{2, -1, -1}));
 }
 
 }  // namespace

@@ -47,9 +47,41 @@ struct ClusterHierarchy {
   size_t leiden_calls = 0;
 };
 
+// A previous partition to start from, for incremental updates: Leiden then moves nodes only
+// where the changed graph makes that worthwhile, so untouched regions keep their communities.
+// levels[l][node] is the node's community at level l of the previous hierarchy (any
+// non-negative ids), or -1 when it had none there (a new node, or its community was not split
+// that deep). Missing levels, or vectors shorter than the node count, count as -1.
+struct LeidenStart {
+  std::vector<std::vector<int32_t>> levels;
+};
+
 // Not thread-safe with other igraph users (igraph's RNG is global): call from one thread.
+// With `start`, every Leiden run (the whole graph at level 0, each split community below) starts
+// from the previous membership of its nodes at that level; a node without one starts alone.
 Result<ClusterHierarchy> HierarchicalLeiden(size_t node_count, std::span<const GraphEdge> edges,
-                                            const LeidenOptions& options);
+                                            const LeidenOptions& options,
+                                            const LeidenStart* start = nullptr);
+
+// A community of a previous hierarchy, in the node ids of the current graph (nodes that are
+// gone left out), for warm starts and stable ids.
+struct PriorCluster {
+  int64_t id = 0;
+  int32_t level = 0;
+  std::vector<uint32_t> members;  // ascending
+};
+
+// The warm start a previous hierarchy gives (see LeidenStart).
+LeidenStart StartFrom(size_t node_count, std::span<const PriorCluster> previous);
+
+// Ids for the clusters of `h` that stay stable across updates: each cluster takes the id of the
+// previous community of the same level it overlaps most, best pairs first (by Jaccard
+// similarity of the member sets, which must reach `min_jaccard`), each previous id used once.
+// The others get new ids above every previous one, in hierarchy order. Result[i] is the id of
+// h.clusters[i].
+std::vector<int64_t> MatchClusterIds(const ClusterHierarchy& h,
+                                     std::span<const PriorCluster> previous,
+                                     double min_jaccard = 0.5);
 
 // Modularity of `membership` (one community id per node) on the weighted graph.
 Result<double> Modularity(size_t node_count, std::span<const GraphEdge> edges,

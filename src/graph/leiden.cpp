@@ -6,6 +6,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 namespace grag {
@@ -51,9 +52,29 @@ struct LocalGraph {
   std::vector<double> weights;
 };
 
-// Runs Leiden for modularity on `lg`; membership gets a community id per local node.
+// Turns a start membership (any ids, -1 for none) into igraph's form: ids 0..k-1, each node
+// without one alone in a community of its own.
+std::vector<int32_t> CompactStart(const std::vector<int32_t>& start) {
+  std::unordered_map<int32_t, int32_t> id_of;
+  std::vector<int32_t> out(start.size());
+  int32_t next = 0;
+  for (size_t i = 0; i < start.size(); ++i) {
+    if (start[i] < 0) {
+      out[i] = next++;
+      continue;
+    }
+    auto [it, fresh] = id_of.try_emplace(start[i], next);
+    if (fresh) ++next;
+    out[i] = it->second;
+  }
+  return out;
+}
+
+// Runs Leiden for modularity on `lg`; membership gets a community id per local node. A
+// non-empty `start` (one entry per node, -1 for none) is the partition Leiden starts from.
 Status RunLeiden(const LocalGraph& lg, const LeidenOptions& options,
-                 std::vector<int32_t>& membership, double* modularity) {
+                 const std::vector<int32_t>& start, std::vector<int32_t>& membership,
+                 double* modularity) {
   const auto n = static_cast<igraph_integer_t>(lg.n);
   IntVec edge_list(static_cast<igraph_integer_t>(lg.pairs.size() * 2));
   for (size_t i = 0; i < lg.pairs.size(); ++i) {
@@ -83,12 +104,17 @@ Status RunLeiden(const LocalGraph& lg, const LeidenOptions& options,
                                                     IGRAPH_ALL, IGRAPH_LOOPS, &weights.v),
                                     "strength"));
   IntVec result(n);
+  const bool warm = !start.empty();
+  if (warm) {
+    const std::vector<int32_t> compact = CompactStart(start);
+    for (size_t i = 0; i < lg.n; ++i) VECTOR(result.v)[i] = compact[i];
+  }
   igraph_integer_t clusters = 0;
   igraph_real_t quality = 0;
   igraph_rng_seed(igraph_rng_default(), options.seed);
   GRAG_RETURN_IF_ERROR(IgraphStatus(
       igraph_community_leiden(&graph.g, &weights.v, &strength.v,
-                              options.resolution / (2.0 * total), 0.01, false,
+                              options.resolution / (2.0 * total), 0.01, warm,
                               std::max(1, options.iterations), &result.v, &clusters, &quality),
       "community_leiden"));
   for (size_t i = 0; i < lg.n; ++i) membership[i] = static_cast<int32_t>(VECTOR(result.v)[i]);
@@ -177,6 +203,23 @@ std::vector<std::vector<uint32_t>> Group(const std::vector<uint32_t>& nodes,
   return groups;
 }
 
+// The start membership of `nodes` (global ids) at `level`, or empty without a start.
+std::vector<int32_t> StartOf(const LeidenStart* start, size_t level,
+                             const std::vector<uint32_t>& nodes) {
+  if (start == nullptr || level >= start->levels.size()) return {};
+  const auto& at = start->levels[level];
+  std::vector<int32_t> out(nodes.size(), -1);
+  bool any = false;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] < at.size() && at[nodes[i]] >= 0) {
+      out[i] = at[nodes[i]];
+      any = true;
+    }
+  }
+  if (!any) out.clear();
+  return out;
+}
+
 }  // namespace
 
 Result<double> Modularity(size_t node_count, std::span<const GraphEdge> edges,
@@ -216,7 +259,8 @@ Result<double> Modularity(size_t node_count, std::span<const GraphEdge> edges,
 }
 
 Result<ClusterHierarchy> HierarchicalLeiden(size_t node_count, std::span<const GraphEdge> edges,
-                                            const LeidenOptions& options) {
+                                            const LeidenOptions& options,
+                                            const LeidenStart* start) {
   QuietIgraphErrors();
   if (options.max_cluster_size < 1) {
     return Status::InvalidArgument("max_cluster_size must be at least 1");
@@ -228,11 +272,11 @@ Result<ClusterHierarchy> HierarchicalLeiden(size_t node_count, std::span<const G
   ClusterHierarchy h;
   if (node_count == 0) return h;
 
-  std::vector<int32_t> membership;
-  GRAG_RETURN_IF_ERROR(RunLeiden(whole, options, membership, &h.modularity));
-  ++h.leiden_calls;
   std::vector<uint32_t> all(node_count);
   for (size_t i = 0; i < node_count; ++i) all[i] = static_cast<uint32_t>(i);
+  std::vector<int32_t> membership;
+  GRAG_RETURN_IF_ERROR(RunLeiden(whole, options, StartOf(start, 0, all), membership, &h.modularity));
+  ++h.leiden_calls;
   for (auto& members : Group(all, membership)) {
     Cluster c;
     c.id = static_cast<int32_t>(h.clusters.size());
@@ -266,9 +310,14 @@ Result<ClusterHierarchy> HierarchicalLeiden(size_t node_count, std::span<const G
     // resolution on its subgraph splits it, so every level honours max_cluster_size.
     std::vector<std::vector<uint32_t>> groups;
     LeidenOptions sub_options = options;
+    // The previous split of this community is the first attempt's start; a raised resolution
+    // starts afresh.
+    std::vector<int32_t> sub_start =
+        StartOf(start, static_cast<size_t>(h.clusters[next].level) + 1, members);
     for (int attempt = 0; attempt < 12 && groups.size() < 2; ++attempt) {
       std::vector<int32_t> sub_membership;
-      GRAG_RETURN_IF_ERROR(RunLeiden(sub, sub_options, sub_membership, nullptr));
+      GRAG_RETURN_IF_ERROR(RunLeiden(sub, sub_options, sub_start, sub_membership, nullptr));
+      sub_start.clear();
       ++h.leiden_calls;
       groups = Group(members, sub_membership);
       sub_options.resolution *= 2;
@@ -287,6 +336,67 @@ Result<ClusterHierarchy> HierarchicalLeiden(size_t node_count, std::span<const G
     h.levels = std::max(h.levels, level + 1);
   }
   return h;
+}
+
+LeidenStart StartFrom(size_t node_count, std::span<const PriorCluster> previous) {
+  LeidenStart start;
+  for (const auto& c : previous) {
+    if (c.level < 0) continue;
+    const auto level = static_cast<size_t>(c.level);
+    if (start.levels.size() <= level) start.levels.resize(level + 1);
+    auto& at = start.levels[level];
+    if (at.empty()) at.assign(node_count, -1);
+    for (uint32_t m : c.members) {
+      if (m < node_count) at[m] = static_cast<int32_t>(c.id);
+    }
+  }
+  return start;
+}
+
+std::vector<int64_t> MatchClusterIds(const ClusterHierarchy& h,
+                                     std::span<const PriorCluster> previous, double min_jaccard) {
+  // Overlap counts through a node -> previous community index per level.
+  std::unordered_map<int32_t, std::unordered_map<uint32_t, size_t>> prior_of;  // level -> node -> i
+  int64_t max_id = 0;
+  for (size_t i = 0; i < previous.size(); ++i) {
+    max_id = std::max(max_id, previous[i].id);
+    for (uint32_t m : previous[i].members) prior_of[previous[i].level][m] = i;
+  }
+  struct Pair {
+    double jaccard;
+    size_t cluster;
+    size_t prior;
+  };
+  std::vector<Pair> pairs;
+  for (size_t c = 0; c < h.clusters.size(); ++c) {
+    const auto level_it = prior_of.find(h.clusters[c].level);
+    if (level_it == prior_of.end()) continue;
+    std::unordered_map<size_t, size_t> overlap;
+    for (uint32_t m : h.clusters[c].members) {
+      if (auto it = level_it->second.find(m); it != level_it->second.end()) ++overlap[it->second];
+    }
+    for (const auto& [prior, shared] : overlap) {
+      const double uni = static_cast<double>(h.clusters[c].members.size() +
+                                             previous[prior].members.size() - shared);
+      const double jaccard = static_cast<double>(shared) / uni;
+      if (jaccard >= min_jaccard) pairs.push_back({jaccard, c, prior});
+    }
+  }
+  // Best pairs first; ties by position, so the result does not depend on hash order.
+  std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+    return std::tie(b.jaccard, a.cluster, a.prior) < std::tie(a.jaccard, b.cluster, b.prior);
+  });
+  std::vector<int64_t> ids(h.clusters.size(), 0);
+  std::vector<bool> prior_used(previous.size(), false);
+  for (const auto& p : pairs) {
+    if (ids[p.cluster] != 0 || prior_used[p.prior]) continue;
+    ids[p.cluster] = previous[p.prior].id;
+    prior_used[p.prior] = true;
+  }
+  for (auto& id : ids) {
+    if (id == 0) id = ++max_id;
+  }
+  return ids;
 }
 
 }  // namespace grag
