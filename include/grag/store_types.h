@@ -157,6 +157,12 @@ struct ClusteringRecord {
   std::optional<double> modularity;  // of the level-0 partition
   bool warm_start = false;           // started from the previous partition (incremental)
   std::string note;                  // e.g. why a full re-detection was done
+  // Fingerprint of the graph it clustered (entities, relationships, weights) and the settings:
+  // an unchanged graph is not clustered again.
+  std::string graph_hash;
+  // Modularity of a fresh (not warm-started) run on the same graph, when one was made to check
+  // the warm start's drift.
+  std::optional<double> fresh_modularity;
   std::string created_at;            // read-only
 };
 

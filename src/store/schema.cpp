@@ -269,8 +269,15 @@ CREATE TABLE run_stages (
 );
 )sql";
 
+// v2: what incremental community detection needs to skip an unchanged graph and to report drift.
+constexpr std::string_view kSchemaV2 = R"sql(
+ALTER TABLE clusterings ADD COLUMN graph_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE clusterings ADD COLUMN fresh_modularity REAL;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "initial schema", kSchemaV1},
+    {2, "clusterings: graph_hash, fresh_modularity", kSchemaV2},
 };
 
 // Applies one step inside the caller's transaction.
@@ -302,6 +309,7 @@ Status ApplyStep(sqlite::Connection& conn, const Migration& step, int64_t from) 
 
 Status RunMigrations(sqlite::Connection& conn, std::span<const Migration> steps,
                      const std::string& path) {
+  GRAG_ASSIGN_OR_RETURN(const int64_t initial, conn.QueryInt("PRAGMA user_version"));
   for (const Migration& step : steps) {
     GRAG_ASSIGN_OR_RETURN(int64_t current, conn.QueryInt("PRAGMA user_version"));
     if (current >= step.version) continue;
@@ -322,7 +330,7 @@ Status RunMigrations(sqlite::Connection& conn, std::span<const Migration> steps,
       return st.WithContext("migrating " + path + " to schema " + std::to_string(step.version) +
                             " (" + std::string(step.description) + ")");
     }
-    if (current > 0) {
+    if (initial > 0) {  // a new file is not "migrated"
       Log(LogLevel::kInfo, "store",
           "migrated " + path + " from schema " + std::to_string(current) + " to " +
               std::to_string(step.version) + " (" + std::string(step.description) + ")");

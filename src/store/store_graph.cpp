@@ -481,10 +481,11 @@ Result<int64_t> Store::ReplaceCommunities(const ClusteringRecord& clustering,
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt insert,
         conn.Prepare("INSERT INTO clusterings (method, seed, resolution, max_cluster_size, "
-                     "modularity, warm_start, note) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"));
+                     "modularity, warm_start, note, graph_hash, fresh_modularity) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"));
     insert.BindAll(clustering.method, clustering.seed, clustering.resolution,
                    clustering.max_cluster_size, clustering.modularity, clustering.warm_start,
-                   clustering.note);
+                   clustering.note, clustering.graph_hash, clustering.fresh_modularity);
     GRAG_ASSIGN_OR_RETURN(bool row, insert.Step());
     if (!row) return Status::Internal("INSERT ... RETURNING gave no row");
     clustering_id = insert.Int(0);
@@ -601,8 +602,8 @@ Result<std::optional<ClusteringRecord>> Store::LatestClustering() {
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
       impl_->conn.Prepare("SELECT id, method, seed, resolution, max_cluster_size, modularity, "
-                          "warm_start, note, created_at FROM clusterings ORDER BY id DESC "
-                          "LIMIT 1"));
+                          "warm_start, note, created_at, graph_hash, fresh_modularity "
+                          "FROM clusterings ORDER BY id DESC LIMIT 1"));
   GRAG_ASSIGN_OR_RETURN(bool found, stmt.Step());
   if (!found) return std::optional<ClusteringRecord>();
   ClusteringRecord c;
@@ -615,6 +616,8 @@ Result<std::optional<ClusteringRecord>> Store::LatestClustering() {
   c.warm_start = stmt.Int(6) != 0;
   c.note = stmt.Text(7);
   c.created_at = stmt.Text(8);
+  c.graph_hash = stmt.Text(9);
+  c.fresh_modularity = stmt.OptDouble(10);
   return std::optional<ClusteringRecord>(std::move(c));
 }
 
