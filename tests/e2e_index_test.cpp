@@ -153,5 +153,56 @@ TEST_F(E2eIndexTest, StatsWithoutAnIndexSaysSo) {
   EXPECT_NE(r.err.find("grag index"), std::string::npos) << r.err;
 }
 
+TEST_F(E2eIndexTest, AddRemoveAndDryRunUpdateTheIndexIncrementally) {
+  const std::string root = "--root " + ShellQuote(root_) + " ";
+  auto first = RunCommand(Env() + Grag(root + "index --json --no-progress"));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+
+  // A new file outside the input folder: the plan names it, and nothing is called or written.
+  const std::string extra = dir_ / "extra.txt";
+  dir_.Write("extra.txt",
+             "Fezziwig and Dick Wilkins danced at the warehouse. Fezziwig praised Dick Wilkins.");
+  const int before = server_.request_count();
+  auto plan = RunCommand(Env() + Grag(root + "add --dry-run --json " + ShellQuote(extra)));
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  auto pj = nlohmann::json::parse(plan.out);
+  EXPECT_EQ(pj["documents"]["added"].size(), 1u);
+  EXPECT_EQ(pj["chunks_to_extract"], 1);
+  EXPECT_EQ(server_.request_count(), before);
+
+  // grag add: only the new chunk is extracted; the book is not reloaded.
+  auto added = RunCommand(Env() + Grag(root + "add --json --no-progress " + ShellQuote(extra)));
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  auto aj = nlohmann::json::parse(added.out);
+  EXPECT_EQ(aj["documents"]["added"], 1);
+  EXPECT_EQ(aj["documents"]["unchanged"], 0);
+  EXPECT_EQ(aj["chunks"]["extracted"], 1);
+  EXPECT_GT(aj["reports"]["reused"].get<int>(), 0);
+
+  // The ids grag remove takes.
+  auto docs = RunCommand(Env() + Grag(root + "stats --documents --json"));
+  ASSERT_EQ(docs.exit_code, 0) << docs.err;
+  std::string extra_id;
+  for (const auto& d : nlohmann::json::parse(docs.out)) {
+    if (d["id"].get<std::string>() != "christmas_carol.txt") extra_id = d["id"];
+  }
+  ASSERT_FALSE(extra_id.empty()) << docs.out;
+
+  auto removed = RunCommand(Env() + Grag(root + "remove --no-progress " + ShellQuote(extra_id)));
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_NE(removed.out.find("1 removed"), std::string::npos) << removed.out;
+  EXPECT_NE(removed.err.find("plan: 0 to add, 0 changed, 1 to remove"), std::string::npos)
+      << removed.err;
+  auto unknown = RunCommand(Env() + Grag(root + "remove no-such-doc.txt"));
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no-such-doc.txt"), std::string::npos) << unknown.err;
+
+  // Back to the book alone: re-indexing the input folder makes no request.
+  const int settled = server_.request_count();
+  auto again = RunCommand(Env() + Grag(root + "index --json --no-progress"));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(server_.request_count(), settled);
+}
+
 }  // namespace
 }  // namespace grag

@@ -68,6 +68,8 @@ struct CommunityConfig {
   int64_t max_cluster_size = 10;  // communities larger than this are split again
   double resolution = 1.0;        // Leiden modularity resolution
   int64_t seed = 0xDEADBEEF;      // fixed seed: same graph, same communities
+  bool incremental = true;        // warm-start Leiden from the previous partition
+  double drift_threshold = 0.01;  // modularity a warm start may lose to a fresh run
 };
 
 struct GlobalSearchConfig {

@@ -24,9 +24,30 @@
 namespace grag {
 
 struct IndexRequest {
-  // Files and folders to index. Empty: the configured input folder (config.input.dir), and
-  // then documents no longer in it are removed from the index.
+  // Files and folders to index. Empty (and nothing to remove): the configured input folder
+  // (config.input.dir), and documents no longer in it are removed from the index.
   std::vector<std::string> paths;
+  // Ids of documents to remove (`grag remove`); each must be in the index (else kNotFound).
+  std::vector<std::string> remove;
+  // With `paths`: a stored document that came from a folder named in `paths` and is gone from
+  // it is removed (`grag index DIR`). Off for `grag add`, which only adds and updates.
+  bool sync_folders = true;
+};
+
+// What an update will do, worked out from content hashes before any model is called.
+struct IndexPlan {
+  std::vector<std::string> documents_added;    // ids
+  std::vector<std::string> documents_changed;  // ids; an edit is a delete plus an add
+  std::vector<std::string> documents_removed;  // ids
+  int64_t documents_unchanged = 0;
+  // New chunks plus stored ones an earlier run skipped or did not reach.
+  int64_t chunks_to_extract = 0;
+  int64_t chunks_removed = 0;  // with their mentions
+  // At most this many extraction calls: one per chunk plus the gleaning rounds (which stop
+  // early when a round finds nothing new). Summaries and reports depend on what extraction
+  // finds; the summary of the run counts them.
+  int64_t extraction_calls_max = 0;
+  std::vector<LoadIssue> load_issues;
 };
 
 struct IndexProgress {
@@ -39,6 +60,7 @@ struct IndexProgress {
 
 struct IndexSummary {
   int64_t run_id = 0;
+  IndexPlan plan;  // as worked out at the start of the run
   int64_t documents_added = 0;
   int64_t documents_changed = 0;
   int64_t documents_unchanged = 0;
@@ -54,6 +76,12 @@ struct IndexSummary {
   int64_t descriptions_summarized = 0;
   std::map<int64_t, int64_t> communities_per_level;
   double modularity = 0;
+  bool communities_unchanged = false;   // same graph as the last clustering: not re-detected
+  bool communities_warm_start = false;  // Leiden started from the previous partition
+  int64_t communities_kept = 0;         // matched a previous community and kept its id
+  int64_t communities_new = 0;
+  int64_t communities_removed = 0;      // previous communities with no successor
+  std::string community_note;           // why a full re-detection was done, if one was
   int64_t reports_generated = 0;
   int64_t reports_reused = 0;
   int64_t report_gaps = 0;
@@ -68,6 +96,7 @@ struct IndexContext {
   ChatModel* chat = nullptr;           // nullptr: no LLM configured
   EmbeddingModel* embedder = nullptr;  // nullptr: no embeddings
   std::function<void(const IndexProgress&)> on_progress;  // called from worker threads too
+  std::function<void(const IndexPlan&)> on_plan;  // once, after loading and before any model call
   const std::atomic<bool>* cancel = nullptr;  // set to stop early (e.g. on Ctrl-C)
 };
 
@@ -76,6 +105,13 @@ struct IndexContext {
 // flight finish; everything done so far stays stored.
 Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
                               IndexContext& context);
+
+// What RunIndex would do with `request`, without changing the index or calling a model.
+Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,
+                            IndexContext& context);
+
+// The extractor whose results the pipeline uses with `context`'s models.
+ExtractorId ExtractorFor(const IndexContext& context);
 
 // The loader options the configuration describes, with document ids relative to the input
 // folder (so `grag index` and `grag index input/x.txt` give a file the same id).

@@ -48,6 +48,8 @@ Command AddInitCommand(CLI::App& app, GlobalOptions& g);
 Command AddConfigCommand(CLI::App& app, GlobalOptions& g);
 Command AddChunkCommand(CLI::App& app, GlobalOptions& g);
 Command AddIndexCommand(CLI::App& app, GlobalOptions& g);
+Command AddAddCommand(CLI::App& app, GlobalOptions& g);
+Command AddRemoveCommand(CLI::App& app, GlobalOptions& g);
 Command AddStatsCommand(CLI::App& app, GlobalOptions& g);
 Command AddQueryCommand(CLI::App& app, GlobalOptions& g);
 

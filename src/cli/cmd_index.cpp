@@ -48,6 +48,46 @@ nlohmann::json SummaryJson(const IndexSummary& s) {
   };
 }
 
+nlohmann::json PlanJson(const IndexPlan& p) {
+  return {
+      {"documents", {{"added", p.documents_added}, {"changed", p.documents_changed},
+                     {"removed", p.documents_removed}, {"unchanged", p.documents_unchanged}}},
+      {"chunks_to_extract", p.chunks_to_extract},
+      {"chunks_removed", p.chunks_removed},
+      {"extraction_calls_max", p.extraction_calls_max},
+  };
+}
+
+std::string Plural(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// "plan: 1 document to add, ..." — what the update is about to do.
+std::string PlanLine(const IndexPlan& p) {
+  std::string line = "plan: " + std::to_string(p.documents_added.size()) + " to add, " +
+                     std::to_string(p.documents_changed.size()) + " changed, " +
+                     std::to_string(p.documents_removed.size()) + " to remove, " +
+                     std::to_string(p.documents_unchanged) + " unchanged; " +
+                     Plural(p.chunks_to_extract, "chunk", "chunks") + " to extract";
+  if (p.extraction_calls_max > 0) {
+    line += " (at most " + Plural(p.extraction_calls_max, "LLM call", "LLM calls") + ")";
+  }
+  if (p.chunks_removed > 0) line += ", " + Plural(p.chunks_removed, "chunk", "chunks") + " to drop";
+  return line;
+}
+
+void PrintPlanDetail(const IndexPlan& p) {
+  auto list = [](const char* what, const std::vector<std::string>& ids) {
+    for (const auto& id : ids) std::cout << "  " << what << " " << id << "\n";
+  };
+  std::cout << PlanLine(p) << "\n";
+  list("add", p.documents_added);
+  list("change", p.documents_changed);
+  list("remove", p.documents_removed);
+  std::cout << "Communities and reports to redo depend on what extraction finds; the run's "
+               "summary counts them.\n";
+}
+
 void PrintSummary(const IndexSummary& s) {
   std::cout << "documents: " << s.documents_added << " added, " << s.documents_changed
             << " changed, " << s.documents_unchanged << " unchanged, " << s.documents_removed
@@ -60,8 +100,17 @@ void PrintSummary(const IndexSummary& s) {
   if (s.descriptions_summarized) std::cout << ", " << s.descriptions_summarized << " descriptions summarised";
   std::cout << "\ncommunities:";
   for (const auto& [l, n] : s.communities_per_level) std::cout << " level " << l << ": " << n << ";";
-  std::cout << " modularity " << s.modularity << "\nreports: " << s.reports_generated
-            << " written, " << s.reports_reused << " unchanged";
+  std::cout << " modularity " << s.modularity;
+  if (s.communities_unchanged) {
+    std::cout << " (graph unchanged: kept as they were)";
+  } else if (s.communities_kept + s.communities_removed > 0) {
+    std::cout << " (" << (s.communities_warm_start ? "warm start: " : "") << s.communities_kept
+              << " kept, " << s.communities_new << " new, " << s.communities_removed
+              << " gone)";
+  }
+  if (!s.community_note.empty()) std::cout << "\n  " << s.community_note;
+  std::cout << "\nreports: " << s.reports_generated << " written, " << s.reports_reused
+            << " unchanged";
   if (s.report_gaps) std::cout << ", " << s.report_gaps << " gaps (retried next run)";
   if (s.embeddings_written) std::cout << "\nembeddings: " << s.embeddings_written << " written";
   std::cout << "\nLLM: " << s.usage.calls << " calls (" << s.usage.cache_hits << " from cache), "
@@ -70,68 +119,151 @@ void PrintSummary(const IndexSummary& s) {
             << FormatDuration(s.elapsed_seconds) << "\n";
 }
 
+struct IndexFlags {
+  bool json = false;
+  bool no_progress = false;
+  bool dry_run = false;
+};
+
+void AddIndexFlags(CLI::App* cmd, IndexFlags& f) {
+  cmd->add_flag("--dry-run", f.dry_run,
+                "Show what would be added, changed, removed and extracted, and stop (no model "
+                "call, nothing written)");
+  cmd->add_flag("--json", f.json, "Print the summary (or the plan) as JSON");
+  cmd->add_flag("--no-progress", f.no_progress, "No progress display on stderr");
+}
+
+// Runs (or plans) one update of the index: the shared body of index, add and remove.
+int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexRequest& request,
+              const IndexFlags& f) {
+  auto config = LoadProjectConfig(g);
+  if (!config.ok()) return Fail(config.status());
+  const std::string db = config->Resolve(config->store.path);
+  auto store = Store::Open(db);
+  if (!store.ok()) return Fail(store.status());
+  (void)AddLogFile((std::filesystem::path(db).parent_path() / "grag.log").string());
+  auto chat = MakeChatModel(*config, &(*store)->ReplyCache());
+  if (!chat.ok()) return Fail(chat.status());
+  auto embedder = MakeEmbeddingModel(*config, &(*store)->ReplyCache());
+  if (!embedder.ok()) return Fail(embedder.status());
+
+  IndexContext ctx;
+  ctx.store = store->get();
+  ctx.chat = chat->get();
+  ctx.embedder = embedder->get();
+  ctx.cancel = &g_interrupted;
+  if (f.dry_run) {
+    auto plan = PlanIndex(*config, request, ctx);
+    if (!plan.ok()) return Fail(plan.status());
+    if (f.json) {
+      PrintJson(PlanJson(*plan));
+    } else {
+      PrintPlanDetail(*plan);
+    }
+    return kExitOk;
+  }
+  ProgressPrinter printer(!f.no_progress && !g.quiet);
+  ctx.on_progress = [&printer](const IndexProgress& p) {
+    printer.Update({p.stage, p.done, p.total, p.usage.calls,
+                    p.usage.prompt_tokens + p.usage.completion_tokens, p.elapsed_seconds});
+  };
+  ctx.on_plan = [&g](const IndexPlan& p) {
+    if (!g.quiet) std::cerr << PlanLine(p) << "\n";
+  };
+  std::signal(SIGINT, OnInterrupt);
+  auto summary = RunIndex(*config, request, ctx);
+  std::signal(SIGINT, SIG_DFL);
+  printer.Finish();
+  if (!summary.ok()) {
+    if (summary.status().code() == ErrorCode::kCancelled) {
+      std::cerr << "interrupted: the work done so far is stored; run `grag " << command
+                << "` again to resume\n";
+      return 130;
+    }
+    if (summary.status().code() != ErrorCode::kNotFound &&
+        summary.status().code() != ErrorCode::kInvalidArgument) {
+      std::cerr << "(the work done so far is stored; fix the problem and run `grag " << command
+                << "` again to resume)\n";
+    }
+    return Fail(summary.status());
+  }
+  if (f.json) {
+    nlohmann::json j = SummaryJson(*summary);
+    j["plan"] = PlanJson(summary->plan);
+    PrintJson(j);
+  } else {
+    PrintSummary(*summary);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 Command AddIndexCommand(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand(
       "index",
       "Build or update the index: load, chunk, extract entities and relationships (LLM), merge, "
-      "detect communities (Leiden), write community reports (LLM), embed. Only missing or "
-      "changed work is done; re-running on unchanged input makes no LLM call.");
+      "detect communities (Leiden), write community reports (LLM), embed. Works out what changed "
+      "by content hash and does only that: new and edited documents are extracted, removed ones "
+      "leave the graph, communities start from the previous partition and only reports whose "
+      "inputs changed are rewritten. Re-running on unchanged input makes no LLM call.");
   struct Opts {
     std::vector<std::string> paths;
-    bool json = false;
-    bool no_progress = false;
+    IndexFlags flags;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("PATH", o->paths,
-                  "Files or folders to index (default: the input folder, input.dir; documents "
-                  "gone from it are then removed from the index)");
-  cmd->add_flag("--json", o->json, "Print the summary as JSON");
-  cmd->add_flag("--no-progress", o->no_progress, "No progress display on stderr");
+                  "Files or folders to index (default: the input folder, input.dir). Documents "
+                  "gone from a folder indexed are removed from the index");
+  AddIndexFlags(cmd, o->flags);
   return {cmd, [o, &g]() {
-            auto config = LoadProjectConfig(g);
-            if (!config.ok()) return Fail(config.status());
-            const std::string db = config->Resolve(config->store.path);
-            auto store = Store::Open(db);
-            if (!store.ok()) return Fail(store.status());
-            (void)AddLogFile((std::filesystem::path(db).parent_path() / "grag.log").string());
-            auto chat = MakeChatModel(*config, &(*store)->ReplyCache());
-            if (!chat.ok()) return Fail(chat.status());
-            auto embedder = MakeEmbeddingModel(*config, &(*store)->ReplyCache());
-            if (!embedder.ok()) return Fail(embedder.status());
+            IndexRequest request;
+            request.paths = o->paths;
+            return RunUpdate(g, "index", request, o->flags);
+          }};
+}
 
-            ProgressPrinter printer(!o->no_progress && !g.quiet);
-            IndexContext ctx;
-            ctx.store = store->get();
-            ctx.chat = chat->get();
-            ctx.embedder = embedder->get();
-            ctx.cancel = &g_interrupted;
-            ctx.on_progress = [&printer](const IndexProgress& p) {
-              printer.Update({p.stage, p.done, p.total, p.usage.calls,
-                              p.usage.prompt_tokens + p.usage.completion_tokens,
-                              p.elapsed_seconds});
-            };
-            std::signal(SIGINT, OnInterrupt);
-            auto summary = RunIndex(*config, IndexRequest{o->paths}, ctx);
-            std::signal(SIGINT, SIG_DFL);
-            printer.Finish();
-            if (!summary.ok()) {
-              if (summary.status().code() == ErrorCode::kCancelled) {
-                std::cerr << "interrupted: the work done so far is stored; run `grag index` "
-                             "again to resume\n";
-                return 130;
-              }
-              std::cerr << "(the work done so far is stored; fix the problem and run `grag "
-                           "index` again to resume)\n";
-              return Fail(summary.status());
-            }
-            if (o->json) {
-              PrintJson(SummaryJson(*summary));
-            } else {
-              PrintSummary(*summary);
-            }
-            return kExitOk;
+Command AddAddCommand(CLI::App& app, GlobalOptions& g) {
+  auto* cmd = app.add_subcommand(
+      "add",
+      "Add or update single documents without scanning the input folder, then bring the graph, "
+      "communities and reports up to date. Nothing is removed.");
+  struct Opts {
+    std::vector<std::string> paths;
+    IndexFlags flags;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("FILE", o->paths, "Files (or folders) to add; an edited file is re-indexed")
+      ->required();
+  AddIndexFlags(cmd, o->flags);
+  return {cmd, [o, &g]() {
+            IndexRequest request;
+            request.paths = o->paths;
+            request.sync_folders = false;
+            return RunUpdate(g, "add", request, o->flags);
+          }};
+}
+
+Command AddRemoveCommand(CLI::App& app, GlobalOptions& g) {
+  auto* cmd = app.add_subcommand(
+      "remove",
+      "Remove documents from the index: their chunks and mentions go, entities and relationships "
+      "no other document mentions disappear, shared ones lose this document's descriptions, and "
+      "the communities and reports that change are redone. The files are not touched.");
+  struct Opts {
+    std::vector<std::string> ids;
+    IndexFlags flags;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("DOC", o->ids,
+                  "Document ids as the index knows them (`grag stats --documents` lists them; a "
+                  "file's id is its path relative to the input folder)")
+      ->required();
+  AddIndexFlags(cmd, o->flags);
+  return {cmd, [o, &g]() {
+            IndexRequest request;
+            request.remove = o->ids;
+            return RunUpdate(g, "remove", request, o->flags);
           }};
 }
 

@@ -4,6 +4,28 @@
 #include "grag/store.h"
 
 namespace grag::cli {
+namespace {
+
+int PrintDocuments(Store& store, bool json) {
+  auto docs = store.ListDocuments();
+  if (!docs.ok()) return Fail(docs.status());
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& d : *docs) {
+      out.push_back({{"id", d.id}, {"title", d.title}, {"source_path", d.source_path},
+                     {"chunks", d.chunk_count}, {"updated_at", d.updated_at}});
+    }
+    PrintJson(out);
+    return kExitOk;
+  }
+  for (const auto& d : *docs) {
+    std::cout << d.id << "\t" << d.chunk_count << " chunks\t" << d.title << "\n";
+  }
+  if (docs->empty()) std::cout << "no documents: run `grag index` first\n";
+  return kExitOk;
+}
+
+}  // namespace
 
 Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand(
@@ -13,10 +35,13 @@ Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
   struct Opts {
     int top = 10;
     bool json = false;
+    bool documents = false;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--top", o->top, "How many top entities to list")->default_val(10);
   cmd->add_flag("--json", o->json, "Print as JSON");
+  cmd->add_flag("--documents", o->documents,
+                "List the indexed documents (id, chunks, title) instead: the ids `grag remove` takes");
   return {cmd, [o, &g]() {
             auto config = LoadProjectConfig(g);
             if (!config.ok()) return Fail(config.status());
@@ -30,6 +55,7 @@ Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
               }
               return Fail(store.status());
             }
+            if (o->documents) return PrintDocuments(**store, o->json);
             auto stats = (*store)->Stats();
             if (!stats.ok()) return Fail(stats.status());
             auto spent = (*store)->TotalRunCounters();

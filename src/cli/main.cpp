@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
       AddConfigCommand(app, g),
       AddChunkCommand(app, g),
       AddIndexCommand(app, g),
+      AddAddCommand(app, g),
+      AddRemoveCommand(app, g),
       AddStatsCommand(app, g),
       AddQueryCommand(app, g),
   };

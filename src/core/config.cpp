@@ -62,6 +62,8 @@ std::vector<Setting> Settings(Config& c) {
       {"communities.max_cluster_size", "", "Communities larger than this are split into a finer level", &c.communities.max_cluster_size},
       {"communities.resolution", "", "Leiden modularity resolution (higher: smaller communities)", &c.communities.resolution},
       {"communities.seed", "", "Leiden random seed: the same graph gives the same communities", &c.communities.seed},
+      {"communities.incremental", "", "Start Leiden from the previous partition, so untouched regions keep their communities and reports", &c.communities.incremental},
+      {"communities.drift_threshold", "", "When the warm-started partition's modularity is this far below a fresh run's, the fresh run is used instead", &c.communities.drift_threshold},
       {"global_search.level", "", "Community level global search reads (0 = coarsest, fewest reports)", &c.global_search.level},
       {"global_search.map_batch_tokens", "", "Tokens of community reports per map call", &c.global_search.map_batch_tokens},
       {"global_search.max_map_calls", "", "Map calls per query at most; beyond, the lowest-weight reports are left out", &c.global_search.max_map_calls},
@@ -214,6 +216,7 @@ Status ValidateConfig(const Config& c) {
   if (c.extraction.entity_types.empty()) return Status::InvalidArgument("extraction.entity_types must not be empty");
   if (c.communities.max_cluster_size < 1) return Status::InvalidArgument("communities.max_cluster_size must be at least 1");
   if (c.communities.resolution <= 0) return Status::InvalidArgument("communities.resolution must be positive");
+  if (c.communities.drift_threshold < 0) return Status::InvalidArgument("communities.drift_threshold must not be negative");
   if (c.global_search.level < 0) return Status::InvalidArgument("global_search.level must be at least 0");
   if (c.global_search.map_batch_tokens < 500) return Status::InvalidArgument("global_search.map_batch_tokens must be at least 500");
   if (c.global_search.max_map_calls < 1) return Status::InvalidArgument("global_search.max_map_calls must be at least 1");

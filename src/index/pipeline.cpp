@@ -5,6 +5,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "grag/chunker.h"
 #include "grag/extract.h"
 #include "grag/hash.h"
@@ -47,6 +49,10 @@ class Run {
     return u;
   }
 
+  void Plan(const IndexPlan& plan) {
+    if (ctx_.on_plan) ctx_.on_plan(plan);
+  }
+
   void Progress(const std::string& stage, int64_t done, int64_t total) {
     if (!ctx_.on_progress) return;
     IndexProgress p;
@@ -82,9 +88,54 @@ class Run {
 
 // ---------------------------------------------------------------- load and chunk
 
-Status LoadAndChunk(Run& run, const IndexRequest& request, IndexSummary& s) {
-  const Config& c = run.config();
-  const bool whole_input = request.paths.empty();
+struct LoadedDocument {
+  Document doc;
+  std::vector<ChunkRecord> chunks;
+};
+
+// The input as the request describes it, chunked, and the stored documents it no longer has.
+struct Gathered {
+  std::vector<LoadedDocument> documents;
+  std::vector<LoadIssue> issues;
+  std::vector<std::string> to_remove;  // document ids
+};
+
+bool IsUnder(const std::string& path, const std::string& folder) {
+  const std::string prefix = folder.back() == '/' ? folder : folder + "/";
+  return path.compare(0, prefix.size(), prefix) == 0;
+}
+
+Result<std::vector<ChunkRecord>> ChunkRecords(const Document& doc, const ChunkOptions& copts) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ChunkDocument(doc, copts));
+  std::vector<ChunkRecord> records;
+  records.reserve(chunks.size());
+  for (auto& ch : chunks) {
+    ChunkRecord r;
+    r.id = std::move(ch.id);
+    r.document_id = doc.id;
+    r.index = ch.index;
+    r.text = std::move(ch.text);
+    r.n_tokens = static_cast<int64_t>(ch.n_tokens);
+    r.start_token = static_cast<int64_t>(ch.start_token);
+    records.push_back(std::move(r));
+  }
+  return records;
+}
+
+Result<Gathered> Gather(const Config& c, const IndexRequest& request, Store& store,
+                        const std::atomic<bool>* cancel) {
+  Gathered out;
+  GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> stored, store.ListDocuments());
+  std::set<std::string> stored_ids;
+  for (const auto& d : stored) stored_ids.insert(d.id);
+  for (const auto& id : request.remove) {
+    if (!stored_ids.count(id)) {
+      return Status::NotFound("no document \"" + id +
+                              "\" in the index (`grag stats --documents` lists them)");
+    }
+    out.to_remove.push_back(id);
+  }
+  const bool whole_input = request.paths.empty() && request.remove.empty();
   std::vector<std::string> paths = request.paths;
   if (whole_input) {
     const std::string input = c.Resolve(c.input.dir);
@@ -95,42 +146,113 @@ Status LoadAndChunk(Run& run, const IndexRequest& request, IndexSummary& s) {
     }
     paths.push_back(input);
   }
+  if (paths.empty()) return out;
   GRAG_ASSIGN_OR_RETURN(LoadResult loaded, LoadDocuments(paths, LoadOptionsFor(c)));
-  s.load_issues = loaded.issues;
-  for (const auto& issue : loaded.issues) {
-    Log(issue.skipped ? LogLevel::kWarn : LogLevel::kInfo, "load", issue.path + ": " + issue.message);
-  }
+  out.issues = std::move(loaded.issues);
 
   ChunkOptions copts;
   copts.size = static_cast<size_t>(c.chunks.size);
   copts.overlap = static_cast<size_t>(c.chunks.overlap);
   copts.encoding = c.chunks.encoding;
   copts.prepend_title = c.chunks.prepend_title;
-
-  const int64_t total = static_cast<int64_t>(loaded.documents.size());
-  int64_t done = 0;
   std::set<std::string> present;
-  for (const auto& doc : loaded.documents) {
-    if (run.cancelled()) return Status::Cancelled("interrupted");
+  for (auto& doc : loaded.documents) {
+    if (cancel != nullptr && cancel->load()) return Status::Cancelled("interrupted");
     present.insert(doc.id);
     // Chunking is cheap next to an LLM call, and re-chunking every document keeps chunks true
     // to the current chunk settings; unchanged chunks keep their ids and their extraction.
-    GRAG_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ChunkDocument(doc, copts));
-    std::vector<ChunkRecord> records;
-    records.reserve(chunks.size());
-    for (auto& ch : chunks) {
-      ChunkRecord r;
-      r.id = std::move(ch.id);
-      r.document_id = doc.id;
-      r.index = ch.index;
-      r.text = std::move(ch.text);
-      r.n_tokens = static_cast<int64_t>(ch.n_tokens);
-      r.start_token = static_cast<int64_t>(ch.start_token);
-      records.push_back(std::move(r));
+    GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, ChunkRecords(doc, copts));
+    out.documents.push_back({std::move(doc), std::move(chunks)});
+  }
+
+  // Folders are synchronised: a stored document that came from a folder being indexed and is no
+  // longer in it leaves the index. A file that is still there but could not be read this time is
+  // kept: a transient problem must not delete work.
+  std::vector<std::string> folders;
+  if (request.sync_folders || whole_input) {
+    for (const auto& p : paths) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(p, ec)) {
+        folders.push_back(std::filesystem::absolute(p).lexically_normal().string());
+      }
     }
+  }
+  std::set<std::string> unreadable;
+  for (const auto& issue : out.issues) unreadable.insert(issue.path);
+  for (const auto& d : stored) {
+    if (present.count(d.id) || unreadable.count(d.source_path)) continue;
+    const std::string source =
+        std::filesystem::absolute(d.source_path).lexically_normal().string();
+    const bool gone = std::any_of(folders.begin(), folders.end(),
+                                  [&](const std::string& f) { return IsUnder(source, f); });
+    if (gone && std::find(out.to_remove.begin(), out.to_remove.end(), d.id) == out.to_remove.end()) {
+      out.to_remove.push_back(d.id);
+    }
+  }
+  return out;
+}
+
+Result<IndexPlan> PlanFrom(const Gathered& g, Store& store, const ExtractorId& extractor,
+                           const Config& c) {
+  IndexPlan plan;
+  plan.load_issues = g.issues;
+  GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> stored, store.ListDocuments());
+  std::map<std::string, const DocumentInfo*> by_id;
+  for (const auto& d : stored) by_id[d.id] = &d;
+  GRAG_ASSIGN_OR_RETURN(std::vector<std::string> stored_chunks, store.ListChunkIds());
+  const std::set<std::string> stored_chunk_set(stored_chunks.begin(), stored_chunks.end());
+  GRAG_ASSIGN_OR_RETURN(std::vector<std::string> pending, store.ChunksNeedingExtraction(extractor));
+  const std::set<std::string> pending_set(pending.begin(), pending.end());
+  std::set<std::string> removed_docs(g.to_remove.begin(), g.to_remove.end());
+
+  for (const auto& ld : g.documents) {
+    auto it = by_id.find(ld.doc.id);
+    if (it == by_id.end()) {
+      plan.documents_added.push_back(ld.doc.id);
+    } else if (it->second->content_hash != ld.doc.content_hash) {
+      plan.documents_changed.push_back(ld.doc.id);
+    } else {
+      ++plan.documents_unchanged;
+    }
+    std::set<std::string> now;
+    for (const auto& ch : ld.chunks) {
+      now.insert(ch.id);
+      if (!stored_chunk_set.count(ch.id) || pending_set.count(ch.id)) ++plan.chunks_to_extract;
+    }
+    if (it != by_id.end() && it->second->content_hash != ld.doc.content_hash) {
+      GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> old, store.ListChunks(ld.doc.id));
+      for (const auto& ch : old) plan.chunks_removed += now.count(ch.id) ? 0 : 1;
+    }
+  }
+  // Chunks an earlier run stored but did not get to (or skipped), in documents not reloaded now.
+  std::set<std::string> reloaded;
+  for (const auto& ld : g.documents) reloaded.insert(ld.doc.id);
+  for (const auto& id : g.to_remove) {
+    plan.documents_removed.push_back(id);
+    plan.chunks_removed += by_id.count(id) ? by_id[id]->chunk_count : 0;
+  }
+  if (!pending.empty() && reloaded.size() < by_id.size()) {
+    for (const auto& d : stored) {
+      if (reloaded.count(d.id) || removed_docs.count(d.id)) continue;
+      GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, store.ListChunks(d.id));
+      for (const auto& ch : chunks) plan.chunks_to_extract += pending_set.count(ch.id) ? 1 : 0;
+    }
+  }
+  plan.extraction_calls_max =
+      extractor.kind == ExtractorKind::kLlm
+          ? plan.chunks_to_extract * (1 + std::max<int64_t>(0, c.extraction.gleanings))
+          : 0;
+  return plan;
+}
+
+Status Apply(Run& run, Gathered& g, IndexSummary& s) {
+  const auto total = static_cast<int64_t>(g.documents.size() + g.to_remove.size());
+  int64_t done = 0;
+  for (auto& ld : g.documents) {
+    if (run.cancelled()) return Status::Cancelled("interrupted");
     GRAG_ASSIGN_OR_RETURN(Transaction tx, run.store().Begin());
-    GRAG_ASSIGN_OR_RETURN(DocumentChange change, run.store().UpsertDocument(doc));
-    GRAG_ASSIGN_OR_RETURN(ChunkChanges cc, run.store().ReplaceDocumentChunks(doc.id, records));
+    GRAG_ASSIGN_OR_RETURN(DocumentChange change, run.store().UpsertDocument(ld.doc));
+    GRAG_ASSIGN_OR_RETURN(ChunkChanges cc, run.store().ReplaceDocumentChunks(ld.doc.id, ld.chunks));
     GRAG_RETURN_IF_ERROR(tx.Commit());
     switch (change) {
       case DocumentChange::kAdded: ++s.documents_added; break;
@@ -141,24 +263,30 @@ Status LoadAndChunk(Run& run, const IndexRequest& request, IndexSummary& s) {
     s.chunks_removed += cc.removed;
     run.Progress("load", ++done, total);
   }
-
-  if (whole_input) {
-    // Documents no longer in the input folder leave the index. A file that is still there but
-    // could not be read this time is kept: a transient problem must not delete work.
-    std::set<std::string> unreadable;
-    for (const auto& issue : loaded.issues) unreadable.insert(issue.path);
-    GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> stored, run.store().ListDocuments());
-    for (const auto& d : stored) {
-      if (present.count(d.id) || unreadable.count(d.source_path)) continue;
-      GRAG_ASSIGN_OR_RETURN(bool removed, run.store().DeleteDocument(d.id));
-      if (removed) {
-        ++s.documents_removed;
-        Log(LogLevel::kInfo, "index", "removed " + d.id + " (no longer in the input)");
-      }
+  for (const auto& id : g.to_remove) {
+    GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, run.store().ListChunks(id));
+    GRAG_ASSIGN_OR_RETURN(bool removed, run.store().DeleteDocument(id));
+    if (removed) {
+      ++s.documents_removed;
+      s.chunks_removed += static_cast<int64_t>(chunks.size());
+      Log(LogLevel::kInfo, "index", "removed " + id);
     }
+    run.Progress("load", ++done, total);
   }
   GRAG_ASSIGN_OR_RETURN(s.chunks, run.store().CountChunks());
   return Status::Ok();
+}
+
+Status LoadAndChunk(Run& run, const IndexRequest& request, const ExtractorId& extractor,
+                    IndexSummary& s, IndexPlan& plan) {
+  GRAG_ASSIGN_OR_RETURN(Gathered g, Gather(run.config(), request, run.store(), run.cancel_flag()));
+  s.load_issues = g.issues;
+  for (const auto& issue : g.issues) {
+    Log(issue.skipped ? LogLevel::kWarn : LogLevel::kInfo, "load", issue.path + ": " + issue.message);
+  }
+  GRAG_ASSIGN_OR_RETURN(plan, PlanFrom(g, run.store(), extractor, run.config()));
+  run.Plan(plan);
+  return Apply(run, g, s);
 }
 
 // ---------------------------------------------------------------- extraction
@@ -416,47 +544,137 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
 
 // ---------------------------------------------------------------- communities
 
-Status DetectCommunities(Run& run, IndexSummary& s) {
-  Store& store = run.store();
-  GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> entities, store.ListEntities());
-  GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> rels, store.ListRelationships());
-  // Node order by entity id, so the same graph always gives the same igraph input.
-  std::sort(entities.begin(), entities.end(),
-            [](const EntityRecord& a, const EntityRecord& b) { return a.id < b.id; });
+// The graph community detection sees, in a fixed node order (by entity id).
+struct CommunityGraph {
+  std::vector<EntityRecord> entities;  // node i = entities[i]
   std::unordered_map<int64_t, uint32_t> node_of;
-  for (size_t i = 0; i < entities.size(); ++i) node_of[entities[i].id] = static_cast<uint32_t>(i);
-  std::vector<GraphEdge> edges;
-  edges.reserve(rels.size());
-  for (const auto& r : rels) {
-    edges.push_back({node_of.at(r.source_id), node_of.at(r.target_id), std::max(r.weight, 1e-6)});
+  std::vector<GraphEdge> edges;        // sorted
+  std::string hash;                    // of the graph and the clustering settings
+};
+
+Result<CommunityGraph> LoadCommunityGraph(Store& store, const CommunityConfig& cc) {
+  CommunityGraph g;
+  GRAG_ASSIGN_OR_RETURN(g.entities, store.ListEntities());
+  GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> rels, store.ListRelationships());
+  std::sort(g.entities.begin(), g.entities.end(),
+            [](const EntityRecord& a, const EntityRecord& b) { return a.id < b.id; });
+  for (size_t i = 0; i < g.entities.size(); ++i) {
+    g.node_of[g.entities[i].id] = static_cast<uint32_t>(i);
   }
-  std::sort(edges.begin(), edges.end(), [](const GraphEdge& a, const GraphEdge& b) {
+  g.edges.reserve(rels.size());
+  for (const auto& r : rels) {
+    g.edges.push_back(
+        {g.node_of.at(r.source_id), g.node_of.at(r.target_id), std::max(r.weight, 1e-6)});
+  }
+  std::sort(g.edges.begin(), g.edges.end(), [](const GraphEdge& a, const GraphEdge& b) {
     return std::tie(a.source, a.target) < std::tie(b.source, b.target);
   });
+  Hasher h;
+  h.Add("seed=" + std::to_string(cc.seed) + " resolution=" + std::to_string(cc.resolution) +
+        " max_cluster_size=" + std::to_string(cc.max_cluster_size));
+  for (const auto& e : g.entities) h.Add(std::to_string(e.id) + " " + e.name_key);
+  for (const auto& e : g.edges) {
+    h.Add(std::to_string(e.source) + "-" + std::to_string(e.target) + ":" +
+          std::to_string(e.weight));
+  }
+  g.hash = h.HexDigest();
+  return g;
+}
+
+// The stored hierarchy in the graph's node ids (members no longer in the graph left out).
+Result<std::vector<PriorCluster>> LoadPriorClusters(Store& store, const CommunityGraph& g) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<CommunityRecord> stored, store.ListCommunities());
+  std::vector<PriorCluster> prior;
+  prior.reserve(stored.size());
+  for (const auto& c : stored) {
+    PriorCluster p;
+    p.id = c.id;
+    p.level = static_cast<int32_t>(c.level);
+    for (int64_t e : c.entity_ids) {
+      if (auto it = g.node_of.find(e); it != g.node_of.end()) p.members.push_back(it->second);
+    }
+    std::sort(p.members.begin(), p.members.end());
+    prior.push_back(std::move(p));
+  }
+  return prior;
+}
+
+Status DetectCommunities(Run& run, IndexSummary& s) {
+  Store& store = run.store();
   const auto& cc = run.config().communities;
+  GRAG_ASSIGN_OR_RETURN(CommunityGraph g, LoadCommunityGraph(store, cc));
+  GRAG_ASSIGN_OR_RETURN(std::optional<ClusteringRecord> last, store.LatestClustering());
+  GRAG_ASSIGN_OR_RETURN(std::vector<PriorCluster> prior, LoadPriorClusters(store, g));
+  if (last && last->graph_hash == g.hash && !prior.empty()) {
+    // Same graph, same settings: the stored hierarchy stands.
+    for (const auto& p : prior) ++s.communities_per_level[p.level];
+    s.modularity = last->modularity.value_or(0);
+    s.communities_unchanged = true;
+    run.Progress("communities", 1, 1);
+    return Status::Ok();
+  }
+
   LeidenOptions lo;
   lo.max_cluster_size = static_cast<size_t>(cc.max_cluster_size);
   lo.resolution = cc.resolution;
   lo.seed = static_cast<uint64_t>(cc.seed);
-  GRAG_ASSIGN_OR_RETURN(ClusterHierarchy h, HierarchicalLeiden(entities.size(), edges, lo));
+  GRAG_ASSIGN_OR_RETURN(ClusterHierarchy fresh, HierarchicalLeiden(g.entities.size(), g.edges, lo));
+  ClusterHierarchy h;
+  ClusteringRecord clustering;
+  const bool warm = cc.incremental && !prior.empty();
+  if (warm) {
+    // Start from the previous partition so untouched regions keep their communities; compare
+    // with the fresh run to catch a warm start stuck in a worse optimum.
+    const LeidenStart start = StartFrom(g.entities.size(), prior);
+    GRAG_ASSIGN_OR_RETURN(ClusterHierarchy warmed,
+                          HierarchicalLeiden(g.entities.size(), g.edges, lo, &start));
+    const double drift = fresh.modularity - warmed.modularity;
+    clustering.fresh_modularity = fresh.modularity;
+    if (drift > cc.drift_threshold) {
+      h = std::move(fresh);
+      clustering.note = fmt::format(
+          "full re-detection: the warm start's modularity {:.4f} was {:.4f} below a fresh "
+          "run's {:.4f} (communities.drift_threshold {})",
+          warmed.modularity, drift, h.modularity, cc.drift_threshold);
+      s.community_note = clustering.note;
+      Log(LogLevel::kInfo, "communities", clustering.note);
+    } else {
+      h = std::move(warmed);
+      clustering.warm_start = true;
+    }
+  } else {
+    h = std::move(fresh);
+  }
+  s.communities_warm_start = clustering.warm_start;
 
+  // Ids stay stable: a community takes the id of the previous one it overlaps most.
+  const std::vector<int64_t> ids = MatchClusterIds(h, prior);
+  std::set<int64_t> old_ids;
+  for (const auto& p : prior) old_ids.insert(p.id);
   std::vector<CommunityRecord> records;
   records.reserve(h.clusters.size());
-  for (const auto& cl : h.clusters) {
+  for (size_t i = 0; i < h.clusters.size(); ++i) {
+    const auto& cl = h.clusters[i];
     CommunityRecord r;
-    r.id = cl.id + 1;  // ids from 1, in hierarchy order (coarsest level first)
+    r.id = ids[i];
     r.level = cl.level;
-    if (cl.parent >= 0) r.parent_id = cl.parent + 1;
+    if (cl.parent >= 0) r.parent_id = ids[static_cast<size_t>(cl.parent)];
     r.entity_ids.reserve(cl.members.size());
-    for (uint32_t m : cl.members) r.entity_ids.push_back(entities[m].id);
+    for (uint32_t m : cl.members) r.entity_ids.push_back(g.entities[m].id);
     records.push_back(std::move(r));
     ++s.communities_per_level[cl.level];
+    if (old_ids.erase(ids[i]) > 0) {
+      ++s.communities_kept;
+    } else {
+      ++s.communities_new;
+    }
   }
-  ClusteringRecord clustering;
+  s.communities_removed = static_cast<int64_t>(old_ids.size());
   clustering.seed = cc.seed;
   clustering.resolution = cc.resolution;
   clustering.max_cluster_size = cc.max_cluster_size;
   clustering.modularity = h.modularity;
+  clustering.graph_hash = g.hash;
   GRAG_RETURN_IF_ERROR(store.ReplaceCommunities(clustering, records).status());
   s.modularity = h.modularity;
   run.Progress("communities", 1, 1);
@@ -581,6 +799,10 @@ Status Embed(Run& run, IndexSummary& s) {
 
 }  // namespace
 
+ExtractorId ExtractorFor(const IndexContext& context) {
+  return {ExtractorKind::kLlm, context.chat ? context.chat->model() : ""};
+}
+
 LoadOptions LoadOptionsFor(const Config& c) {
   LoadOptions o;
   o.base_dir = c.Resolve(c.input.dir);
@@ -594,6 +816,13 @@ LoadOptions LoadOptionsFor(const Config& c) {
   return o;
 }
 
+Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,
+                            IndexContext& context) {
+  if (context.store == nullptr) return Status::InvalidArgument("PlanIndex needs a store");
+  GRAG_ASSIGN_OR_RETURN(Gathered g, Gather(config, request, *context.store, context.cancel));
+  return PlanFrom(g, *context.store, ExtractorFor(context), config);
+}
+
 Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
                               IndexContext& context) {
   if (context.store == nullptr) return Status::InvalidArgument("RunIndex needs a store");
@@ -601,14 +830,14 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
   IndexSummary s;
   Store& store = *context.store;
   GRAG_ASSIGN_OR_RETURN(s.run_id, store.BeginRun("index"));
-  const ExtractorId extractor{ExtractorKind::kLlm, context.chat ? context.chat->model() : ""};
+  const ExtractorId extractor = ExtractorFor(context);
 
   struct Stage {
     const char* name;
     std::function<Status()> fn;
   };
   const std::vector<Stage> stages = {
-      {"load", [&] { return LoadAndChunk(run, request, s); }},
+      {"load", [&] { return LoadAndChunk(run, request, extractor, s, s.plan); }},
       {"extract", [&] { return Extract(run, extractor, s); }},
       {"merge", [&] { return Merge(run, extractor, s); }},
       {"communities", [&] { return DetectCommunities(run, s); }},

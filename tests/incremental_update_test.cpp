@@ -1,0 +1,505 @@
+// Incremental updates (issue 6): adding, removing and editing documents redoes only what changed,
+// ends with the same graph as indexing from scratch, and survives a failure mid-update.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "grag/hash.h"
+#include "grag/indexer.h"
+#include "grag/store.h"
+#include "support/fake_graphrag_llm.h"
+#include "support/temp_dir.h"
+
+namespace grag {
+namespace {
+
+using testing::FakeGraphRagReply;
+using testing::PromptKind;
+using testing::TempDir;
+
+constexpr int kGroups = 25;
+constexpr int kDocs = 50;
+
+// 125 distinct two-word names, five per group.
+std::string Person(int group, int member) {
+  static const char* kFirst[] = {"Abel", "Berta", "Cyril", "Delia", "Emil"};
+  static const char* kLast[] = {"Amsel", "Birke", "Corvin", "Dorn", "Eibe", "Falk", "Gerste",
+                                "Hagen", "Ilse", "Jordan", "Kiefer", "Linde", "Moos", "Nessel",
+                                "Olm", "Pappel", "Quitte", "Rabe", "Salbei", "Tanne", "Ulme",
+                                "Veit", "Weide", "Xaver", "Ysop"};
+  return std::string(kFirst[member]) + " " + kLast[group];
+}
+
+// A document about one group; it also names the next group's first member once, so the graph
+// is one component with a community per group. `variant` changes the wording (an edit).
+std::string DocumentText(int doc, int variant = 0) {
+  const int g = doc % kGroups;
+  std::string text;
+  for (int s = 0; s < 24; ++s) {
+    const int a = (s * 2 + doc + variant) % 5;
+    const int b = (s * 3 + 1 + doc) % 5;
+    if (a == b) continue;
+    text += "then " + Person(g, a) + " met " + Person(g, b) +
+            (variant == 0 ? " near the harbour and they talked. " : " in the market at dawn. ");
+    if (s == 11) text += "later " + Person((g + 1) % kGroups, 0) + " came by. ";
+  }
+  return text;
+}
+
+// A model that answers like FakeGraphRagResponder, but whose extracted descriptions differ from
+// chunk to chunk (so merged descriptions are summarised and a removed chunk's description is
+// visibly gone), counting real calls by prompt kind, and failing on demand.
+class CountingModel {
+ public:
+  explicit CountingModel(KeyValueCache* cache) {
+    ScriptedModelOptions mo;
+    mo.cache = cache;
+    model_ = std::make_unique<ScriptedChatModel>(
+        [this](const ChatRequest& req) -> Result<std::string> {
+          std::string last;
+          for (const auto& m : req.messages) {
+            if (m.role == "user") last = m.content;
+          }
+          const std::string kind = PromptKind(last);
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (fail_after_ >= 0 && total_ >= fail_after_) {
+              return Status::Unavailable("injected failure: HTTP 503 after 6 retries");
+            }
+            ++calls_[kind];
+            ++total_;
+          }
+          std::string reply = FakeGraphRagReply(last);
+          if (kind != "extract") return reply;
+          const std::string tag = Sha256Hex(last).substr(0, 8);
+          auto j = nlohmann::json::parse(reply);
+          for (auto& e : j["entities"]) {
+            e["description"] = e["name"].get<std::string>() + " is seen in passage " + tag;
+          }
+          for (auto& r : j["relationships"]) {
+            r["description"] = r["source"].get<std::string>() + " meets " +
+                               r["target"].get<std::string>() + " in passage " + tag;
+          }
+          return j.dump();
+        },
+        mo);
+  }
+  ChatModel* get() { return model_.get(); }
+  int Calls(const std::string& kind) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_[kind];
+  }
+  int Total() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return total_;
+  }
+  void Reset(int fail_after = -1) {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.clear();
+    total_ = 0;
+    fail_after_ = fail_after;
+  }
+
+ private:
+  std::unique_ptr<ScriptedChatModel> model_;
+  std::mutex mu_;
+  std::map<std::string, int> calls_;
+  int total_ = 0;
+  int fail_after_ = -1;  // fail every call once this many succeeded
+};
+
+struct Project {
+  TempDir dir;
+  Config config;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<CountingModel> model;
+
+  explicit Project(int docs = kDocs) {
+    for (int d = 0; d < docs; ++d) WriteDoc(d);
+    config.root = dir / "proj";
+    config.chunks.size = 120;
+    config.chunks.overlap = 10;
+    config.llm.concurrency = 4;
+    config.communities.max_cluster_size = 4;
+    store = std::move(Store::Open(config.Resolve(config.store.path))).value();
+    model = std::make_unique<CountingModel>(&store->ReplyCache());
+  }
+
+  std::string DocPath(int d) const { return dir / ("proj/input/doc" + std::to_string(d) + ".txt"); }
+  void WriteDoc(int d, int variant = 0) const {
+    dir.Write("proj/input/doc" + std::to_string(d) + ".txt", DocumentText(d, variant));
+  }
+
+  Result<IndexSummary> Run(IndexRequest request = {}) {
+    IndexContext ctx;
+    ctx.store = store.get();
+    ctx.chat = model->get();
+    return RunIndex(config, request, ctx);
+  }
+  Result<IndexSummary> Add(const std::string& path) {
+    IndexRequest r;
+    r.paths = {path};
+    r.sync_folders = false;
+    return Run(r);
+  }
+};
+
+// The graph as comparable values: entity key -> type and description; pair -> weight and
+// description.
+struct GraphSnapshot {
+  std::map<std::string, std::string> entities;
+  std::map<std::string, std::string> relationships;
+  bool operator==(const GraphSnapshot&) const = default;
+};
+
+GraphSnapshot Snapshot(Store& store) {
+  GraphSnapshot s;
+  std::map<int64_t, std::string> key_of;
+  const auto entities = store.ListEntities().value();
+  for (const auto& e : entities) {
+    key_of[e.id] = e.name_key;
+    s.entities[e.name_key] = e.type + " | " + e.description;
+  }
+  const auto relationships = store.ListRelationships().value();
+  for (const auto& r : relationships) {
+    std::string a = key_of[r.source_id];
+    std::string b = key_of[r.target_id];
+    if (b < a) std::swap(a, b);
+    s.relationships[a + " -- " + b] = std::to_string(r.weight) + " | " + r.description;
+  }
+  return s;
+}
+
+// community id -> (level, member keys)
+std::map<int64_t, std::pair<int64_t, std::set<std::string>>> Communities(Store& store) {
+  std::map<int64_t, std::pair<int64_t, std::set<std::string>>> out;
+  const auto communities = store.ListCommunities().value();
+  for (const auto& c : communities) {
+    std::set<std::string> keys;
+    for (int64_t e : c.entity_ids) keys.insert(store.GetEntity(e).value()->name_key);
+    out[c.id] = {c.level, keys};
+  }
+  return out;
+}
+
+std::map<int64_t, std::string> ReportHashes(Store& store) {
+  std::map<int64_t, std::string> out;
+  const auto reports = store.ListReports().value();
+  for (const auto& r : reports) out[r.community_id] = r.input_hash;
+  return out;
+}
+
+// Reports whose (community id, input hash) was not stored before: the ones that had to be
+// written.
+int ChangedReports(const std::map<int64_t, std::string>& before,
+                   const std::map<int64_t, std::string>& after) {
+  int changed = 0;
+  for (const auto& [id, hash] : after) {
+    auto it = before.find(id);
+    if (it == before.end() || it->second != hash) ++changed;
+  }
+  return changed;
+}
+
+void ExpectEveryCommunityReported(Store& store) {
+  const auto reports = ReportHashes(store);
+  const auto communities = store.ListCommunities().value();
+  for (const auto& c : communities) {
+    EXPECT_TRUE(reports.count(c.id)) << "community " << c.id << " has no report";
+  }
+}
+
+// The index a from-scratch run over `docs` documents (with doc `extra` written too) builds.
+GraphSnapshot FromScratch(int docs, const std::function<void(Project&)>& edit = {}) {
+  Project p(docs);
+  if (edit) edit(p);
+  auto s = p.Run();
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return Snapshot(*p.store);
+}
+
+// Document 50: about group 3, with a person no other document names.
+void WriteNewDocument(Project& p) {
+  p.dir.Write("proj/input/doc50.txt", DocumentText(3, 2) + "then Zora Quill met " + Person(3, 1) +
+                                          " on the pier. then Zora Quill met " + Person(3, 2) +
+                                          " again. ");
+}
+
+TEST(IncrementalUpdateTest, ReindexingUnchangedInputMakesNoLlmCall) {
+  Project p;
+  ASSERT_TRUE(p.Run().ok());
+  p.model->Reset();
+  auto again = p.Run();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->usage.calls, 0);
+  EXPECT_EQ(p.model->Total(), 0);
+  EXPECT_TRUE(again->communities_unchanged);
+  EXPECT_EQ(again->plan.chunks_to_extract, 0);
+  EXPECT_EQ(again->plan.documents_unchanged, kDocs);
+}
+
+TEST(IncrementalUpdateTest, AddingOneDocumentExtractsOnlyItsChunksAndRewritesOnlyChangedReports) {
+  Project p;
+  auto full = p.Run();
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  const auto reports_before = ReportHashes(*p.store);
+  const auto communities_before = Communities(*p.store);
+
+  WriteNewDocument(p);
+  p.model->Reset();
+  auto added = p.Add(p.dir / "proj/input/doc50.txt");
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+
+  // The plan named the work before doing it.
+  EXPECT_EQ(added->plan.documents_added, std::vector<std::string>{"doc50.txt"});
+  EXPECT_TRUE(added->plan.documents_removed.empty());
+  const auto new_chunks = static_cast<int>(p.store->ListChunks("doc50.txt")->size());
+  EXPECT_EQ(added->plan.chunks_to_extract, new_chunks);
+  // Extraction calls only for the new document's chunks.
+  EXPECT_EQ(p.model->Calls("extract"), new_chunks);
+  EXPECT_LE(p.model->Calls("glean"), new_chunks);
+  EXPECT_EQ(added->chunks_extracted, new_chunks);
+
+  // Reports: exactly those whose inputs changed were written, and that is a small part.
+  const auto reports_after = ReportHashes(*p.store);
+  const int changed = ChangedReports(reports_before, reports_after);
+  EXPECT_EQ(added->reports_generated, changed);
+  // A report prompt seen before (same text under another community id) comes from the cache.
+  EXPECT_LE(p.model->Calls("report"), changed);
+  EXPECT_GT(changed, 0);
+  EXPECT_LT(changed, static_cast<int>(reports_after.size()) / 3)
+      << changed << " of " << reports_after.size() << " reports rewritten";
+  EXPECT_GT(added->reports_reused, 0);
+  ExpectEveryCommunityReported(*p.store);
+
+  // Untouched regions kept their communities, ids included.
+  EXPECT_TRUE(added->communities_warm_start);
+  EXPECT_GT(added->communities_kept, 0);
+  const auto communities_after = Communities(*p.store);
+  int same = 0;
+  for (const auto& [id, c] : communities_after) {
+    auto it = communities_before.find(id);
+    if (it != communities_before.end() && it->second == c) ++same;
+  }
+  EXPECT_GT(same, static_cast<int>(communities_after.size()) / 2);
+
+  // The same graph as indexing the 51 documents from scratch.
+  EXPECT_EQ(Snapshot(*p.store), FromScratch(kDocs, WriteNewDocument));
+  EXPECT_TRUE(p.store->GetEntityByKey("zora quill").value().has_value());
+
+  std::cout << "[ figures ] full index: " << full->usage.calls << " LLM calls; adding 1 document: "
+            << added->usage.calls << " calls (" << p.model->Calls("extract") << " extract, "
+            << p.model->Calls("glean") << " glean, " << p.model->Calls("summarize")
+            << " summarize, " << changed << " of " << reports_after.size() << " reports)\n";
+}
+
+TEST(IncrementalUpdateTest, RemovingADocumentDropsItsExclusiveEntitiesAndRewritesAffectedReports) {
+  Project p;
+  WriteNewDocument(p);
+  ASSERT_TRUE(p.Run().ok());
+  const auto zora = p.store->GetEntityByKey("zora quill").value();
+  ASSERT_TRUE(zora.has_value());
+  const auto reports_before = ReportHashes(*p.store);
+
+  p.model->Reset();
+  IndexRequest remove;
+  remove.remove = {"doc50.txt"};
+  auto s = p.Run(remove);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->documents_removed, 1);
+  EXPECT_EQ(s->plan.documents_removed, std::vector<std::string>{"doc50.txt"});
+  EXPECT_EQ(p.model->Calls("extract"), 0);
+  // The file is still there: remove does not scan the input or touch files.
+  EXPECT_TRUE(std::filesystem::exists(p.dir / "proj/input/doc50.txt"));
+
+  // Its exclusive entity is gone, from the graph and from every community.
+  EXPECT_FALSE(p.store->GetEntityByKey("zora quill").value().has_value());
+  for (const auto& [id, c] : Communities(*p.store)) {
+    EXPECT_FALSE(c.second.count("zora quill")) << "community " << id;
+  }
+  // Shared entities lost its descriptions: the graph equals the 50 documents' from scratch.
+  std::filesystem::remove(p.dir / "proj/input/doc50.txt");
+  EXPECT_EQ(Snapshot(*p.store), FromScratch(kDocs));
+
+  // Affected reports were rewritten, the others kept, and none is stale: another run writes none.
+  const int changed = ChangedReports(reports_before, ReportHashes(*p.store));
+  EXPECT_GT(changed, 0);
+  EXPECT_EQ(s->reports_generated, changed);
+  EXPECT_LE(p.model->Calls("report"), changed);
+  ExpectEveryCommunityReported(*p.store);
+  p.model->Reset();
+  auto again = p.Run();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(p.model->Total(), 0);
+}
+
+TEST(IncrementalUpdateTest, RemovingAnUnknownDocumentIsAClearError) {
+  Project p(2);
+  ASSERT_TRUE(p.Run().ok());
+  IndexRequest remove;
+  remove.remove = {"nope.txt"};
+  auto s = p.Run(remove);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(s.status().message().find("nope.txt"), std::string::npos);
+  EXPECT_EQ(p.store->ListDocuments()->size(), 2u);
+}
+
+TEST(IncrementalUpdateTest, EditingADocumentIsADeleteAndAnAdd) {
+  Project p;
+  ASSERT_TRUE(p.Run().ok());
+  p.WriteDoc(7, /*variant=*/1);
+  IndexContext ctx;
+  ctx.store = p.store.get();
+  ctx.chat = p.model->get();
+  auto plan = PlanIndex(p.config, {}, ctx);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->documents_changed, std::vector<std::string>{"doc7.txt"});
+  EXPECT_GT(plan->chunks_to_extract, 0);
+  EXPECT_GT(plan->chunks_removed, 0);
+
+  p.model->Reset();
+  auto s = p.Run();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->documents_changed, 1);
+  EXPECT_EQ(p.model->Calls("extract"), plan->chunks_to_extract);
+  EXPECT_EQ(s->chunks_removed, plan->chunks_removed);
+  EXPECT_EQ(Snapshot(*p.store), FromScratch(kDocs, [](Project& q) { q.WriteDoc(7, 1); }));
+  ExpectEveryCommunityReported(*p.store);
+}
+
+TEST(IncrementalUpdateTest, DryRunChangesNothingAndCallsNoModel) {
+  Project p(4);
+  ASSERT_TRUE(p.Run().ok());
+  WriteNewDocument(p);
+  std::filesystem::remove(p.DocPath(1));
+  p.model->Reset();
+  IndexContext ctx;
+  ctx.store = p.store.get();
+  ctx.chat = p.model->get();
+  auto plan = PlanIndex(p.config, {}, ctx);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->documents_added, std::vector<std::string>{"doc50.txt"});
+  EXPECT_EQ(plan->documents_removed, std::vector<std::string>{"doc1.txt"});
+  EXPECT_EQ(plan->documents_unchanged, 3);
+  EXPECT_GT(plan->extraction_calls_max, 0);
+  EXPECT_EQ(p.model->Total(), 0);
+  EXPECT_EQ(p.store->ListDocuments()->size(), 4u);
+}
+
+// A failure injected after `fail_after` successful calls of the update, then a clean run: the
+// result is the uninterrupted update's.
+void ExpectFailureMidUpdateRecovers(int fail_after) {
+  Project reference;
+  ASSERT_TRUE(reference.Run().ok());
+  WriteNewDocument(reference);
+  ASSERT_TRUE(reference.Add(reference.dir / "proj/input/doc50.txt").ok());
+
+  Project p;
+  ASSERT_TRUE(p.Run().ok());
+  WriteNewDocument(p);
+  p.model->Reset(fail_after);
+  auto failed = p.Add(p.dir / "proj/input/doc50.txt");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(p.store->ListRuns().value().front().status, RunStatus::kFailed);
+
+  p.model->Reset();
+  auto resumed = p.Add(p.dir / "proj/input/doc50.txt");
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(Snapshot(*p.store), Snapshot(*reference.store));
+  EXPECT_EQ(Communities(*p.store), Communities(*reference.store));
+  EXPECT_EQ(ReportHashes(*p.store), ReportHashes(*reference.store));
+  ExpectEveryCommunityReported(*p.store);
+}
+
+TEST(IncrementalUpdateTest, FailureDuringExtractionOfAnUpdateResumesToTheSameIndex) {
+  ExpectFailureMidUpdateRecovers(1);
+}
+
+TEST(IncrementalUpdateTest, FailureDuringReportsOfAnUpdateResumesToTheSameIndex) {
+  // The new document's chunks and gleanings come first; a few calls later the reports run.
+  Project probe;
+  ASSERT_TRUE(probe.Run().ok());
+  WriteNewDocument(probe);
+  probe.model->Reset();
+  ASSERT_TRUE(probe.Add(probe.dir / "proj/input/doc50.txt").ok());
+  const int before_reports = probe.model->Total() - probe.model->Calls("report");
+  ExpectFailureMidUpdateRecovers(before_reports + 1);
+}
+
+TEST(IncrementalUpdateTest, DriftBeyondTheThresholdFallsBackToAFullRedetection) {
+  Project p;
+  ASSERT_TRUE(p.Run().ok());
+  WriteNewDocument(p);
+  p.config.communities.drift_threshold = 0;  // any loss against a fresh run is too much
+  auto s = p.Add(p.dir / "proj/input/doc50.txt");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto clustering = p.store->LatestClustering().value();
+  ASSERT_TRUE(clustering.has_value());
+  ASSERT_TRUE(clustering->fresh_modularity.has_value());
+  ASSERT_TRUE(clustering->modularity.has_value());
+  if (clustering->warm_start) {
+    // Kept only because it lost nothing to the fresh run.
+    EXPECT_LE(*clustering->fresh_modularity, *clustering->modularity + 1e-12);
+    EXPECT_TRUE(clustering->note.empty());
+  } else {
+    // The fresh partition was taken, and the index and the run say why.
+    EXPECT_DOUBLE_EQ(*clustering->modularity, *clustering->fresh_modularity);
+    EXPECT_NE(clustering->note.find("full re-detection"), std::string::npos);
+    EXPECT_EQ(s->community_note, clustering->note);
+  }
+  // With a generous threshold the warm start is kept.
+  WriteNewDocument(p);
+  p.dir.Write("proj/input/doc51.txt", DocumentText(9, 2));
+  p.config.communities.drift_threshold = 1.0;
+  auto kept = p.Add(p.dir / "proj/input/doc51.txt");
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_TRUE(kept->communities_warm_start);
+  EXPECT_TRUE(kept->community_note.empty());
+  ExpectEveryCommunityReported(*p.store);
+}
+
+TEST(IncrementalUpdateTest, WarmStartCanBeTurnedOff) {
+  Project p(8);
+  ASSERT_TRUE(p.Run().ok());
+  WriteNewDocument(p);
+  p.config.communities.incremental = false;
+  auto s = p.Add(p.dir / "proj/input/doc50.txt");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_FALSE(s->communities_warm_start);
+  EXPECT_FALSE(p.store->LatestClustering().value()->warm_start);
+}
+
+// The closing note's figures: LLM calls of adding 1%, 5% and 10% new documents, as a fraction
+// of a full index's calls. Asserted loosely (well under a full rebuild), printed exactly.
+TEST(IncrementalUpdateTest, AddingAFewPercentCostsAFewPercentOfAFullIndex) {
+  constexpr int kBase = 100;
+  for (int percent : {1, 5, 10}) {
+    Project p(kBase);
+    auto full = p.Run();
+    ASSERT_TRUE(full.ok()) << full.status().ToString();
+    const int added = kBase * percent / 100;
+    for (int d = kBase; d < kBase + added; ++d) p.WriteDoc(d, 1);
+    p.model->Reset();
+    auto update = p.Run();
+    ASSERT_TRUE(update.ok()) << update.status().ToString();
+    EXPECT_EQ(update->documents_added, added);
+    const double fraction =
+        static_cast<double>(update->usage.calls) / static_cast<double>(full->usage.calls);
+    std::cout << "[ figures ] adding " << added << " documents (" << percent << "%) to " << kBase
+              << ": " << update->usage.calls << " LLM calls vs " << full->usage.calls
+              << " for the full index = " << fraction * 100 << "% (" << update->reports_generated
+              << " reports rewritten, " << update->reports_reused << " kept)\n";
+    EXPECT_LT(fraction, 0.05 + 3.0 * percent / 100);
+  }
+}
+
+}  // namespace
+}  // namespace grag
