@@ -1,0 +1,245 @@
+#include "grag/lexical_embedder.h"
+
+#include <utf8proc.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace grag {
+namespace {
+
+constexpr size_t kMinDimension = 8;
+constexpr size_t kMaxDimension = 65536;
+constexpr double kWordWeight = 1.0;
+constexpr double kFunctionWordWeight = 0.1;  // present, so a text of function words is not zero
+constexpr double kNgramWeight = 0.35;        // a word's 3-grams together weigh about its word
+constexpr size_t kNgram = 3;
+
+// English function words: they say little about what a text is about.
+bool IsFunctionWord(std::string_view w) {
+  static const std::unordered_set<std::string_view> kWords = {
+      "a",     "about", "after", "again", "all",    "also",   "am",    "an",   "and",   "any",
+      "are",   "as",    "at",    "be",    "been",   "before", "being", "but",  "by",    "can",
+      "could", "did",   "do",    "does",  "for",    "from",   "had",   "has",  "have",  "he",
+      "her",   "here",  "him",   "his",   "how",    "i",      "if",    "in",   "into",  "is",
+      "it",    "its",   "just",  "me",    "more",   "most",   "my",    "no",   "nor",   "not",
+      "now",   "of",    "on",    "one",   "only",   "or",     "other", "our",  "out",   "over",
+      "own",   "said",  "same",  "she",   "should", "so",     "some",  "such", "than",  "that",
+      "the",   "their", "them",  "then",  "there",  "these",  "they",  "this", "those", "through",
+      "to",    "too",   "up",    "upon",  "us",     "very",   "was",   "we",   "were",  "what",
+      "when",  "where", "which", "while", "who",    "whom",   "why",   "will", "with",  "would",
+      "you",   "your"};
+  return kWords.contains(w);
+}
+
+uint64_t Hash(char kind, std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  };
+  mix(static_cast<unsigned char>(kind));
+  for (char c : bytes) mix(static_cast<unsigned char>(c));
+  // MurmurHash3's finaliser: FNV's low bits are weak, and the bucket is taken modulo.
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+// Invalid UTF-8 bytes become spaces.
+std::string Sanitize(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    utf8proc_int32_t cp = 0;
+    const auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
+                                    static_cast<utf8proc_ssize_t>(text.size() - i), &cp);
+    if (n <= 0) {
+      out += ' ';
+      ++i;
+    } else {
+      out.append(text.substr(i, static_cast<size_t>(n)));
+      i += static_cast<size_t>(n);
+    }
+  }
+  return out;
+}
+
+// NFKC + case folding + accents stripped; empty when utf8proc fails.
+std::string Fold(std::string_view text) {
+  utf8proc_uint8_t* folded = nullptr;
+  const auto len = utf8proc_map(
+      reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+      static_cast<utf8proc_ssize_t>(text.size()), &folded,
+      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT |
+                                     UTF8PROC_CASEFOLD | UTF8PROC_STRIPMARK));
+  if (len < 0) return {};
+  std::string out(reinterpret_cast<char*>(folded), static_cast<size_t>(len));
+  std::free(folded);
+  return out;
+}
+
+bool IsWordCodePoint(utf8proc_int32_t cp) {
+  if (cp < 0x80)
+    return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9');
+  switch (utf8proc_category(cp)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO: return true;
+    default: return false;
+  }
+}
+
+struct Feature {
+  double weight = 0;  // per occurrence
+  uint32_t count = 0;
+};
+
+class FeatureCounter {
+ public:
+  void AddWord(std::string_view word, const std::vector<size_t>& starts) {
+    const bool single_ascii = word.size() == 1 && static_cast<unsigned char>(word[0]) < 0x80;
+    if (single_ascii && !(word[0] >= '0' && word[0] <= '9')) return;  // "s" of "Marley's"
+    if (IsFunctionWord(word)) {
+      Add(Hash('w', word), kFunctionWordWeight);
+      return;
+    }
+    Add(Hash('w', word), kWordWeight);
+    // 3-grams of "<word>", by code points.
+    padded_.resize(word.size() + 2);
+    padded_.front() = '<';
+    word.copy(padded_.data() + 1, word.size());
+    padded_.back() = '>';
+    offsets_.clear();
+    offsets_.push_back(0);
+    for (size_t s : starts) offsets_.push_back(s + 1);
+    offsets_.push_back(word.size() + 1);
+    offsets_.push_back(word.size() + 2);
+    for (size_t i = 0; i + kNgram < offsets_.size(); ++i) {
+      Add(Hash('g',
+               std::string_view(padded_).substr(offsets_[i], offsets_[i + kNgram] - offsets_[i])),
+          kNgramWeight);
+    }
+  }
+
+  std::vector<float> Vector(size_t dimension) const {
+    std::vector<double> acc(dimension, 0.0);
+    for (const auto& [h, f] : features_) {
+      const double v = f.weight * (1.0 + std::log(static_cast<double>(f.count)));
+      acc[h % dimension] += (h >> 63) != 0 ? -v : v;
+    }
+    double norm = 0;
+    for (double x : acc) norm += x * x;
+    std::vector<float> out(dimension, 0.0f);
+    if (!(norm > 0) || !std::isfinite(norm)) return out;
+    const double scale = 1.0 / std::sqrt(norm);
+    for (size_t i = 0; i < dimension; ++i) out[i] = static_cast<float>(acc[i] * scale);
+    return out;
+  }
+
+ private:
+  void Add(uint64_t h, double weight) {
+    Feature& f = features_[h];
+    f.weight = weight;
+    ++f.count;
+  }
+
+  std::unordered_map<uint64_t, Feature> features_;
+  std::string padded_;
+  std::vector<size_t> offsets_;
+};
+
+}  // namespace
+
+std::string LexicalEmbedderModelName(size_t dimension) {
+  return "grag-lexical-hash-v1-d" + std::to_string(dimension);
+}
+
+std::vector<float> LexicalEmbed(std::string_view text, size_t dimension) {
+  dimension = std::max<size_t>(dimension, 1);
+  std::string folded = Fold(text);
+  if (folded.empty() && !text.empty()) folded = Fold(Sanitize(text));
+  FeatureCounter counter;
+  std::string word;
+  std::vector<size_t> starts;  // byte offset of each code point of `word` but the first
+  auto flush = [&] {
+    if (!word.empty()) counter.AddWord(word, starts);
+    word.clear();
+    starts.clear();
+  };
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(folded.data());
+  const auto len = static_cast<utf8proc_ssize_t>(folded.size());
+  for (utf8proc_ssize_t i = 0; i < len;) {
+    utf8proc_int32_t cp = 0;
+    auto n = utf8proc_iterate(p + i, len - i, &cp);
+    if (n <= 0) {  // cannot happen after Fold, which validates; be safe anyway
+      n = 1;
+      cp = ' ';
+    }
+    if (IsWordCodePoint(cp)) {
+      if (!word.empty()) starts.push_back(word.size());
+      word.append(folded, static_cast<size_t>(i), static_cast<size_t>(n));
+    } else {
+      flush();
+    }
+    i += n;
+  }
+  flush();
+  return counter.Vector(dimension);
+}
+
+LexicalEmbedder::LexicalEmbedder()
+    : LexicalEmbedder(PrivateTag{}, LexicalEmbedderOptions{}.dimension) {}
+
+LexicalEmbedder::LexicalEmbedder(PrivateTag, size_t dimension)
+    : dimension_(dimension), model_(LexicalEmbedderModelName(dimension)) {}
+
+Result<std::unique_ptr<LexicalEmbedder>> LexicalEmbedder::Create(LexicalEmbedderOptions options) {
+  if (options.dimension < kMinDimension || options.dimension > kMaxDimension) {
+    return Status::InvalidArgument(
+        "lexical embedder dimension must be between " + std::to_string(kMinDimension) + " and " +
+        std::to_string(kMaxDimension) + ", got " + std::to_string(options.dimension));
+  }
+  return std::make_unique<LexicalEmbedder>(PrivateTag{}, options.dimension);
+}
+
+Result<EmbeddingResponse> LexicalEmbedder::Embed(const std::vector<std::string>& inputs) {
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  const auto start = std::chrono::steady_clock::now();
+  EmbeddingResponse out;
+  out.model = model_;
+  out.dimension = inputs.empty() ? 0 : dimension_;
+  try {
+    out.vectors.reserve(inputs.size());
+    for (const auto& text : inputs) out.vectors.push_back(LexicalEmbed(text, dimension_));
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("lexical embedding failed: ") + e.what());
+  }
+  out.latency = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  return out;
+}
+
+LlmUsage LexicalEmbedder::Usage() const {
+  LlmUsage u;
+  u.calls = calls_.load(std::memory_order_relaxed);
+  return u;
+}
+
+}  // namespace grag
