@@ -213,13 +213,50 @@ TEST(IndexPipelineTest, DocumentsGoneFromTheInputAreRemoved) {
   }
 }
 
-TEST(IndexPipelineTest, NoLlmConfiguredIsAClearError) {
-  Harness h(1);
+TEST(IndexPipelineTest, WithoutAnLlmEveryStageRunsOnTheBuiltInExtractorAndReports) {
+  Harness h(8);
   IndexContext ctx;
   ctx.store = h.store.get();
   auto s = RunIndex(h.config, {}, ctx);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("llm.base_url"), std::string::npos);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->usage.calls, 0);
+  EXPECT_EQ(h.model->RequestCount(), 0u);
+  EXPECT_EQ(s->chunks_extracted, s->chunks);
+  EXPECT_GT(s->entities, 5);
+  EXPECT_GT(s->reports_generated, 0);
+  const auto reports = h.store->ListReports().value();
+  ASSERT_FALSE(reports.empty());
+  for (const auto& r : reports) EXPECT_EQ(r.generator, ReportGenerator::kExtractive);
+  // Stored as the NLP extractor's results, apart from any LLM's.
+  const auto chunk_ids = h.store->ListChunkIds().value();
+  const ExtractorId nlp{ExtractorKind::kNlp, "grag-nlp-en/1"};
+  EXPECT_TRUE(h.store->GetExtraction(chunk_ids.front(), nlp).value().has_value());
+  EXPECT_TRUE(h.store->ChunksNeedingExtraction(nlp).value().empty());
+  EXPECT_EQ(h.store->ChunksNeedingExtraction({ExtractorKind::kLlm, "scripted"}).value().size(),
+            chunk_ids.size());
+}
+
+TEST(IndexPipelineTest, ConfiguringAModelLaterReExtractsWithItAndGoingBackReusesTheNlpResults) {
+  Harness h(4);
+  IndexContext offline;
+  offline.store = h.store.get();
+  auto first = RunIndex(h.config, {}, offline);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const auto nlp_entities = h.store->ListEntities().value().size();
+
+  auto with_llm = h.Index();  // the scripted model now
+  ASSERT_TRUE(with_llm.ok()) << with_llm.status().ToString();
+  EXPECT_EQ(with_llm->chunks_extracted, with_llm->chunks);
+  for (const auto& r : h.store->ListReports().value()) {
+    EXPECT_EQ(r.generator, ReportGenerator::kLlm) << "community " << r.community_id;
+  }
+  // The graph is the LLM's: its fake extractor names people, never lower-case phrases.
+  for (const auto& e : h.store->ListEntities().value()) EXPECT_NE(e.type, "noun phrase") << e.name;
+
+  auto back = RunIndex(h.config, {}, offline);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->chunks_extracted, 0);  // the NLP results were kept
+  EXPECT_EQ(h.store->ListEntities().value().size(), nlp_entities);
 }
 
 TEST(IndexPipelineTest, MissingInputFolderIsNotFound) {

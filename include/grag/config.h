@@ -54,14 +54,24 @@ struct LlmConfig {
 
 struct EmbeddingConfig {
   std::string base_url;  // empty: the LLM's base_url
-  std::string model;     // empty: no embedding model
+  std::string model;     // empty: the built-in lexical embedder (no network)
   std::string api_key;   // empty: the LLM's key
   int64_t batch_size = 16;  // inputs per request (Microsoft GraphRAG's default)
+};
+
+// The built-in extractor of the no-LLM mode (see nlp_extract.h for what each knob does).
+struct NlpConfig {
+  int64_t sentence_window = 1;        // co-occurrence window in sentences; -1: whole chunk
+  std::vector<std::string> exclude_words;  // more stop words
+  int64_t min_node_freq = 2;          // phrases in fewer chunks are pruned
+  double min_edge_weight_pct = 40;    // edges below this weight percentile are pruned
+  bool pmi_weights = true;            // PMI-normalised edge weights
 };
 
 struct ExtractionConfig {
   std::vector<std::string> entity_types = {"organization", "person", "geo", "event"};
   int64_t gleanings = 1;  // extra rounds asking the model what it missed
+  NlpConfig nlp;
 };
 
 struct CommunityConfig {
@@ -83,6 +93,7 @@ struct GlobalSearchConfig {
 struct LocalSearchConfig {
   int64_t top_k = 10;               // matched entities at most
   double similarity_floor = 0.5;    // cosine similarity an entity must clear
+  double lexical_similarity_floor = 0.2;  // the same, with the built-in lexical embedder
   int64_t context_budget_tokens = 12000;
   double chunk_share = 0.5;         // of the budget, for source chunks
   double relationship_share = 0.25;

@@ -58,6 +58,11 @@ struct SummarizeOptions {
 // description so an unchanged list is never summarised again.
 std::string DescriptionsHash(const std::string& name, const std::vector<std::string>& descriptions);
 
+// Without a summarizer (no-LLM mode): the first descriptions, one per line, as many as fit
+// max_descriptions and max_joined_tokens (at least one).
+std::string JoinDescriptionsWithin(const std::vector<std::string>& descriptions,
+                                   const SummarizeOptions& options);
+
 // Whether `descriptions` need the summarizer under `options`.
 bool NeedsSummary(const std::vector<std::string>& descriptions, const SummarizeOptions& options);
 

@@ -14,8 +14,8 @@ namespace grag {
 // without a usage field use the configured tokenizer.
 Result<std::unique_ptr<ChatModel>> MakeChatModel(const Config& config, KeyValueCache* cache);
 
-// The embedding model, or nullptr when embeddings.model is empty. Its base URL and key default
-// to the LLM's.
+// The embedding model embeddings.model names (its base URL and key default to the LLM's), or the
+// built-in lexical embedder (LexicalEmbedder: no network, no weights) when it is empty.
 Result<std::unique_ptr<EmbeddingModel>> MakeEmbeddingModel(const Config& config,
                                                            KeyValueCache* cache);
 

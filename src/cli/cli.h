@@ -26,6 +26,7 @@ struct GlobalOptions {
   std::string log_level;
   bool verbose = false;
   bool quiet = false;
+  bool no_llm = false;  // --no-llm: no model endpoint is used, whatever is configured
 };
 
 // Loads the configuration for the selected project: defaults < file < environment < --set.

@@ -15,6 +15,13 @@ Result<Config> LoadProjectConfig(const GlobalOptions& g) {
     }
     GRAG_RETURN_IF_ERROR(ApplySetting(config, kv.substr(0, eq), kv.substr(eq + 1)));
   }
+  if (g.no_llm) {
+    // No endpoint at all: the built-in extractor, embedder, reports and answers.
+    config.llm.base_url.clear();
+    config.llm.model.clear();
+    config.embeddings.base_url.clear();
+    config.embeddings.model.clear();
+  }
   GRAG_RETURN_IF_ERROR(ValidateConfig(config).WithContext("--set"));
   std::string level = g.log_level.empty() ? config.log_level : g.log_level;
   if (g.verbose) level = "debug";
@@ -59,6 +66,10 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", g.log_level, "trace | debug | info | warn | error | off");
   app.add_flag("-v,--verbose", g.verbose, "Debug logging on stderr");
   app.add_flag("-q,--quiet", g.quiet, "Only warnings and errors on stderr");
+  app.add_flag("--no-llm", g.no_llm,
+               "Use no model endpoint even if one is configured: built-in NLP extraction, "
+               "lexical embeddings, extractive reports and answers (the default when no LLM is "
+               "configured)");
   app.footer(
       "Exit codes: 0 success; 1 the work failed (I/O, index or model error); 2 bad usage,\n"
       "configuration or input path. Logs go to stderr, results to stdout.");

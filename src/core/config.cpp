@@ -54,11 +54,16 @@ std::vector<Setting> Settings(Config& c) {
       {"llm.json_mode", "", "Ask for JSON replies (response_format) where JSON is expected", &c.llm.json_mode},
       {"llm.temperature", "", "Sampling temperature; 0 keeps extraction and reports reproducible", &c.llm.temperature},
       {"embeddings.base_url", "GRAG_EMBEDDING_BASE_URL", "Embedding endpoint; empty = llm.base_url", &c.embeddings.base_url},
-      {"embeddings.model", "GRAG_EMBEDDING_MODEL", "Embedding model, e.g. text-embedding-3-small or nomic-embed-text; empty = none", &c.embeddings.model},
+      {"embeddings.model", "GRAG_EMBEDDING_MODEL", "Embedding model, e.g. text-embedding-3-small or nomic-embed-text; empty = the built-in lexical embedder (hashed words and character 3-grams, no network)", &c.embeddings.model},
       {"embeddings.api_key", "GRAG_EMBEDDING_API_KEY", "Embedding API key; empty = the LLM's key", &c.embeddings.api_key},
       {"embeddings.batch_size", "", "Inputs per embedding request", &c.embeddings.batch_size},
       {"extraction.entity_types", "", "Closed set of entity types the extractor may use", &c.extraction.entity_types},
       {"extraction.gleanings", "", "Extra rounds asking the model for entities it missed", &c.extraction.gleanings},
+      {"extraction.nlp.sentence_window", "", "No-LLM mode: phrases this many sentences apart or closer are related (0: same sentence; -1: anywhere in the chunk)", &c.extraction.nlp.sentence_window},
+      {"extraction.nlp.exclude_words", "", "No-LLM mode: more words that never form or start a phrase", &c.extraction.nlp.exclude_words},
+      {"extraction.nlp.min_node_freq", "", "No-LLM mode: phrases found in fewer chunks are left out of the graph", &c.extraction.nlp.min_node_freq},
+      {"extraction.nlp.min_edge_weight_pct", "", "No-LLM mode: relationships below this percentile of weights are dropped (0-100)", &c.extraction.nlp.min_edge_weight_pct},
+      {"extraction.nlp.pmi_weights", "", "No-LLM mode: weight relationships by pointwise mutual information rather than raw co-occurrence counts", &c.extraction.nlp.pmi_weights},
       {"communities.max_cluster_size", "", "Communities larger than this are split into a finer level", &c.communities.max_cluster_size},
       {"communities.resolution", "", "Leiden modularity resolution (higher: smaller communities)", &c.communities.resolution},
       {"communities.seed", "", "Leiden random seed: the same graph gives the same communities", &c.communities.seed},
@@ -71,6 +76,7 @@ std::vector<Setting> Settings(Config& c) {
       {"global_search.map_timeout_seconds", "", "A map call slower than this drops out of the answer", &c.global_search.map_timeout_seconds},
       {"local_search.top_k", "", "Entities matched to the question at most", &c.local_search.top_k},
       {"local_search.similarity_floor", "", "Cosine similarity an entity's description must reach to match", &c.local_search.similarity_floor},
+      {"local_search.lexical_similarity_floor", "", "The same with the built-in lexical embedder, whose similarities run lower", &c.local_search.lexical_similarity_floor},
       {"local_search.context_budget_tokens", "", "Tokens of context for the answer", &c.local_search.context_budget_tokens},
       {"local_search.chunk_share", "", "Share of the context for source chunks", &c.local_search.chunk_share},
       {"local_search.relationship_share", "", "Share of the context for relationships", &c.local_search.relationship_share},
@@ -216,6 +222,7 @@ Status ValidateConfig(const Config& c) {
   if (c.extraction.entity_types.empty()) return Status::InvalidArgument("extraction.entity_types must not be empty");
   if (c.communities.max_cluster_size < 1) return Status::InvalidArgument("communities.max_cluster_size must be at least 1");
   if (c.communities.resolution <= 0) return Status::InvalidArgument("communities.resolution must be positive");
+  if (c.extraction.nlp.min_edge_weight_pct < 0 || c.extraction.nlp.min_edge_weight_pct > 100) return Status::InvalidArgument("extraction.nlp.min_edge_weight_pct must be between 0 and 100");
   if (c.communities.drift_threshold < 0) return Status::InvalidArgument("communities.drift_threshold must not be negative");
   if (c.global_search.level < 0) return Status::InvalidArgument("global_search.level must be at least 0");
   if (c.global_search.map_batch_tokens < 500) return Status::InvalidArgument("global_search.map_batch_tokens must be at least 500");

@@ -121,6 +121,21 @@ std::string JoinDescriptions(const std::vector<std::string>& descriptions) {
   return out;
 }
 
+std::string JoinDescriptionsWithin(const std::vector<std::string>& descriptions,
+                                   const SummarizeOptions& options) {
+  std::string out;
+  size_t kept = 0;
+  for (const auto& d : descriptions) {
+    if (kept == options.max_descriptions) break;
+    std::string next = kept == 0 ? d : out + "\n" + d;
+    const size_t tokens = options.count_tokens ? options.count_tokens(next) : EstimateTokens(next);
+    if (kept > 0 && tokens > options.max_joined_tokens) break;
+    out = std::move(next);
+    ++kept;
+  }
+  return out;
+}
+
 bool NeedsSummary(const std::vector<std::string>& descriptions, const SummarizeOptions& options) {
   if (descriptions.size() > options.max_descriptions) return true;
   if (descriptions.size() < 2) return false;

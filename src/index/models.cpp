@@ -1,5 +1,6 @@
 #include "grag/models.h"
 
+#include "grag/lexical_embedder.h"
 #include "grag/tokenizer.h"
 
 namespace grag {
@@ -37,7 +38,9 @@ Result<std::unique_ptr<ChatModel>> MakeChatModel(const Config& config, KeyValueC
 
 Result<std::unique_ptr<EmbeddingModel>> MakeEmbeddingModel(const Config& config,
                                                            KeyValueCache* cache) {
-  if (config.embeddings.model.empty()) return std::unique_ptr<EmbeddingModel>();
+  if (config.embeddings.model.empty()) {
+    return std::unique_ptr<EmbeddingModel>(std::make_unique<LexicalEmbedder>());
+  }
   GRAG_ASSIGN_OR_RETURN(OpenAIOptions o, BaseOptions(config, cache));
   o.base_url = config.embeddings.base_url.empty() ? config.llm.base_url : config.embeddings.base_url;
   if (o.base_url.empty()) {

@@ -3,17 +3,20 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "grag/chunker.h"
 #include "grag/extract.h"
+#include "grag/extractive.h"
 #include "grag/hash.h"
 #include "grag/indexer.h"
 #include "grag/leiden.h"
 #include "grag/log.h"
 #include "grag/merge.h"
+#include "grag/nlp_extract.h"
 #include "grag/parallel.h"
 #include "grag/prompts.h"
 #include "grag/report.h"
@@ -299,16 +302,69 @@ std::string ExtractionParamsHash(const std::string& prompt, const ExtractorOptio
   return h.HexDigest();
 }
 
+NlpExtractorOptions NlpOptionsFor(const Config& c) {
+  NlpExtractorOptions o;
+  o.sentence_window = static_cast<int>(c.extraction.nlp.sentence_window);
+  o.exclude_words = c.extraction.nlp.exclude_words;
+  return o;
+}
+
+NlpPruneOptions NlpPruneOptionsFor(const Config& c) {
+  NlpPruneOptions o;
+  o.min_node_freq = c.extraction.nlp.min_node_freq;
+  o.min_edge_weight_pct = c.extraction.nlp.min_edge_weight_pct;
+  o.pmi_weights = c.extraction.nlp.pmi_weights;
+  return o;
+}
+
+// The no-LLM extractor: microseconds per chunk, so one pass on the calling thread plus workers.
+Status ExtractWithNlp(Run& run, const ExtractorId& extractor,
+                      const std::vector<std::string>& pending, IndexSummary& s) {
+  const NlpExtractorOptions opts = NlpOptionsFor(run.config());
+  const std::string params = Sha256Hex(NlpExtractorFingerprint(opts));
+  std::mutex mu;
+  Status first_error;
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> done{0};
+  const auto total = static_cast<int64_t>(pending.size());
+  run.Progress("extract", 0, total);
+  ParallelFor(
+      pending.size(), std::max<size_t>(1, std::thread::hardware_concurrency()),
+      [&](size_t i) {
+        Status st = [&]() -> Status {
+          GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, run.store().GetChunk(pending[i]));
+          if (!chunk) return Status::Ok();  // deleted meanwhile
+          GRAG_ASSIGN_OR_RETURN(ParsedExtraction parsed, ExtractNlp(chunk->text, opts));
+          ExtractionRecord rec;
+          rec.chunk_id = pending[i];
+          rec.extractor = extractor;
+          rec.params_hash = params;
+          rec.entities = std::move(parsed.entities);
+          rec.relationships = std::move(parsed.relationships);
+          return run.store().PutExtraction(rec);
+        }();
+        if (!st.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (first_error.ok()) first_error = st.WithContext("extracting chunk " + pending[i]);
+          stop = true;
+          return;
+        }
+        run.Progress("extract", ++done, total);
+      },
+      &stop);
+  s.chunks_extracted = done;
+  if (!first_error.ok()) return first_error;
+  if (run.cancelled()) return Status::Cancelled("interrupted");
+  return Status::Ok();
+}
+
 Status Extract(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   GRAG_ASSIGN_OR_RETURN(std::vector<std::string> pending,
                         run.store().ChunksNeedingExtraction(extractor));
   if (pending.empty()) return Status::Ok();
   ChatModel* chat = run.chat();
-  if (chat == nullptr) {
-    return Status::InvalidArgument(std::to_string(pending.size()) +
-                                   " chunks need extraction but no LLM is configured: set "
-                                   "llm.base_url and llm.model (or GRAG_LLM_BASE_URL and "
-                                   "GRAG_LLM_MODEL)");
+  if (extractor.kind == ExtractorKind::kNlp || chat == nullptr) {
+    return ExtractWithNlp(run, extractor, pending, s);
   }
   const Config& c = run.config();
   ExtractorOptions opts;
@@ -403,10 +459,12 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, IndexSum
   for (size_t i = 0; i < jobs.size(); ++i) {
     auto& j = jobs[i];
     if (j.resolved) continue;
-    if (NeedsSummary(*j.descriptions, so) && run.chat() != nullptr) {
+    if (!NeedsSummary(*j.descriptions, so)) {
+      j.result = {j.hash, JoinDescriptions(*j.descriptions), ""};
+    } else if (run.chat() != nullptr) {
       llm_jobs.push_back(i);
     } else {
-      j.result = {j.hash, JoinDescriptions(*j.descriptions), ""};
+      j.result = {j.hash, JoinDescriptionsWithin(*j.descriptions, so), ""};
     }
   }
   if (llm_jobs.empty()) return Status::Ok();
@@ -450,6 +508,14 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   MergedGraph g = MergeMentions(entity_mentions, rel_mentions);
   entity_mentions.clear();
   rel_mentions.clear();
+  if (extractor.kind == ExtractorKind::kNlp) {
+    // Phrases seen once and weak co-occurrences are noise, as in Microsoft's fast method.
+    const NlpPruneStats ps = PruneNlpGraph(g, NlpPruneOptionsFor(run.config()));
+    Log(LogLevel::kDebug, "merge",
+        fmt::format("NLP graph pruned from {} to {} entities and {} to {} relationships",
+                    ps.entities_before, ps.entities_after, ps.relationships_before,
+                    ps.relationships_after));
+  }
 
   GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> old_entities, store.ListEntities());
   std::unordered_map<std::string, const EntityRecord*> old_by_key;
@@ -685,10 +751,20 @@ Status DetectCommunities(Run& run, IndexSummary& s) {
 
 Status Reports(Run& run, IndexSummary& s) {
   const Config& c = run.config();
-  if (run.chat() == nullptr) {
-    return Status::InvalidArgument("community reports need an LLM: set llm.base_url and llm.model");
-  }
   GRAG_ASSIGN_OR_RETURN(const Tokenizer* tok, Tokenizer::Get(c.chunks.encoding));
+  auto progress = [&run](const ReportProgress& p) { run.Progress("reports", p.done, p.total); };
+  if (run.chat() == nullptr) {
+    // No LLM: reports are assembled from the community's own sentences.
+    ExtractiveReportOptions eo;
+    eo.cancel = run.cancel_flag();
+    GRAG_ASSIGN_OR_RETURN(ReportStageSummary rs,
+                          GenerateExtractiveReports(run.store(), *tok, eo, progress));
+    s.reports_generated = rs.generated;
+    s.reports_reused = rs.reused;
+    s.report_gaps = rs.gaps;
+    if (run.cancelled()) return Status::Cancelled("interrupted");
+    return Status::Ok();
+  }
   ReportOptions ro;
   GRAG_ASSIGN_OR_RETURN(ro.prompt, LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kCommunityReport));
   ro.concurrency = static_cast<int>(c.llm.concurrency);
@@ -696,9 +772,7 @@ Status Reports(Run& run, IndexSummary& s) {
   ro.cancel = run.cancel_flag();  // Ctrl-C: no new community starts
   GRAG_ASSIGN_OR_RETURN(
       ReportStageSummary rs,
-      GenerateReports(run.store(), *run.chat(), *tok, ro, [&run](const ReportProgress& p) {
-        run.Progress("reports", p.done, p.total);
-      }));
+      GenerateReports(run.store(), *run.chat(), *tok, ro, progress));
   s.reports_generated = rs.generated;
   s.reports_reused = rs.reused;
   s.report_gaps = rs.gaps;
@@ -755,9 +829,27 @@ bool Stale(const std::map<std::string, std::string>& stored, const std::string& 
   return it == stored.end() || it->second != hash;
 }
 
+// Vectors of another model cannot share an index with the current one's (nor be compared
+// with a question embedded by it): when the embedding model changed, they are dropped and
+// every text of that kind is embedded again.
+Status DropOtherModelsVectors(Run& run, EmbeddingOwner owner) {
+  GRAG_ASSIGN_OR_RETURN(std::optional<EmbeddingSpace> space, run.store().GetEmbeddingSpace(owner));
+  if (!space || space->model == run.embedder()->model()) return Status::Ok();
+  GRAG_ASSIGN_OR_RETURN(int64_t dropped, run.store().DeleteEmbeddings(owner));
+  Log(LogLevel::kInfo, "embed",
+      "the embedding model changed from " + space->model + " to " + run.embedder()->model() +
+          ": " + std::to_string(dropped) + " " + std::string(EmbeddingOwnerName(owner)) +
+          " vectors will be embedded again");
+  return Status::Ok();
+}
+
 Status Embed(Run& run, IndexSummary& s) {
   if (run.embedder() == nullptr) return Status::Ok();
   Store& store = run.store();
+  for (EmbeddingOwner owner :
+       {EmbeddingOwner::kEntity, EmbeddingOwner::kChunk, EmbeddingOwner::kReport}) {
+    GRAG_RETURN_IF_ERROR(DropOtherModelsVectors(run, owner));
+  }
   {
     GRAG_ASSIGN_OR_RETURN(auto stored, store.ListEmbeddingHashes(EmbeddingOwner::kEntity));
     GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> entities, store.ListEntities());
@@ -800,7 +892,8 @@ Status Embed(Run& run, IndexSummary& s) {
 }  // namespace
 
 ExtractorId ExtractorFor(const IndexContext& context) {
-  return {ExtractorKind::kLlm, context.chat ? context.chat->model() : ""};
+  if (context.chat == nullptr) return {ExtractorKind::kNlp, std::string(kNlpExtractorModel)};
+  return {ExtractorKind::kLlm, context.chat->model()};
 }
 
 LoadOptions LoadOptionsFor(const Config& c) {
