@@ -1,0 +1,835 @@
+// Extractive community reports (no LLM): titles from top entities, findings from the source
+// sentences naming the most members, input hashes to skip unchanged communities. See
+// grag/extractive.h for the rules; this file also holds the sentence splitter the extractive
+// query answers share.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "grag/extract.h"
+#include "grag/extractive.h"
+#include "grag/hash.h"
+#include "grag/log.h"
+
+namespace grag {
+namespace {
+
+constexpr std::string_view kComponent = "report";
+// Bumped when the report's layout or selection rules change, so stored reports are redone.
+constexpr std::string_view kHashVersion = "grag/report-extractive/v1";
+// Entity ids a citation lists before "+more" (Microsoft GraphRAG's convention).
+constexpr size_t kMaxCitedIds = 5;
+
+// ---------------------------------------------------------------- sentence splitting
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
+bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
+bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
+bool IsAlpha(char c) { return IsLower(c) || IsUpper(c); }
+bool IsTerminator(char c) { return c == '.' || c == '!' || c == '?'; }
+
+// Closing quotes and brackets that belong to the sentence before them: the length of the one at
+// text[i], or 0.
+size_t CloserAt(std::string_view text, size_t i) {
+  const char c = text[i];
+  if (c == '"' || c == '\'' || c == ')' || c == ']' || c == '_') return 1;
+  for (std::string_view closer : {"\xE2\x80\x9D", "\xE2\x80\x99"}) {  // ” ’
+    if (text.substr(i, closer.size()) == closer) return closer.size();
+  }
+  return 0;
+}
+
+// Opening quotes and brackets before a sentence's first word: the length of the one at text[i].
+size_t OpenerAt(std::string_view text, size_t i) {
+  const char c = text[i];
+  if (c == '"' || c == '\'' || c == '(' || c == '[' || c == '_' || c == '-') return 1;
+  for (std::string_view opener : {"\xE2\x80\x9C", "\xE2\x80\x98"}) {  // “ ‘
+    if (text.substr(i, opener.size()) == opener) return opener.size();
+  }
+  return 0;
+}
+
+// The period at text[dot] ends an abbreviation ("Mr.") or an initial ("J."), not a sentence.
+bool IsAbbreviation(std::string_view text, size_t dot) {
+  size_t w = dot;
+  while (w > 0 && IsAlpha(text[w - 1])) --w;
+  if (w == dot) return false;
+  const std::string_view word = text.substr(w, dot - w);
+  if (word.size() == 1) return IsUpper(word[0]);
+  static const std::set<std::string, std::less<>> kAbbreviations = {
+      "mr",  "mrs", "ms",   "messrs", "dr", "st", "jr",  "sr",  "prof", "rev",
+      "gen", "col", "capt", "lt",     "mt", "vs", "esq", "hon", "sgt",  "fr"};
+  std::string lower(word);
+  for (char& c : lower) c = IsUpper(c) ? static_cast<char>(c - 'A' + 'a') : c;
+  return kAbbreviations.count(lower) != 0;
+}
+
+// The sentence text[begin, end), whitespace collapsed; nullopt when it holds no letter or digit.
+std::optional<Sentence> MakeSentence(std::string_view text, size_t begin, size_t end) {
+  Sentence s;
+  bool space = false;
+  bool has_word = false;
+  for (size_t i = begin; i < end; ++i) {
+    const char c = text[i];
+    if (IsSpace(c)) {
+      space = !s.text.empty();
+      continue;
+    }
+    if (s.text.empty()) s.offset = i;
+    if (space) s.text += ' ';
+    space = false;
+    s.text += c;
+    has_word =
+        has_word || IsAlpha(c) || (c >= '0' && c <= '9') || static_cast<unsigned char>(c) >= 0x80;
+  }
+  if (!has_word) return std::nullopt;
+  size_t first = 0;
+  while (first < s.text.size()) {
+    const size_t n = OpenerAt(s.text, first);
+    if (n == 0) break;
+    first += n;
+  }
+  size_t last = s.text.size();
+  for (bool more = true; more && last > 0;) {
+    more = false;
+    for (size_t n : {size_t{1}, size_t{3}}) {
+      if (last >= n && CloserAt(s.text, last - n) == n) {
+        last -= n;
+        more = true;
+        break;
+      }
+    }
+  }
+  const bool starts_well = first < s.text.size() && !IsLower(s.text[first]);
+  s.complete = starts_well && last > 0 && IsTerminator(s.text[last - 1]);
+  return s;
+}
+
+// Where the sentence that has a terminator at text[i] ends (past its closers), or nullopt when
+// the terminator does not end a sentence.
+std::optional<size_t> SentenceEnd(std::string_view text, size_t i) {
+  size_t j = i + 1;
+  while (j < text.size() && IsTerminator(text[j])) ++j;
+  while (j < text.size()) {
+    const size_t n = CloserAt(text, j);
+    if (n == 0) break;
+    j += n;
+  }
+  if (j < text.size() && !IsSpace(text[j])) return std::nullopt;  // "3.5", "e.g."
+  if (text[i] == '.' && j == i + 1 && IsAbbreviation(text, i)) return std::nullopt;
+  size_t k = j;
+  while (k < text.size() && IsSpace(text[k])) ++k;
+  if (k < text.size() && IsLower(text[k])) return std::nullopt;  // '"Bah!" said Scrooge'
+  return j;
+}
+
+}  // namespace
+
+std::vector<Sentence> SplitSentences(std::string_view text) {
+  std::vector<Sentence> out;
+  size_t start = 0;
+  if (text.substr(0, 7) == "title: ") {  // chunks.prepend_title's prefix is not prose
+    const size_t nl = text.find('\n');
+    start = nl == std::string_view::npos ? text.size() : nl + 1;
+  }
+  auto emit = [&](size_t end) {
+    if (auto s = MakeSentence(text, start, end)) out.push_back(std::move(*s));
+  };
+  for (size_t i = start; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {  // a blank line ends a paragraph, and with it a sentence
+      size_t j = i + 1;
+      while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r')) ++j;
+      if (j < text.size() && text[j] == '\n') {
+        emit(i);
+        start = j + 1;
+        i = j;
+      }
+      continue;
+    }
+    if (!IsTerminator(c)) continue;
+    if (auto end = SentenceEnd(text, i)) {
+      emit(*end);
+      start = *end;
+      i = *end - 1;
+    }
+  }
+  emit(text.size());
+  return out;
+}
+
+std::string ShortenAtWord(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // …
+  if (max_bytes < kEllipsis.size()) return {};
+  size_t cut = max_bytes - kEllipsis.size();
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  const size_t space = text.rfind(' ', cut);
+  if (space != std::string_view::npos && space > cut / 2) cut = space;
+  while (cut > 0 && (IsSpace(text[cut - 1]) || text[cut - 1] == ',' || text[cut - 1] == ';' ||
+                     text[cut - 1] == ':')) {
+    --cut;
+  }
+  return std::string(text.substr(0, cut)) + std::string(kEllipsis);
+}
+
+namespace {
+
+// ---------------------------------------------------------------- helpers
+
+// "A", "A and B", "A, B and C".
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+std::string Plural(int64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+// "3, 7, 12" with at most kMaxCitedIds, then "+more".
+std::string IdList(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size() && i < kMaxCitedIds; ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(ids[i]);
+  }
+  if (ids.size() > kMaxCitedIds) out += ", +more";
+  return out;
+}
+
+// "[Data: Entities (3, 7); Relationships (12); Sources (chunk 1a2b3c4d5e6f)]"
+std::string Citation(const std::vector<int64_t>& entities, const std::vector<int64_t>& rels,
+                     const std::string& chunk_id) {
+  std::vector<std::string> parts;
+  if (!entities.empty()) parts.push_back("Entities (" + IdList(entities) + ")");
+  if (!rels.empty()) parts.push_back("Relationships (" + IdList(rels) + ")");
+  if (!chunk_id.empty()) parts.push_back("Sources (chunk " + chunk_id.substr(0, 12) + ")");
+  std::string out = "[Data: ";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i > 0 ? "; " : "") + parts[i];
+  return out + "]";
+}
+
+// `text` ending with a full stop (or other terminator).
+std::string Sentenced(std::string text) {
+  if (!text.empty() && !IsTerminator(text.back()) && text.back() != '"') text += '.';
+  return text;
+}
+
+double Rating(int64_t weight, int64_t size) {
+  const double r = 1.5 * std::log2(1.0 + static_cast<double>(std::max<int64_t>(weight, 0))) +
+                   0.5 * std::log2(1.0 + static_cast<double>(std::max<int64_t>(size, 0)));
+  return std::round(std::min(10.0, r) * 10.0) / 10.0;
+}
+
+std::vector<std::string> Words(const std::string& normalised) {
+  std::vector<std::string> words;
+  size_t start = 0;
+  while (start < normalised.size()) {
+    size_t end = normalised.find(' ', start);
+    if (end == std::string::npos) end = normalised.size();
+    if (end > start) words.push_back(normalised.substr(start, end - start));
+    start = end + 1;
+  }
+  return words;
+}
+
+Status CheckOptions(const ExtractiveReportOptions& o) {
+  if (o.min_findings < 0 || o.max_findings < 1 || o.min_findings > o.max_findings) {
+    return Status::InvalidArgument(
+        "extractive reports need 0 <= min_findings <= max_findings and max_findings >= 1");
+  }
+  if (o.title_entities < 1) return Status::InvalidArgument("title_entities must be at least 1");
+  if (o.headline_chars < 16 || o.max_sentence_chars < 16) {
+    return Status::InvalidArgument("headline_chars and max_sentence_chars must be at least 16");
+  }
+  if (o.max_report_tokens < 1) return Status::InvalidArgument("max_report_tokens must be >= 1");
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- the graph and the text
+
+struct AnalysedSentence {
+  std::string text;
+  bool complete = true;
+  std::vector<int64_t> mentions;  // entities it names, ascending
+};
+
+struct AnalysedChunk {
+  std::string id;
+  std::string document_id;
+  int64_t index = 0;
+  std::vector<AnalysedSentence> sentences;
+};
+
+// An entity name as words, for matching against a sentence's normalised words.
+struct Phrase {
+  int64_t entity_id = 0;
+  std::vector<std::string> words;
+};
+
+struct Member {
+  const EntityRecord* entity = nullptr;
+  int64_t degree = 0;
+  const std::vector<std::string>* chunks = nullptr;
+};
+
+// A sentence that names members of the community being written.
+struct Candidate {
+  const AnalysedSentence* sentence = nullptr;
+  const AnalysedChunk* chunk = nullptr;
+  std::vector<size_t> members;  // indices into the ranked member list, ascending (= by rank)
+  int64_t degree_sum = 0;
+  size_t order = 0;  // document order, for ties
+};
+
+class Reporter {
+ public:
+  Reporter(Store& store, const Tokenizer& tokenizer, const ExtractiveReportOptions& options)
+      : store_(store), tokenizer_(tokenizer), options_(options) {}
+
+  Status Load();
+  Result<ReportStageSummary> Run(const ReportProgressFn& progress);
+
+ private:
+  Result<std::vector<Member>> Members(const CommunityRecord& community);
+  std::vector<const RelationshipRecord*> InternalRelationships(const std::vector<Member>& members);
+  std::string InputHash(const CommunityRecord& community, const std::vector<Member>& members,
+                        const std::vector<const RelationshipRecord*>& rels) const;
+  Result<const AnalysedChunk*> Chunk(const std::string& id);
+  void BuildPhrases();
+  std::vector<int64_t> Mentions(const std::string& sentence) const;
+  Result<std::vector<Candidate>> Candidates(const std::vector<Member>& members);
+  std::vector<const Candidate*> Pick(const std::vector<Candidate>& candidates) const;
+  Finding SentenceFinding(const Candidate& c, const std::vector<Member>& members,
+                          const std::vector<const RelationshipRecord*>& rels) const;
+  void AddFallbackFindings(const std::vector<Member>& members,
+                           const std::vector<const RelationshipRecord*>& rels,
+                           std::vector<Finding>* findings) const;
+  std::string Summary(const CommunityRecord& community, const std::vector<Member>& members,
+                      size_t internal_rels, const Candidate* best) const;
+  Result<ReportRecord> Build(const CommunityRecord& community, const std::vector<Member>& members,
+                             const std::vector<const RelationshipRecord*>& rels,
+                             int64_t* content_tokens);
+
+  Store& store_;
+  const Tokenizer& tokenizer_;
+  const ExtractiveReportOptions& options_;
+  std::vector<EntityRecord> entities_;
+  std::unordered_map<int64_t, size_t> entity_index_;  // entity id -> index in entities_
+  std::unordered_map<int64_t, int64_t> degree_;       // over the whole graph
+  std::vector<RelationshipRecord> relationships_;
+  // Entity id -> relationships whose smaller end it is, so each internal one is found once.
+  std::unordered_map<int64_t, std::vector<size_t>> rels_from_;
+  std::vector<CommunityRecord> communities_;
+  std::unordered_map<int64_t, ReportRecord> stored_;  // community id -> report (no content)
+  std::unordered_map<int64_t, std::vector<std::string>> entity_chunks_;     // loaded on demand
+  std::unordered_map<std::string, std::unique_ptr<AnalysedChunk>> chunks_;  // on demand
+  std::unordered_map<std::string, std::vector<Phrase>> phrases_;            // first word -> phrases
+  bool phrases_built_ = false;
+};
+
+Status Reporter::Load() {
+  GRAG_ASSIGN_OR_RETURN(entities_, store_.ListEntities());
+  GRAG_ASSIGN_OR_RETURN(relationships_, store_.ListRelationships());
+  GRAG_ASSIGN_OR_RETURN(communities_, store_.ListCommunities());
+  GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store_.ListReports());
+  for (size_t i = 0; i < entities_.size(); ++i) entity_index_.emplace(entities_[i].id, i);
+  // Degrees from the relationships themselves (as the LLM report stage counts them), so the
+  // ranking does not depend on whether RecomputeGraphStats ran.
+  for (size_t i = 0; i < relationships_.size(); ++i) {
+    const RelationshipRecord& r = relationships_[i];
+    if (entity_index_.count(r.source_id) == 0 || entity_index_.count(r.target_id) == 0) continue;
+    ++degree_[r.source_id];
+    ++degree_[r.target_id];
+    rels_from_[std::min(r.source_id, r.target_id)].push_back(i);
+  }
+  for (ReportRecord& r : reports) {
+    r.full_content.clear();
+    r.findings.clear();
+    stored_.emplace(r.community_id, std::move(r));
+  }
+  return Status::Ok();
+}
+
+// The members that exist, highest degree first (then by name, then id).
+Result<std::vector<Member>> Reporter::Members(const CommunityRecord& community) {
+  std::vector<Member> members;
+  for (int64_t id : community.entity_ids) {
+    auto it = entity_index_.find(id);
+    if (it == entity_index_.end()) continue;
+    auto [chunks, added] = entity_chunks_.try_emplace(id);
+    if (added) {
+      auto ids = store_.GetEntityChunks(id);
+      if (!ids.ok()) {
+        return ids.status().WithContext("reading the chunks of entity " + std::to_string(id));
+      }
+      chunks->second = std::move(ids).value();
+      std::sort(chunks->second.begin(), chunks->second.end());
+    }
+    auto d = degree_.find(id);
+    members.push_back(
+        {&entities_[it->second], d == degree_.end() ? 0 : d->second, &chunks->second});
+  }
+  std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
+    if (a.degree != b.degree) return a.degree > b.degree;
+    if (a.entity->name != b.entity->name) return a.entity->name < b.entity->name;
+    return a.entity->id < b.entity->id;
+  });
+  return members;
+}
+
+// Relationships with both ends in the community, by weight (as the store lists them).
+std::vector<const RelationshipRecord*> Reporter::InternalRelationships(
+    const std::vector<Member>& members) {
+  std::unordered_set<int64_t> ids;
+  for (const Member& m : members) ids.insert(m.entity->id);
+  std::vector<size_t> found;
+  for (const Member& m : members) {
+    auto it = rels_from_.find(m.entity->id);
+    if (it == rels_from_.end()) continue;
+    for (size_t i : it->second) {
+      const RelationshipRecord& r = relationships_[i];
+      if (ids.count(r.source_id) != 0 && ids.count(r.target_id) != 0) found.push_back(i);
+    }
+  }
+  std::sort(found.begin(), found.end());  // the store's order: heaviest first
+  std::vector<const RelationshipRecord*> out;
+  for (size_t i : found) out.push_back(&relationships_[i]);
+  return out;
+}
+
+std::string Reporter::InputHash(const CommunityRecord& community,
+                                const std::vector<Member>& members,
+                                const std::vector<const RelationshipRecord*>& rels) const {
+  Hasher h;
+  h.Add(kHashVersion);
+  h.Add(fmt::format("{} {} {} {} {} {}", options_.min_findings, options_.max_findings,
+                    options_.title_entities, options_.headline_chars, options_.max_sentence_chars,
+                    options_.max_report_tokens));
+  h.Add(std::to_string(community.weight));
+  std::vector<const Member*> by_id;
+  for (const Member& m : members) by_id.push_back(&m);
+  std::sort(by_id.begin(), by_id.end(),
+            [](const Member* a, const Member* b) { return a->entity->id < b->entity->id; });
+  for (const Member* m : by_id) {
+    const EntityRecord& e = *m->entity;
+    h.Add(std::to_string(e.id)).Add(e.name).Add(e.type).Add(e.description);
+    h.Add(std::to_string(m->degree)).Add(std::to_string(m->chunks->size()));
+    for (const std::string& c : *m->chunks) h.Add(c);
+  }
+  for (const RelationshipRecord* r : rels) {
+    h.Add(fmt::format("{} {} {} {}", r->id, r->source_id, r->target_id, r->weight));
+    h.Add(r->description);
+  }
+  return h.HexDigest();
+}
+
+void Reporter::BuildPhrases() {
+  phrases_built_ = true;
+  for (const EntityRecord& e : entities_) {
+    std::set<std::string> keys = {NormalizeEntityName(e.name), NormalizeEntityName(e.name_key)};
+    for (const std::string& key : keys) {
+      // A name of nothing but stop words or a short number ("it", "the", "12") would be found
+      // everywhere; so would a single word of two letters.
+      if (ContentTerms(key).empty()) continue;
+      std::vector<std::string> words = Words(key);
+      if (words.empty() || (words.size() == 1 && words[0].size() < 3)) continue;
+      std::string first = words[0];
+      phrases_[first].push_back({e.id, std::move(words)});
+    }
+  }
+}
+
+std::vector<int64_t> Reporter::Mentions(const std::string& sentence) const {
+  const std::vector<std::string> words = Words(NormalizeEntityName(sentence));
+  std::vector<int64_t> found;
+  for (size_t i = 0; i < words.size(); ++i) {
+    auto it = phrases_.find(words[i]);
+    if (it == phrases_.end()) continue;
+    for (const Phrase& p : it->second) {
+      if (i + p.words.size() > words.size()) continue;
+      if (std::equal(p.words.begin() + 1, p.words.end(),
+                     words.begin() + static_cast<std::ptrdiff_t>(i) + 1)) {
+        found.push_back(p.entity_id);
+      }
+    }
+  }
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  return found;
+}
+
+// The chunk split into sentences with the entities each names; read once per run.
+Result<const AnalysedChunk*> Reporter::Chunk(const std::string& id) {
+  auto [it, added] = chunks_.try_emplace(id);
+  if (!added) return it->second.get();
+  if (!phrases_built_) BuildPhrases();
+  auto chunk = store_.GetChunk(id);
+  if (!chunk.ok()) return chunk.status().WithContext("reading chunk " + id);
+  if (!chunk->has_value()) return static_cast<const AnalysedChunk*>(nullptr);  // gone: no text
+  auto a = std::make_unique<AnalysedChunk>();
+  a->id = id;
+  a->document_id = (*chunk)->document_id;
+  a->index = (*chunk)->index;
+  for (Sentence& s : SplitSentences((*chunk)->text)) {
+    AnalysedSentence& as = a->sentences.emplace_back();
+    as.mentions = Mentions(s.text);
+    as.text = std::move(s.text);
+    as.complete = s.complete;
+  }
+  it->second = std::move(a);
+  return it->second.get();
+}
+
+// Every distinct sentence of the members' chunks that names a member and is not overlong, in
+// document order.
+Result<std::vector<Candidate>> Reporter::Candidates(const std::vector<Member>& members) {
+  std::unordered_map<int64_t, size_t> rank;
+  std::set<std::string> chunk_ids;
+  for (size_t i = 0; i < members.size(); ++i) {
+    rank.emplace(members[i].entity->id, i);
+    chunk_ids.insert(members[i].chunks->begin(), members[i].chunks->end());
+  }
+  std::vector<const AnalysedChunk*> chunks;
+  for (const std::string& id : chunk_ids) {
+    GRAG_ASSIGN_OR_RETURN(const AnalysedChunk* c, Chunk(id));
+    if (c != nullptr) chunks.push_back(c);
+  }
+  std::sort(chunks.begin(), chunks.end(), [](const AnalysedChunk* a, const AnalysedChunk* b) {
+    if (a->document_id != b->document_id) return a->document_id < b->document_id;
+    return a->index < b->index;
+  });
+  std::vector<Candidate> out;
+  std::unordered_set<std::string_view> seen;  // overlapping chunks repeat sentences
+  for (const AnalysedChunk* c : chunks) {
+    for (const AnalysedSentence& s : c->sentences) {
+      Candidate cand{&s, c, {}, 0, out.size()};
+      for (int64_t id : s.mentions) {
+        auto it = rank.find(id);
+        if (it == rank.end()) continue;
+        cand.members.push_back(it->second);
+        cand.degree_sum += members[it->second].degree;
+      }
+      // Past twice the quoted length a "sentence" is mostly a list or a table of contents.
+      if (cand.members.empty() || s.text.size() > 2 * options_.max_sentence_chars ||
+          !seen.insert(s.text).second) {
+        continue;
+      }
+      std::sort(cand.members.begin(), cand.members.end());
+      out.push_back(std::move(cand));
+    }
+  }
+  return out;
+}
+
+// Greedy picks: most members named, those no earlier pick named counting double; then complete
+// sentences, better-connected members, earlier text. Once there are min_findings, a sentence
+// adding no new member must name at least two to be worth a finding.
+std::vector<const Candidate*> Reporter::Pick(const std::vector<Candidate>& candidates) const {
+  std::vector<const Candidate*> picked;
+  std::unordered_set<size_t> covered;
+  std::vector<char> used(candidates.size(), 0);
+  const auto min_picks = static_cast<size_t>(options_.min_findings);
+  while (picked.size() < static_cast<size_t>(options_.max_findings)) {
+    const Candidate* best = nullptr;
+    size_t best_index = 0;
+    std::tuple<size_t, int, int64_t> best_key{0, 0, 0};
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (used[i]) continue;
+      const Candidate& c = candidates[i];
+      size_t fresh = 0;
+      for (size_t m : c.members) fresh += covered.count(m) == 0 ? 1 : 0;
+      if (fresh == 0 && c.members.size() < 2 && picked.size() >= min_picks) continue;
+      const std::tuple<size_t, int, int64_t> key{fresh + c.members.size(),
+                                                 c.sentence->complete ? 1 : 0, c.degree_sum};
+      if (best == nullptr || key > best_key) {  // strict: the earlier sentence wins a tie
+        best = &c;
+        best_index = i;
+        best_key = key;
+      }
+    }
+    if (best == nullptr) break;
+    used[best_index] = 1;
+    covered.insert(best->members.begin(), best->members.end());
+    picked.push_back(best);
+  }
+  return picked;
+}
+
+Finding Reporter::SentenceFinding(const Candidate& c, const std::vector<Member>& members,
+                                  const std::vector<const RelationshipRecord*>& rels) const {
+  Finding f;
+  f.summary = ShortenAtWord(c.sentence->text, options_.headline_chars);
+  std::vector<int64_t> entity_ids;
+  std::unordered_set<int64_t> named;
+  for (size_t m : c.members) {
+    f.entities.push_back(members[m].entity->name);
+    entity_ids.push_back(members[m].entity->id);
+    named.insert(members[m].entity->id);
+  }
+  std::string explanation;
+  if (f.summary != c.sentence->text) {
+    explanation = "\xE2\x80\x9C" + ShortenAtWord(c.sentence->text, options_.max_sentence_chars) +
+                  "\xE2\x80\x9D ";
+  }
+  explanation += fmt::format("Names {} (chunk {} of {}).", JoinNames(f.entities), c.chunk->index,
+                             c.chunk->document_id);
+  std::vector<int64_t> rel_ids;
+  for (const RelationshipRecord* r : rels) {  // heaviest first
+    if (rel_ids.size() == 2) break;
+    if (r->description.empty() || named.count(r->source_id) == 0 ||
+        named.count(r->target_id) == 0) {
+      continue;
+    }
+    const auto& s = entities_[entity_index_.at(r->source_id)];
+    const auto& t = entities_[entity_index_.at(r->target_id)];
+    explanation += " " + s.name + " and " + t.name + ": " +
+                   Sentenced(ShortenAtWord(r->description, options_.headline_chars));
+    rel_ids.push_back(r->id);
+  }
+  f.explanation = explanation + " " + Citation(entity_ids, rel_ids, c.chunk->id);
+  return f;
+}
+
+// Findings from the strongest described internal relationships, then from the top members
+// (their descriptions, or their place in the graph), until there are min_findings.
+void Reporter::AddFallbackFindings(const std::vector<Member>& members,
+                                   const std::vector<const RelationshipRecord*>& rels,
+                                   std::vector<Finding>* findings) const {
+  const auto target = static_cast<size_t>(options_.min_findings);
+  for (const RelationshipRecord* r : rels) {
+    if (findings->size() >= target) return;
+    if (r->description.empty()) continue;
+    const auto& s = entities_[entity_index_.at(r->source_id)];
+    const auto& t = entities_[entity_index_.at(r->target_id)];
+    Finding f;
+    f.summary =
+        ShortenAtWord(s.name + " and " + t.name + ": " + r->description, options_.headline_chars);
+    f.explanation = Sentenced(ShortenAtWord(r->description, options_.max_sentence_chars)) + " " +
+                    Citation({s.id, t.id}, {r->id}, "");
+    f.entities = {s.name, t.name};
+    findings->push_back(std::move(f));
+  }
+  for (const Member& m : members) {
+    if (findings->size() >= target) return;
+    const EntityRecord& e = *m.entity;
+    const bool cited = std::any_of(findings->begin(), findings->end(), [&](const Finding& f) {
+      return f.entities.size() == 1 && f.entities[0] == e.name;
+    });
+    if (cited) continue;
+    Finding f;
+    f.entities = {e.name};
+    const std::string what = e.type.empty() ? e.name : e.name + " (" + e.type + ")";
+    if (!e.description.empty()) {
+      f.summary = ShortenAtWord(what + ": " + e.description, options_.headline_chars);
+      f.explanation = Sentenced(ShortenAtWord(e.description, options_.max_sentence_chars));
+    } else {
+      f.summary = what;
+      f.explanation =
+          fmt::format("{} is linked to {} and was extracted from {}.", e.name,
+                      Plural(m.degree, "other entity", "other entities"),
+                      Plural(static_cast<int64_t>(m.chunks->size()), "chunk", "chunks"));
+    }
+    f.explanation += " " + Citation({e.id}, {}, "");
+    findings->push_back(std::move(f));
+  }
+}
+
+std::string Reporter::Summary(const CommunityRecord& community, const std::vector<Member>& members,
+                              size_t internal_rels, const Candidate* best) const {
+  std::vector<std::string> top;
+  std::map<std::string, int64_t> types;
+  for (const Member& m : members) {
+    if (top.size() < static_cast<size_t>(options_.title_entities)) top.push_back(m.entity->name);
+    if (!m.entity->type.empty()) ++types[m.entity->type];
+  }
+  std::vector<std::pair<int64_t, std::string>> by_count;
+  for (const auto& [type, n] : types) by_count.emplace_back(-n, type);
+  std::sort(by_count.begin(), by_count.end());
+  std::string type_text;  // " (all person)", " (4 person, 2 place)"
+  if (by_count.size() == 1) type_text = " (all " + by_count[0].second + ")";
+  for (size_t i = 0; by_count.size() > 1 && i < by_count.size() && i < 3; ++i) {
+    type_text +=
+        (i > 0 ? ", " : " (") + std::to_string(-by_count[i].first) + " " + by_count[i].second;
+  }
+  if (by_count.size() > 1) type_text += ")";
+  const auto n = static_cast<int64_t>(members.size());
+  std::string out;
+  if (n == 1) {
+    const std::string& type = members.front().entity->type;
+    out = fmt::format("{}{} alone; its source text spans {}.", top.front(),
+                      type.empty() ? "" : " (" + type + ")",
+                      Plural(community.weight, "chunk", "chunks"));
+  } else {
+    out = fmt::format("{}{} centred on {}, with {} among them; their source text spans {}.",
+                      Plural(n, "entity", "entities"), type_text, JoinNames(top),
+                      Plural(static_cast<int64_t>(internal_rels), "relationship", "relationships"),
+                      Plural(community.weight, "chunk", "chunks"));
+  }
+  if (best != nullptr) {
+    out += " The passage naming most of them: \xE2\x80\x9C" +
+           ShortenAtWord(best->sentence->text, options_.max_sentence_chars) + "\xE2\x80\x9D";
+  }
+  return out;
+}
+
+Result<ReportRecord> Reporter::Build(const CommunityRecord& community,
+                                     const std::vector<Member>& members,
+                                     const std::vector<const RelationshipRecord*>& rels,
+                                     int64_t* content_tokens) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<Candidate> candidates, Candidates(members));
+  const std::vector<const Candidate*> picked = Pick(candidates);
+
+  ParsedReport parsed;
+  std::vector<std::string> top;
+  for (size_t i = 0; i < members.size() && i < static_cast<size_t>(options_.title_entities); ++i) {
+    top.push_back(members[i].entity->name);
+  }
+  parsed.title = JoinNames(top);
+  parsed.summary = Summary(community, members, rels.size(), picked.empty() ? nullptr : picked[0]);
+  for (const Candidate* c : picked) parsed.findings.push_back(SentenceFinding(*c, members, rels));
+  AddFallbackFindings(members, rels, &parsed.findings);
+  parsed.rating = Rating(community.weight, static_cast<int64_t>(members.size()));
+  parsed.rating_explanation = fmt::format(
+      "From size and weight: {} whose source text spans {} (rating = min(10, 1.5 log2(1 + "
+      "weight) + 0.5 log2(1 + size))).",
+      Plural(static_cast<int64_t>(members.size()), "entity", "entities"),
+      Plural(community.weight, "chunk", "chunks"));
+
+  std::string content = RenderReportMarkdown(parsed);
+  *content_tokens = static_cast<int64_t>(tokenizer_.Count(content));
+  while (*content_tokens > options_.max_report_tokens && parsed.findings.size() > 1) {
+    parsed.findings.pop_back();
+    content = RenderReportMarkdown(parsed);
+    *content_tokens = static_cast<int64_t>(tokenizer_.Count(content));
+  }
+
+  ReportRecord r;
+  r.community_id = community.id;
+  r.status = ReportStatus::kOk;
+  r.full_content = std::move(content);
+  r.title = std::move(parsed.title);
+  r.summary = std::move(parsed.summary);
+  r.findings = std::move(parsed.findings);
+  r.rating = parsed.rating;
+  r.rating_explanation = std::move(parsed.rating_explanation);
+  r.generator = ReportGenerator::kExtractive;
+  return r;
+}
+
+// Community indices, finest level first, by id within a level (the LLM stage's order).
+std::vector<size_t> FinestFirst(const std::vector<CommunityRecord>& communities) {
+  std::vector<size_t> order(communities.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (communities[a].level != communities[b].level) {
+      return communities[a].level > communities[b].level;
+    }
+    return communities[a].id < communities[b].id;
+  });
+  return order;
+}
+
+Result<ReportStageSummary> Reporter::Run(const ReportProgressFn& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  ReportStageSummary summary;
+  summary.communities = static_cast<int64_t>(communities_.size());
+  ReportProgress prog;
+  prog.total = summary.communities;
+  for (size_t index : FinestFirst(communities_)) {
+    if (options_.cancel != nullptr && options_.cancel->load()) {
+      Log(LogLevel::kInfo, kComponent, "extractive report stage interrupted");
+      return Status::Cancelled("report stage interrupted");
+    }
+    const CommunityRecord& community = communities_[index];
+    GRAG_ASSIGN_OR_RETURN(std::vector<Member> members, Members(community));
+    const std::vector<const RelationshipRecord*> rels = InternalRelationships(members);
+    CommunityReportOutcome& o = summary.outcomes.emplace_back();
+    o.community_id = community.id;
+    o.level = community.level;
+
+    ReportRecord record;
+    record.input_hash = InputHash(community, members, rels);
+    auto stored = stored_.find(community.id);
+    if (members.empty()) {
+      record.community_id = community.id;
+      record.status = ReportStatus::kGap;
+      record.reason = "the community has no entities";
+      record.generator = ReportGenerator::kExtractive;
+      o.action = ReportAction::kGap;
+      o.reason = record.reason;
+    } else if (stored != stored_.end() && stored->second.status == ReportStatus::kOk &&
+               stored->second.generator == ReportGenerator::kExtractive &&
+               stored->second.input_hash == record.input_hash) {
+      o.action = ReportAction::kReused;
+    } else {
+      std::string hash = std::move(record.input_hash);
+      GRAG_ASSIGN_OR_RETURN(record, Build(community, members, rels, &o.context_tokens));
+      record.input_hash = std::move(hash);
+      o.action = ReportAction::kGenerated;
+    }
+    if (o.action != ReportAction::kReused) {
+      const Status put = store_.PutReport(record);
+      if (!put.ok()) {
+        return put.WithContext(fmt::format("storing the report of community {}", community.id));
+      }
+    }
+    switch (o.action) {
+      case ReportAction::kGenerated:
+        ++summary.generated;
+        ++prog.generated;
+        break;
+      case ReportAction::kReused:
+        ++summary.reused;
+        ++prog.reused;
+        break;
+      case ReportAction::kGap:
+        ++summary.gaps;
+        ++prog.gaps;
+        break;
+    }
+    ++prog.done;
+    prog.level = community.level;
+    if (progress) progress(prog);
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  Log(LogLevel::kInfo, kComponent,
+      fmt::format("{} communities: {} extractive reports written, {} reused, {} gaps; {} chunks "
+                  "read, {} ms",
+                  summary.communities, summary.generated, summary.reused, summary.gaps,
+                  chunks_.size(), ms));
+  return summary;
+}
+
+}  // namespace
+
+Result<ReportStageSummary> GenerateExtractiveReports(Store& store, const Tokenizer& tokenizer,
+                                                     const ExtractiveReportOptions& options,
+                                                     const ReportProgressFn& progress) {
+  GRAG_RETURN_IF_ERROR(CheckOptions(options));
+  Reporter reporter(store, tokenizer, options);
+  GRAG_RETURN_IF_ERROR(reporter.Load());
+  return reporter.Run(progress);
+}
+
+}  // namespace grag
