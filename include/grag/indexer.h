@@ -60,6 +60,8 @@ struct IndexProgress {
 
 struct IndexSummary {
   int64_t run_id = 0;
+  bool no_llm = false;          // built-in extractor, extractive reports (no chat model)
+  std::string embedding_model;  // empty: none
   IndexPlan plan;  // as worked out at the start of the run
   int64_t documents_added = 0;
   int64_t documents_changed = 0;

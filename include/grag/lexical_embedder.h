@@ -48,6 +48,10 @@ struct LexicalEmbedderOptions {
 // or a later version are recognised as stale.
 std::string LexicalEmbedderModelName(size_t dimension);
 
+// Whether vectors stored under `model` came from this embedder (any dimension or version): its
+// similarities run lower than a neural model's, so thresholds differ.
+bool IsLexicalEmbeddingModel(std::string_view model);
+
 // One text's vector (see above). `dimension` must be at least 1. Thread-safe.
 std::vector<float> LexicalEmbed(std::string_view text, size_t dimension);
 

@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "grag/indexer.h"
+#include "grag/lexical_embedder.h"
 #include "grag/log.h"
 #include "grag/models.h"
 
@@ -27,6 +28,8 @@ nlohmann::json SummaryJson(const IndexSummary& s) {
   for (const auto& [l, n] : s.communities_per_level) levels[std::to_string(l)] = n;
   return {
       {"run_id", s.run_id},
+      {"no_llm", s.no_llm},
+      {"embedding_model", s.embedding_model},
       {"documents", {{"added", s.documents_added}, {"changed", s.documents_changed},
                      {"unchanged", s.documents_unchanged}, {"removed", s.documents_removed}}},
       {"load_issues", issues},
@@ -113,6 +116,16 @@ void PrintSummary(const IndexSummary& s) {
             << " unchanged";
   if (s.report_gaps) std::cout << ", " << s.report_gaps << " gaps (retried next run)";
   if (s.embeddings_written) std::cout << "\nembeddings: " << s.embeddings_written << " written";
+  if (!s.embedding_model.empty()) {
+    std::cout << "\nembedding model: " << s.embedding_model
+              << (IsLexicalEmbeddingModel(s.embedding_model) ? " (lexical, built in)" : "");
+  }
+  if (s.no_llm) {
+    std::cout << "\nno-LLM mode: built-in NLP extraction and extractive reports, no model called"
+                 " (configure llm.base_url and llm.model to use an LLM)\ntime: "
+              << FormatDuration(s.elapsed_seconds) << "\n";
+    return;
+  }
   std::cout << "\nLLM: " << s.usage.calls << " calls (" << s.usage.cache_hits << " from cache), "
             << FormatCount(s.usage.prompt_tokens) << " tokens in, "
             << FormatCount(s.usage.completion_tokens) << " out\ntime: "

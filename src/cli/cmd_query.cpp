@@ -5,7 +5,9 @@
 
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "grag/extractive.h"
 #include "grag/global_search.h"
+#include "grag/lexical_embedder.h"
 #include "grag/local_search.h"
 #include "grag/log.h"
 #include "grag/models.h"
@@ -33,7 +35,8 @@ std::function<void(std::string_view)> AnswerStream(const QueryOpts& o, bool& str
   };
 }
 
-int RunGlobal(const Config& config, const QueryOpts& o, Store& store, ChatModel& chat,
+// `chat` nullptr: the extractive answer (no LLM).
+int RunGlobal(const Config& config, const QueryOpts& o, Store& store, ChatModel* chat,
               const Tokenizer& tok) {
   GlobalSearchOptions opts;
   const auto& g = config.global_search;
@@ -53,7 +56,8 @@ int RunGlobal(const Config& config, const QueryOpts& o, Store& store, ChatModel&
   opts.reduce_prompt = *reduce_prompt;
   bool streamed = false;
   opts.on_answer_delta = AnswerStream(o, streamed);
-  auto r = GlobalSearch(store, chat, chat, tok, o.question, opts);
+  auto r = chat != nullptr ? GlobalSearch(store, *chat, *chat, tok, o.question, opts)
+                           : ExtractiveGlobalSearch(store, tok, o.question, opts);
   if (!r.ok()) return Fail(r.status());
   const auto& s = r->stats;
   if (o.json) {
@@ -75,6 +79,7 @@ int RunGlobal(const Config& config, const QueryOpts& o, Store& store, ChatModel&
     PrintJson({{"method", "global"},
                {"question", o.question},
                {"answer", r->answer},
+               {"llm", chat != nullptr},
                {"not_covered", r->not_covered},
                {"citations", cites},
                {"points", points},
@@ -97,23 +102,32 @@ int RunGlobal(const Config& config, const QueryOpts& o, Store& store, ChatModel&
       std::cout << "  [" << c.community_id << "] " << c.title << " (level " << c.level << ")\n";
     }
   }
+  if (chat == nullptr) {
+    std::cout << "\nlevel " << s.level << ": " << s.reports_used
+              << " reports scored without an LLM; " << s.points_kept << " points kept; "
+              << FormatDuration(static_cast<double>(s.wall_time.count()) / 1000) << "\n";
+    return kExitOk;
+  }
   std::cout << "\nlevel " << s.level << ": " << s.reports_used << " reports in " << s.map_calls
             << " map calls (" << s.map_calls_failed << " dropped out)";
   if (s.reports_left_out) std::cout << ", " << s.reports_left_out << " reports left out by the cap";
   std::cout << "; " << s.points_kept << " points kept, "
             << (s.points_zero_score + s.points_over_budget) << " dropped; " << s.reduce_calls
-            << " reduce call; " << FormatCount(s.tokens_in) << " tokens in, "
-            << FormatCount(s.tokens_out) << " out; "
+            << (s.reduce_calls == 1 ? " reduce call; " : " reduce calls; ")
+            << FormatCount(s.tokens_in) << " tokens in, " << FormatCount(s.tokens_out) << " out; "
             << FormatDuration(static_cast<double>(s.wall_time.count()) / 1000) << "\n";
   return kExitOk;
 }
 
-int RunLocal(const Config& config, const QueryOpts& o, Store& store, ChatModel& chat,
+// `chat` nullptr: the extractive answer (no LLM).
+int RunLocal(const Config& config, const QueryOpts& o, Store& store, ChatModel* chat,
              EmbeddingModel* embedder, const Tokenizer& tok) {
   LocalSearchOptions opts;
   const auto& l = config.local_search;
   opts.top_k_entities = static_cast<int>(o.top_k > 0 ? o.top_k : l.top_k);
-  opts.similarity_floor = l.similarity_floor;
+  opts.similarity_floor = embedder != nullptr && IsLexicalEmbeddingModel(embedder->model())
+                              ? l.lexical_similarity_floor
+                              : l.similarity_floor;
   opts.context_budget_tokens = l.context_budget_tokens;
   opts.chunk_share = l.chunk_share;
   opts.relationship_share = l.relationship_share;
@@ -123,7 +137,8 @@ int RunLocal(const Config& config, const QueryOpts& o, Store& store, ChatModel& 
   opts.prompt = *prompt;
   bool streamed = false;
   opts.on_answer_delta = AnswerStream(o, streamed);
-  auto r = LocalSearch(store, chat, embedder, tok, o.question, opts);
+  auto r = chat != nullptr ? LocalSearch(store, *chat, embedder, tok, o.question, opts)
+                           : ExtractiveLocalSearch(store, embedder, tok, o.question, opts);
   if (!r.ok()) return Fail(r.status());
   const auto& ctx = r->context;
   if (o.json) {
@@ -145,6 +160,7 @@ int RunLocal(const Config& config, const QueryOpts& o, Store& store, ChatModel& 
     PrintJson({{"method", "local"},
                {"question", o.question},
                {"answer", r->answer},
+               {"llm", chat != nullptr},
                {"nothing_found", r->nothing_found},
                {"matched_entities", matches},
                {"context", items},
@@ -215,15 +231,11 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
             if (!tok.ok()) return Fail(tok.status());
             auto chat = MakeChatModel(*config, &(*store)->ReplyCache());
             if (!chat.ok()) return Fail(chat.status());
-            if (!*chat) {
-              return Fail(Status::InvalidArgument(
-                  "no LLM configured: set llm.base_url and llm.model (or GRAG_LLM_BASE_URL and "
-                  "GRAG_LLM_MODEL)"));
-            }
-            if (o->method == "global") return RunGlobal(*config, *o, **store, **chat, **tok);
+            // No LLM configured (or --no-llm): extractive answers, with no network call.
+            if (o->method == "global") return RunGlobal(*config, *o, **store, chat->get(), **tok);
             auto embedder = MakeEmbeddingModel(*config, &(*store)->ReplyCache());
             if (!embedder.ok()) return Fail(embedder.status());
-            return RunLocal(*config, *o, **store, **chat, embedder->get(), **tok);
+            return RunLocal(*config, *o, **store, chat->get(), embedder->get(), **tok);
           }};
 }
 

@@ -1,6 +1,7 @@
 // grag stats: what the index holds and what it cost.
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "grag/lexical_embedder.h"
 #include "grag/store.h"
 
 namespace grag::cli {
@@ -63,6 +64,17 @@ Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
             auto top = (*store)->ListEntities(o->top);
             if (!top.ok()) return Fail(top.status());
             const auto& s = *stats;
+            struct Space {
+              std::string owner;
+              EmbeddingSpace space;
+            };
+            std::vector<Space> spaces;
+            for (EmbeddingOwner owner :
+                 {EmbeddingOwner::kEntity, EmbeddingOwner::kChunk, EmbeddingOwner::kReport}) {
+              auto space = (*store)->GetEmbeddingSpace(owner);
+              if (!space.ok()) return Fail(space.status());
+              if (*space) spaces.push_back({std::string(EmbeddingOwnerName(owner)), **space});
+            }
             auto counter = [&](const char* k) -> int64_t {
               auto it = spent->find(k);
               return it == spent->end() ? 0 : it->second;
@@ -76,7 +88,11 @@ Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
                                     {"degree", e.degree}, {"frequency", e.frequency}});
               }
               nlohmann::json embeddings = nlohmann::json::object();
-              for (const auto& [k, n] : s.embeddings_per_owner) embeddings[k] = n;
+              for (const auto& e : spaces) {
+                embeddings[e.owner] = {{"count", e.space.count}, {"model", e.space.model},
+                                       {"dimension", e.space.dimension},
+                                       {"lexical", IsLexicalEmbeddingModel(e.space.model)}};
+              }
               PrintJson({{"documents", s.documents},
                          {"chunks", s.chunks},
                          {"chunks_extracted", s.extractions_ok},
@@ -116,8 +132,12 @@ Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
             if (s.modularity) std::cout << *s.modularity; else std::cout << "-";
             std::cout << "\nreports        " << s.reports_ok;
             if (s.reports_gap) std::cout << " (+" << s.reports_gap << " gaps)";
-            for (const auto& [k, n] : s.embeddings_per_owner) {
-              std::cout << "\nembeddings     " << k << ": " << n;
+            for (const auto& e : spaces) {
+              std::cout << "\nembeddings     " << e.owner << ": " << e.space.count << " ("
+                        << e.space.model << ", " << e.space.dimension << " dimensions"
+                        << (IsLexicalEmbeddingModel(e.space.model) ? ", lexical: built in, no model"
+                                                                   : "")
+                        << ")";
             }
             std::cout << "\nLLM spent      " << counter("llm_calls") << " calls ("
                       << counter("llm_cache_hits") << " from cache), "

@@ -14,6 +14,7 @@
 #include "grag/hash.h"
 #include "grag/indexer.h"
 #include "grag/leiden.h"
+#include "grag/lexical_embedder.h"
 #include "grag/log.h"
 #include "grag/merge.h"
 #include "grag/nlp_extract.h"
@@ -32,7 +33,10 @@ class Run {
   Run(const Config& config, IndexContext& ctx)
       : config_(config), ctx_(ctx), start_(Clock::now()),
         chat_base_(ctx.chat ? ctx.chat->Usage() : LlmUsage{}),
-        embed_base_(ctx.embedder ? ctx.embedder->Usage() : LlmUsage{}) {}
+        embed_base_(ctx.embedder ? ctx.embedder->Usage() : LlmUsage{}),
+        // The built-in embedder spends nothing: its calls are not model calls.
+        count_embedder_(ctx.embedder != nullptr &&
+                        !IsLexicalEmbeddingModel(ctx.embedder->model())) {}
 
   const Config& config() const { return config_; }
   Store& store() { return *ctx_.store; }
@@ -48,7 +52,7 @@ class Run {
   LlmUsage Usage() const {
     LlmUsage u;
     if (ctx_.chat) u += Minus(ctx_.chat->Usage(), chat_base_);
-    if (ctx_.embedder) u += Minus(ctx_.embedder->Usage(), embed_base_);
+    if (count_embedder_) u += Minus(ctx_.embedder->Usage(), embed_base_);
     return u;
   }
 
@@ -86,6 +90,7 @@ class Run {
   Clock::time_point start_;
   LlmUsage chat_base_;
   LlmUsage embed_base_;
+  bool count_embedder_;
   std::mutex progress_mu_;  // serialises on_progress calls
 };
 
@@ -924,6 +929,8 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
   Store& store = *context.store;
   GRAG_ASSIGN_OR_RETURN(s.run_id, store.BeginRun("index"));
   const ExtractorId extractor = ExtractorFor(context);
+  s.no_llm = context.chat == nullptr;
+  if (context.embedder != nullptr) s.embedding_model = context.embedder->model();
 
   struct Stage {
     const char* name;

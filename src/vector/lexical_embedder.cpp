@@ -171,6 +171,10 @@ std::string LexicalEmbedderModelName(size_t dimension) {
   return "grag-lexical-hash-v1-d" + std::to_string(dimension);
 }
 
+bool IsLexicalEmbeddingModel(std::string_view model) {
+  return model.substr(0, 13) == "grag-lexical-";
+}
+
 std::vector<float> LexicalEmbed(std::string_view text, size_t dimension) {
   dimension = std::max<size_t>(dimension, 1);
   std::string folded = Fold(text);
