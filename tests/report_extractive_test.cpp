@@ -81,6 +81,7 @@ TEST(SplitSentencesTest, CurlyQuotesCloseTheSentence) {
 
 TEST(ShortenAtWordTest, CutsAtAWordAndMarksTheCut) {
   EXPECT_EQ(ShortenAtWord("short", 10), "short");
+  EXPECT_EQ(ShortenAtWord(" two\nlines ", 20), "two lines");
   EXPECT_EQ(ShortenAtWord("one two three four", 12), "one two\xE2\x80\xA6");
   const std::string s = ShortenAtWord("\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9", 8);  // five é
   EXPECT_LE(s.size(), 8u);

@@ -166,10 +166,12 @@ struct ExtractiveLocalOptions {
   int max_relationships = 5;
   int max_chunks = 4;
   int max_reports = 2;
-  // Sentences quoted from one chunk, and the bytes kept of each quote and description.
+  // Sentences quoted from one chunk, and the bytes kept of each quote and description (the
+  // NLP extractor's descriptions are the mentions' sentences, which run long).
   int sentences_per_chunk = 2;
   size_t max_quote_chars = 300;
-  size_t max_description_chars = 600;
+  size_t max_description_chars = 400;
+  size_t max_relationship_chars = 200;
 };
 
 // Builds the context as LocalSearch does (BuildLocalContext, same options and errors) and
@@ -206,7 +208,8 @@ std::vector<Sentence> SplitSentences(std::string_view text);
 // repeats kept.
 std::vector<std::string> ContentTerms(std::string_view text);
 
-// `text` cut to at most `max_bytes` bytes at a word boundary (never inside a UTF-8 character),
+// `text` on one line (whitespace runs, line breaks included, collapsed to one space, trimmed),
+// then cut to at most `max_bytes` bytes at a word boundary (never inside a UTF-8 character),
 // with "…" appended when cut.
 std::string ShortenAtWord(std::string_view text, size_t max_bytes);
 

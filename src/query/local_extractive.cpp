@@ -145,7 +145,7 @@ class AnswerWriter {
       if (n++ == options_.max_relationships) break;
       out += "\n- " + item->source_name + " " + std::string(kDash) + " " + item->target_name;
       if (std::string d = RelationshipDescription(*item); !d.empty()) {
-        out += ": " + ShortenAtWord(d, options_.max_quote_chars);
+        out += ": " + ShortenAtWord(d, options_.max_relationship_chars);
       }
       out += " [" + item->id + "]";
     }
@@ -174,10 +174,9 @@ class AnswerWriter {
                          if (a.entity_score != b.entity_score) {
                            return a.entity_score > b.entity_score;
                          }
-                         if (a.question_hits != b.question_hits) {
-                           return a.question_hits > b.question_hits;
-                         }
-                         return a.complete && !b.complete;
+                         // A piece cut at the chunk's edge is whole in its neighbour.
+                         if (a.complete != b.complete) return a.complete;
+                         return a.question_hits > b.question_hits;
                        });
       scored.resize(std::min(scored.size(), static_cast<size_t>(options_.sentences_per_chunk)));
       std::sort(scored.begin(), scored.end(),
@@ -226,8 +225,9 @@ Status CheckOptions(const ExtractiveLocalOptions& o) {
     return Status::InvalidArgument(
         "extractive local limits must not be negative, and sentences_per_chunk at least 1");
   }
-  if (o.max_quote_chars < 16 || o.max_description_chars < 16) {
-    return Status::InvalidArgument("max_quote_chars and max_description_chars must be >= 16");
+  if (o.max_quote_chars < 16 || o.max_description_chars < 16 || o.max_relationship_chars < 16) {
+    return Status::InvalidArgument(
+        "max_quote_chars, max_description_chars and max_relationship_chars must be >= 16");
   }
   return Status::Ok();
 }

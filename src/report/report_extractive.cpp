@@ -29,7 +29,7 @@ namespace {
 
 constexpr std::string_view kComponent = "report";
 // Bumped when the report's layout or selection rules change, so stored reports are redone.
-constexpr std::string_view kHashVersion = "grag/report-extractive/v1";
+constexpr std::string_view kHashVersion = "grag/report-extractive/v2";
 // Entity ids a citation lists before "+more" (Microsoft GraphRAG's convention).
 constexpr size_t kMaxCitedIds = 5;
 
@@ -171,8 +171,19 @@ std::vector<Sentence> SplitSentences(std::string_view text) {
   return out;
 }
 
-std::string ShortenAtWord(std::string_view text, size_t max_bytes) {
-  if (text.size() <= max_bytes) return std::string(text);
+std::string ShortenAtWord(std::string_view raw, size_t max_bytes) {
+  std::string flat;  // descriptions joined from several mentions hold line breaks
+  flat.reserve(raw.size());
+  for (char c : raw) {
+    if (!IsSpace(c)) {
+      flat += c;
+    } else if (!flat.empty() && flat.back() != ' ') {
+      flat += ' ';
+    }
+  }
+  if (!flat.empty() && flat.back() == ' ') flat.pop_back();
+  const std::string_view text = flat;
+  if (text.size() <= max_bytes) return flat;
   constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // …
   if (max_bytes < kEllipsis.size()) return {};
   size_t cut = max_bytes - kEllipsis.size();
