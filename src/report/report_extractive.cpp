@@ -664,12 +664,26 @@ void Reporter::AddFallbackFindings(const std::vector<Member>& members,
   }
 }
 
+// The names a title shows: the top members by degree, named entities before the NLP
+// extractor's lower-case noun phrases ("Scrooge, Marley and Fezziwig" rather than "dear heart
+// alive, Scrooge and ...").
+std::vector<std::string> TitleNames(const std::vector<Member>& members, int count) {
+  std::vector<const Member*> order;
+  for (const Member& m : members) order.push_back(&m);
+  std::stable_partition(order.begin(), order.end(),
+                        [](const Member* m) { return m->entity->type != "noun phrase"; });
+  std::vector<std::string> names;
+  for (size_t i = 0; i < order.size() && i < static_cast<size_t>(count); ++i) {
+    names.push_back(order[i]->entity->name);
+  }
+  return names;
+}
+
 std::string Reporter::Summary(const CommunityRecord& community, const std::vector<Member>& members,
                               size_t internal_rels, const Candidate* best) const {
-  std::vector<std::string> top;
+  const std::vector<std::string> top = TitleNames(members, options_.title_entities);
   std::map<std::string, int64_t> types;
   for (const Member& m : members) {
-    if (top.size() < static_cast<size_t>(options_.title_entities)) top.push_back(m.entity->name);
     if (!m.entity->type.empty()) ++types[m.entity->type];
   }
   std::vector<std::pair<int64_t, std::string>> by_count;
@@ -710,11 +724,7 @@ Result<ReportRecord> Reporter::Build(const CommunityRecord& community,
   const std::vector<const Candidate*> picked = Pick(candidates);
 
   ParsedReport parsed;
-  std::vector<std::string> top;
-  for (size_t i = 0; i < members.size() && i < static_cast<size_t>(options_.title_entities); ++i) {
-    top.push_back(members[i].entity->name);
-  }
-  parsed.title = JoinNames(top);
+  parsed.title = JoinNames(TitleNames(members, options_.title_entities));
   parsed.summary = Summary(community, members, rels.size(), picked.empty() ? nullptr : picked[0]);
   for (const Candidate* c : picked) parsed.findings.push_back(SentenceFinding(*c, members, rels));
   AddFallbackFindings(members, rels, &parsed.findings);
