@@ -15,6 +15,7 @@
 #include "grag/extractive.h"
 #include "grag/store.h"
 #include "grag/tokenizer.h"
+#include "support/store_fixture.h"
 #include "support/temp_dir.h"
 
 namespace grag {
@@ -44,26 +45,13 @@ std::vector<int64_t> Cited(const GlobalSearchResult& r) {
 class ExtractiveGlobalTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto store = Store::Open(dir_ / "index.db");
+    std::vector<std::string> texts;
+    for (int i = 0; i < 10; ++i) texts.push_back("chunk text " + std::to_string(i));
+    auto store = testing::OpenStoreWithChunks(
+        dir_ / "index.db", "doc.txt", texts,
+        [](size_t i) { return "chunk" + std::to_string(i); });
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
-    Document d;
-    d.id = "doc.txt";
-    d.title = "doc";
-    d.source_path = "doc.txt";
-    d.text = "text";
-    d.content_hash = "h";
-    ASSERT_TRUE(store_->UpsertDocument(d).ok());
-    std::vector<ChunkRecord> chunks;
-    for (int i = 0; i < 10; ++i) {
-      ChunkRecord c;
-      c.id = "chunk" + std::to_string(i);
-      c.document_id = d.id;
-      c.index = i;
-      c.text = "chunk text " + std::to_string(i);
-      chunks.push_back(c);
-    }
-    ASSERT_TRUE(store_->ReplaceDocumentChunks(d.id, chunks).ok());
 
     // Entity name -> the chunks it spans.
     const std::vector<std::pair<std::string, std::vector<int>>> entities = {

@@ -16,6 +16,7 @@
 #include "grag/local_search.h"
 #include "grag/store.h"
 #include "grag/tokenizer.h"
+#include "support/store_fixture.h"
 #include "support/temp_dir.h"
 
 namespace grag {
@@ -37,16 +38,6 @@ const Tokenizer& Tok() {
 class ExtractiveLocalTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto store = Store::Open(dir_ / "index.db");
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
-    Document d;
-    d.id = "carol.txt";
-    d.title = "carol";
-    d.source_path = "carol.txt";
-    d.text = "text";
-    d.content_hash = "h";
-    ASSERT_TRUE(store_->UpsertDocument(d).ok());
     const std::vector<std::string> texts = {
         "Marley was dead: to begin with. The register of his burial was signed by the "
         "clergyman. Scrooge signed it.",
@@ -54,16 +45,11 @@ class ExtractiveLocalTest : public ::testing::Test {
         "The fog was thick.",
         "Bob Cratchit shivered in the tank. Tiny Tim sat by the fire.",
         "He was as dead as a door-nail. Nobody doubted it."};
-    std::vector<ChunkRecord> chunks;
-    for (size_t i = 0; i < texts.size(); ++i) {
-      ChunkRecord c;
-      c.id = "chunk" + std::to_string(i);
-      c.document_id = d.id;
-      c.index = static_cast<int64_t>(i);
-      c.text = texts[i];
-      chunks.push_back(c);
-    }
-    ASSERT_TRUE(store_->ReplaceDocumentChunks(d.id, chunks).ok());
+    auto store = testing::OpenStoreWithChunks(
+        dir_ / "index.db", "carol.txt", texts,
+        [](size_t i) { return "chunk" + std::to_string(i); });
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
     marley_ = Entity("Jacob Marley", "person", "Scrooge's late business partner.",
                      {"chunk1", "chunk0", "chunk3"});
     scrooge_ = Entity("Scrooge", "person", "A miser.", {"chunk0", "chunk1", "chunk2"});

@@ -22,6 +22,7 @@
 #include "grag/leiden.h"
 #include "grag/store.h"
 #include "grag/tokenizer.h"
+#include "support/store_fixture.h"
 #include "support/temp_dir.h"
 
 namespace grag {
@@ -93,16 +94,6 @@ TEST(ShortenAtWordTest, CutsAtAWordAndMarksTheCut) {
 class ExtractiveReportTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto store = Store::Open(dir_ / "index.db");
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
-    Document d;
-    d.id = "carol.txt";
-    d.title = "carol";
-    d.source_path = "carol.txt";
-    d.text = "(the chunks hold the text)";
-    d.content_hash = "h";
-    ASSERT_TRUE(store_->UpsertDocument(d).ok());
     const std::vector<std::string> texts = {
         "Marley was dead: to begin with. Scrooge signed the register of Marley's burial. Scrooge "
         "and Marley were partners for many years. The fog came down thick.",
@@ -111,17 +102,11 @@ class ExtractiveReportTest : public ::testing::Test {
         "Fred invited Scrooge to dinner. Fred laughed at his uncle.",
         "The Ghost of Christmas Past took Scrooge to the warehouse of Fezziwig. Fezziwig gave a "
         "ball for his apprentices. Belle left Scrooge for his love of gain."};
-    std::vector<ChunkRecord> chunks;
-    for (size_t i = 0; i < texts.size(); ++i) {
-      ChunkRecord c;
-      c.id = "c" + std::to_string(i) + "aaaaaaaaaaaaaaaaaaaa";
-      c.document_id = d.id;
-      c.index = static_cast<int64_t>(i);
-      c.text = texts[i];
-      chunks.push_back(c);
-      chunk_ids_.push_back(c.id);
-    }
-    ASSERT_TRUE(store_->ReplaceDocumentChunks(d.id, chunks).ok());
+    auto chunk_id = [](size_t i) { return "c" + std::to_string(i) + "aaaaaaaaaaaaaaaaaaaa"; };
+    auto store = testing::OpenStoreWithChunks(dir_ / "index.db", "carol.txt", texts, chunk_id);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    for (size_t i = 0; i < texts.size(); ++i) chunk_ids_.push_back(chunk_id(i));
 
     Entity("Scrooge", "person", "A miser.", {0, 1, 2, 3});
     Entity("Marley", "person", "Scrooge's dead partner.", {0});
