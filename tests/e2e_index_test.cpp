@@ -2,7 +2,12 @@
 // server, then the index is checked whole, and a re-run makes no LLM call.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -15,6 +20,7 @@ namespace grag {
 namespace {
 
 using testing::FakeGraphRagHandler;
+using testing::FakeHandler;
 using testing::FakeOpenAIServer;
 using testing::RunCommand;
 using testing::ShellQuote;
@@ -201,6 +207,83 @@ TEST_F(E2eIndexTest, AddRemoveAndDryRunUpdateTheIndexIncrementally) {
   const int settled = server_.request_count();
   auto again = RunCommand(Env() + Grag(root + "index --json --no-progress"));
   ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(server_.request_count(), settled);
+}
+
+// What two indexes agree on after the same update: entities, relationships, communities.
+std::string IndexFingerprint(const std::string& db) {
+  StoreOptions so;
+  so.create_if_missing = false;
+  auto store = Store::Open(db, so);
+  if (!store.ok()) return "cannot open " + db + ": " + store.status().ToString();
+  std::map<int64_t, std::string> key_of;
+  std::string out;
+  const auto entities = (*store)->ListEntities().value();
+  std::set<std::string> lines;
+  for (const auto& e : entities) {
+    key_of[e.id] = e.name_key;
+    lines.insert("E " + e.name_key + " | " + e.type + " | " + e.description);
+  }
+  const auto relationships = (*store)->ListRelationships().value();
+  for (const auto& r : relationships) {
+    lines.insert("R " + key_of[r.source_id] + " -- " + key_of[r.target_id] + " | " +
+                 std::to_string(r.weight) + " | " + r.description);
+  }
+  const auto communities = (*store)->ListCommunities().value();
+  for (const auto& c : communities) {
+    std::set<std::string> members;
+    for (auto id : c.entity_ids) members.insert(key_of[id]);
+    std::string line = "C " + std::to_string(c.id) + " level " + std::to_string(c.level) + ":";
+    for (const auto& m : members) line += " " + m;
+    auto report = (*store)->GetReport(c.id).value();
+    line += report ? " | report " + report->input_hash : " | no report";
+    lines.insert(line);
+  }
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+TEST_F(E2eIndexTest, KilledMidUpdateTheNextRunCompletesIt) {
+  const std::string extra = dir_ / "extra.txt";
+  dir_.Write("extra.txt",
+             "Fezziwig and Dick Wilkins danced at the warehouse. Fezziwig praised Dick Wilkins. "
+             "Scrooge remembered Fezziwig and Belle.");
+  // The reference: the same update, uninterrupted.
+  const std::string ref = dir_ / "ref";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(ref))).exit_code, 0);
+  std::filesystem::copy_file(root_ + "/input/christmas_carol.txt", ref + "/input/christmas_carol.txt");
+  const std::string at_ref = "--root " + ShellQuote(ref) + " ";
+  ASSERT_EQ(RunCommand(Env() + Grag(at_ref + "index --no-progress")).exit_code, 0);
+  auto ref_add = RunCommand(Env() + Grag(at_ref + "add --no-progress " + ShellQuote(extra)));
+  ASSERT_EQ(ref_add.exit_code, 0) << ref_add.err;
+
+  const std::string at = "--root " + ShellQuote(root_) + " ";
+  ASSERT_EQ(RunCommand(Env() + Grag(at + "index --no-progress")).exit_code, 0);
+  // The update's third request (past extraction, into summaries and reports) kills the process.
+  const std::string pid_file = dir_ / "grag.pid";
+  std::atomic<int> seen{0};
+  FakeHandler normal = FakeGraphRagHandler();
+  server_.SetHandler([&](const testing::FakeRequest& r) {
+    if (++seen == 3) {
+      std::ifstream in(pid_file);
+      pid_t pid = 0;
+      if (in >> pid && pid > 0) kill(pid, SIGKILL);
+    }
+    return normal(r);
+  });
+  auto killed = RunCommand(Env() + "sh -c " +
+                           ShellQuote("echo $$ > " + ShellQuote(pid_file) + "; exec " +
+                                      Grag(at + "add --no-progress " + ShellQuote(extra))));
+  EXPECT_NE(killed.exit_code, 0) << "the process was meant to be killed mid-update";
+  EXPECT_GE(seen.load(), 3);
+  server_.SetHandler(normal);
+
+  auto resumed = RunCommand(Env() + Grag(at + "add --no-progress " + ShellQuote(extra)));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(IndexFingerprint(root_ + "/output/index.db"), IndexFingerprint(ref + "/output/index.db"));
+  // And it is settled: another run has nothing left to do.
+  const int settled = server_.request_count();
+  ASSERT_EQ(RunCommand(Env() + Grag(at + "add --no-progress " + ShellQuote(extra))).exit_code, 0);
   EXPECT_EQ(server_.request_count(), settled);
 }
 
