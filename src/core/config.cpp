@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <toml++/toml.h>
 #include <variant>
@@ -298,26 +299,30 @@ Result<Config> LoadConfig(const std::string& root, const std::string& config_fil
     auto settings = Settings(config);
     // Every key in the file must be known: a typo silently ignored costs a whole index run.
     std::vector<std::string> unknown;
-    table.for_each([&](const toml::key& k, const toml::node& node) {
-      auto check = [&](const std::string& full, const toml::node& n) {
-        bool known = false;
-        for (const auto& s : settings) {
-          if (full == s.key) {
-            known = true;
-            auto st = FromToml(s, n, file + ":" + std::to_string(n.source().begin.line));
-            if (!st.ok()) unknown.push_back("!" + st.message());
-          }
+    auto check = [&](const std::string& full, const toml::node& n) {
+      bool known = false;
+      for (const auto& s : settings) {
+        if (full == s.key) {
+          known = true;
+          auto st = FromToml(s, n, file + ":" + std::to_string(n.source().begin.line));
+          if (!st.ok()) unknown.push_back("!" + st.message());
         }
-        if (!known) unknown.push_back(full + " (line " + std::to_string(n.source().begin.line) + ")");
-      };
-      if (const auto* sub = node.as_table()) {
-        sub->for_each([&](const toml::key& k2, const toml::node& n2) {
-          check(std::string(k.str()) + "." + std::string(k2.str()), n2);
-        });
-      } else {
-        check(std::string(k.str()), node);
       }
-    });
+      if (!known) unknown.push_back(full + " (line " + std::to_string(n.source().begin.line) + ")");
+    };
+    // Tables nest as deep as the keys do ("extraction.nlp.min_node_freq").
+    std::function<void(const toml::table&, const std::string&)> walk =
+        [&](const toml::table& t, const std::string& prefix) {
+          t.for_each([&](const toml::key& k, const toml::node& node) {
+            const std::string full = prefix + std::string(k.str());
+            if (const auto* sub = node.as_table()) {
+              walk(*sub, full + ".");
+            } else {
+              check(full, node);
+            }
+          });
+        };
+    walk(table, "");
     for (const auto& u : unknown) {
       if (u[0] == '!') return Status::InvalidArgument(u.substr(1));
     }
