@@ -215,8 +215,9 @@ int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexReq
 Command AddIndexCommand(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand(
       "index",
-      "Build or update the index: load, chunk, extract entities and relationships (LLM), merge, "
-      "detect communities (Leiden), write community reports (LLM), embed. Works out what changed "
+      "Build or update the index: load, chunk, extract entities and relationships (with the "
+      "LLM, or the built-in NLP extractor when none is configured), merge, detect communities "
+      "(Leiden), write community reports (LLM or extractive), embed. Works out what changed "
       "by content hash and does only that: new and edited documents are extracted, removed ones "
       "leave the graph, communities start from the previous partition and only reports whose "
       "inputs changed are rewritten. Re-running on unchanged input makes no LLM call.");

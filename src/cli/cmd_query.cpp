@@ -203,7 +203,8 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
       "query",
       "Answer a question from the index. global: map-reduce over the community reports of one "
       "level (for questions about the whole corpus: themes, main actors). local: from the "
-      "entities the question names, their neighbourhood, reports and source chunks.");
+      "entities the question names, their neighbourhood, reports and source chunks. Without an "
+      "LLM the answers are extractive: quoted from the reports and sources, with citations.");
   auto o = std::make_shared<QueryOpts>();
   cmd->add_option("QUESTION", o->question, "The question")->required();
   cmd->add_option("-m,--method", o->method, "global | local")
