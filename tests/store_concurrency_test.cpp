@@ -16,27 +16,14 @@
 #include <vector>
 
 #include "grag/store.h"
+#include "support/temp_dir.h"
 
 namespace grag {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "grag_store_XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 Document Doc(const std::string& id, const std::string& text) {
   return Document{id, id, id, text, "hash:" + text};

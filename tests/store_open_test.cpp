@@ -11,6 +11,7 @@
 #include <string>
 
 #include "grag/store.h"
+#include "support/temp_dir.h"
 #include "store/store_impl.h"
 
 namespace grag {
@@ -18,21 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "grag_store_XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 // A raw SQLite connection for looking at (or tampering with) an index behind the store's back.
 class RawDb {

@@ -25,6 +25,7 @@ class TempDir {
 
   const std::filesystem::path& path() const { return path_; }
   std::string operator/(std::string_view rel) const { return (path_ / rel).string(); }
+  std::string File(std::string_view rel) const { return *this / rel; }
 
   // Writes `content` to `rel` (creating parent folders) and returns the full path.
   std::string Write(std::string_view rel, std::string_view content) const {
