@@ -16,8 +16,6 @@
 namespace grag {
 namespace {
 
-namespace fs = std::filesystem;
-
 using testing::TempDir;
 
 Document Doc(const std::string& id, const std::string& text) {
