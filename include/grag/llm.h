@@ -87,6 +87,8 @@ struct LlmUsage {
   int64_t completion_tokens = 0;
 
   LlmUsage& operator+=(const LlmUsage& other);
+  LlmUsage& operator-=(const LlmUsage& other);  // e.g. a run's share: now minus at its start
+  friend LlmUsage operator-(LlmUsage a, const LlmUsage& b) { return a -= b; }
 };
 
 class ChatModel {

@@ -51,8 +51,8 @@ class Run {
   // This run's usage: the models' counters minus what they held when the run began.
   LlmUsage Usage() const {
     LlmUsage u;
-    if (ctx_.chat) u += Minus(ctx_.chat->Usage(), chat_base_);
-    if (count_embedder_) u += Minus(ctx_.embedder->Usage(), embed_base_);
+    if (ctx_.chat) u += ctx_.chat->Usage() - chat_base_;
+    if (count_embedder_) u += ctx_.embedder->Usage() - embed_base_;
     return u;
   }
 
@@ -73,17 +73,6 @@ class Run {
   }
 
  private:
-  static LlmUsage Minus(LlmUsage a, const LlmUsage& b) {
-    a.calls -= b.calls;
-    a.cache_hits -= b.cache_hits;
-    a.http_requests -= b.http_requests;
-    a.retries -= b.retries;
-    a.failures -= b.failures;
-    a.rejected -= b.rejected;
-    a.prompt_tokens -= b.prompt_tokens;
-    a.completion_tokens -= b.completion_tokens;
-    return a;
-  }
 
   const Config& config_;
   IndexContext& ctx_;
@@ -106,6 +95,7 @@ struct Gathered {
   std::vector<LoadedDocument> documents;
   std::vector<LoadIssue> issues;
   std::vector<std::string> to_remove;  // document ids
+  std::vector<DocumentInfo> stored;    // the index's documents before the update
 };
 
 bool IsUnder(const std::string& path, const std::string& folder) {
@@ -133,7 +123,8 @@ Result<std::vector<ChunkRecord>> ChunkRecords(const Document& doc, const ChunkOp
 Result<Gathered> Gather(const Config& c, const IndexRequest& request, Store& store,
                         const std::atomic<bool>* cancel) {
   Gathered out;
-  GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> stored, store.ListDocuments());
+  GRAG_ASSIGN_OR_RETURN(out.stored, store.ListDocuments());
+  const std::vector<DocumentInfo>& stored = out.stored;
   std::set<std::string> stored_ids;
   for (const auto& d : stored) stored_ids.insert(d.id);
   for (const auto& id : request.remove) {
@@ -204,20 +195,21 @@ Result<IndexPlan> PlanFrom(const Gathered& g, Store& store, const ExtractorId& e
                            const Config& c) {
   IndexPlan plan;
   plan.load_issues = g.issues;
-  GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> stored, store.ListDocuments());
   std::map<std::string, const DocumentInfo*> by_id;
-  for (const auto& d : stored) by_id[d.id] = &d;
+  for (const auto& d : g.stored) by_id[d.id] = &d;
   GRAG_ASSIGN_OR_RETURN(std::vector<std::string> stored_chunks, store.ListChunkIds());
   const std::set<std::string> stored_chunk_set(stored_chunks.begin(), stored_chunks.end());
   GRAG_ASSIGN_OR_RETURN(std::vector<std::string> pending, store.ChunksNeedingExtraction(extractor));
   const std::set<std::string> pending_set(pending.begin(), pending.end());
-  std::set<std::string> removed_docs(g.to_remove.begin(), g.to_remove.end());
 
+  std::set<std::string> reloaded;
   for (const auto& ld : g.documents) {
+    reloaded.insert(ld.doc.id);
     auto it = by_id.find(ld.doc.id);
+    const bool changed = it != by_id.end() && it->second->content_hash != ld.doc.content_hash;
     if (it == by_id.end()) {
       plan.documents_added.push_back(ld.doc.id);
-    } else if (it->second->content_hash != ld.doc.content_hash) {
+    } else if (changed) {
       plan.documents_changed.push_back(ld.doc.id);
     } else {
       ++plan.documents_unchanged;
@@ -227,23 +219,24 @@ Result<IndexPlan> PlanFrom(const Gathered& g, Store& store, const ExtractorId& e
       now.insert(ch.id);
       if (!stored_chunk_set.count(ch.id) || pending_set.count(ch.id)) ++plan.chunks_to_extract;
     }
-    if (it != by_id.end() && it->second->content_hash != ld.doc.content_hash) {
+    if (changed) {
       GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> old, store.ListChunks(ld.doc.id));
       for (const auto& ch : old) plan.chunks_removed += now.count(ch.id) ? 0 : 1;
     }
   }
-  // Chunks an earlier run stored but did not get to (or skipped), in documents not reloaded now.
-  std::set<std::string> reloaded;
-  for (const auto& ld : g.documents) reloaded.insert(ld.doc.id);
+  const std::set<std::string> removed(g.to_remove.begin(), g.to_remove.end());
   for (const auto& id : g.to_remove) {
     plan.documents_removed.push_back(id);
     plan.chunks_removed += by_id.count(id) ? by_id[id]->chunk_count : 0;
   }
-  if (!pending.empty() && reloaded.size() < by_id.size()) {
-    for (const auto& d : stored) {
-      if (reloaded.count(d.id) || removed_docs.count(d.id)) continue;
-      GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, store.ListChunks(d.id));
-      for (const auto& ch : chunks) plan.chunks_to_extract += pending_set.count(ch.id) ? 1 : 0;
+  // Chunks an earlier run stored but did not get to (or skipped), in documents not reloaded now:
+  // only the pending chunks are read, to learn their document.
+  if (reloaded.size() < by_id.size()) {
+    for (const auto& id : pending) {
+      GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(id));
+      if (chunk && !reloaded.count(chunk->document_id) && !removed.count(chunk->document_id)) {
+        ++plan.chunks_to_extract;
+      }
     }
   }
   plan.extraction_calls_max =
@@ -271,12 +264,13 @@ Status Apply(Run& run, Gathered& g, IndexSummary& s) {
     s.chunks_removed += cc.removed;
     run.Progress("load", ++done, total);
   }
+  std::map<std::string, int64_t> chunk_count;
+  for (const auto& d : g.stored) chunk_count[d.id] = d.chunk_count;
   for (const auto& id : g.to_remove) {
-    GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, run.store().ListChunks(id));
     GRAG_ASSIGN_OR_RETURN(bool removed, run.store().DeleteDocument(id));
     if (removed) {
       ++s.documents_removed;
-      s.chunks_removed += static_cast<int64_t>(chunks.size());
+      s.chunks_removed += chunk_count[id];
       Log(LogLevel::kInfo, "index", "removed " + id);
     }
     run.Progress("load", ++done, total);
@@ -754,30 +748,27 @@ Status DetectCommunities(Run& run, IndexSummary& s) {
 
 // ---------------------------------------------------------------- reports
 
-Status Reports(Run& run, IndexSummary& s) {
+// The reports of every community: by the LLM, or (no LLM) assembled from the community's own
+// sentences.
+Result<ReportStageSummary> WriteReports(Run& run, const Tokenizer& tok) {
   const Config& c = run.config();
-  GRAG_ASSIGN_OR_RETURN(const Tokenizer* tok, Tokenizer::Get(c.chunks.encoding));
   auto progress = [&run](const ReportProgress& p) { run.Progress("reports", p.done, p.total); };
   if (run.chat() == nullptr) {
-    // No LLM: reports are assembled from the community's own sentences.
     ExtractiveReportOptions eo;
     eo.cancel = run.cancel_flag();
-    GRAG_ASSIGN_OR_RETURN(ReportStageSummary rs,
-                          GenerateExtractiveReports(run.store(), *tok, eo, progress));
-    s.reports_generated = rs.generated;
-    s.reports_reused = rs.reused;
-    s.report_gaps = rs.gaps;
-    if (run.cancelled()) return Status::Cancelled("interrupted");
-    return Status::Ok();
+    return GenerateExtractiveReports(run.store(), tok, eo, progress);
   }
   ReportOptions ro;
   GRAG_ASSIGN_OR_RETURN(ro.prompt, LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kCommunityReport));
   ro.concurrency = static_cast<int>(c.llm.concurrency);
   ro.json_mode = c.llm.json_mode;
   ro.cancel = run.cancel_flag();  // Ctrl-C: no new community starts
-  GRAG_ASSIGN_OR_RETURN(
-      ReportStageSummary rs,
-      GenerateReports(run.store(), *run.chat(), *tok, ro, progress));
+  return GenerateReports(run.store(), *run.chat(), tok, ro, progress);
+}
+
+Status Reports(Run& run, IndexSummary& s) {
+  GRAG_ASSIGN_OR_RETURN(const Tokenizer* tok, Tokenizer::Get(run.config().chunks.encoding));
+  GRAG_ASSIGN_OR_RETURN(ReportStageSummary rs, WriteReports(run, *tok));
   s.reports_generated = rs.generated;
   s.reports_reused = rs.reused;
   s.report_gaps = rs.gaps;

@@ -556,6 +556,18 @@ LlmUsage& LlmUsage::operator+=(const LlmUsage& other) {
   return *this;
 }
 
+LlmUsage& LlmUsage::operator-=(const LlmUsage& other) {
+  calls -= other.calls;
+  cache_hits -= other.cache_hits;
+  http_requests -= other.http_requests;
+  retries -= other.retries;
+  failures -= other.failures;
+  rejected -= other.rejected;
+  prompt_tokens -= other.prompt_tokens;
+  completion_tokens -= other.completion_tokens;
+  return *this;
+}
+
 Result<ApiStyle> ParseApiStyle(std::string_view name) {
   if (name == "openai") return ApiStyle::kOpenAI;
   if (name == "azure") return ApiStyle::kAzure;
