@@ -21,6 +21,9 @@ namespace grag {
 // "ebenezer-scrooge" share one key.
 std::string NormalizeEntityName(std::string_view name);
 
+// The words of a NormalizeEntityName result (split on its single spaces).
+std::vector<std::string> SplitNormalizedName(std::string_view normalized);
+
 struct ParsedExtraction {
   std::vector<EntityMention> entities;            // name_key filled, type lower-cased
   std::vector<RelationshipMention> relationships;  // keys filled, strength in [1, 10]

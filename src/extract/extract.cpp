@@ -127,6 +127,18 @@ std::string JoinTypes(const std::vector<std::string>& types) {
 
 }  // namespace
 
+std::vector<std::string> SplitNormalizedName(std::string_view normalized) {
+  std::vector<std::string> words;
+  size_t start = 0;
+  while (start < normalized.size()) {
+    size_t end = normalized.find(' ', start);
+    if (end == std::string_view::npos) end = normalized.size();
+    if (end > start) words.emplace_back(normalized.substr(start, end - start));
+    start = end + 1;
+  }
+  return words;
+}
+
 std::string NormalizeEntityName(std::string_view name) {
   utf8proc_uint8_t* folded = nullptr;
   const auto len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(name.data()),

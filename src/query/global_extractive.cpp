@@ -283,13 +283,8 @@ std::vector<std::string> ContentTerms(std::string_view text) {
   const std::string normalised = NormalizeEntityName(text);
   const auto& stop = StopWords();
   std::vector<std::string> terms;
-  size_t start = 0;
-  while (start < normalised.size()) {
-    size_t end = normalised.find(' ', start);
-    if (end == std::string::npos) end = normalised.size();
-    std::string word = normalised.substr(start, end - start);
-    start = end + 1;
-    if (word.empty() || stop.count(word) != 0 || IsShortNumber(word)) continue;
+  for (std::string& word : SplitNormalizedName(normalised)) {
+    if (stop.count(word) != 0 || IsShortNumber(word)) continue;
     std::string stem = Stem(std::move(word));
     if (stop.count(stem) != 0) continue;
     terms.push_back(std::move(stem));

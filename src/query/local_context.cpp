@@ -69,18 +69,6 @@ bool ContainsWordExact(std::string_view text, std::string_view name) {
   return false;
 }
 
-std::vector<std::string> SplitWords(const std::string& normalised) {
-  std::vector<std::string> words;
-  size_t start = 0;
-  while (start < normalised.size()) {
-    size_t end = normalised.find(' ', start);
-    if (end == std::string::npos) end = normalised.size();
-    if (end > start) words.push_back(normalised.substr(start, end - start));
-    start = end + 1;
-  }
-  return words;
-}
-
 // A word of the normalised question and the whitespace-separated piece of the question as
 // typed that it came from (for the case check of short names).
 struct QuestionWord {
@@ -96,7 +84,7 @@ std::vector<QuestionWord> QuestionWords(std::string_view question) {
     if (end == std::string_view::npos) end = question.size();
     if (end > start) {
       const std::string_view piece = question.substr(start, end - start);
-      for (auto& w : SplitWords(NormalizeEntityName(piece))) words.push_back({std::move(w), piece});
+      for (auto& w : SplitNormalizedName(NormalizeEntityName(piece))) words.push_back({std::move(w), piece});
     }
     start = end + 1;
   }

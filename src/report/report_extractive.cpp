@@ -250,18 +250,6 @@ double Rating(int64_t weight, int64_t size) {
   return std::round(std::min(10.0, r) * 10.0) / 10.0;
 }
 
-std::vector<std::string> Words(const std::string& normalised) {
-  std::vector<std::string> words;
-  size_t start = 0;
-  while (start < normalised.size()) {
-    size_t end = normalised.find(' ', start);
-    if (end == std::string::npos) end = normalised.size();
-    if (end > start) words.push_back(normalised.substr(start, end - start));
-    start = end + 1;
-  }
-  return words;
-}
-
 Status CheckOptions(const ExtractiveReportOptions& o) {
   if (o.min_findings < 0 || o.max_findings < 1 || o.min_findings > o.max_findings) {
     return Status::InvalidArgument(
@@ -461,7 +449,7 @@ void Reporter::BuildPhrases() {
       // A name of nothing but stop words or a short number ("it", "the", "12") would be found
       // everywhere; so would a single word of two letters.
       if (ContentTerms(key).empty()) continue;
-      std::vector<std::string> words = Words(key);
+      std::vector<std::string> words = SplitNormalizedName(key);
       if (words.empty() || (words.size() == 1 && words[0].size() < 3)) continue;
       std::string first = words[0];
       phrases_[first].push_back({e.id, std::move(words)});
@@ -470,7 +458,7 @@ void Reporter::BuildPhrases() {
 }
 
 std::vector<int64_t> Reporter::Mentions(const std::string& sentence) const {
-  const std::vector<std::string> words = Words(NormalizeEntityName(sentence));
+  const std::vector<std::string> words = SplitNormalizedName(NormalizeEntityName(sentence));
   std::vector<int64_t> found;
   for (size_t i = 0; i < words.size(); ++i) {
     auto it = phrases_.find(words[i]);

@@ -172,6 +172,4 @@ Result<int64_t> Connection::QueryInt(std::string_view sql) {
   return row ? stmt.Int(0) : int64_t{0};
 }
 
-void Connection::ClearCache() { cache_.clear(); }
-
 }  // namespace grag::sqlite

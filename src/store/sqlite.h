@@ -161,10 +161,6 @@ class Connection {
   // Same, as an integer (0 for no row).
   Result<int64_t> QueryInt(std::string_view sql);
 
-  // Finalises every cached statement (needed before schema changes on some SQLite versions and
-  // before closing).
-  void ClearCache();
-
  private:
   explicit Connection(DbHandle db) : db_(std::move(db)) {}
 

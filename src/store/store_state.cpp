@@ -2,7 +2,6 @@
 #include <bit>
 #include <cstring>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
