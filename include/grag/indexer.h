@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "grag/chunker.h"
 #include "grag/config.h"
 #include "grag/llm.h"
 #include "grag/loader.h"
@@ -114,6 +115,9 @@ Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,
 
 // The extractor whose results the pipeline uses with `context`'s models.
 ExtractorId ExtractorFor(const IndexContext& context);
+
+// The chunking options the configuration describes.
+ChunkOptions ChunkOptionsFor(const Config& config);
 
 // The loader options the configuration describes, with document ids relative to the input
 // folder (so `grag index` and `grag index input/x.txt` give a file the same id).

@@ -59,10 +59,7 @@ Command AddChunkCommand(CLI::App& app, GlobalOptions& g) {
             }
             if (st.ok()) st = ValidateConfig(*config);
             if (!st.ok()) return Fail(st);
-            ChunkOptions copts;
-            copts.size = static_cast<size_t>(config->chunks.size);
-            copts.overlap = static_cast<size_t>(config->chunks.overlap);
-            copts.encoding = config->chunks.encoding;
+            ChunkOptions copts = ChunkOptionsFor(*config);
             copts.prepend_title = (config->chunks.prepend_title || o->title) && !o->no_title;
 
             LoadOptions load_options = LoadOptionsFor(*config);

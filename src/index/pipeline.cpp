@@ -149,11 +149,7 @@ Result<Gathered> Gather(const Config& c, const IndexRequest& request, Store& sto
   GRAG_ASSIGN_OR_RETURN(LoadResult loaded, LoadDocuments(paths, LoadOptionsFor(c)));
   out.issues = std::move(loaded.issues);
 
-  ChunkOptions copts;
-  copts.size = static_cast<size_t>(c.chunks.size);
-  copts.overlap = static_cast<size_t>(c.chunks.overlap);
-  copts.encoding = c.chunks.encoding;
-  copts.prepend_title = c.chunks.prepend_title;
+  const ChunkOptions copts = ChunkOptionsFor(c);
   std::set<std::string> present;
   for (auto& doc : loaded.documents) {
     if (cancel != nullptr && cancel->load()) return Status::Cancelled("interrupted");
@@ -890,6 +886,15 @@ Status Embed(Run& run, IndexSummary& s) {
 ExtractorId ExtractorFor(const IndexContext& context) {
   if (context.chat == nullptr) return {ExtractorKind::kNlp, std::string(kNlpExtractorModel)};
   return {ExtractorKind::kLlm, context.chat->model()};
+}
+
+ChunkOptions ChunkOptionsFor(const Config& c) {
+  ChunkOptions o;
+  o.size = static_cast<size_t>(c.chunks.size);
+  o.overlap = static_cast<size_t>(c.chunks.overlap);
+  o.encoding = c.chunks.encoding;
+  o.prepend_title = c.chunks.prepend_title;
+  return o;
 }
 
 LoadOptions LoadOptionsFor(const Config& c) {
