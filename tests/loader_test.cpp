@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "support/temp_dir.h"
 
 namespace grag {
@@ -192,6 +194,103 @@ TEST(LoaderTest, IdsAreStableAcrossLoads) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->documents[0].id, b->documents[0].id);
   EXPECT_EQ(a->documents[0].content_hash, b->documents[0].content_hash);
+}
+
+// Issue 11: the source path is the same however the project root is spelled, so a later run
+// can tell a file that is gone from one that could not be read.
+TEST(LoaderTest, SourcePathIsRelativeToTheRootHoweverItIsSpelled) {
+  TempDir dir;
+  dir.Write("proj/input/a.txt", "alpha");
+  std::filesystem::create_directory_symlink(dir.path() / "proj", dir.path() / "alias");
+  auto at = [&](const std::string& root, const std::string& file) {
+    LoadOptions o;
+    o.root_dir = root;
+    o.base_dir = root + "/input";
+    auto r = LoadDocuments({file}, o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() && !r->documents.empty() ? r->documents[0] : Document{};
+  };
+  const Document a = at(dir / "proj", dir / "proj/input/a.txt");
+  const Document b = at(dir / "alias", dir / "proj/input/a.txt");
+  const Document c = at(dir / "proj", dir / "alias/input/../input/a.txt");
+  EXPECT_EQ(a.source_path, "input/a.txt");
+  EXPECT_EQ(b.source_path, "input/a.txt");
+  EXPECT_EQ(c.source_path, "input/a.txt");
+  EXPECT_EQ(a.id, "a.txt");
+  EXPECT_EQ(b.id, "a.txt");
+  EXPECT_EQ(c.id, "a.txt");
+  EXPECT_EQ(SourcePathFor(dir / "elsewhere/x.txt", dir / "proj"),
+            (dir.path() / "elsewhere/x.txt").lexically_normal().generic_string());
+  EXPECT_EQ(ResolveSourcePath("input/a.txt", dir / "proj"),
+            (dir.path() / "proj/input/a.txt").generic_string());
+}
+
+TEST(LoaderTest, IssuesNameTheirSourceLikeDocumentsDo) {
+  TempDir dir;
+  dir.Write("input/bad.txt", "caf\xC3");
+  LoadOptions o;
+  o.root_dir = dir.path().string();
+  o.base_dir = dir / "input";
+  auto r = LoadDocuments({dir / "input"}, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->issues.size(), 1u);
+  EXPECT_EQ(r->issues[0].source_path, "input/bad.txt");
+}
+
+TEST(LoaderTest, EmptyAndBlankFilesAreSkippedWithAWarning) {
+  TempDir dir;
+  dir.Write("in/empty.txt", "");
+  dir.Write("in/blank.md", " \n\t\r\n\xC2\xA0\xE3\x80\x80\n");  // NBSP and ideographic space too
+  dir.Write("in/ok.txt", "  words  ");
+  dir.Write("in/r.jsonl", "{\"id\":\"a\",\"text\":\"  \"}\n{\"id\":\"b\",\"text\":\"b\"}\n");
+  dir.Write("in/t.csv", "id,text\nc,\nd,dee\n");
+  auto r = LoadDocuments({dir / "in"}, Opts(dir));
+  ASSERT_TRUE(r.ok());
+  std::vector<std::string> ids;
+  for (const auto& d : r->documents) ids.push_back(d.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"b", "d", "in/ok.txt"}));
+  ASSERT_EQ(r->issues.size(), 4u);
+  std::string all;
+  for (const auto& i : r->issues) {
+    EXPECT_TRUE(i.skipped);
+    all += i.path + ": " + i.message + "\n";
+  }
+  EXPECT_NE(all.find("empty.txt: is empty"), std::string::npos) << all;
+  EXPECT_NE(all.find("blank.md: holds only white space"), std::string::npos) << all;
+  EXPECT_NE(all.find("r.jsonl record 0"), std::string::npos) << all;
+  EXPECT_NE(all.find("t.csv row 1"), std::string::npos) << all;
+}
+
+TEST(LoaderTest, SymlinkedFileKeepsTheLinksPathAsItsId) {
+  TempDir dir;
+  dir.Write("store/real-name.txt", "linked text");
+  std::filesystem::create_directories(dir.path() / "in");
+  std::filesystem::create_symlink(dir.path() / "store/real-name.txt", dir.path() / "in/link.txt");
+  auto r = LoadDocuments({dir / "in"}, Opts(dir));
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->documents.size(), 1u);
+  EXPECT_EQ(r->documents[0].id, "in/link.txt");
+  EXPECT_EQ(r->documents[0].title, "link.txt");
+  auto named = LoadDocuments({dir / "in/link.txt"}, Opts(dir));
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->documents.at(0).id, "in/link.txt");
+}
+
+TEST(LoaderTest, SymlinkedFoldersAreFollowedAndLoopsReported) {
+  TempDir dir;
+  dir.Write("shared/deep/s.txt", "shared text");
+  dir.Write("in/own.txt", "own text");
+  std::filesystem::create_directory_symlink(dir.path() / "shared", dir.path() / "in/linked");
+  std::filesystem::create_directory_symlink(dir.path() / "in", dir.path() / "in/linked/back");
+  auto r = LoadDocuments({dir / "in"}, Opts(dir));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<std::string> ids;
+  for (const auto& d : r->documents) ids.push_back(d.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"in/linked/deep/s.txt", "in/own.txt"}));
+  ASSERT_EQ(r->issues.size(), 1u);
+  EXPECT_NE(r->issues[0].message.find("loop"), std::string::npos) << r->issues[0].message;
+  EXPECT_NE(r->issues[0].path.find("back"), std::string::npos);
+  EXPECT_FALSE(r->issues[0].skipped);  // nothing was lost: its files are read through "in"
 }
 
 }  // namespace

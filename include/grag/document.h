@@ -11,7 +11,8 @@ struct Document {
   std::string id;
   // Human-readable title: the file name for plain files, or the configured title field.
   std::string title;
-  // The source file the document came from.
+  // The source file the document came from: relative to the project root when it is under it,
+  // else absolute (see LoadOptions::root_dir).
   std::string source_path;
   // Valid UTF-8 text.
   std::string text;

@@ -24,6 +24,11 @@ struct LoadOptions {
   // Document ids are file paths relative to this folder (files outside it keep their absolute
   // path), so the same input always maps to the same ids. Empty: the current directory.
   std::string base_dir;
+  // Documents' and issues' source_path are relative to this folder (the project root) when the
+  // file is under it, else absolute, however the paths were spelled (relative to another
+  // working directory, through a symlinked parent): the same file always gets the same
+  // source_path. Empty: the current directory.
+  std::string root_dir;
   // JSON / JSONL records: which fields hold the text, the id and the title. A record without
   // the text field is reported and skipped; without an id it gets "<path>#<record index>".
   std::string json_text_field = "text";
@@ -41,9 +46,10 @@ struct LoadOptions {
 
 // Something that went wrong with one file or record; loading goes on.
 struct LoadIssue {
-  std::string path;
+  std::string path;     // as given or found, for messages
   std::string message;  // names the problem and, where it applies, the byte offset or record
   bool skipped = true;  // false: the document was still loaded (e.g. repaired UTF-8)
+  std::string source_path;  // the file, as Document::source_path would name it
 };
 
 struct LoadResult {
@@ -51,10 +57,22 @@ struct LoadResult {
   std::vector<LoadIssue> issues;
 };
 
-// Loads the given files and folders (folders recursively; hidden entries are ignored).
+// Loads the given files and folders (folders recursively; hidden entries are ignored; symlinked
+// folders are followed, and a link back into a folder already being walked is reported as an
+// issue and not followed). A symlinked file keeps the link's path as its id and source path.
+// Empty and whitespace-only files are reported and skipped: they have nothing to index.
 // Fails only when a named path does not exist or cannot be read at all, or two documents get
 // the same id; per-file problems become issues.
 Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths, const LoadOptions& options);
+
+// `path` as LoadOptions::root_dir says source paths are written: relative to `root` when the
+// file is under it (compared both as spelled and with symlinked parents resolved), else
+// absolute; '/'-separated and lexically normal. The final component is never resolved, so a
+// symlink keeps its own name.
+std::string SourcePathFor(const std::string& path, const std::string& root);
+
+// Where a stored source path (SourcePathFor's result) is on disk: `root`/path when relative.
+std::string ResolveSourcePath(const std::string& source_path, const std::string& root);
 
 // Byte offset of the first invalid UTF-8 sequence in `text`, or npos when it is all valid.
 size_t FindInvalidUtf8(std::string_view text);

@@ -8,7 +8,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <optional>
+#include <set>
 #include <system_error>
+
+#include <utf8proc.h>
 
 #include "grag/hash.h"
 #include "text/csv.h"
@@ -36,13 +40,77 @@ Result<std::string> ReadFile(const fs::path& path) {
   return buf.str();
 }
 
-std::string DocIdFor(const fs::path& file, const fs::path& base) {
+fs::path AbsoluteNormal(const fs::path& p) {
   std::error_code ec;
-  fs::path abs = fs::weakly_canonical(file, ec);
-  if (ec) abs = fs::absolute(file);
-  fs::path rel = abs.lexically_relative(base);
-  if (!rel.empty() && *rel.begin() != "..") return rel.generic_string();
-  return abs.generic_string();
+  fs::path a = fs::absolute(p, ec);
+  if (ec) a = p;
+  a = a.lexically_normal();
+  if (!a.has_filename() && a.has_parent_path() && a != a.root_path()) a = a.parent_path();
+  return a;
+}
+
+// `p` absolute with its parent folders resolved (symlinks, "..") but its last component kept,
+// so a symlinked file keeps its own name.
+fs::path ParentCanonical(const fs::path& p) {
+  const fs::path a = AbsoluteNormal(p);
+  if (!a.has_parent_path() || a == a.root_path()) return a;
+  std::error_code ec;
+  const fs::path parent = fs::weakly_canonical(a.parent_path(), ec);
+  if (ec) return a;
+  return (parent / a.filename()).lexically_normal();
+}
+
+// `a` relative to `base` when it lies under it.
+std::optional<fs::path> RelativeUnder(const fs::path& a, const fs::path& base) {
+  fs::path rel = a.lexically_relative(base);
+  if (rel.empty() || rel == "." || *rel.begin() == "..") return std::nullopt;
+  return rel;
+}
+
+// `file` relative to `base` when it is under it (as spelled, or with symlinked parents
+// resolved on both sides), else absolute with its parents resolved.
+std::string RelativeOrAbsolute(const fs::path& file, const fs::path& base) {
+  if (auto rel = RelativeUnder(AbsoluteNormal(file), AbsoluteNormal(base))) {
+    return rel->generic_string();
+  }
+  const fs::path resolved = ParentCanonical(file);
+  std::error_code ec;
+  const fs::path base_resolved = fs::weakly_canonical(AbsoluteNormal(base), ec);
+  if (!ec) {
+    if (auto rel = RelativeUnder(resolved, base_resolved)) return rel->generic_string();
+  }
+  return resolved.generic_string();
+}
+
+std::string DocIdFor(const fs::path& file, const fs::path& base) {
+  return RelativeOrAbsolute(file, base);
+}
+
+// Whether `text` (valid UTF-8) holds nothing but white space.
+bool IsBlank(std::string_view text) {
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+  auto left = static_cast<utf8proc_ssize_t>(text.size());
+  while (left > 0) {
+    utf8proc_int32_t cp = 0;
+    const utf8proc_ssize_t n = utf8proc_iterate(p, left, &cp);
+    if (n <= 0) return false;
+    const auto cat = utf8proc_category(cp);
+    const bool space = cp == '\t' || cp == '\n' || cp == '\v' || cp == '\f' || cp == '\r' ||
+                       cp == 0xFEFF || cat == UTF8PROC_CATEGORY_ZS ||
+                       cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+    if (!space) return false;
+    p += n;
+    left -= n;
+  }
+  return true;
+}
+
+LoadIssue Issue(std::string path, std::string message, bool skipped) {
+  LoadIssue i;
+  i.path = std::move(path);
+  i.message = std::move(message);
+  i.skipped = skipped;
+  return i;
 }
 
 // Checks and, by policy, repairs one text. Returns false when the text must be skipped.
@@ -51,24 +119,24 @@ bool CheckText(std::string& text, const std::string& where, const LoadOptions& o
   const size_t bad = FindInvalidUtf8(text);
   if (bad == std::string::npos) return true;
   if (options.invalid_utf8 == InvalidUtf8Policy::kRepair) {
-    issues.push_back({where, "invalid UTF-8 at byte offset " + std::to_string(bad) +
+    issues.push_back(Issue(where, "invalid UTF-8 at byte offset " + std::to_string(bad) +
                                  "; bad bytes replaced with U+FFFD",
-                      false});
+                      false));
     text = RepairUtf8(text);
     return true;
   }
-  issues.push_back({where, "invalid UTF-8 at byte offset " + std::to_string(bad) +
+  issues.push_back(Issue(where, "invalid UTF-8 at byte offset " + std::to_string(bad) +
                                "; skipped (set input.invalid_utf8 = \"repair\" to load it with "
                                "bad bytes replaced)",
-                    true});
+                    true));
   return false;
 }
 
-Document MakeDoc(std::string id, std::string title, const fs::path& source, std::string text) {
+// source_path is filled in by LoadFile, which knows the project root.
+Document MakeDoc(std::string id, std::string title, std::string text) {
   Document d;
   d.id = std::move(id);
   d.title = std::move(title);
-  d.source_path = source.generic_string();
   d.text = std::move(text);
   d.content_hash = Sha256Hex(d.text);
   return d;
@@ -85,14 +153,14 @@ void AddRecord(const nlohmann::json& rec, size_t index, const std::string& doc_b
                const fs::path& file, const LoadOptions& options, LoadResult& out) {
   const std::string where = file.generic_string() + " record " + std::to_string(index);
   if (!rec.is_object()) {
-    out.issues.push_back({where, "not a JSON object; skipped", true});
+    out.issues.push_back(Issue(where, "not a JSON object; skipped", true));
     return;
   }
   auto text_it = rec.find(options.json_text_field);
   if (text_it == rec.end() || !text_it->is_string()) {
-    out.issues.push_back({where, "has no string field \"" + options.json_text_field +
+    out.issues.push_back(Issue(where, "has no string field \"" + options.json_text_field +
                                      "\" (set input.json_text_field); skipped",
-                          true});
+                          true));
     return;
   }
   std::string text = text_it->get<std::string>();  // nlohmann validated the UTF-8 already
@@ -102,7 +170,13 @@ void AddRecord(const nlohmann::json& rec, size_t index, const std::string& doc_b
   std::string title;
   if (auto it = rec.find(options.json_title_field); it != rec.end()) title = JsonScalarToString(*it);
   if (title.empty()) title = id;
-  out.documents.push_back(MakeDoc(std::move(id), std::move(title), file, std::move(text)));
+  if (IsBlank(text)) {
+    out.issues.push_back(Issue(where, text.empty() ? "has an empty text; skipped"
+                                              : "has a text of only white space; skipped",
+                          true));
+    return;
+  }
+  out.documents.push_back(MakeDoc(std::move(id), std::move(title), std::move(text)));
 }
 
 void LoadJson(std::string content, const std::string& doc_base, const fs::path& file,
@@ -124,10 +198,10 @@ void LoadJson(std::string content, const std::string& doc_base, const fs::path& 
       try {
         AddRecord(nlohmann::json::parse(line), record++, doc_base, file, options, out);
       } catch (const nlohmann::json::exception& e) {
-        out.issues.push_back({where, "line " + std::to_string(line_no) + " (byte offset " +
+        out.issues.push_back(Issue(where, "line " + std::to_string(line_no) + " (byte offset " +
                                          std::to_string(line_start) +
                                          ") is not valid JSON; skipped: " + e.what(),
-                              true});
+                              true));
       }
     }
     return;
@@ -136,9 +210,9 @@ void LoadJson(std::string content, const std::string& doc_base, const fs::path& 
   try {
     doc = nlohmann::json::parse(content);
   } catch (const nlohmann::json::parse_error& e) {
-    out.issues.push_back({where, "not valid JSON at byte offset " + std::to_string(e.byte) +
+    out.issues.push_back(Issue(where, "not valid JSON at byte offset " + std::to_string(e.byte) +
                                      "; skipped: " + e.what(),
-                          true});
+                          true));
     return;
   }
   if (doc.is_array()) {
@@ -160,7 +234,7 @@ void LoadCsv(std::string content, const std::string& doc_base, const fs::path& f
   if (!CheckText(content, where, options, out.issues)) return;
   auto table = ParseCsv(content);
   if (!table.ok()) {
-    out.issues.push_back({where, table.status().message() + "; skipped", true});
+    out.issues.push_back(Issue(where, table.status().message() + "; skipped", true));
     return;
   }
   const auto& rows = table.value();
@@ -172,9 +246,9 @@ void LoadCsv(std::string content, const std::string& doc_base, const fs::path& f
   };
   const auto text_col = col(options.csv_text_column);
   if (text_col < 0) {
-    out.issues.push_back({where, "has no column \"" + options.csv_text_column +
+    out.issues.push_back(Issue(where, "has no column \"" + options.csv_text_column +
                                      "\" (set input.csv_text_column); skipped",
-                          true});
+                          true));
     return;
   }
   const auto id_col = col(options.csv_id_column);
@@ -189,7 +263,15 @@ void LoadCsv(std::string content, const std::string& doc_base, const fs::path& f
     if (id.empty()) id = doc_base + "#" + std::to_string(r - 1);
     std::string title = cell(title_col);
     if (title.empty()) title = id;
-    out.documents.push_back(MakeDoc(std::move(id), std::move(title), file, cell(text_col)));
+    std::string text = cell(text_col);
+    if (IsBlank(text)) {
+      out.issues.push_back(Issue(where + " row " + std::to_string(r),
+                            text.empty() ? "has an empty text; skipped"
+                                         : "has a text of only white space; skipped",
+                            true));
+      continue;
+    }
+    out.documents.push_back(MakeDoc(std::move(id), std::move(title), std::move(text)));
   }
 }
 
@@ -198,16 +280,16 @@ void LoadOneFile(const fs::path& file, const fs::path& base, const LoadOptions& 
   const std::string where = file.generic_string();
   auto content = ReadFile(file);
   if (!content.ok()) {
-    out.issues.push_back({where, content.status().message() + "; skipped", true});
+    out.issues.push_back(Issue(where, content.status().message() + "; skipped", true));
     return;
   }
   std::string text = std::move(content).value();
   const size_t sniff = std::min(text.size(), kBinarySniffBytes);
   if (const void* nul = std::memchr(text.data(), '\0', sniff); nul != nullptr) {
     const auto offset = static_cast<const char*>(nul) - text.data();
-    out.issues.push_back({where, "looks binary (NUL byte at byte offset " +
+    out.issues.push_back(Issue(where, "looks binary (NUL byte at byte offset " +
                                      std::to_string(offset) + "); skipped",
-                          true});
+                          true));
     return;
   }
   const std::string doc_base = DocIdFor(file, base);
@@ -220,7 +302,23 @@ void LoadOneFile(const fs::path& file, const fs::path& base, const LoadOptions& 
   // Plain text and Markdown: a leading byte-order mark is not part of the text.
   if (std::string_view(text).starts_with(kBom)) text.erase(0, kBom.size());
   if (!CheckText(text, where, options, out.issues)) return;
-  out.documents.push_back(MakeDoc(doc_base, file.filename().string(), file, std::move(text)));
+  if (IsBlank(text)) {
+    out.issues.push_back(
+        Issue(where, text.empty() ? "is empty; skipped" : "holds only white space; skipped", true));
+    return;
+  }
+  out.documents.push_back(MakeDoc(doc_base, file.filename().string(), std::move(text)));
+}
+
+// LoadOneFile, with the source path of what it produced written as LoadOptions::root_dir says.
+void LoadFile(const fs::path& file, const fs::path& base, const fs::path& root,
+              const LoadOptions& options, LoadResult& out) {
+  const size_t first_doc = out.documents.size();
+  const size_t first_issue = out.issues.size();
+  LoadOneFile(file, base, options, out);
+  const std::string source = RelativeOrAbsolute(file, root);
+  for (size_t i = first_doc; i < out.documents.size(); ++i) out.documents[i].source_path = source;
+  for (size_t i = first_issue; i < out.issues.size(); ++i) out.issues[i].source_path = source;
 }
 
 bool Hidden(const fs::path& p) {
@@ -229,6 +327,17 @@ bool Hidden(const fs::path& p) {
 }
 
 }  // namespace
+
+std::string SourcePathFor(const std::string& path, const std::string& root) {
+  std::error_code ec;
+  return RelativeOrAbsolute(path, root.empty() ? fs::current_path(ec) : fs::path(root));
+}
+
+std::string ResolveSourcePath(const std::string& source_path, const std::string& root) {
+  const fs::path p(source_path);
+  if (p.is_absolute() || root.empty()) return p.lexically_normal().generic_string();
+  return AbsoluteNormal(fs::path(root) / p).generic_string();
+}
 
 Result<InvalidUtf8Policy> ParseInvalidUtf8Policy(std::string_view name) {
   if (name == "skip") return InvalidUtf8Policy::kSkip;
@@ -260,6 +369,8 @@ Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths,
   std::error_code ec;
   fs::path base = options.base_dir.empty() ? fs::current_path(ec) : fs::path(options.base_dir);
   base = fs::weakly_canonical(base, ec);
+  const fs::path root =
+      options.root_dir.empty() ? fs::current_path(ec) : AbsoluteNormal(options.root_dir);
   LoadResult out;
   std::vector<fs::path> files;
   for (const auto& p : paths) {
@@ -268,21 +379,56 @@ Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths,
     if (ec || !fs::exists(st)) return Status::NotFound("no such file or folder: " + p);
     if (fs::is_directory(st)) {
       std::vector<fs::path> found;
-      fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec);
+      // Symlinked folders are followed; one that leads back into a folder being walked (a
+      // loop) or to a folder already read through another link is not.
+      const auto dir_options = fs::directory_options::skip_permission_denied |
+                               fs::directory_options::follow_directory_symlink;
+      fs::recursive_directory_iterator it(path, dir_options, ec);
       if (ec) return Status::IoError("cannot read folder " + p + ": " + ec.message());
+      std::set<fs::path> visited = {fs::weakly_canonical(path, ec)};
       for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
         if (ec) return Status::IoError("cannot read folder " + p + ": " + ec.message());
-        if (Hidden(it->path())) {
+        const fs::path& entry = it->path();
+        if (Hidden(entry)) {
           if (it->is_directory(ec)) it.disable_recursion_pending();
           continue;
         }
+        if (it->is_directory(ec)) {
+          if (!it->is_symlink(ec)) {
+            visited.insert(fs::weakly_canonical(entry, ec));
+            continue;
+          }
+          // A loop: the link leads to a folder on the way to it (as walked, links resolved).
+          const fs::path target = fs::weakly_canonical(entry, ec);
+          bool loop = false;
+          for (fs::path up = entry.parent_path(); !loop && !up.empty(); up = up.parent_path()) {
+            std::error_code up_ec;
+            const fs::path resolved = fs::weakly_canonical(up, up_ec);
+            loop = !up_ec && (resolved == target || RelativeUnder(resolved, target).has_value());
+            if (up == path || up == up.parent_path()) break;
+          }
+          if (ec || loop || visited.count(target)) {
+            it.disable_recursion_pending();
+            LoadIssue issue;
+            issue.path = entry.generic_string();
+            issue.message = loop ? "is a symlink to a folder that contains it (a loop); not followed"
+                                 : "is a symlink to a folder already read (" +
+                                       target.generic_string() + "); not followed";
+            issue.skipped = false;
+            issue.source_path = RelativeOrAbsolute(entry, root);
+            out.issues.push_back(std::move(issue));
+            continue;
+          }
+          visited.insert(target);
+          continue;
+        }
         if (!it->is_regular_file(ec)) continue;
-        const std::string ext = Lower(it->path().extension().string());
+        const std::string ext = Lower(entry.extension().string());
         if (std::find(options.extensions.begin(), options.extensions.end(), ext) ==
             options.extensions.end()) {
           continue;
         }
-        found.push_back(it->path());
+        found.push_back(entry);
       }
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
@@ -290,7 +436,7 @@ Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths,
       files.push_back(path);
     }
   }
-  for (const auto& f : files) LoadOneFile(f, base, options, out);
+  for (const auto& f : files) LoadFile(f, base, root, options, out);
 
   std::sort(out.documents.begin(), out.documents.end(),
             [](const Document& a, const Document& b) { return a.id < b.id; });
