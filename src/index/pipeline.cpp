@@ -60,7 +60,34 @@ class Run {
     if (ctx_.on_plan) ctx_.on_plan(plan);
   }
 
+  // The run's record in the store, whose counters FlushUsage keeps current.
+  void SetRunId(int64_t id) { run_id_ = id; }
+
+  // Writes this run's LLM spend to its record when it changed. Called as each unit of work is
+  // committed, so a run that is killed still accounts for what it spent (all but the calls in
+  // flight); one small write per LLM call is nothing next to the call.
+  void FlushUsage() {
+    if (run_id_ == 0) return;
+    std::lock_guard<std::mutex> lock(flush_mu_);
+    const LlmUsage u = Usage();
+    if (u.calls == flushed_.calls && u.cache_hits == flushed_.cache_hits &&
+        u.prompt_tokens == flushed_.prompt_tokens &&
+        u.completion_tokens == flushed_.completion_tokens &&
+        u.http_requests == flushed_.http_requests && u.failures == flushed_.failures) {
+      return;
+    }
+    flushed_ = u;
+    (void)ctx_.store->UpdateRun(run_id_, "", UsageCounters(u));
+  }
+
+  static std::map<std::string, int64_t> UsageCounters(const LlmUsage& u) {
+    return {{"llm_calls", u.calls},          {"llm_cache_hits", u.cache_hits},
+            {"llm_http_requests", u.http_requests}, {"llm_failures", u.failures},
+            {"tokens_in", u.prompt_tokens},  {"tokens_out", u.completion_tokens}};
+  }
+
   void Progress(const std::string& stage, int64_t done, int64_t total) {
+    FlushUsage();
     if (!ctx_.on_progress) return;
     IndexProgress p;
     p.stage = stage;
@@ -81,6 +108,9 @@ class Run {
   LlmUsage embed_base_;
   bool count_embedder_;
   std::mutex progress_mu_;  // serialises on_progress calls
+  int64_t run_id_ = 0;
+  std::mutex flush_mu_;  // guards flushed_
+  LlmUsage flushed_;     // what the run's record holds
 };
 
 // ---------------------------------------------------------------- load and chunk
@@ -98,9 +128,10 @@ struct Gathered {
   std::vector<DocumentInfo> stored;    // the index's documents before the update
 };
 
-bool IsUnder(const std::string& path, const std::string& folder) {
-  const std::string prefix = folder.back() == '/' ? folder : folder + "/";
-  return path.compare(0, prefix.size(), prefix) == 0;
+// Whether `path` lies in `folder` (both as spelled, or with symlinked parents resolved).
+bool IsUnderFolder(const std::string& path, const std::string& folder) {
+  const std::string rel = SourcePathFor(path, folder);
+  return !std::filesystem::path(rel).is_absolute();
 }
 
 Result<std::vector<ChunkRecord>> ChunkRecords(const Document& doc, const ChunkOptions& copts) {
@@ -148,6 +179,21 @@ Result<Gathered> Gather(const Config& c, const IndexRequest& request, Store& sto
   if (paths.empty()) return out;
   GRAG_ASSIGN_OR_RETURN(LoadResult loaded, LoadDocuments(paths, LoadOptionsFor(c)));
   out.issues = std::move(loaded.issues);
+  const auto skipped = std::count_if(out.issues.begin(), out.issues.end(),
+                                     [](const LoadIssue& i) { return i.skipped; });
+  if (loaded.documents.empty() && skipped > 0) {
+    // Nothing to index and something went wrong: a failure, not an empty success. Nothing is
+    // removed either.
+    std::string first = out.issues.front().path + ": " + out.issues.front().message;
+    for (const auto& i : out.issues) {
+      if (i.skipped) {
+        first = i.path + ": " + i.message;
+        break;
+      }
+    }
+    return Status::IoError("no input file could be read (" + std::to_string(skipped) +
+                           (skipped == 1 ? " problem" : " problems") + "; first: " + first + ")");
+  }
 
   const ChunkOptions copts = ChunkOptionsFor(c);
   std::set<std::string> present;
@@ -160,28 +206,63 @@ Result<Gathered> Gather(const Config& c, const IndexRequest& request, Store& sto
     out.documents.push_back({std::move(doc), std::move(chunks)});
   }
 
-  // Folders are synchronised: a stored document that came from a folder being indexed and is no
-  // longer in it leaves the index. A file that is still there but could not be read this time is
-  // kept: a transient problem must not delete work.
+  // Folders are synchronised: a stored document that came from a folder being indexed and whose
+  // file is gone from it leaves the index; so does a record gone from a file that was read
+  // cleanly. A document whose file is still there but could not be read this time (unreadable,
+  // invalid UTF-8, a bad record) is kept: a transient problem must never delete work.
   std::vector<std::string> folders;
   if (request.sync_folders || whole_input) {
     for (const auto& p : paths) {
       std::error_code ec;
-      if (std::filesystem::is_directory(p, ec)) {
-        folders.push_back(std::filesystem::absolute(p).lexically_normal().string());
-      }
+      if (std::filesystem::is_directory(p, ec)) folders.push_back(p);
     }
   }
-  std::set<std::string> unreadable;
-  for (const auto& issue : out.issues) unreadable.insert(issue.path);
+  if (folders.empty()) return out;
+  const std::string root = c.root;
+  std::set<std::string> troubled;  // source files with a problem this run
+  for (const auto& issue : out.issues) {
+    if (issue.skipped) troubled.insert(issue.source_path);
+  }
+  std::set<std::string> read_cleanly;  // source files that gave documents and no problem
+  for (const auto& ld : out.documents) {
+    if (!troubled.count(ld.doc.source_path)) read_cleanly.insert(ld.doc.source_path);
+  }
+  const std::string input_dir = c.Resolve(c.input.dir);
   for (const auto& d : stored) {
-    if (present.count(d.id) || unreadable.count(d.source_path)) continue;
-    const std::string source =
-        std::filesystem::absolute(d.source_path).lexically_normal().string();
-    const bool gone = std::any_of(folders.begin(), folders.end(),
-                                  [&](const std::string& f) { return IsUnder(source, f); });
-    if (gone && std::find(out.to_remove.begin(), out.to_remove.end(), d.id) == out.to_remove.end()) {
+    if (present.count(d.id)) continue;
+    if (std::find(out.to_remove.begin(), out.to_remove.end(), d.id) != out.to_remove.end()) continue;
+    // The stored source path is relative to the project root. Indexes written before that may
+    // hold one relative to another working directory; for a plain file the id (its path
+    // relative to the input folder) locates it too. A record's id says nothing about its file:
+    // it is judged by the stored path alone, and kept when that does not lead anywhere.
+    const std::string stored_file = ResolveSourcePath(d.source_path, root);
+    const std::string source = SourcePathFor(stored_file, root);
+    std::vector<std::string> candidates = {stored_file};
+    const bool plain_file = d.id.find('#') == std::string::npos && d.id == d.source_path.substr(
+        d.source_path.size() >= d.id.size() ? d.source_path.size() - d.id.size() : 0);
+    if (plain_file) {
+      candidates.push_back(
+          (std::filesystem::path(input_dir) / d.id).lexically_normal().generic_string());
+    }
+    bool under = false;
+    bool file_exists = false;
+    for (const auto& file : candidates) {
+      for (const auto& f : folders) under = under || IsUnderFolder(file, f);
+      std::error_code ec;
+      file_exists = file_exists || std::filesystem::exists(file, ec);
+    }
+    if (!under) continue;
+    if (troubled.count(source)) {
+      Log(LogLevel::kWarn, "load",
+          "kept " + d.id + ": its file " + d.source_path + " could not be read this run");
+      continue;
+    }
+    const bool gone = !file_exists || read_cleanly.count(source) > 0;
+    if (gone) {
       out.to_remove.push_back(d.id);
+    } else {
+      Log(LogLevel::kWarn, "load",
+          "kept " + d.id + ": its file " + d.source_path + " is still there but gave no document");
     }
   }
   return out;
@@ -785,7 +866,9 @@ struct EmbedItem {
 Status EmbedOwner(Run& run, EmbeddingOwner owner, const std::vector<EmbedItem>& todo,
                   int64_t& written) {
   if (todo.empty()) return Status::Ok();
-  const std::string stage = "embed " + std::string(EmbeddingOwnerName(owner)) + "s";
+  const std::string stage = owner == EmbeddingOwner::kEntity ? "embed entities"
+                            : owner == EmbeddingOwner::kChunk ? "embed chunks"
+                                                              : "embed reports";
   const size_t group = static_cast<size_t>(std::max<int64_t>(1, run.config().embeddings.batch_size)) *
                        static_cast<size_t>(std::max<int64_t>(1, run.config().llm.concurrency));
   int64_t done = 0;
@@ -900,6 +983,7 @@ ChunkOptions ChunkOptionsFor(const Config& c) {
 LoadOptions LoadOptionsFor(const Config& c) {
   LoadOptions o;
   o.base_dir = c.Resolve(c.input.dir);
+  o.root_dir = c.root;
   o.json_text_field = c.input.json_text_field;
   o.json_id_field = c.input.json_id_field;
   o.json_title_field = c.input.json_title_field;
@@ -924,6 +1008,7 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
   IndexSummary s;
   Store& store = *context.store;
   GRAG_ASSIGN_OR_RETURN(s.run_id, store.BeginRun("index"));
+  run.SetRunId(s.run_id);
   const ExtractorId extractor = ExtractorFor(context);
   s.no_llm = context.chat == nullptr;
   if (context.embedder != nullptr) s.embedding_model = context.embedder->model();
@@ -944,6 +1029,7 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
   for (const auto& stage : stages) {
     (void)store.UpdateRun(s.run_id, stage.name, {});
     Status st = stage.fn();
+    run.FlushUsage();
     if (!st.ok()) {
       failure = st;
       break;
@@ -951,17 +1037,10 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
   }
   s.usage = run.Usage();
   s.elapsed_seconds = run.Elapsed();
-  const std::map<std::string, int64_t> counters = {
-      {"llm_calls", s.usage.calls},
-      {"llm_cache_hits", s.usage.cache_hits},
-      {"llm_http_requests", s.usage.http_requests},
-      {"llm_failures", s.usage.failures},
-      {"tokens_in", s.usage.prompt_tokens},
-      {"tokens_out", s.usage.completion_tokens},
-      {"chunks_extracted", s.chunks_extracted},
-      {"chunks_skipped", s.chunks_skipped},
-      {"reports_generated", s.reports_generated},
-  };
+  std::map<std::string, int64_t> counters = Run::UsageCounters(s.usage);
+  counters["chunks_extracted"] = s.chunks_extracted;
+  counters["chunks_skipped"] = s.chunks_skipped;
+  counters["reports_generated"] = s.reports_generated;
   (void)store.UpdateRun(s.run_id, "", counters);
   if (!failure.ok()) {
     (void)store.FinishRun(s.run_id,
