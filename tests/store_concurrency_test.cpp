@@ -126,7 +126,9 @@ TEST(StoreConcurrencyTest, SecondWriterWaitsThenFailsClearlyWhenTheIndexStaysLoc
   TempDir dir;
   const std::string path = dir.File("index.db");
   auto first = OpenOrDie(path);
-  auto second = OpenOrDie(path, {.busy_timeout_ms = 200});
+  StoreOptions quick;
+  quick.busy_timeout_ms = 200;
+  auto second = OpenOrDie(path, quick);
   ASSERT_NE(first, nullptr);
   ASSERT_NE(second, nullptr);
   {

@@ -100,7 +100,9 @@ TEST(StoreOpenTest, ReopenKeepsData) {
     ASSERT_TRUE((*store)->UpsertDocument(Doc("a", "alpha")).ok());
     ASSERT_TRUE((*store)->ReplyCache().Put("k", "v", "m", "chat").ok());
   }
-  auto store = Store::Open(path, {.create_if_missing = false});
+  StoreOptions existing;
+  existing.create_if_missing = false;
+  auto store = Store::Open(path, existing);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   auto doc = (*store)->GetDocument("a");
   ASSERT_TRUE(doc.ok());
@@ -112,7 +114,9 @@ TEST(StoreOpenTest, ReopenKeepsData) {
 TEST(StoreOpenTest, MissingFileWithoutCreateIsNotFound) {
   TempDir dir;
   const std::string path = dir.File("nope/index.db");
-  auto store = Store::Open(path, {.create_if_missing = false});
+  StoreOptions existing;
+  existing.create_if_missing = false;
+  auto store = Store::Open(path, existing);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), ErrorCode::kNotFound);
   EXPECT_NE(store.status().message().find(path), std::string::npos);
@@ -134,9 +138,9 @@ TEST(StoreOpenTest, NonSqliteFileIsAClearErrorAndLeftAlone) {
   std::ofstream(path) << content;
   auto store = Store::Open(path);
   ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(store.status().message().find("is not a grag index (not an SQLite database"),
-            std::string::npos)
+  // Not a usage error: the index file is damaged or was replaced (exit code 1, with advice).
+  EXPECT_EQ(store.status().code(), ErrorCode::kCorruption);
+  EXPECT_NE(store.status().message().find("is damaged or is not a grag index"), std::string::npos)
       << store.status().message();
   std::ifstream in(path, std::ios::binary);
   std::stringstream after;

@@ -21,6 +21,7 @@
 // with a message naming what was being done.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,28 @@ struct StoreOptions {
   // Create the file (and its parent folders) when missing; else a missing file is kNotFound.
   // Commands that only read an index (query, stats) turn this off.
   bool create_if_missing = true;
+  // Open for reading only: nothing is written (no journal-mode switch, no migration, no lock),
+  // so an index on read-only media or in a read-only folder can be queried; write methods fail
+  // with kIoError. An index written by an older grag must be opened once for writing first
+  // (kInvalidArgument says so). Implies !create_if_missing.
+  bool read_only = false;
+  // Open for writing when possible, else (read-only media or permissions) as read_only does.
+  // For commands that read but like to write their LLM replies to the cache (query).
+  bool allow_read_only = false;
+  // One writer per index: take the index's writer lock (<path>.lock, released by the OS when
+  // the process ends, however it ends) for the Store's lifetime. When another process holds it:
+  // kUnavailable naming that process, unless `wait_for_writer`. Writing commands set this;
+  // readers never need it (WAL lets them read beside a writer).
+  bool writer_lock = false;
+  bool wait_for_writer = false;
+  // Called once, with who holds the lock, before waiting for it.
+  std::function<void(const std::string& holder)> on_wait;
+  // Written into the lock file for others to see ("grag index"); the pid is added.
+  std::string lock_holder = "grag";
+  // Screen the file for damage (SQLite's quick_check) when it changed since the last check
+  // that passed, which grag records beside the index (<path>.verified) and keeps current when
+  // a Store closes. Damage: kCorruption saying what to do.
+  bool verify = true;
   // How long a write waits for another process holding the index before failing with
   // kUnavailable. Long enough to ride out a concurrent `grag` writer's transaction.
   int busy_timeout_ms = 10000;
@@ -52,8 +75,10 @@ class Store {
   // Opens (or creates) the index at `path`: WAL mode, foreign keys on, busy timeout,
   // synchronous=NORMAL; migrates an index written with an older schema forward, one
   // transaction per step. Errors: kNotFound (missing and !create_if_missing), kInvalidArgument
-  // (not an SQLite file, or an SQLite file that is not a grag index, or an index written by a
-  // newer grag), kUnavailable (locked), kIoError.
+  // (an SQLite file that is not a grag index, or an index written by a newer grag),
+  // kCorruption (not a database, or damaged: the message says what to do), kUnavailable
+  // (locked, or the writer lock is taken), kIoError (among others: opened for writing on
+  // read-only media, which the message names).
   static Result<std::unique_ptr<Store>> Open(const std::string& path,
                                              const StoreOptions& options = {});
 
@@ -225,6 +250,12 @@ class Store {
   // SQLite's integrity and foreign-key checks plus the full-text index's own check.
   // kCorruption describing the first problems found.
   Status CheckIntegrity();
+  // Everything `grag check` looks at: SQLite's full integrity check, foreign keys, the
+  // full-text index against the chunks, and grag's own invariants (vectors of owners that are
+  // gone, entities no chunk mentions, relationships naming one entity twice, communities
+  // without members or at the wrong level under their parent, entities in no community).
+  // Each check lists at most `max_per_check` problems. An error only when no check could run.
+  Result<IntegrityReport> Check(int max_per_check = 20);
 
   // Internal: the implementation, defined in src/store. Only the store module can make one.
   struct Impl;

@@ -284,6 +284,18 @@ struct StoreStats {
   int64_t file_bytes = 0;  // database pages in use (excludes the WAL)
 };
 
+// What `grag check` found. `problems` empty: the index is sound.
+struct IntegrityProblem {
+  std::string check;   // "sqlite", "foreign_keys", "fts", "orphans", "communities"
+  std::string detail;  // what is wrong, naming the table and row where it can
+};
+struct IntegrityReport {
+  std::vector<std::string> checks_run;  // in order
+  std::vector<IntegrityProblem> problems;
+  std::vector<std::string> notes;  // checks that could not run here, and why
+  bool ok() const { return problems.empty(); }
+};
+
 // How the index file is set up (PRAGMA values of the store's connection).
 struct StoreInfo {
   std::string path;

@@ -53,5 +53,6 @@ Command AddAddCommand(CLI::App& app, GlobalOptions& g);
 Command AddRemoveCommand(CLI::App& app, GlobalOptions& g);
 Command AddStatsCommand(CLI::App& app, GlobalOptions& g);
 Command AddQueryCommand(CLI::App& app, GlobalOptions& g);
+Command AddCheckCommand(CLI::App& app, GlobalOptions& g);
 
 }  // namespace grag::cli

@@ -13,10 +13,15 @@ namespace grag::cli {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_signal{0};
 
-extern "C" void OnInterrupt(int) {
+// Ctrl-C and SIGTERM (kill, systemd, a container stopping) stop the run cleanly: the calls in
+// flight finish and are stored, nothing is repeated by the next run.
+extern "C" void OnInterrupt(int sig) {
+  g_signal = sig;
   g_interrupted = true;
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+  std::signal(SIGINT, SIG_DFL);  // a second one ends the process at once
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 nlohmann::json SummaryJson(const IndexSummary& s) {
@@ -136,6 +141,7 @@ struct IndexFlags {
   bool json = false;
   bool no_progress = false;
   bool dry_run = false;
+  bool wait = false;
 };
 
 void AddIndexFlags(CLI::App* cmd, IndexFlags& f) {
@@ -144,6 +150,9 @@ void AddIndexFlags(CLI::App* cmd, IndexFlags& f) {
                 "call, nothing written)");
   cmd->add_flag("--json", f.json, "Print the summary (or the plan) as JSON");
   cmd->add_flag("--no-progress", f.no_progress, "No progress display on stderr");
+  cmd->add_flag("--wait", f.wait,
+                "When another grag process is writing this index, wait for it to finish instead "
+                "of failing");
 }
 
 // Runs (or plans) one update of the index: the shared body of index, add and remove.
@@ -152,7 +161,15 @@ int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexReq
   auto config = LoadProjectConfig(g);
   if (!config.ok()) return Fail(config.status());
   const std::string db = config->Resolve(config->store.path);
-  auto store = Store::Open(db);
+  StoreOptions so;
+  // One writer per index: a second run would pay for every call twice. A dry run only reads.
+  so.writer_lock = !f.dry_run;
+  so.wait_for_writer = f.wait;
+  so.lock_holder = "grag " + command;
+  so.on_wait = [&g](const std::string& holder) {
+    if (!g.quiet) std::cerr << "waiting for " << holder << " to finish writing the index...\n";
+  };
+  auto store = Store::Open(db, so);
   if (!store.ok()) return Fail(store.status());
   (void)AddLogFile((std::filesystem::path(db).parent_path() / "grag.log").string());
   auto chat = MakeChatModel(*config, &(*store)->ReplyCache());
@@ -184,17 +201,20 @@ int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexReq
     if (!g.quiet) std::cerr << PlanLine(p) << "\n";
   };
   std::signal(SIGINT, OnInterrupt);
+  std::signal(SIGTERM, OnInterrupt);
   auto summary = RunIndex(*config, request, ctx);
   std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   printer.Finish();
   if (!summary.ok()) {
     if (summary.status().code() == ErrorCode::kCancelled) {
       std::cerr << "interrupted: the work done so far is stored; run `grag " << command
                 << "` again to resume\n";
-      return 130;
+      return 128 + (g_signal.load() != 0 ? g_signal.load() : SIGINT);  // 130 or 143
     }
     if (summary.status().code() != ErrorCode::kNotFound &&
-        summary.status().code() != ErrorCode::kInvalidArgument) {
+        summary.status().code() != ErrorCode::kInvalidArgument &&
+        summary.status().code() != ErrorCode::kCorruption) {
       std::cerr << "(the work done so far is stored; fix the problem and run `grag " << command
                 << "` again to resume)\n";
     }

@@ -47,7 +47,7 @@ Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
             auto config = LoadProjectConfig(g);
             if (!config.ok()) return Fail(config.status());
             StoreOptions so;
-            so.create_if_missing = false;
+            so.read_only = true;
             auto store = Store::Open(config->Resolve(config->store.path), so);
             if (!store.ok()) {
               if (store.status().code() == ErrorCode::kNotFound) {

@@ -2,6 +2,10 @@
 //
 // docs/schema.md documents every table and column; keep the two in step. Never edit a released
 // migration: add a new step instead, so every older index can be brought forward.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -354,8 +358,8 @@ Status CheckIsGragIndex(sqlite::Connection& conn, const std::string& path, int64
   Result<int64_t> objects = conn.QueryInt("SELECT count(*) FROM sqlite_master");
   if (!objects.ok()) {
     if (objects.status().code() == ErrorCode::kCorruption) {
-      return Status::InvalidArgument(path + " is not a grag index (not an SQLite database: " +
-                                     objects.status().message() + ")");
+      return Status::Corruption(path + " is damaged or is not a grag index (" +
+                                objects.status().message() + "): " + DamageAdvice());
     }
     return objects.status().WithContext("reading " + path);
   }
@@ -377,9 +381,56 @@ Status CheckIsGragIndex(sqlite::Connection& conn, const std::string& path, int64
 
 std::span<const Migration> DefaultMigrations() { return kMigrations; }
 
-Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOptions& options,
+namespace {
+
+// The message for a write refused by read-only media or permissions.
+Status ReadOnlyIndex(const std::string& path, const std::string& why) {
+  return Status::IoError("the index " + path + " is read-only (" + why +
+                         "): reading commands (grag query, grag stats, grag check) work on it; "
+                         "to update it, make its folder writable or copy it somewhere writable");
+}
+
+// A file URI for sqlite3_open_v2 with SQLITE_OPEN_URI: the characters URIs reserve escaped.
+std::string FileUri(const std::string& path, std::string_view query) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string abs = fs::absolute(path, ec).lexically_normal().string();
+  std::string uri = "file:";
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (unsigned char c : abs) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7F) {
+      uri += '%';
+      uri += kHex[c >> 4];
+      uri += kHex[c & 0xF];
+    } else {
+      uri += static_cast<char>(c);
+    }
+  }
+  uri += '?';
+  uri += query;
+  return uri;
+}
+
+// Opens for reading. An index on read-only media has no -shm file and none can be made, which a
+// WAL database needs to be read; it is then opened as immutable (no writer can exist there).
+Result<sqlite::Connection> OpenForReading(const std::string& path) {
+  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
+  auto conn = sqlite::Connection::Open(path, flags);
+  if (conn.ok()) {
+    auto probe = conn->QueryInt("SELECT count(*) FROM sqlite_master");
+    if (probe.ok() || probe.status().code() != ErrorCode::kIoError) return conn;
+    Log(LogLevel::kDebug, "store",
+        path + ": " + probe.status().message() + "; reading it as immutable (read-only media)");
+  }
+  return sqlite::Connection::Open(FileUri(path, "immutable=1"), flags | SQLITE_OPEN_URI);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOptions& options_in,
                                          std::span<const Migration> migrations) {
   namespace fs = std::filesystem;
+  StoreOptions options = options_in;
   if (path.empty()) return Status::InvalidArgument("no index path given");
   if (migrations.empty()) return Status::Internal("no schema migrations");
   std::error_code ec;
@@ -387,37 +438,95 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOpt
   if (fs::is_directory(file)) {
     return Status::InvalidArgument(path + " is a folder, not a grag index file");
   }
-  if (!fs::exists(file)) {
-    if (!options.create_if_missing) {
-      return Status::NotFound("no index at " + path + " (run `grag index` first)");
-    }
+  const bool create = options.create_if_missing && !options.read_only;
+  const bool existed = fs::exists(file);
+  // Before anything opens it: opening a WAL index creates its -wal file, which is part of the
+  // state compared.
+  const bool unchanged = existed && StampMatches(path);
+  if (!existed) {
+    if (!create) return Status::NotFound("no index at " + path + " (run `grag index` first)");
     fs::path parent = fs::path(path).parent_path();
     if (!parent.empty()) {
       fs::create_directories(parent, ec);
-      if (ec) return Status::IoError("creating " + parent.string() + ": " + ec.message());
+      if (ec) {
+        if (ec == std::errc::read_only_file_system || ec == std::errc::permission_denied) {
+          return ReadOnlyIndex(path, "cannot create " + parent.string() + ": " + ec.message());
+        }
+        return Status::IoError("creating " + parent.string() + ": " + ec.message());
+      }
     }
   }
-
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
-              (options.create_if_missing ? SQLITE_OPEN_CREATE : 0);
-  GRAG_ASSIGN_OR_RETURN(sqlite::Connection conn, sqlite::Connection::Open(path, flags));
-  sqlite3_busy_timeout(conn.get(), options.busy_timeout_ms);
+  if (!options.read_only) {
+    // SQLite would open read-only media for writing and fail at the first write with "attempt
+    // to write a readonly database"; say what is going on up front. WAL mode writes two files
+    // beside the index, so its folder must be writable too.
+    const fs::path parent = fs::path(path).parent_path();
+    const std::string dir = parent.empty() ? "." : parent.string();
+    std::string why;
+    if (fs::exists(file) && access(path.c_str(), W_OK) != 0) {
+      why = std::strerror(errno);
+    } else if (access(dir.c_str(), W_OK) != 0) {
+      why = "its folder " + dir + ": " + std::strerror(errno);
+    }
+    if (!why.empty()) {
+      if (!options.allow_read_only || !fs::exists(file)) return ReadOnlyIndex(path, why);
+      Log(LogLevel::kDebug, "store", path + " is read-only (" + why + "): opened for reading");
+      options.read_only = true;
+    }
+  }
+  store::FileLock writer_lock;
+  if (options.writer_lock && !options.read_only) {
+    GRAG_ASSIGN_OR_RETURN(
+        writer_lock,
+        store::FileLock::Acquire(path + ".lock",
+                                 "pid " + std::to_string(getpid()) + " (" + options.lock_holder + ")",
+                                 options.wait_for_writer, options.on_wait));
+  }
 
   const int64_t latest = migrations.back().version;
-  GRAG_RETURN_IF_ERROR(CheckIsGragIndex(conn, path, latest));
-
-  GRAG_ASSIGN_OR_RETURN(std::string mode, conn.QueryText("PRAGMA journal_mode = WAL"));
-  if (mode != "wal") {
-    // Some file systems (network mounts) cannot share WAL memory; the index still works, with
-    // readers blocking writers.
-    Log(LogLevel::kWarn, "store", path + ": WAL mode unavailable, using journal mode " + mode);
+  const int write_flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+                          (options.create_if_missing ? SQLITE_OPEN_CREATE : 0);
+  GRAG_ASSIGN_OR_RETURN(sqlite::Connection conn,
+                        options.read_only ? OpenForReading(path)
+                                          : sqlite::Connection::Open(path, write_flags));
+  if (options.read_only) {
+    sqlite3_busy_timeout(conn.get(), options.busy_timeout_ms);
+    GRAG_RETURN_IF_ERROR(CheckIsGragIndex(conn, path, latest));
+    if (options.verify && !unchanged) GRAG_RETURN_IF_ERROR(QuickCheck(conn, path));
+    GRAG_ASSIGN_OR_RETURN(int64_t version, conn.QueryInt("PRAGMA user_version"));
+    if (version == 0) return Status::NotFound(path + " holds no index yet (run `grag index`)");
+    if (version < latest) {
+      return Status::InvalidArgument(
+          path + " was written by an older grag (schema " + std::to_string(version) +
+          ", this grag uses " + std::to_string(latest) +
+          "): run a writing command (grag index) on it once to upgrade it");
+    }
+    GRAG_RETURN_IF_ERROR(conn.Exec("PRAGMA foreign_keys = ON"));
+  } else {
+    sqlite3_busy_timeout(conn.get(), options.busy_timeout_ms);
+    GRAG_RETURN_IF_ERROR(CheckIsGragIndex(conn, path, latest));
+    if (options.verify && existed && !unchanged) {
+      GRAG_RETURN_IF_ERROR(QuickCheck(conn, path));
+    }
+    GRAG_ASSIGN_OR_RETURN(std::string mode, conn.QueryText("PRAGMA journal_mode = WAL"));
+    if (mode != "wal") {
+      // Some file systems (network mounts) cannot share WAL memory; the index still works,
+      // with readers blocking writers.
+      Log(LogLevel::kWarn, "store", path + ": WAL mode unavailable, using journal mode " + mode);
+    }
+    GRAG_RETURN_IF_ERROR(conn.Exec("PRAGMA synchronous = NORMAL"));
+    GRAG_RETURN_IF_ERROR(Migrate(conn, migrations, path));
   }
-  GRAG_RETURN_IF_ERROR(conn.Exec("PRAGMA synchronous = NORMAL"));
-  GRAG_RETURN_IF_ERROR(Migrate(conn, migrations, path));
   GRAG_ASSIGN_OR_RETURN(int64_t fk, conn.QueryInt("PRAGMA foreign_keys"));
   if (fk != 1) return Status::Internal("this SQLite cannot enforce foreign keys");
 
   auto impl = std::make_unique<Store::Impl>(path, std::move(conn));
+  impl->read_only = options.read_only;
+  // Checked (or just created) and written only by SQLite from here on: the state at close is
+  // as sound as this one.
+  impl->stamp.path = path;
+  impl->stamp.enabled = options.verify;
+  impl->writer_lock = std::move(writer_lock);
   return std::make_unique<Store>(std::move(impl));
 }
 

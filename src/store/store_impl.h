@@ -10,7 +10,9 @@
 
 #include "grag/cache.h"
 #include "grag/store.h"
+#include "store/file_lock.h"
 #include "store/sqlite.h"
+#include "store/verify.h"
 
 // The current time as the store writes it: UTC ISO 8601 with milliseconds. A macro so it can be
 // pasted into SQL string literals.
@@ -34,6 +36,17 @@ struct Store::Impl {
   Impl(std::string path_in, sqlite::Connection conn_in)
       : path(std::move(path_in)), conn(std::move(conn_in)) {}
 
+  // Records the files' state as checked when the Store closes (after the connection, which is
+  // declared later and so closed first, has checkpointed): see store/verify.h.
+  struct StampOnClose {
+    std::string path;
+    bool enabled = false;
+    ~StampOnClose() {
+      if (enabled) store::RecordStamp(path);
+    }
+  };
+  StampOnClose stamp;  // first member: destroyed last
+
   // Locks `mu` for a single-statement read or write.
   std::unique_lock<std::recursive_mutex> Lock() { return std::unique_lock(mu); }
   // Begins a transaction, or a savepoint when one is already open on this thread. A read
@@ -47,6 +60,8 @@ struct Store::Impl {
   sqlite::Connection conn;  // guarded by mu
   int tx_depth = 0;         // guarded by mu: open transactions, outermost included
   ReplyCacheTable reply_cache{this};
+  bool read_only = false;
+  store::FileLock writer_lock;  // held for the Store's lifetime when StoreOptions::writer_lock
 };
 
 namespace store {

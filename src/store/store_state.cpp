@@ -181,6 +181,7 @@ std::optional<std::string> ReplyCacheTable::Get(std::string_view key) {
 
 Status ReplyCacheTable::Put(std::string_view key, std::string_view value, std::string_view model,
                             std::string_view kind) {
+  if (impl_->read_only) return Status::Ok();  // a read-only index answers without caching
   auto lock = impl_->Lock();
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
