@@ -100,6 +100,10 @@ struct LocalSearchConfig {
   double report_share = 0.25;
 };
 
+struct QueryConfig {
+  int64_t max_question_tokens = 2000;  // longer questions are refused (they ride in every prompt)
+};
+
 struct Config {
   std::string root = ".";             // the project folder (--root)
   std::string prompts_dir = "prompts";  // editable prompt files written by `grag init`
@@ -113,6 +117,7 @@ struct Config {
   CommunityConfig communities;
   GlobalSearchConfig global_search;
   LocalSearchConfig local_search;
+  QueryConfig query;
 
   // `path` resolved against root (absolute paths unchanged).
   std::string Resolve(const std::string& path) const;

@@ -33,6 +33,7 @@
 
 #include "grag/llm.h"
 #include "grag/prompts.h"
+#include "grag/question.h"
 #include "grag/status.h"
 #include "grag/store.h"
 #include "grag/tokenizer.h"
@@ -44,6 +45,8 @@ struct GlobalSearchOptions {
   // are specific, coarse enough that a book-sized index needs a handful of map calls. A level
   // deeper than the index goes uses its finest communities (the childless ones).
   int64_t level = 2;
+  // Longest question accepted (CheckQuestion): each map prompt carries it whole.
+  int64_t max_question_tokens = kDefaultMaxQuestionTokens;
   // Tokens of one whole map prompt (template, question and reports). 12,000 is GraphRAG's
   // max_data_tokens for one map context; it leaves room for the reply in a 16k-token window.
   int64_t map_batch_tokens = 12'000;

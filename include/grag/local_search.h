@@ -51,6 +51,7 @@
 
 #include "grag/llm.h"
 #include "grag/prompts.h"
+#include "grag/question.h"
 #include "grag/status.h"
 #include "grag/store.h"
 #include "grag/tokenizer.h"
@@ -63,6 +64,9 @@ struct LocalSearchOptions {
   // names a few things plus their closest relatives. Exactly k, where Microsoft's code quietly
   // takes up to 2k.
   int top_k_entities = 10;
+  // Longest question accepted (CheckQuestion): the answer prompt carries it on top of the
+  // context budget.
+  int64_t max_question_tokens = kDefaultMaxQuestionTokens;
   // Cosine similarity an entity's description embedding must reach to be matched (seed 000's
   // default): below it the nearest entity is merely the least unrelated one.
   double similarity_floor = 0.5;

@@ -2,6 +2,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
+#include <sstream>
 
 #include "cli/cli.h"
 #include "cli/progress.h"
@@ -10,6 +12,7 @@
 #include "grag/lexical_embedder.h"
 #include "grag/local_search.h"
 #include "grag/log.h"
+#include "grag/question.h"
 #include "grag/models.h"
 #include "grag/store.h"
 
@@ -19,8 +22,8 @@ namespace {
 struct QueryOpts {
   std::string question;
   std::string method = "global";
-  int64_t level = -1;
-  int64_t top_k = -1;
+  std::optional<int64_t> level;
+  std::optional<int64_t> top_k;
   bool json = false;
   bool no_stream = false;
 };
@@ -40,7 +43,8 @@ int RunGlobal(const Config& config, const QueryOpts& o, Store& store, ChatModel*
               const Tokenizer& tok) {
   GlobalSearchOptions opts;
   const auto& g = config.global_search;
-  opts.level = o.level >= 0 ? o.level : g.level;
+  opts.level = o.level.value_or(g.level);
+  opts.max_question_tokens = config.query.max_question_tokens;
   opts.map_batch_tokens = g.map_batch_tokens;
   opts.max_map_calls = static_cast<int>(g.max_map_calls);
   opts.reduce_budget_tokens = g.reduce_budget_tokens;
@@ -124,7 +128,8 @@ int RunLocal(const Config& config, const QueryOpts& o, Store& store, ChatModel* 
              EmbeddingModel* embedder, const Tokenizer& tok) {
   LocalSearchOptions opts;
   const auto& l = config.local_search;
-  opts.top_k_entities = static_cast<int>(o.top_k > 0 ? o.top_k : l.top_k);
+  opts.top_k_entities = static_cast<int>(o.top_k.value_or(l.top_k));
+  opts.max_question_tokens = config.query.max_question_tokens;
   opts.similarity_floor = embedder != nullptr && IsLexicalEmbeddingModel(embedder->model())
                               ? l.lexical_similarity_floor
                               : l.similarity_floor;
@@ -206,12 +211,19 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
       "entities the question names, their neighbourhood, reports and source chunks. Without an "
       "LLM the answers are extractive: quoted from the reports and sources, with citations.");
   auto o = std::make_shared<QueryOpts>();
-  cmd->add_option("QUESTION", o->question, "The question")->required();
+  cmd->add_option("QUESTION", o->question,
+                  "The question; - reads it from standard input (for long or scripted questions)")
+      ->required();
   cmd->add_option("-m,--method", o->method, "global | local")
       ->check(CLI::IsMember({"global", "local"}))
       ->default_str("global");
-  cmd->add_option("--level", o->level, "global: community level (default global_search.level)");
-  cmd->add_option("--k", o->top_k, "local: matched entities at most (default local_search.top_k)");
+  cmd->add_option("--level", o->level,
+                  "global: community level, 0 (coarsest) to the index's deepest (default "
+                  "global_search.level)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000}));
+  cmd->add_option("--k", o->top_k,
+                  "local: matched entities at most, 1 to 1000 (default local_search.top_k)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   cmd->add_flag("--json", o->json,
                 "Print answer, citations, context or points, diagnostics and statistics as JSON");
   cmd->add_flag("--no-stream", o->no_stream, "Print the answer when complete, not as it arrives");
@@ -220,6 +232,7 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
             if (!config.ok()) return Fail(config.status());
             StoreOptions so;
             so.create_if_missing = false;
+            so.allow_read_only = true;  // read-only media: answers are not cached, that is all
             const std::string db = config->Resolve(config->store.path);
             auto store = Store::Open(db, so);
             if (!store.ok()) {
@@ -228,8 +241,34 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
               }
               return Fail(store.status());
             }
+            if (o->question == "-") {
+              std::ostringstream in;
+              in << std::cin.rdbuf();
+              o->question = in.str();
+              while (!o->question.empty() &&
+                     (o->question.back() == '\n' || o->question.back() == '\r')) {
+                o->question.pop_back();
+              }
+            }
             auto tok = Tokenizer::Get(config->chunks.encoding);
             if (!tok.ok()) return Fail(tok.status());
+            // Refused before anything is opened or called.
+            if (Status st = CheckQuestion(o->question, **tok, config->query.max_question_tokens);
+                !st.ok()) {
+              return Fail(st);
+            }
+            if (o->level) {
+              auto stats = (*store)->Stats();
+              if (!stats.ok()) return Fail(stats.status());
+              if (!stats->communities_per_level.empty()) {
+                const int64_t deepest = stats->communities_per_level.rbegin()->first;
+                if (*o->level > deepest) {
+                  return Fail(Status::InvalidArgument(
+                      "--level " + std::to_string(*o->level) + " is out of range: this index has "
+                      "community levels 0 to " + std::to_string(deepest)));
+                }
+              }
+            }
             auto chat = MakeChatModel(*config, &(*store)->ReplyCache());
             if (!chat.ok()) return Fail(chat.status());
             // No LLM configured (or --no-llm): extractive answers, with no network call.

@@ -82,6 +82,7 @@ std::vector<Setting> Settings(Config& c) {
       {"local_search.chunk_share", "", "Share of the context for source chunks", &c.local_search.chunk_share},
       {"local_search.relationship_share", "", "Share of the context for relationships", &c.local_search.relationship_share},
       {"local_search.report_share", "", "Share of the context for community reports", &c.local_search.report_share},
+      {"query.max_question_tokens", "", "Questions longer than this many tokens are refused (every map prompt and the answer prompt carry the whole question); 0 = no limit", &c.query.max_question_tokens},
   };
 }
 
@@ -230,6 +231,7 @@ Status ValidateConfig(const Config& c) {
   if (c.global_search.max_map_calls < 1) return Status::InvalidArgument("global_search.max_map_calls must be at least 1");
   if (c.global_search.reduce_budget_tokens < 100) return Status::InvalidArgument("global_search.reduce_budget_tokens must be at least 100");
   if (c.global_search.map_timeout_seconds <= 0) return Status::InvalidArgument("global_search.map_timeout_seconds must be positive");
+  if (c.query.max_question_tokens < 0) return Status::InvalidArgument("query.max_question_tokens must be at least 0");
   if (c.local_search.top_k < 1) return Status::InvalidArgument("local_search.top_k must be at least 1");
   if (c.local_search.context_budget_tokens < 100) return Status::InvalidArgument("local_search.context_budget_tokens must be at least 100");
   {

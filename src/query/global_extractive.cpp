@@ -298,6 +298,7 @@ Result<GlobalSearchResult> ExtractiveGlobalSearch(Store& store, const Tokenizer&
                                                   const ExtractiveGlobalOptions& extractive) {
   const auto start = SteadyClock::now();
   GRAG_RETURN_IF_ERROR(CheckOptions(options, extractive));
+  GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer, options.max_question_tokens));
   GlobalSearchResult result;
   GlobalSearchStats& stats = result.stats;
   stats.level = options.level;

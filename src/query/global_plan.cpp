@@ -214,6 +214,7 @@ Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokeniz
                                           std::string_view question,
                                           const GlobalSearchOptions& options) {
   GRAG_RETURN_IF_ERROR(query::ValidateGlobalOptions(options));
+  GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer, options.max_question_tokens));
   GRAG_ASSIGN_OR_RETURN(std::vector<CommunityRecord> communities, store.ListCommunities());
   GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store.ListReports());
 

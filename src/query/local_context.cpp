@@ -706,9 +706,7 @@ Result<LocalContext> BuildLocalContext(Store& store, EmbeddingModel* embedder,
                                        const LocalSearchOptions& options,
                                        const VectorIndex* entity_index) {
   GRAG_RETURN_IF_ERROR(CheckOptions(options));
-  if (std::none_of(question.begin(), question.end(), IsWordByte)) {
-    return Status::InvalidArgument("the question has no words");
-  }
+  GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer, options.max_question_tokens));
   ContextBuilder builder(store, tokenizer, options);
   return builder.Build(embedder, question, entity_index);
 }
