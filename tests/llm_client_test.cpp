@@ -372,12 +372,14 @@ TEST_P(LlmClientErrorTest, OtherClientErrorsAreNotRetried) {
 INSTANTIATE_TEST_SUITE_P(
     Statuses, LlmClientErrorTest,
     ::testing::Values(
-        ClientErrorCase{401, "Incorrect API key provided: sk-bad", ErrorCode::kInvalidArgument},
-        ClientErrorCase{400, "'messages' must contain the word 'json'",
-                        ErrorCode::kInvalidArgument},
-        ClientErrorCase{403, "Project does not have access to model", ErrorCode::kInvalidArgument},
-        ClientErrorCase{404, "The model `gpt-9` does not exist", ErrorCode::kNotFound},
-        ClientErrorCase{422, "Unprocessable", ErrorCode::kInvalidArgument}));
+        // Every refusal by the endpoint is a service failure (exit code 1), never a usage error.
+        ClientErrorCase{401, "Incorrect API key provided: sk-bad", ErrorCode::kPermissionDenied},
+        ClientErrorCase{400, "'messages' must contain the word 'json'", ErrorCode::kUnavailable},
+        ClientErrorCase{403, "Project does not have access to model",
+                        ErrorCode::kPermissionDenied},
+        ClientErrorCase{404, "The model `gpt-9` does not exist", ErrorCode::kUnavailable},
+        ClientErrorCase{422, "Unprocessable", ErrorCode::kUnavailable},
+        ClientErrorCase{501, "Not Implemented", ErrorCode::kUnavailable}));
 
 TEST(LlmClientTest, ExhaustedQuotaIsNotRetried) {
   FakeOpenAIServer server([](const FakeRequest&) {
@@ -418,7 +420,7 @@ TEST(LlmClientTest, TimeoutsFireAndAreRetried) {
   EXPECT_EQ(client->Usage().http_requests, 2);
 }
 
-TEST(LlmClientTest, UnreachableServerIsRetriedThenReported) {
+TEST(LlmClientTest, AServerThatNeverAnsweredFailsAtOnce) {
   int port = 0;
   {
     FakeOpenAIServer gone;  // take a free port, then close it
@@ -429,14 +431,59 @@ TEST(LlmClientTest, UnreachableServerIsRetriedThenReported) {
   o.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
   o.model = "m";
   o.clock = clock;
-  o.max_retries = 2;
+  o.max_retries = 6;
   auto client = MakeClient(o);
   ASSERT_NE(client, nullptr);
   auto r = client->Chat(Ask("hi"));
   EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
+  // A wrong URL or a server that is not running: said at once, not after a minute of backoff.
+  EXPECT_THAT(r.status().message(), HasSubstr("cannot connect to " + o.base_url));
+  EXPECT_THAT(r.status().message(), HasSubstr("does not answer"));
+  EXPECT_EQ(client->Usage().http_requests, 1);
+  EXPECT_TRUE(clock->sleeps().empty());
+}
+
+TEST(LlmClientTest, AServerThatAnsweredBeforeIsRetriedWhenItGoesAway) {
+  auto server = std::make_unique<FakeOpenAIServer>();
+  auto clock = std::make_shared<FakeClock>();
+  OpenAIOptions o = Options(*server);
+  o.clock = clock;
+  o.max_retries = 2;
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Chat(Ask("first")).ok());
+  server.reset();  // a restart, as far as the client can tell
+  auto r = client->Chat(Ask("second"));
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
   EXPECT_THAT(r.status().message(), HasSubstr("gave up after 3 attempts"));
-  EXPECT_EQ(client->Usage().http_requests, 3);
+  EXPECT_EQ(client->Usage().http_requests, 4);
   EXPECT_EQ(clock->sleeps().size(), 2u);
+}
+
+TEST(LlmClientTest, AWebPageIsNotTakenForAnAnswer) {
+  FakeOpenAIServer server([](const FakeRequest&) {
+    return RawReply(200, "<!doctype html><html><title>LM UI</title></html>", "text/html");
+  });
+  InMemoryCache cache;
+  OpenAIOptions o = Options(server);
+  o.cache = &cache;
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  auto r = client->Chat(Ask("hi"));
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable) << r.status().ToString();
+  EXPECT_THAT(r.status().message(), HasSubstr("text/html"));
+  EXPECT_THAT(r.status().message(), HasSubstr("not an OpenAI-compatible API"));
+  EXPECT_EQ(server.request_count(), 1);
+  EXPECT_EQ(cache.size(), 0u);
+  // Plain text that is not JSON either; JSON labelled text/plain is accepted.
+  server.SetHandler([](const FakeRequest&) { return RawReply(200, "Hello from nginx", "text/plain"); });
+  EXPECT_THAT(client->Chat(Ask("hi")).status().message(), HasSubstr("not an OpenAI-compatible"));
+  server.SetHandler([](const FakeRequest&) {
+    return RawReply(200, R"({"choices":[{"message":{"content":"fine"}}]})", "text/plain");
+  });
+  auto plain = client->Chat(Ask("plain"));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->content, "fine");
 }
 
 // ---- malformed replies ----

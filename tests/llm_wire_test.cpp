@@ -211,16 +211,20 @@ TEST(ErrorMessageTest, ReadsEachServersShape) {
             "max_tokens is too large (400)");  // vLLM
   EXPECT_EQ(ErrorMessageFromBody(R"({"detail":"Not Found"})"), "Not Found");
   EXPECT_EQ(ErrorMessageFromBody("<html>\n  <h1>Bad   Gateway</h1>\n</html>"),
-            "<html> <h1>Bad Gateway</h1> </html>");
+            "an HTML page: Bad Gateway");
+  EXPECT_EQ(ErrorMessageFromBody("<html><head><title>404 Not Found</title></head><body>x</body>"),
+            "an HTML page titled \"404 Not Found\"");
   EXPECT_EQ(ErrorMessageFromBody(""), "");
   EXPECT_LE(ErrorMessageFromBody(std::string(5000, 'x')).size(), 303u);
 }
 
 TEST(HttpErrorStatusTest, MapsStatusesToKinds) {
-  EXPECT_EQ(HttpErrorStatus(400, "", "u").code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(HttpErrorStatus(401, "", "u").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(HttpErrorStatus(400, "", "u").code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(HttpErrorStatus(401, "", "u").code(), ErrorCode::kPermissionDenied);
   EXPECT_THAT(HttpErrorStatus(401, "", "u").message(), HasSubstr("API key"));
-  EXPECT_EQ(HttpErrorStatus(404, "", "u").code(), ErrorCode::kNotFound);
+  EXPECT_EQ(HttpErrorStatus(404, "", "u").code(), ErrorCode::kUnavailable);
+  EXPECT_THAT(HttpErrorStatus(404, "", "u").message(), HasSubstr("base URL"));
+  EXPECT_FALSE(IsRetryableStatus(501));
   EXPECT_EQ(HttpErrorStatus(408, "", "u").code(), ErrorCode::kTimeout);
   EXPECT_EQ(HttpErrorStatus(429, "", "u").code(), ErrorCode::kRateLimited);
   EXPECT_EQ(HttpErrorStatus(500, "", "u").code(), ErrorCode::kUnavailable);

@@ -155,12 +155,19 @@ struct HttpResponse {
   std::optional<std::string> Header(std::string_view name) const;
 };
 
+// The failure a transport reports when it could not connect at all (no such host, connection
+// refused, connect timeout): kUnavailable, recognisable by IsConnectFailure. The client fails
+// fast on it when the endpoint has never answered (a wrong URL or a server that is not running
+// is not worth a minute of retries).
+Status ConnectFailure(std::string_view url, std::string_view detail);
+bool IsConnectFailure(const Status& status);
+
 class HttpTransport {
  public:
   virtual ~HttpTransport() = default;
   // POSTs one request. Any HTTP status is a successful result; only transport failures are
-  // errors: kTimeout when the timeout passes, kUnavailable when the host cannot be reached or
-  // the connection breaks, kCancelled when on_body aborted. Thread-safe.
+  // errors: kTimeout when the timeout passes, ConnectFailure when the host cannot be reached,
+  // kUnavailable when the connection breaks, kCancelled when on_body aborted. Thread-safe.
   virtual Result<HttpResponse> Post(const HttpRequest& request) = 0;
 };
 

@@ -24,6 +24,7 @@ enum class ErrorCode {
   kUnavailable,      // a remote service failed (network error, 5xx after retries)
   kTimeout,          // a deadline passed
   kRateLimited,      // 429 after retries
+  kPermissionDenied, // a service refused the credentials (HTTP 401/403)
   kParse,            // a reply or a file could not be parsed
   kCancelled,
   kUnimplemented,
@@ -47,6 +48,9 @@ class [[nodiscard]] Status {
   static Status Unavailable(std::string m) { return {ErrorCode::kUnavailable, std::move(m)}; }
   static Status Timeout(std::string m) { return {ErrorCode::kTimeout, std::move(m)}; }
   static Status RateLimited(std::string m) { return {ErrorCode::kRateLimited, std::move(m)}; }
+  static Status PermissionDenied(std::string m) {
+    return {ErrorCode::kPermissionDenied, std::move(m)};
+  }
   static Status Parse(std::string m) { return {ErrorCode::kParse, std::move(m)}; }
   static Status Cancelled(std::string m) { return {ErrorCode::kCancelled, std::move(m)}; }
   static Status Unimplemented(std::string m) { return {ErrorCode::kUnimplemented, std::move(m)}; }

@@ -15,6 +15,7 @@ std::string_view ErrorCodeName(ErrorCode code) {
     case ErrorCode::kUnavailable: return "unavailable";
     case ErrorCode::kTimeout: return "timeout";
     case ErrorCode::kRateLimited: return "rate_limited";
+    case ErrorCode::kPermissionDenied: return "permission_denied";
     case ErrorCode::kParse: return "parse_error";
     case ErrorCode::kCancelled: return "cancelled";
     case ErrorCode::kUnimplemented: return "unimplemented";

@@ -150,6 +150,10 @@ class CurlTransport final : public HttpTransport {
         return Status::Timeout(fmt::format("POST {} timed out ({}; timeout {} ms)", request.url,
                                            detail, request.timeout.count()));
       }
+      if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+          rc == CURLE_COULDNT_RESOLVE_PROXY) {
+        return ConnectFailure(request.url, detail);
+      }
       return Status::Unavailable(fmt::format("POST {} failed: {}", request.url, detail));
     }
     transfer.response.status = static_cast<int>(status);
@@ -180,6 +184,20 @@ class CurlTransport final : public HttpTransport {
 };
 
 }  // namespace
+
+namespace {
+constexpr std::string_view kConnectFailurePrefix = "cannot connect to ";
+}  // namespace
+
+Status ConnectFailure(std::string_view url, std::string_view detail) {
+  return Status::Unavailable(std::string(kConnectFailurePrefix) + std::string(url) + ": " +
+                             std::string(detail));
+}
+
+bool IsConnectFailure(const Status& status) {
+  return status.code() == ErrorCode::kUnavailable &&
+         status.message().starts_with(kConnectFailurePrefix);
+}
 
 std::optional<std::string> HttpResponse::Header(std::string_view name) const {
   std::string wanted = Lower(name);

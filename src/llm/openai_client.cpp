@@ -193,6 +193,7 @@ struct OpenAIClient::Impl {
   const std::shared_ptr<HttpTransport> transport;
   const std::shared_ptr<Clock> clock;
   const TokenCounter count;
+  std::atomic<bool> reached{false};  // some request got an HTTP response
   Semaphore slots;   // bounds the HTTP requests in flight
   RateLimiter rate;  // spaces them
   std::mutex rng_mu;
@@ -233,17 +234,33 @@ Result<HttpResponse> OpenAIClient::Impl::Send(std::string_view what, const std::
     bool retryable = false;
     std::optional<std::chrono::milliseconds> server_wait;
     if (result.ok()) {
+      reached.store(true);
       const HttpResponse& response = *result;
-      if (response.status >= 200 && response.status < 300) return std::move(result);
+      if (response.status >= 200 && response.status < 300) {
+        // A web page (a proxy's, a wrong port's, a UI's) is not a model's reply: retrying or
+        // parsing it as a bad answer would only spend calls.
+        if (Status st = llm_internal::CheckReplyIsApi(response, url, stream != nullptr); !st.ok()) {
+          return st;
+        }
+        return std::move(result);
+      }
       failure = llm_internal::HttpErrorStatus(response.status, response.body, url);
       retryable = llm_internal::IsRetryableStatus(response.status) &&
                   !(response.status == 429 && llm_internal::IsQuotaExhausted(response.body));
       server_wait = llm_internal::ParseRetryAfter(response, clock->WallNow());
+
     } else {
       failure = result.status();
       if (stream != nullptr && !stream->error().ok()) failure = stream->error();
       retryable =
           failure.code() == ErrorCode::kTimeout || failure.code() == ErrorCode::kUnavailable;
+      if (IsConnectFailure(failure) && !reached.load()) {
+        // Never reached: a wrong URL or a server that is not running. Fail now, not after a
+        // minute of backoff. (Once it has answered, a refused connection is a restart: retried.)
+        return Status::Unavailable(failure.message() +
+                                   " (the model endpoint does not answer: is the server running, "
+                                   "and is the base URL right?)");
+      }
     }
     if (retryable && stream != nullptr && !stream->MayRetry()) {
       return Status(failure.code(),

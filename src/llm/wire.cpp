@@ -19,6 +19,12 @@ using nlohmann::json;
 // Invalid UTF-8 in a document must not make dump() throw: replace it (U+FFFD) instead.
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 std::string_view Trim(std::string_view s) {
   while (!s.empty() &&
          (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
@@ -383,7 +389,37 @@ std::string ErrorMessageFromBody(std::string_view body) {
       return detail->is_string() ? detail->get<std::string>() : Shorten(Dump(*detail), 300);
     }
   }
+  if (LooksLikeHtml(body)) {
+    // A proxy's or a web server's error page: its title says all there is to say.
+    const std::string lower = Lower(body);
+    const size_t open = lower.find("<title>");
+    const size_t close = lower.find("</title>");
+    if (open != std::string::npos && close != std::string::npos && close > open) {
+      return "an HTML page titled \"" +
+             Shorten(CollapseWhitespace(Trim(body.substr(open + 7, close - open - 7))), 120) + "\"";
+    }
+    // No title: its text without the tags.
+    std::string text;
+    bool in_tag = false;
+    for (char c : body) {
+      if (c == '<') {
+        in_tag = true;
+        text += ' ';
+      } else if (c == '>') {
+        in_tag = false;
+      } else if (!in_tag) {
+        text += c;
+      }
+    }
+    const std::string words = Shorten(CollapseWhitespace(Trim(text)), 120);
+    return words.empty() ? "an HTML page" : "an HTML page: " + words;
+  }
   return Shorten(CollapseWhitespace(Trim(body)), 300);
+}
+
+bool LooksLikeHtml(std::string_view body) {
+  const std::string_view t = Trim(body);
+  return t.starts_with('<');
 }
 
 bool IsQuotaExhausted(std::string_view body) {
@@ -399,21 +435,50 @@ Status HttpErrorStatus(int status, std::string_view body, std::string_view url) 
   std::string message = fmt::format("HTTP {} from {}", status, url);
   std::string server = ErrorMessageFromBody(body);
   if (!server.empty()) message += ": " + server;
+  // Every refusal by the endpoint is a failure of the model service (exit code 1), whatever its
+  // cause; the message says what to check. Whether to retry is decided by the status itself
+  // (IsRetryableStatus), not by these kinds.
   if (status == 401 || status == 403) {
     message += " (check the API key)";
-    return Status::InvalidArgument(std::move(message));
+    return Status::PermissionDenied(std::move(message));
   }
   if (status == 404) {
-    message += " (check the base URL and the model or deployment name)";
-    return Status::NotFound(std::move(message));
+    message += " (check the base URL, which usually ends in /v1, and the model or deployment name)";
+    return Status::Unavailable(std::move(message));
   }
   if (status == 408) return Status::Timeout(std::move(message));
   if (status == 429) return Status::RateLimited(std::move(message));
-  if (status >= 400 && status < 500) return Status::InvalidArgument(std::move(message));
   return Status::Unavailable(std::move(message));
 }
 
-bool IsRetryableStatus(int status) { return status == 408 || status == 429 || status >= 500; }
+Status CheckReplyIsApi(const HttpResponse& response, std::string_view url, bool streaming) {
+  const std::string type = Lower(response.Header("content-type").value_or(""));
+  const std::string_view body = Trim(response.body);
+  const bool json_type = type.find("json") != std::string::npos;
+  const bool stream_type = type.find("event-stream") != std::string::npos;
+  const bool looks_json = body.starts_with('{') || body.starts_with('[');
+  const bool looks_stream = body.starts_with("data:") || body.starts_with("event:") ||
+                            body.starts_with(':');
+  bool ok;
+  if (type.find("html") != std::string::npos || LooksLikeHtml(body)) {
+    ok = false;
+  } else if (json_type || stream_type || type.empty()) {
+    ok = true;  // says it is the API's: a bad body is the parser's to report (kParse)
+  } else {
+    // text/plain and friends: some servers label JSON badly; judge by the body.
+    ok = looks_json || (streaming && looks_stream);
+  }
+  if (ok) return Status::Ok();
+  return Status::Unavailable(fmt::format(
+      "{} answered with {} instead of JSON: it is not an OpenAI-compatible API (check the base "
+      "URL, which usually ends in /v1): {}",
+      url, type.empty() ? std::string("a body of unknown type") : type, Shorten(body, 120)));
+}
+
+bool IsRetryableStatus(int status) {
+  // 501 and 505: the server does not do this at all; no later attempt will differ.
+  return status == 408 || status == 429 || (status >= 500 && status != 501 && status != 505);
+}
 
 std::optional<std::chrono::milliseconds> ParseRetryAfter(
     const HttpResponse& response, std::chrono::system_clock::time_point wall_now) {

@@ -120,6 +120,14 @@ bool IsQuotaExhausted(std::string_view body);
 // server's message.
 Status HttpErrorStatus(int status, std::string_view body, std::string_view url);
 
+// Ok when a 2xx `response` may be an OpenAI-compatible API's: labelled JSON or an event stream
+// (or unlabelled), and not an HTML page; kUnavailable naming the content type and `url` when it
+// is a web page or other text, which means the base URL points at something else.
+Status CheckReplyIsApi(const HttpResponse& response, std::string_view url, bool streaming);
+
+// Whether a reply body is an HTML page rather than an API's JSON.
+bool LooksLikeHtml(std::string_view body);
+
 // true for the statuses worth retrying: 408, 429 and 5xx.
 bool IsRetryableStatus(int status);
 
