@@ -39,7 +39,9 @@ CommandResult RunCommand(const std::string& command) {
   const int err_fd = mkstemp(err_tmpl);
   close(out_fd);
   close(err_fd);
-  const std::string full = command + " </dev/null >" + out_tmpl + " 2>" + err_tmpl;
+  // A group, so redirections inside `command` (a question file on stdin) win over these.
+  const std::string full =
+      "{ " + command + "\n} </dev/null >" + out_tmpl + " 2>" + err_tmpl;
   const int raw = std::system(full.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);

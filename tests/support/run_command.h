@@ -11,7 +11,7 @@ struct CommandResult {
   std::string err;
 };
 
-// `command` is passed to /bin/sh -c; stdin is /dev/null.
+// `command` is passed to /bin/sh -c; stdin is /dev/null unless `command` redirects it.
 CommandResult RunCommand(const std::string& command);
 
 // Quotes `s` for /bin/sh.
