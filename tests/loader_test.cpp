@@ -293,5 +293,19 @@ TEST(LoaderTest, SymlinkedFoldersAreFollowedAndLoopsReported) {
   EXPECT_FALSE(r->issues[0].skipped);  // nothing was lost: its files are read through "in"
 }
 
+// Found by the loader fuzzer: a number beyond double's range is valid JSON syntax that the
+// parser refuses with an exception of another kind; it ended the process.
+TEST(LoaderTest, ANumberOutOfRangeIsAnIssueNotACrash) {
+  TempDir dir;
+  dir.Write("big.json", "{\"id\": \"a\", \"text\": \"x\", \"n\": 444444.44e4464}");
+  dir.Write("ok.txt", "fine");
+  auto r = LoadDocuments({dir.path().string()}, Opts(dir));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->documents.size(), 1u);
+  ASSERT_EQ(r->issues.size(), 1u);
+  EXPECT_NE(r->issues[0].message.find("cannot be read as JSON"), std::string::npos)
+      << r->issues[0].message;
+}
+
 }  // namespace
 }  // namespace grag

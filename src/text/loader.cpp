@@ -214,6 +214,12 @@ void LoadJson(std::string content, const std::string& doc_base, const fs::path& 
                                      "; skipped: " + e.what(),
                           true));
     return;
+  } catch (const nlohmann::json::exception& e) {
+    // Valid syntax the parser still refuses, e.g. a number out of double's range (found by
+    // the loader fuzzer: "444444.44e4464" ended the process).
+    out.issues.push_back(Issue(where, std::string("cannot be read as JSON; skipped: ") + e.what(),
+                               true));
+    return;
   }
   if (doc.is_array()) {
     for (size_t i = 0; i < doc.size(); ++i) AddRecord(doc[i], i, doc_base, file, options, out);
