@@ -7,6 +7,7 @@
 #include <set>
 
 #include "grag/indexer.h"
+#include "grag/nlp_extract.h"
 #include "grag/store.h"
 #include "support/fake_graphrag_llm.h"
 #include "support/temp_dir.h"
@@ -229,7 +230,7 @@ TEST(IndexPipelineTest, WithoutAnLlmEveryStageRunsOnTheBuiltInExtractorAndReport
   for (const auto& r : reports) EXPECT_EQ(r.generator, ReportGenerator::kExtractive);
   // Stored as the NLP extractor's results, apart from any LLM's.
   const auto chunk_ids = h.store->ListChunkIds().value();
-  const ExtractorId nlp{ExtractorKind::kNlp, "grag-nlp-en/1"};
+  const ExtractorId nlp{ExtractorKind::kNlp, std::string(kNlpExtractorModel)};
   EXPECT_TRUE(h.store->GetExtraction(chunk_ids.front(), nlp).value().has_value());
   EXPECT_TRUE(h.store->ChunksNeedingExtraction(nlp).value().empty());
   EXPECT_EQ(h.store->ChunksNeedingExtraction({ExtractorKind::kLlm, "scripted"}).value().size(),

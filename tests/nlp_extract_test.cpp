@@ -320,6 +320,7 @@ TEST(NlpPruneTest, RareNodesGoWithTheirEdges) {
       {E("1", "a"), E("2", "a"), E("1", "b"), E("2", "b"), E("1", "c"), E("2", "c"), E("1", "d")},
       {R("1", "a", "b", 1), R("2", "a", "b", 1), R("1", "b", "c", 1), R("1", "c", "d", 5)});
   NlpPruneOptions o;
+  o.keep_sole_names = false;  // these tests are about the counts alone
   o.min_edge_weight_pct = 0;
   o.pmi_weights = false;
   auto stats = PruneNlpGraph(g, o);
@@ -341,6 +342,7 @@ TEST(NlpPruneTest, IsolatedNodesGoWhenDegreeIsRequired) {
       {E("1", "a"), E("2", "a"), E("1", "b"), E("2", "b"), E("1", "lonely"), E("2", "lonely")},
       {R("1", "a", "b", 1)});
   NlpPruneOptions o;
+  o.keep_sole_names = false;  // these tests are about the counts alone
   o.min_edge_weight_pct = 0;
   o.pmi_weights = false;
   MergedGraph keep_isolated = g;
@@ -368,6 +370,7 @@ MergedGraph Star(int edges) {
 TEST(NlpPruneTest, EdgesBelowTheWeightPercentileAreDropped) {
   auto g = Star(10);  // weights 1..10: numpy.percentile(40) = 1 + 0.4 * 9 = 4.6
   NlpPruneOptions o;
+  o.keep_sole_names = false;  // these tests are about the counts alone
   o.pmi_weights = false;  // raw counts, to check the threshold
   auto stats = PruneNlpGraph(g, o);
   EXPECT_DOUBLE_EQ(stats.edge_weight_threshold, 4.6);
@@ -409,6 +412,7 @@ TEST(NlpPruneTest, PmiWeightsArePositiveAndFavourExclusivePairs) {
   }
   auto g = MergeMentions(ents, rels);
   NlpPruneOptions o;
+  o.keep_sole_names = false;  // these tests are about the counts alone
   o.min_edge_weight_pct = 0;
   o.pmi_weights = true;
   PruneNlpGraph(g, o);
@@ -451,6 +455,63 @@ std::vector<std::string> Chunks(const std::string& book) {
     pos = end;
   }
   return out;
+}
+
+TEST(NlpPruneTest, TitlesAndTheSoleNameOfAChunkStay) {
+  // "solo" is the only name of chunk 3 and "t" a document title: both seen once, both kept.
+  auto title = E("2", "t");
+  title.mention.type = std::string(kNlpTitleType);
+  auto g = MergeMentions({E("1", "a"), E("2", "a"), E("1", "b"), E("2", "b"), title,
+                          E("3", "solo"), E("3", "rare"), E("3", "rare")},
+                         {R("1", "a", "b", 1), R("2", "a", "b", 1)});
+  // "rare" twice in chunk 3 is still one chunk: the most frequent name is picked by chunks, the
+  // tie by key order ("rare" < "solo").
+  NlpPruneOptions o;
+  o.min_edge_weight_pct = 0;
+  o.pmi_weights = false;
+  PruneNlpGraph(g, o);
+  EXPECT_EQ(Keys(g), (std::set<std::string>{"a", "b", "rare", "t"}));
+  o.keep_sole_names = false;
+  auto h = MergeMentions({E("3", "solo"), title}, {});
+  PruneNlpGraph(h, o);
+  EXPECT_EQ(Keys(h), (std::set<std::string>{"t"}));  // a title stays regardless
+}
+
+TEST(NlpTitleTest, TheTitleIsAnEntityWhereverItsWordsAreAndRelatesToEverything) {
+  // "Guitar" starts a sentence and is common in lower case: without the title only "World"
+  // would be a name.
+  const std::string text =
+      "Guitar World is a monthly music magazine. It covers the guitar and guitar players such "
+      "as Eric Clapton. Jimi Hendrix appeared in the magazine.";
+  const auto without = Extract(text);
+  EXPECT_NE(Find(without, "World"), nullptr);
+  EXPECT_EQ(Find(without, "Guitar World"), nullptr);
+  auto r = ExtractNlp(text, {}, "Guitar World");
+  ASSERT_TRUE(r.ok());
+  const EntityMention* t = Find(*r, "Guitar World");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->type, kNlpTitleType);
+  EXPECT_EQ(Find(*r, "World"), nullptr) << "the title's words make no shorter name";
+  EXPECT_NE(FindRel(*r, "Guitar World", "Jimi Hendrix"), nullptr) << "related to all it names";
+  EXPECT_NE(FindRel(*r, "Guitar World", "Eric Clapton"), nullptr);
+  // A chunk that never spells its title still names it.
+  auto later = ExtractNlp("Its editor interviewed Eric Clapton in 1995.", {}, "Guitar World");
+  ASSERT_TRUE(later.ok());
+  EXPECT_NE(Find(*later, "Guitar World"), nullptr);
+  EXPECT_NE(FindRel(*later, "Guitar World", "Eric Clapton"), nullptr);
+}
+
+TEST(NlpTitleTest, TitleEntityNames) {
+  EXPECT_EQ(TitleEntityName("Kiss and Tell (1945 film)"), "Kiss and Tell");
+  EXPECT_EQ(TitleEntityName("  Shirley   Temple "), "Shirley Temple");
+  EXPECT_EQ(TitleEntityName("Leland, North Carolina"), "Leland, North Carolina");
+  EXPECT_EQ(TitleEntityName("christmas_carol.txt"), "");  // a file name names nothing
+  EXPECT_EQ(TitleEntityName("notes.md"), "");
+  EXPECT_EQ(TitleEntityName("input/book.txt"), "");
+  EXPECT_EQ(TitleEntityName("passages.jsonl#3"), "");
+  EXPECT_EQ(TitleEntityName("1999"), "");
+  EXPECT_EQ(TitleEntityName("one two three four five six seven eight nine ten eleven"), "");
+  EXPECT_EQ(TitleEntityName("St. Paul's Cathedral"), "St. Paul's Cathedral");
 }
 
 TEST(NlpBookTest, TheBookGivesItsCharacters) {

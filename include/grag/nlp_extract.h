@@ -54,7 +54,10 @@ namespace grag {
 
 // Name and version stored as ExtractorId::model for NLP results. Bumped whenever a change to
 // the extractor changes its output, so stored results of an older version are re-extracted.
-inline constexpr std::string_view kNlpExtractorModel = "grag-nlp-en/1";
+inline constexpr std::string_view kNlpExtractorModel = "grag-nlp-en/2";
+
+// The entity type of a document's title (see ExtractNlp's `title`); pruning never drops it.
+inline constexpr std::string_view kNlpTitleType = "title";
 
 struct NlpExtractorOptions {
   // Co-occurrence window in sentences: 0 = same sentence only; 1 = the same or the next
@@ -85,16 +88,34 @@ std::string NlpExtractorFingerprint(const NlpExtractorOptions& options);
 
 // Extracts one chunk. Entities come in order of first occurrence, relationships in order of
 // first co-occurrence; keys are filled with NormalizeEntityName, types are "proper noun" or
-// "noun phrase". Invalid UTF-8 bytes count as separators. Errors: kInvalidArgument for options
-// out of range (max_name_words or max_word_chars < 1, max_description_bytes < 16).
-// Thread-safe.
+// "noun phrase". Invalid UTF-8 bytes count as separators.
+//
+// `title`, the chunk's document title, when it names something (TitleEntityName), is an entity
+// of type "title" in every chunk of the document: found wherever its words occur in a row in
+// any case (so a sentence-initial title is not cut short: "Guitar World is..." gives "Guitar
+// World", not "World"), and there even when the chunk does not spell it. It is related to every
+// other phrase of the chunk: a document's chunks are about its title.
+//
+// Errors: kInvalidArgument for options out of range (max_name_words or max_word_chars < 1,
+// max_description_bytes < 16). Thread-safe.
 Result<ParsedExtraction> ExtractNlp(std::string_view chunk_text,
-                                    const NlpExtractorOptions& options);
+                                    const NlpExtractorOptions& options,
+                                    std::string_view title = {});
+
+// The entity a document title names: `title` without a trailing parenthetical qualifier ("Kiss
+// and Tell (1945 film)" gives "Kiss and Tell"); empty when it names nothing: a file name
+// ("notes.txt"), a generated id ("data.jsonl#3"), no letters, more than 10 words.
+std::string TitleEntityName(std::string_view title);
 
 struct NlpPruneOptions {
   // Entities mentioned in fewer distinct chunks are dropped, with their relationships.
-  // Microsoft's default for the fast method: a phrase seen once is mostly noise.
+  // Microsoft's default for the fast method: a phrase seen once is mostly noise. Document titles
+  // (type "title") are never dropped, by this rule or the degree rule below.
   int64_t min_node_freq = 2;
+  // A chunk whose names would all be dropped keeps its most frequent one (ties: the first by
+  // key), exempt from both node rules: in a corpus of one short passage per document most
+  // subjects occur once, and a chunk without a name cannot be reached through the graph.
+  bool keep_sole_names = true;
   // Entities with fewer relationships are dropped. The degree is counted after the frequency
   // pruning (Microsoft counts it on the unpruned graph) and before the edge pruning, so, as in
   // Microsoft GraphRAG, an entity left without edges by the percentile below stays. Microsoft's

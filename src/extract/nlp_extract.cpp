@@ -507,6 +507,7 @@ class WordSet {
 
 constexpr std::string_view kProperNoun = "proper noun";
 constexpr std::string_view kNounPhrase = "noun phrase";
+constexpr std::string_view kTitleType = kNlpTitleType;
 
 struct Phrase {
   std::string name;  // first spelling
@@ -518,8 +519,10 @@ struct Phrase {
 
 class PhraseFinder {
  public:
-  PhraseFinder(std::string_view text, const Scan& scan, const NlpExtractorOptions& options)
-      : text_(text), words_(scan.words), options_(options) {
+  // `title`: the document's title as an entity name (TitleEntityName), or empty.
+  PhraseFinder(std::string_view text, const Scan& scan, const NlpExtractorOptions& options,
+               std::string_view title)
+      : text_(text), words_(scan.words), options_(options), title_(title) {
     std::string lower;
     for (const auto& w : options.exclude_words) {
       LowerInto(w, lower);
@@ -540,11 +543,18 @@ class PhraseFinder {
     for (size_t i = 0; i < words_.size(); ++i) ClassifyWord(i);
   }
 
+  // Index of the title's phrase in what Find returned, or npos without a title.
+  size_t title_index() const { return title_index_; }
+
   std::vector<Phrase> Find() {
+    FindTitle();
     FindNames();
     if (options_.max_noun_phrase_words >= 2 || options_.hyphenated_compounds) FindNounPhrases();
     std::stable_sort(phrases_.begin(), phrases_.end(),
                      [](const Phrase& a, const Phrase& b) { return a.first_word < b.first_word; });
+    for (size_t i = 0; i < phrases_.size(); ++i) {
+      if (!title_index_key_.empty() && phrases_[i].key == title_index_key_) title_index_ = i;
+    }
     return std::move(phrases_);
   }
 
@@ -667,6 +677,39 @@ class PhraseFinder {
 
   bool IsInitial(size_t i) const { return words_[i].letters == 1 && words_[i].abbrev_dot; }
 
+  // The document's title, wherever its words occur in a row whatever their case ("Guitar World
+  // is ..." starts a sentence and "guitar" is common, yet it is the name), and as an entity of
+  // its own even where the chunk does not spell it: the chunk is about it. Its words are then
+  // taken, so they form no shorter name ("World").
+  void FindTitle() {
+    if (title_.empty()) return;
+    const std::string key = NormalizeEntityName(title_);
+    const std::vector<std::string> parts = SplitNormalizedName(key);
+    if (parts.empty()) return;
+    for (size_t i = 0; i + parts.size() <= words_.size(); ++i) {
+      bool match = true;
+      for (size_t k = 0; k < parts.size() && match; ++k) {
+        match = NormalizeEntityName(Text(words_[i + k])) == parts[k] &&
+                (k + 1 == parts.size() || Joined(i + k));
+      }
+      if (!match) continue;
+      Add(i, i + parts.size() - 1, kTitleType);
+      for (size_t k = i; k < i + parts.size(); ++k) {
+        info_[k].name = false;
+        info_[k].content = false;
+        info_[k].compound = false;
+      }
+      i += parts.size() - 1;
+    }
+    if (!by_key_.count(key)) {
+      if (words_.empty()) return;  // no sentence to hang it on
+      // Not spelled in this chunk: the title still names what it is about.
+      by_key_.emplace(key, phrases_.size());
+      phrases_.push_back({std::string(title_), key, kTitleType, 0, {0}});
+    }
+    title_index_key_ = key;
+  }
+
   void FindNames() {
     for (size_t i = 0; i < words_.size();) {
       if (!info_[i].name) {
@@ -752,6 +795,9 @@ class PhraseFinder {
   std::string_view text_;
   const std::vector<Word>& words_;
   const NlpExtractorOptions& options_;
+  std::string_view title_;
+  std::string title_index_key_;
+  size_t title_index_ = std::string_view::npos;
   std::unordered_set<std::string> exclude_;
   std::vector<std::string> lowers_;       // each word lower-cased
   WordSet lower_forms_;                   // words written in lower case
@@ -847,9 +893,12 @@ class SentenceTexts {
   std::vector<bool> done_;
 };
 
-ParsedExtraction Extract(std::string_view text, const NlpExtractorOptions& options) {
+ParsedExtraction Extract(std::string_view text, const NlpExtractorOptions& options,
+                         std::string_view title) {
   const Scan scan = Scanner(text).Run();
-  const std::vector<Phrase> phrases = PhraseFinder(text, scan, options).Find();
+  PhraseFinder finder(text, scan, options, title);
+  std::vector<Phrase> phrases = finder.Find();
+  const size_t title_index = finder.title_index();
   const auto max_desc = static_cast<size_t>(options.max_description_bytes);
   SentenceTexts sentences(text, scan.sentences, max_desc);
   ParsedExtraction out;
@@ -858,7 +907,21 @@ ParsedExtraction Extract(std::string_view text, const NlpExtractorOptions& optio
     out.entities.push_back(
         {p.name, p.key, std::string(p.type), Cut(sentences.Get(p.sentences.front()), max_desc)});
   }
-  const auto pairs = CoOccurrences(phrases, scan.sentences.size(), options.sentence_window);
+  auto pairs = CoOccurrences(phrases, scan.sentences.size(), options.sentence_window);
+  if (title_index != std::string_view::npos) {
+    // The title is related to everything its chunk names, once, with the sentence that names it.
+    std::vector<bool> paired(phrases.size(), false);
+    for (const auto& p : pairs) {
+      if (p.a == title_index) paired[p.b] = true;
+      if (p.b == title_index) paired[p.a] = true;
+    }
+    for (size_t i = 0; i < phrases.size(); ++i) {
+      if (i == title_index || paired[i] || phrases[i].sentences.empty()) continue;
+      const uint32_t s = phrases[i].sentences.front();
+      pairs.push_back({static_cast<uint32_t>(std::min(i, title_index)),
+                       static_cast<uint32_t>(std::max(i, title_index)), 1, s, s});
+    }
+  }
   out.relationships.reserve(pairs.size());
   for (const auto& p : pairs) {
     RelationshipMention r;
@@ -933,14 +996,43 @@ std::string NlpExtractorFingerprint(const NlpExtractorOptions& o) {
   return s;
 }
 
+std::string TitleEntityName(std::string_view title) {
+  std::string t = Collapse(title);
+  // A file name (the title of a plain file) or a generated id names nothing.
+  if (t.find_first_of("/\\#") != std::string::npos) return {};
+  if (const size_t dot = t.rfind('.'); dot != std::string::npos && dot + 1 < t.size() &&
+                                        t.size() - dot <= 6 &&
+                                        t.find(' ', dot) == std::string::npos) {
+    bool ext = true;
+    for (size_t i = dot + 1; i < t.size(); ++i) {
+      ext = ext && std::isalnum(static_cast<unsigned char>(t[i])) != 0;
+    }
+    if (ext) return {};
+  }
+  // "Kiss and Tell (1945 film)": the qualifier tells titles apart, the text says "Kiss and Tell".
+  if (t.ends_with(')')) {
+    if (const size_t open = t.rfind(" ("); open != std::string::npos && open > 0) t.resize(open);
+  }
+  const std::string key = NormalizeEntityName(t);
+  const auto words = SplitNormalizedName(key);
+  if (words.empty() || words.size() > 10) return {};
+  if (std::none_of(t.begin(), t.end(), [](char c) {
+        return std::isalpha(static_cast<unsigned char>(c)) != 0 ||
+               static_cast<unsigned char>(c) >= 0x80;
+      })) {
+    return {};
+  }
+  return t;
+}
+
 Result<ParsedExtraction> ExtractNlp(std::string_view chunk_text,
-                                    const NlpExtractorOptions& options) {
+                                    const NlpExtractorOptions& options, std::string_view title) {
   GRAG_RETURN_IF_ERROR(Validate(options));
   if (chunk_text.size() > UINT32_MAX / 2) {
     return Status::InvalidArgument("chunk text too long for the NLP extractor");
   }
   try {
-    return Extract(chunk_text, options);
+    return Extract(chunk_text, options, TitleEntityName(title));
   } catch (const std::exception& e) {
     return Status::Internal(std::string("NLP extraction failed: ") + e.what());
   }
@@ -955,10 +1047,41 @@ NlpPruneStats PruneNlpGraph(MergedGraph& graph, const NlpPruneOptions& options) 
   for (size_t i = 0; i < graph.entities.size(); ++i) index.emplace(graph.entities[i].name_key, i);
   if (options.pmi_weights) ApplyPmi(graph, index);
 
-  // Nodes: frequency, then degree over the edges that are left.
-  std::vector<bool> keep(graph.entities.size());
-  for (size_t i = 0; i < keep.size(); ++i) {
-    keep[i] = static_cast<int64_t>(graph.entities[i].chunk_ids.size()) >= options.min_node_freq;
+  // Nodes: frequency, then degree over the edges that are left. Two kinds stay whatever their
+  // counts: document titles, and the one name of a chunk that would keep no name at all (in a
+  // corpus of one short passage per document most subjects occur once; without them a passage
+  // is unreachable through the graph).
+  const size_t n = graph.entities.size();
+  auto is_name = [&](const MergedEntity& e) {
+    return e.type_counts.count(std::string(kNlpTitleType)) > 0 ||
+           e.type_counts.count(std::string(kProperNoun)) > 0;
+  };
+  std::vector<bool> keep(n);
+  std::vector<bool> protect(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    protect[i] = graph.entities[i].type_counts.count(std::string(kNlpTitleType)) > 0;
+    keep[i] = protect[i] ||
+              static_cast<int64_t>(graph.entities[i].chunk_ids.size()) >= options.min_node_freq;
+  }
+  if (options.keep_sole_names) {
+    std::unordered_map<std::string_view, bool> named;  // chunk -> keeps a name
+    std::unordered_map<std::string_view, size_t> best;  // chunk -> its most frequent name
+    for (size_t i = 0; i < n; ++i) {
+      const MergedEntity& e = graph.entities[i];
+      if (!is_name(e)) continue;
+      for (const auto& c : e.chunk_ids) {
+        bool& has = named[c];
+        has = has || keep[i];
+        auto [it, added] = best.try_emplace(c, i);
+        if (!added && graph.entities[it->second].chunk_ids.size() < e.chunk_ids.size()) it->second = i;
+      }
+    }
+    for (const auto& [chunk, has] : named) {
+      if (has) continue;
+      const size_t i = best.at(chunk);
+      keep[i] = true;
+      protect[i] = true;
+    }
   }
   auto kept = [&](const std::string& key) {
     auto it = index.find(key);
@@ -977,7 +1100,7 @@ NlpPruneStats PruneNlpGraph(MergedGraph& graph, const NlpPruneOptions& options) 
       ++degree[index.at(r.target_key)];
     }
     for (size_t i = 0; i < keep.size(); ++i)
-      keep[i] = keep[i] && degree[i] >= options.min_node_degree;
+      keep[i] = keep[i] && (protect[i] || degree[i] >= options.min_node_degree);
     drop_dangling();
   }
 

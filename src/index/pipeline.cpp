@@ -398,6 +398,13 @@ Status ExtractWithNlp(Run& run, const ExtractorId& extractor,
                       const std::vector<std::string>& pending, IndexSummary& s) {
   const NlpExtractorOptions opts = NlpOptionsFor(run.config());
   const std::string params = Sha256Hex(NlpExtractorFingerprint(opts));
+  // A document's title names what its chunks are about (a JSON or CSV title field; a plain
+  // file's title is its file name, which names nothing and is left out by ExtractNlp).
+  std::unordered_map<std::string, std::string> title_of;
+  {
+    GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> docs, run.store().ListDocuments());
+    for (auto& d : docs) title_of.emplace(std::move(d.id), std::move(d.title));
+  }
   std::mutex mu;
   Status first_error;
   std::atomic<bool> stop{false};
@@ -410,7 +417,10 @@ Status ExtractWithNlp(Run& run, const ExtractorId& extractor,
         Status st = [&]() -> Status {
           GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, run.store().GetChunk(pending[i]));
           if (!chunk) return Status::Ok();  // deleted meanwhile
-          GRAG_ASSIGN_OR_RETURN(ParsedExtraction parsed, ExtractNlp(chunk->text, opts));
+          auto title = title_of.find(chunk->document_id);
+          GRAG_ASSIGN_OR_RETURN(
+              ParsedExtraction parsed,
+              ExtractNlp(chunk->text, opts, title != title_of.end() ? title->second : ""));
           ExtractionRecord rec;
           rec.chunk_id = pending[i];
           rec.extractor = extractor;
