@@ -172,6 +172,13 @@ class Store {
   // Deletes a relationship with its chunk links. Returns false if absent.
   Result<bool> DeleteRelationship(int64_t id);
 
+  // The whole graph in compact form (ids, keys, weights, entity-chunk links), read in one
+  // snapshot: what retrieval keeps in memory.
+  Result<GraphSnapshot> LoadGraphSnapshot();
+  // Chunks whose text holds `phrase` (its words in a row; case-, diacritic- and stem-
+  // insensitive as the full-text search is): how specific a name is. 0 for no words.
+  Result<int64_t> CountChunksWithPhrase(std::string_view phrase);
+
   // Recomputes the derived columns from the links: entity degree and frequency, relationship
   // frequency. Call after the merge stage has written entities, relationships and links.
   Status RecomputeGraphStats();

@@ -204,6 +204,29 @@ struct ReportRecord {
   std::string updated_at;  // read-only
 };
 
+// The entity graph in compact form, for what keeps it in memory (retrieval): no descriptions.
+struct GraphSnapshot {
+  struct Entity {
+    int64_t id = 0;
+    std::string name_key;
+    int64_t frequency = 0;  // distinct chunks linked
+  };
+  struct Edge {
+    int64_t source_id = 0;
+    int64_t target_id = 0;
+    double weight = 0;
+  };
+  struct Link {
+    int64_t entity_id = 0;
+    uint32_t chunk = 0;  // index into chunk_ids
+  };
+  std::vector<Entity> entities;        // by id
+  std::vector<Edge> edges;             // relationships, each pair once
+  std::vector<std::string> chunk_ids;  // every chunk, by document and position
+  std::vector<std::string> chunk_titles;  // the title of each chunk's document
+  std::vector<Link> links;             // entity-chunk links (entity_chunks)
+};
+
 // ---------------------------------------------------------------- embeddings
 
 enum class EmbeddingOwner { kEntity, kChunk, kReport };

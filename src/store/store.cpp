@@ -412,6 +412,29 @@ std::string FtsMatchQuery(std::string_view query) {
   return out;
 }
 
+std::string FtsPhraseQuery(std::string_view phrase) {
+  // One FTS5 string holding the words in order is a phrase query; the same word rule as above
+  // keeps quotes and operators out.
+  constexpr size_t kMaxWords = 16;
+  std::string words;
+  size_t n = 0;
+  size_t i = 0;
+  auto is_word = [](unsigned char ch) {
+    return ch >= 0x80 || (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
+           (ch >= 'A' && ch <= 'Z');
+  };
+  while (i < phrase.size() && n < kMaxWords) {
+    while (i < phrase.size() && !is_word(static_cast<unsigned char>(phrase[i]))) ++i;
+    const size_t start = i;
+    while (i < phrase.size() && is_word(static_cast<unsigned char>(phrase[i]))) ++i;
+    if (i == start) break;
+    if (!words.empty()) words += ' ';
+    words.append(phrase.substr(start, i - start));
+    ++n;
+  }
+  return words.empty() ? std::string() : '"' + words + '"';
+}
+
 }  // namespace store
 
 // ---------------------------------------------------------------- inspection

@@ -336,6 +336,69 @@ Result<std::vector<std::string>> Store::GetEntityChunks(int64_t entity_id) {
   return TextColumn(stmt);
 }
 
+Result<GraphSnapshot> Store::LoadGraphSnapshot() {
+  // One read transaction: the four lists describe the same graph.
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
+  sqlite::Connection& conn = impl_->conn;
+  GraphSnapshot g;
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                          conn.Prepare("SELECT id, name_key, frequency FROM entities ORDER BY id"));
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      g.entities.push_back({stmt.Int(0), stmt.Text(1), stmt.Int(2)});
+    }
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                          conn.Prepare("SELECT source_id, target_id, weight FROM relationships"));
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      g.edges.push_back({stmt.Int(0), stmt.Int(1), stmt.Double(2)});
+    }
+  }
+  std::unordered_map<int64_t, uint32_t> chunk_of_seq;
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn.Prepare("SELECT c.seq, c.id, d.title FROM chunks c JOIN documents d ON d.id = "
+                     "c.document_id ORDER BY c.document_id, c.chunk_index"));
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      chunk_of_seq.emplace(stmt.Int(0), static_cast<uint32_t>(g.chunk_ids.size()));
+      g.chunk_ids.push_back(stmt.Text(1));
+      g.chunk_titles.push_back(stmt.Text(2));
+    }
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                          conn.Prepare("SELECT l.entity_id, c.seq FROM entity_chunks l JOIN chunks c "
+                                       "ON c.id = l.chunk_id ORDER BY l.entity_id, c.seq"));
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      auto it = chunk_of_seq.find(stmt.Int(1));
+      if (it != chunk_of_seq.end()) g.links.push_back({stmt.Int(0), it->second});
+    }
+  }
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return g;
+}
+
+Result<int64_t> Store::CountChunksWithPhrase(std::string_view phrase) {
+  const std::string match = store::FtsPhraseQuery(phrase);
+  if (match.empty()) return int64_t{0};
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        impl_->conn.Prepare("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"));
+  stmt.BindAll(match);
+  GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  return row ? stmt.Int(0) : int64_t{0};
+}
+
 // ---------------------------------------------------------------- relationships
 
 namespace {

@@ -89,5 +89,8 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOpt
 // with OR. Empty when the query has no word.
 std::string FtsMatchQuery(std::string_view query);
 
+// The FTS5 MATCH expression for `phrase` as a phrase (its words in a row). Empty without words.
+std::string FtsPhraseQuery(std::string_view phrase);
+
 }  // namespace store
 }  // namespace grag

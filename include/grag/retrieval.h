@@ -1,0 +1,208 @@
+// Retrieval: the chunks a question needs, ranked, without writing an answer (`grag search`, and
+// the candidates of basic, hybrid and local search).
+//
+// Three signals each rank chunks (seed 002's hybrid design, with HippoRAG 2's graph signal):
+//   vector  the question's embedding against the chunk embeddings the index stores (cosine);
+//   bm25    SQLite FTS5's BM25 over the chunk text;
+//   graph   personalised PageRank over the entity graph, seeded from the entities the question
+//           names (each weighted by how specific its name is in the corpus: the inverse document
+//           frequency of the phrase, so "film" or "country" weigh little beside "Shirley
+//           Temple"), the entities whose description embeddings are nearest the question, and,
+//           lightly, the best passages of the other two signals. Chunks are nodes too, linked to
+//           the entities extracted from them, so a walk goes question → entity → chunk → entity
+//           → chunk: a passage whose subject the question never names is reached in two hops.
+//           A chunk's score is the walk's probability of ending on it.
+//   hybrid  weighted reciprocal rank fusion of the three: score = Σ weight / (rrf_k + rank).
+//
+// A Retriever keeps what the signals read (the graph in compact form, the chunk and entity
+// vectors) in memory, built once from the store; a server keeps one per index, a command builds
+// one per question. It does not see later changes to the index: open a new one after an update.
+//
+// Thread-safety: Retrieve may be called from any number of threads at once.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grag/llm.h"
+#include "grag/status.h"
+#include "grag/store.h"
+
+namespace grag {
+
+enum class RetrievalMethod { kVector, kBm25, kGraph, kHybrid };
+std::string_view RetrievalMethodName(RetrievalMethod method);  // "vector", "bm25", ...
+Result<RetrievalMethod> ParseRetrievalMethod(std::string_view name);
+
+// The three signals, in the order of RetrievedChunk::ranks.
+inline constexpr size_t kSignalCount = 3;
+enum class Signal { kVector = 0, kBm25 = 1, kGraph = 2 };
+std::string_view SignalName(Signal signal);
+
+struct RetrievalOptions {
+  RetrievalMethod method = RetrievalMethod::kHybrid;
+  // Chunks returned.
+  int top_k = 10;
+  // Chunks each signal contributes to the fusion: deep enough that a chunk ranked low by one
+  // signal and high by another is still seen by both.
+  int candidates = 100;
+  // Reciprocal rank fusion: score = Σ weight / (rrf_k + rank). Cormack et al.'s 60 flattens the
+  // difference between ranks 1 and 5, which suits lists of equal strength; here the graph list
+  // is the strong one (it already holds the other two signals' best passages as seeds) and its
+  // top ranks must count: 5, tuned with graph_weight on half of HotpotQA-100 (README).
+  double rrf_k = 5;
+  // Signal weights in the fusion: seed 002's 1.125 for vector and 1.0 for BM25, and the graph's,
+  // which breaks ties only where the walk has no opinion at 1.0 and carried multi-hop recall
+  // from 0.79 to 0.92 at 6 (recall@5 on the tuning half).
+  double vector_weight = 1.125;
+  double bm25_weight = 1.0;
+  double graph_weight = 6.0;
+  // With the built-in lexical embedder the vector signal is a second keyword signal: it gets
+  // this weight instead of vector_weight.
+  double lexical_vector_weight = 0.5;
+
+  // ---- graph signal
+  // Probability that the walk takes one more step (HippoRAG 2's 0.5).
+  double damping = 0.5;
+  // Of the mass an entity passes on, the share that goes to the chunks it was extracted from
+  // (the rest to its related entities, by relationship weight).
+  double entity_to_chunk = 0.5;
+  // Of that, the share that goes to the chunks of the documents the entity is the title of
+  // (when there are such): "Christopher Nolan"'s own article before the films that name him.
+  double titled_chunk_share = 0.9;
+  // Entities named in the question whose specificity (IDF of the name's phrase, normalised to
+  // 0-1) is below this seed nothing unless no name clears it: "located" or "film" are in too
+  // many chunks to point anywhere. A name in fewer than 5 chunks always clears it (in a small
+  // index every name is in a large share of the chunks; that says nothing).
+  double min_name_specificity = 0.25;
+  // Entities matched by embedding at most, and the cosine similarity they must reach (the lexical
+  // floor with the built-in embedder).
+  int max_embedding_seeds = 5;
+  double similarity_floor = 0.5;
+  double lexical_similarity_floor = 0.2;
+  // Of the seed mass, the share given to the best passages of the vector and BM25 signals
+  // (HippoRAG 2 seeds passage nodes too, at a small weight), split over `passage_seeds`.
+  double passage_seed_share = 0.2;
+  int passage_seeds = 5;
+  // Fact seeds, HippoRAG 2's "query to triple" step without a model: in those best passages,
+  // the sentences that share the most specific words with the question ("He played for the
+  // Philadelphia Eagles (1941, 1945–1949)" for "...played for an NFL team from 1945-1949") seed
+  // the entities they name, weighted by the sentence's match and the entity's specificity. They
+  // are how the walk finds a bridge the question never names. Their share of the seed mass:
+  double fact_seed_share = 0.3;
+  // Sentences per passage that may seed facts.
+  int fact_sentences = 2;
+  // Longest entity name, in words, looked for in the question ("Flute Sonata in C major, BWV
+  // 1033" is 7).
+  int max_name_words = 10;
+  // A chunk passes its mass to its entities in proportion to their specificity (the inverse
+  // document frequency of how many chunks they occur in), so a walk leaves a passage through
+  // what is particular to it ("Maximum Overdrive") rather than through what is everywhere
+  // ("United States"). Off: evenly.
+  bool specific_entities_first = true;
+  // A chunk's graph score leaves out the mass it got as a seed (the walk's first stop), so the
+  // signal ranks chunks by what the graph says of them, not by the other signals' seeding.
+  bool exclude_seed_mass = true;
+
+  // The walk's precision (forward-push epsilon): mass below it per node is not pushed on.
+  double ppr_epsilon = 1e-6;
+  // With a reranker (RetrieverOptions::reranker): the ranking's first this many chunks are
+  // reordered by it; the rest keep their order after them. 0: no reranking.
+  int rerank_top_n = 20;
+};
+
+// An entity the graph signal started from.
+struct SeedEntity {
+  int64_t entity_id = 0;
+  std::string name_key;
+  double weight = 0;          // its share of the seed mass (0-1)
+  bool by_name = false;       // named in the question
+  bool by_fact = false;       // named in a sentence of a best passage that matches the question
+  double specificity = 0;     // of its name (0-1), when named
+  int64_t chunk_frequency = 0;  // chunks whose text holds its name, when named
+  std::optional<double> similarity;  // when matched by embedding
+};
+
+struct RetrievedChunk {
+  std::string chunk_id;
+  std::string document_id;
+  int64_t index = 0;  // position in its document
+  std::string text;
+  double score = 0;  // the method's score (the fused RRF score for hybrid)
+  // Each signal's 1-based rank of this chunk among its candidates; nullopt: not among them.
+  std::array<std::optional<int>, kSignalCount> ranks{};
+  std::array<double, kSignalCount> signal_scores{};  // cosine, BM25, walk probability
+  std::optional<double> rerank_score;                // when the reranker saw it
+};
+
+struct RetrievalStats {
+  int64_t chunks = 0;    // in the index
+  int64_t entities = 0;  // in the graph
+  std::array<int64_t, kSignalCount> candidates{};  // each signal's list length
+  std::array<std::chrono::microseconds, kSignalCount> signal_time{};
+  std::chrono::microseconds total_time{0};
+  bool used_embeddings = false;  // the vector signal ran
+  bool lexical_embeddings = false;
+  bool reranked = false;
+  std::chrono::microseconds rerank_time{0};
+};
+
+struct RetrievalResult {
+  std::vector<RetrievedChunk> chunks;  // best first, at most top_k
+  std::vector<SeedEntity> seeds;       // the graph signal's, heaviest first
+  // Entities by the walk's probability of ending on them, highest first (at most 200): what
+  // local search ranks relationships and reports by.
+  std::vector<std::pair<int64_t, double>> entity_scores;
+  std::vector<std::string> diagnostics;  // why a signal did not run, and similar
+  RetrievalStats stats;
+};
+
+struct RetrieverOptions {
+  // Build the chunk and entity vector indexes (when the index holds embeddings). Off: the
+  // vector signal and embedding seeds are skipped.
+  bool load_vectors = true;
+  // Reorders the fused ranking's head (RetrievalOptions::rerank_top_n); borrowed; may be null.
+  RerankModel* reranker = nullptr;
+};
+
+class Retriever {
+ public:
+  // Reads the graph and the vectors from `store`. `embedder` embeds questions (nullptr: no
+  // vector signal); it must be the model the index was embedded with, else the vector signal is
+  // skipped with a diagnostic. Both are borrowed and must outlive the Retriever.
+  static Result<std::unique_ptr<Retriever>> Open(Store& store, EmbeddingModel* embedder,
+                                                 const RetrieverOptions& options = {});
+  ~Retriever();
+  Retriever(const Retriever&) = delete;
+  Retriever& operator=(const Retriever&) = delete;
+
+  // Ranks the chunks for `question`. Errors: kInvalidArgument (an empty question, options out
+  // of range), the embedding model's, the store's.
+  Result<RetrievalResult> Retrieve(std::string_view question,
+                                   const RetrievalOptions& options = {}) const;
+
+  // The entities the question names that are specific enough to seed the walk (as Retrieve's
+  // name seeds), in question order: what the router counts.
+  Result<std::vector<SeedEntity>> NamedEntities(std::string_view question,
+                                                const RetrievalOptions& options = {}) const;
+
+  struct Impl;
+
+ private:
+  explicit Retriever(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Weighted reciprocal rank fusion: each list is chunk ids best first; a chunk's score is the sum
+// over lists of weight / (rrf_k + rank), ranks from 1. Highest first; ties by first appearance.
+std::vector<std::pair<std::string, double>> ReciprocalRankFusion(
+    const std::vector<std::vector<std::string>>& lists, const std::vector<double>& weights,
+    double rrf_k);
+
+}  // namespace grag

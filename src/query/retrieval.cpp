@@ -1,0 +1,801 @@
+// Retrieval: the vector, BM25 and graph signals and their fusion (see grag/retrieval.h).
+#include "grag/retrieval.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "grag/extract.h"
+#include "grag/lexical_embedder.h"
+#include "grag/log.h"
+#include "grag/nlp_extract.h"
+#include "grag/question.h"
+#include "grag/vector_index.h"
+#include "query/ppr.h"
+
+namespace grag {
+
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::string_view kLog = "search";
+
+// Single-word names shorter than this match only when the question spells them with the same
+// case as the entity: "US" must not be found in "tell us".
+constexpr size_t kShortNameBytes = 4;
+
+std::chrono::microseconds Since(SteadyClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t);
+}
+
+struct QuestionWord {
+  std::string key;
+  std::string_view piece;  // the whitespace-separated piece of the question it came from
+};
+
+std::vector<QuestionWord> QuestionWords(std::string_view question) {
+  std::vector<QuestionWord> words;
+  size_t start = 0;
+  while (start < question.size()) {
+    size_t end = question.find_first_of(" \t\r\n\f\v", start);
+    if (end == std::string_view::npos) end = question.size();
+    if (end > start) {
+      const std::string_view piece = question.substr(start, end - start);
+      for (auto& w : SplitNormalizedName(NormalizeEntityName(piece))) {
+        words.push_back({std::move(w), piece});
+      }
+    }
+    start = end + 1;
+  }
+  return words;
+}
+
+// A crude stem, enough to match "played" with "plays" and "born" with "born": question and
+// sentence words are compared through it.
+std::string Stem(std::string w) {
+  auto strip = [&](std::string_view suffix) {
+    if (w.size() >= suffix.size() + 3 && w.ends_with(suffix)) {
+      w.resize(w.size() - suffix.size());
+      return true;
+    }
+    return false;
+  };
+  if (!strip("ing") && !strip("ed") && !strip("es")) strip("s");
+  return w;
+}
+
+// The normalised words of `text`.
+std::vector<std::string> Words(std::string_view text) {
+  return SplitNormalizedName(NormalizeEntityName(text));
+}
+
+// Sentences of a chunk: split after . ! ? followed by white space, and at blank lines. Enough to
+// find which sentence names what; not the extractor's full splitter.
+std::vector<std::string_view> SplitSentencesLite(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool end_mark = (c == '.' || c == '!' || c == '?') && i + 1 < text.size() &&
+                          std::isspace(static_cast<unsigned char>(text[i + 1])) != 0;
+    const bool blank = c == '\n' && i + 1 < text.size() && text[i + 1] == '\n';
+    if (end_mark || blank) {
+      if (i + 1 > start) out.push_back(text.substr(start, i + 1 - start));
+      start = i + 1;
+    }
+  }
+  if (start < text.size()) out.push_back(text.substr(start));
+  return out;
+}
+
+// Whether `words` hold `name` (normalised words) in a row.
+bool HoldsRun(const std::vector<std::string>& words, const std::vector<std::string>& name) {
+  if (name.empty() || name.size() > words.size()) return false;
+  for (size_t i = 0; i + name.size() <= words.size(); ++i) {
+    size_t k = 0;
+    while (k < name.size() && words[i + k] == name[k]) ++k;
+    if (k == name.size()) return true;
+  }
+  return false;
+}
+
+// A name seeds the walk when its phrase is specific enough, or in too few chunks to judge.
+bool SpecificEnough(const SeedEntity& s, const RetrievalOptions& o) {
+  return s.specificity >= o.min_name_specificity || s.chunk_frequency < 5;
+}
+
+Status CheckOptions(const RetrievalOptions& o) {
+  auto bad = [](const std::string& m) { return Status::InvalidArgument("retrieval: " + m); };
+  if (o.top_k < 1) return bad("top_k must be at least 1");
+  if (o.candidates < 1) return bad("candidates must be at least 1");
+  if (!(o.rrf_k >= 0)) return bad("rrf_k must not be negative");
+  for (double w : {o.vector_weight, o.bm25_weight, o.graph_weight, o.lexical_vector_weight}) {
+    if (!(w >= 0) || !std::isfinite(w)) return bad("signal weights must be finite and >= 0");
+  }
+  if (!(o.damping > 0 && o.damping < 1)) return bad("damping must be within (0, 1)");
+  if (!(o.titled_chunk_share >= 0 && o.titled_chunk_share <= 1)) {
+    return bad("titled_chunk_share must be within [0, 1]");
+  }
+  if (!(o.entity_to_chunk >= 0 && o.entity_to_chunk <= 1)) {
+    return bad("entity_to_chunk must be within [0, 1]");
+  }
+  if (!(o.passage_seed_share >= 0 && o.passage_seed_share <= 1)) {
+    return bad("passage_seed_share must be within [0, 1]");
+  }
+  if (!(o.ppr_epsilon > 0)) return bad("ppr_epsilon must be positive");
+  if (!(o.fact_seed_share >= 0 && o.fact_seed_share + o.passage_seed_share <= 1)) {
+    return bad("fact_seed_share must be >= 0 and, with passage_seed_share, at most 1");
+  }
+  if (o.fact_sentences < 0) return bad("fact_sentences must not be negative");
+  if (o.max_embedding_seeds < 0 || o.passage_seeds < 0 || o.max_name_words < 0) {
+    return bad("seed counts must not be negative");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view RetrievalMethodName(RetrievalMethod method) {
+  switch (method) {
+    case RetrievalMethod::kVector: return "vector";
+    case RetrievalMethod::kBm25: return "bm25";
+    case RetrievalMethod::kGraph: return "graph";
+    case RetrievalMethod::kHybrid: return "hybrid";
+  }
+  return "hybrid";
+}
+
+Result<RetrievalMethod> ParseRetrievalMethod(std::string_view name) {
+  for (auto m : {RetrievalMethod::kVector, RetrievalMethod::kBm25, RetrievalMethod::kGraph,
+                 RetrievalMethod::kHybrid}) {
+    if (name == RetrievalMethodName(m)) return m;
+  }
+  return Status::InvalidArgument("unknown retrieval method \"" + std::string(name) +
+                                 "\" (vector, bm25, graph or hybrid)");
+}
+
+std::string_view SignalName(Signal signal) {
+  switch (signal) {
+    case Signal::kVector: return "vector";
+    case Signal::kBm25: return "bm25";
+    case Signal::kGraph: return "graph";
+  }
+  return "graph";
+}
+
+std::vector<std::pair<std::string, double>> ReciprocalRankFusion(
+    const std::vector<std::vector<std::string>>& lists, const std::vector<double>& weights,
+    double rrf_k) {
+  std::unordered_map<std::string, size_t> at;
+  std::vector<std::pair<std::string, double>> out;
+  for (size_t l = 0; l < lists.size(); ++l) {
+    const double w = l < weights.size() ? weights[l] : 1.0;
+    if (w <= 0) continue;
+    for (size_t r = 0; r < lists[l].size(); ++r) {
+      auto [it, added] = at.try_emplace(lists[l][r], out.size());
+      if (added) out.emplace_back(lists[l][r], 0.0);
+      out[it->second].second += w / (rrf_k + static_cast<double>(r + 1));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+// ---------------------------------------------------------------- the retriever
+
+struct Retriever::Impl {
+  Store& store;
+  EmbeddingModel* embedder = nullptr;
+
+  // Graph nodes: entities [0, E), then chunks [E, E + C).
+  std::vector<int64_t> entity_ids;
+  std::vector<std::string> entity_keys;
+  std::unordered_map<std::string, uint32_t> node_of_key;
+  std::unordered_map<int64_t, uint32_t> node_of_entity;
+  std::vector<std::string> chunk_ids;
+  std::unordered_map<std::string, uint32_t> chunk_of_id;  // chunk id -> index in chunk_ids
+  // Raw adjacency: entity -> (entity, weight); entity -> chunk indexes; chunk -> entity nodes.
+  std::vector<std::vector<std::pair<uint32_t, double>>> related;
+  std::vector<std::vector<uint32_t>> entity_chunks;
+  std::vector<std::vector<uint32_t>> chunk_entities;
+  std::vector<uint32_t> title_entity;  // by chunk: the entity its document's title names, or none
+  static constexpr uint32_t kNone = UINT32_MAX;
+
+  RerankModel* reranker = nullptr;
+  std::unique_ptr<VectorIndex> chunk_vectors;   // null: none usable
+  std::unique_ptr<VectorIndex> entity_vectors;  // null: none usable
+  std::vector<std::string> open_notes;          // why vectors are not used
+
+  // Transition graphs by the options that shape them, built on first use.
+  mutable std::mutex graphs_mu;
+  mutable std::map<std::tuple<double, double, bool>, std::shared_ptr<const query::TransitionGraph>>
+      graphs;
+  // Name specificity by key (a full-text count per name), remembered.
+  mutable std::mutex specificity_mu;
+  mutable std::unordered_map<std::string, std::pair<double, int64_t>> specificity;
+
+  explicit Impl(Store& s) : store(s) {}
+
+  uint32_t entity_count() const { return static_cast<uint32_t>(entity_ids.size()); }
+
+  std::shared_ptr<const query::TransitionGraph> Graph(double entity_to_chunk, double titled_share,
+                                                      bool specific) const;
+  // The specificity (0-1) of a phrase and the chunks whose text holds it.
+  Result<std::pair<double, int64_t>> Specificity(const std::string& key) const;
+  Result<std::vector<float>> EmbedQuestion(std::string_view question) const;
+  Result<std::vector<SeedEntity>> NamedSeeds(std::string_view question,
+                                             const RetrievalOptions& o) const;
+  // Fact seeds from the best passages' sentences (RetrievalOptions::fact_seed_share).
+  Result<std::vector<SeedEntity>> FactSeeds(std::string_view question,
+                                            const std::vector<std::string>& passages,
+                                            const std::vector<SeedEntity>& named,
+                                            const RetrievalOptions& o) const;
+  // How specific an entity is by the chunks it occurs in (0-1).
+  double EntitySpecificity(uint32_t node) const {
+    const double n = static_cast<double>(chunk_ids.size());
+    const double f = static_cast<double>(entity_chunks[node].size());
+    if (n < 1) return 1;
+    return std::clamp(std::log((n + 1) / (f + 0.5)) / std::log(n + 1), 0.0, 1.0);
+  }
+};
+
+std::shared_ptr<const query::TransitionGraph> Retriever::Impl::Graph(double entity_to_chunk,
+                                                                     double titled_share,
+                                                                     bool specific) const {
+  std::lock_guard lock(graphs_mu);
+  const auto key = std::make_tuple(entity_to_chunk, titled_share, specific);
+  if (auto it = graphs.find(key); it != graphs.end()) return it->second;
+  auto g = std::make_shared<query::TransitionGraph>();
+  const uint32_t e_count = entity_count();
+  const auto nodes = static_cast<size_t>(e_count) + chunk_ids.size();
+  g->offsets.reserve(nodes + 1);
+  g->offsets.push_back(0);
+  for (uint32_t u = 0; u < e_count; ++u) {
+    double total = 0;
+    for (const auto& [v, w] : related[u]) total += w;
+    const bool has_rel = total > 0;
+    const bool has_chunks = !entity_chunks[u].empty();
+    const double to_chunks = !has_chunks ? 0.0 : !has_rel ? 1.0 : entity_to_chunk;
+    if (has_rel && to_chunks < 1.0) {
+      for (const auto& [v, w] : related[u]) {
+        g->targets.push_back(v);
+        g->probabilities.push_back(static_cast<float>((1.0 - to_chunks) * w / total));
+      }
+    }
+    if (to_chunks > 0) {
+      // The chunks of documents the entity titles get their share, the others the rest.
+      const auto& chunks = entity_chunks[u];
+      double titled = 0;
+      for (uint32_t c : chunks) titled += title_entity[c] == u ? 1 : 0;
+      const double others = static_cast<double>(chunks.size()) - titled;
+      const double titled_mass =
+          titled == 0 ? 0.0 : others == 0 ? to_chunks : to_chunks * titled_share;
+      for (uint32_t c : chunks) {
+        const double p = title_entity[c] == u ? titled_mass / titled
+                                              : (to_chunks - titled_mass) / others;
+        g->targets.push_back(e_count + c);
+        g->probabilities.push_back(static_cast<float>(p));
+      }
+    }
+    g->offsets.push_back(static_cast<uint32_t>(g->targets.size()));
+  }
+  const double n = static_cast<double>(chunk_ids.size());
+  std::vector<double> w;
+  for (size_t c = 0; c < chunk_ids.size(); ++c) {
+    const auto& ents = chunk_entities[c];
+    w.assign(ents.size(), 1.0);
+    if (specific) {
+      for (size_t k = 0; k < ents.size(); ++k) {
+        const double freq = static_cast<double>(entity_chunks[ents[k]].size());
+        w[k] = std::max(1e-3, std::log((n + 1) / (freq + 0.5)));
+      }
+    }
+    double total = 0;
+    for (double x : w) total += x;
+    for (size_t k = 0; k < ents.size(); ++k) {
+      g->targets.push_back(ents[k]);
+      g->probabilities.push_back(static_cast<float>(w[k] / total));
+    }
+    g->offsets.push_back(static_cast<uint32_t>(g->targets.size()));
+  }
+  graphs.emplace(key, g);
+  return g;
+}
+
+Result<std::pair<double, int64_t>> Retriever::Impl::Specificity(const std::string& key) const {
+  {
+    std::lock_guard lock(specificity_mu);
+    if (auto it = specificity.find(key); it != specificity.end()) return it->second;
+  }
+  GRAG_ASSIGN_OR_RETURN(int64_t df, store.CountChunksWithPhrase(key));
+  const double n = static_cast<double>(chunk_ids.size());
+  double s = 1.0;
+  if (n >= 1) {
+    s = std::log((n + 1) / (static_cast<double>(df) + 0.5)) / std::log(n + 1);
+    s = std::clamp(s, 0.0, 1.0);
+  }
+  std::lock_guard lock(specificity_mu);
+  specificity.emplace(key, std::make_pair(s, df));
+  return std::make_pair(s, df);
+}
+
+Result<std::vector<float>> Retriever::Impl::EmbedQuestion(std::string_view question) const {
+  auto embedded = embedder->Embed({std::string(question)});
+  if (!embedded.ok()) return embedded.status().WithContext("embedding the question");
+  if (embedded->vectors.size() != 1) {
+    return Status::Internal("embedding the question: " + std::to_string(embedded->vectors.size()) +
+                            " vectors for 1 input");
+  }
+  return std::move(embedded->vectors.front());
+}
+
+// Entities named in the question: greedy longest match from the left over the normalised words,
+// so "Digital Markets Act" is one name and not also "Markets".
+Result<std::vector<SeedEntity>> Retriever::Impl::NamedSeeds(std::string_view question,
+                                                            const RetrievalOptions& o) const {
+  std::vector<SeedEntity> out;
+  if (o.max_name_words <= 0) return out;
+  const auto words = QuestionWords(question);
+  std::unordered_set<uint32_t> seen;
+  size_t i = 0;
+  while (i < words.size()) {
+    size_t matched = 0;
+    const size_t longest = std::min(static_cast<size_t>(o.max_name_words), words.size() - i);
+    for (size_t len = longest; len >= 1 && matched == 0; --len) {
+      std::string key = words[i].key;
+      for (size_t j = 1; j < len; ++j) key += ' ' + words[i + j].key;
+      auto it = node_of_key.find(key);
+      if (it == node_of_key.end()) continue;
+      if (len == 1 && key.size() < kShortNameBytes) {
+        // A short word names an entity only when the question capitalises it ("US", not "us").
+        const std::string_view piece = words[i].piece;
+        if (!std::any_of(piece.begin(), piece.end(),
+                         [](char ch) { return std::isupper(static_cast<unsigned char>(ch)) != 0; })) {
+          continue;
+        }
+      }
+      matched = len;
+      if (!seen.insert(it->second).second) break;
+      GRAG_ASSIGN_OR_RETURN(auto spec, Specificity(key));
+      SeedEntity s;
+      s.entity_id = entity_ids[it->second];
+      s.name_key = key;
+      s.by_name = true;
+      s.specificity = spec.first;
+      s.chunk_frequency = spec.second;
+      out.push_back(std::move(s));
+    }
+    i += std::max<size_t>(matched, 1);
+  }
+  return out;
+}
+
+Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(
+    std::string_view question, const std::vector<std::string>& passages,
+    const std::vector<SeedEntity>& named, const RetrievalOptions& o) const {
+  std::vector<SeedEntity> out;
+  if (passages.empty() || o.fact_sentences <= 0 || o.fact_seed_share <= 0) return out;
+  // The question's words with their specificity; words in most chunks say nothing, and the
+  // words of the names it says outright tell which passage, not which of its sentences: the
+  // fact is in the sentence that matches the rest ("played", "1945", "1949").
+  std::vector<std::pair<std::string, double>> terms;
+  double total = 0;
+  {
+    std::unordered_set<std::string> seen;
+    for (const auto& s : named) {
+      for (const auto& w : SplitNormalizedName(s.name_key)) seen.insert(Stem(w));
+    }
+    for (const auto& w : Words(question)) {
+      const std::string stem = Stem(w);
+      if (!seen.insert(stem).second) continue;
+      GRAG_ASSIGN_OR_RETURN(auto word, Specificity(w));
+      const double spec = word.first;
+      if (spec < 0.2) continue;
+      terms.emplace_back(stem, spec);
+      total += spec;
+    }
+  }
+  if (terms.empty()) return out;
+  std::unordered_set<int64_t> already;
+  for (const auto& s : named) already.insert(s.entity_id);
+  std::unordered_map<uint32_t, double> score;  // entity node -> best fact score
+  for (size_t r = 0; r < passages.size(); ++r) {
+    auto c = chunk_of_id.find(passages[r]);
+    if (c == chunk_of_id.end()) continue;
+    GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(passages[r]));
+    if (!chunk) continue;
+    // Each sentence's share of the question's specific words.
+    std::vector<std::pair<double, std::vector<std::string>>> sentences;
+    for (std::string_view s : SplitSentencesLite(chunk->text)) {
+      std::vector<std::string> words = Words(s);
+      std::unordered_set<std::string> stems;
+      for (const auto& w : words) stems.insert(Stem(w));
+      double matched = 0;
+      for (const auto& [t, spec] : terms) matched += stems.count(t) ? spec : 0;
+      if (matched > 0) sentences.emplace_back(matched / total, std::move(words));
+    }
+    std::stable_sort(sentences.begin(), sentences.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (sentences.size() > static_cast<size_t>(o.fact_sentences)) {
+      sentences.resize(static_cast<size_t>(o.fact_sentences));
+    }
+    const double passage_weight = 1.0 / static_cast<double>(r + 1);
+    for (const auto& [match, words] : sentences) {
+      for (uint32_t e : chunk_entities[c->second]) {
+        if (already.count(entity_ids[e])) continue;
+        if (!HoldsRun(words, SplitNormalizedName(entity_keys[e]))) continue;
+        const double s = passage_weight * match * EntitySpecificity(e);
+        double& best = score[e];
+        best = std::max(best, s);
+      }
+    }
+  }
+  for (const auto& [node, s] : score) {
+    SeedEntity seed;
+    seed.entity_id = entity_ids[node];
+    seed.name_key = entity_keys[node];
+    seed.by_fact = true;
+    seed.weight = s;
+    out.push_back(std::move(seed));
+  }
+  std::sort(out.begin(), out.end(), [](const SeedEntity& a, const SeedEntity& b) {
+    return a.weight != b.weight ? a.weight > b.weight : a.entity_id < b.entity_id;
+  });
+  return out;
+}
+
+Retriever::Retriever(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Retriever::~Retriever() = default;
+
+Result<std::unique_ptr<Retriever>> Retriever::Open(Store& store, EmbeddingModel* embedder,
+                                                   const RetrieverOptions& options) {
+  auto impl = std::make_unique<Impl>(store);
+  impl->embedder = embedder;
+  impl->reranker = options.reranker;
+  GRAG_ASSIGN_OR_RETURN(GraphSnapshot g, store.LoadGraphSnapshot());
+  impl->entity_ids.reserve(g.entities.size());
+  for (auto& e : g.entities) {
+    const auto node = static_cast<uint32_t>(impl->entity_ids.size());
+    impl->node_of_entity.emplace(e.id, node);
+    impl->node_of_key.emplace(e.name_key, node);
+    impl->entity_ids.push_back(e.id);
+    impl->entity_keys.push_back(std::move(e.name_key));
+  }
+  impl->chunk_ids = std::move(g.chunk_ids);
+  for (size_t c = 0; c < impl->chunk_ids.size(); ++c) {
+    impl->chunk_of_id.emplace(impl->chunk_ids[c], static_cast<uint32_t>(c));
+  }
+  const uint32_t e_count = impl->entity_count();
+  impl->related.resize(e_count);
+  impl->entity_chunks.resize(e_count);
+  impl->chunk_entities.resize(impl->chunk_ids.size());
+  for (const auto& edge : g.edges) {
+    auto a = impl->node_of_entity.find(edge.source_id);
+    auto b = impl->node_of_entity.find(edge.target_id);
+    if (a == impl->node_of_entity.end() || b == impl->node_of_entity.end()) continue;
+    const double w = std::max(edge.weight, 1e-9);
+    impl->related[a->second].emplace_back(b->second, w);
+    impl->related[b->second].emplace_back(a->second, w);
+  }
+  impl->title_entity.assign(impl->chunk_ids.size(), Impl::kNone);
+  for (size_t c = 0; c < g.chunk_titles.size() && c < impl->chunk_ids.size(); ++c) {
+    const std::string name = TitleEntityName(g.chunk_titles[c]);
+    if (name.empty()) continue;
+    auto it = impl->node_of_key.find(NormalizeEntityName(name));
+    if (it != impl->node_of_key.end()) impl->title_entity[c] = it->second;
+  }
+  for (const auto& link : g.links) {
+    auto e = impl->node_of_entity.find(link.entity_id);
+    if (e == impl->node_of_entity.end() || link.chunk >= impl->chunk_ids.size()) continue;
+    impl->entity_chunks[e->second].push_back(link.chunk);
+    impl->chunk_entities[link.chunk].push_back(e->second);
+  }
+
+  if (options.load_vectors && embedder != nullptr) {
+    for (EmbeddingOwner owner : {EmbeddingOwner::kChunk, EmbeddingOwner::kEntity}) {
+      GRAG_ASSIGN_OR_RETURN(std::optional<EmbeddingSpace> space, store.GetEmbeddingSpace(owner));
+      const std::string what = owner == EmbeddingOwner::kChunk ? "chunk" : "entity";
+      if (!space) {
+        impl->open_notes.push_back("the index holds no " + what + " embeddings");
+        continue;
+      }
+      if (space->model != embedder->model()) {
+        impl->open_notes.push_back("the " + what + " embeddings were made with '" + space->model +
+                                   "', not the configured '" + embedder->model() +
+                                   "': not used (re-index to embed with it)");
+        continue;
+      }
+      GRAG_ASSIGN_OR_RETURN(auto index, VectorIndex::Build(store, owner));
+      (owner == EmbeddingOwner::kChunk ? impl->chunk_vectors : impl->entity_vectors) =
+          std::move(index);
+    }
+  } else if (embedder == nullptr) {
+    impl->open_notes.push_back("no embedding model: the vector signal is off");
+  }
+  return std::unique_ptr<Retriever>(new Retriever(std::move(impl)));
+}
+
+Result<std::vector<SeedEntity>> Retriever::NamedEntities(std::string_view question,
+                                                         const RetrievalOptions& o) const {
+  GRAG_RETURN_IF_ERROR(CheckOptions(o));
+  GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> named, impl_->NamedSeeds(question, o));
+  std::erase_if(named, [&](const SeedEntity& s) { return !SpecificEnough(s, o); });
+  return named;
+}
+
+Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
+                                            const RetrievalOptions& o) const {
+  const auto start = SteadyClock::now();
+  GRAG_RETURN_IF_ERROR(CheckOptions(o));
+  GRAG_RETURN_IF_ERROR(CheckQuestion(question, *Tokenizer::Get("o200k_base").value(), 0));
+  const Impl& im = *impl_;
+  RetrievalResult result;
+  RetrievalStats& stats = result.stats;
+  stats.chunks = static_cast<int64_t>(im.chunk_ids.size());
+  stats.entities = static_cast<int64_t>(im.entity_ids.size());
+  result.diagnostics = im.open_notes;
+  const bool lexical = im.embedder != nullptr && IsLexicalEmbeddingModel(im.embedder->model());
+  stats.lexical_embeddings = lexical;
+  const auto candidates = static_cast<size_t>(o.candidates);
+  const bool want_vector = o.method == RetrievalMethod::kVector ||
+                           o.method == RetrievalMethod::kHybrid ||
+                           o.method == RetrievalMethod::kGraph;
+  const bool want_bm25 = o.method != RetrievalMethod::kVector;
+  const bool want_graph =
+      o.method == RetrievalMethod::kGraph || o.method == RetrievalMethod::kHybrid;
+
+  // ---- question embedding (the vector signal and the embedding seeds share it)
+  std::vector<float> q;
+  if (want_vector && im.embedder != nullptr && (im.chunk_vectors || im.entity_vectors)) {
+    GRAG_ASSIGN_OR_RETURN(q, im.EmbedQuestion(question));
+  }
+
+  std::array<std::vector<std::string>, kSignalCount> lists;
+  std::array<std::unordered_map<std::string, double>, kSignalCount> scores;
+
+  // ---- vector
+  if (want_vector && !q.empty() && im.chunk_vectors && im.chunk_vectors->size() > 0) {
+    const auto t = SteadyClock::now();
+    auto hits = im.chunk_vectors->Search(q, candidates);
+    if (!hits.ok()) return hits.status().WithContext("searching the chunk embeddings");
+    for (const auto& h : *hits) {
+      lists[0].push_back(h.id);
+      scores[0][h.id] = h.similarity;
+    }
+    stats.used_embeddings = true;
+    stats.signal_time[0] = Since(t);
+  }
+
+  // ---- bm25
+  if (want_bm25) {
+    const auto t = SteadyClock::now();
+    GRAG_ASSIGN_OR_RETURN(std::vector<ChunkHit> hits,
+                          im.store.SearchChunks(question, static_cast<int>(candidates)));
+    for (const auto& h : hits) {
+      lists[1].push_back(h.chunk_id);
+      scores[1][h.chunk_id] = h.score;
+    }
+    stats.signal_time[1] = Since(t);
+  }
+
+  // ---- graph
+  if (want_graph && !im.chunk_ids.empty()) {
+    const auto t = SteadyClock::now();
+    GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> named, im.NamedSeeds(question, o));
+    // Names too common to point anywhere are dropped, unless nothing else is named.
+    std::vector<SeedEntity> seeds;
+    for (auto& s : named) {
+      if (SpecificEnough(s, o)) seeds.push_back(s);
+    }
+    if (seeds.empty()) {
+      for (auto& s : named) {
+        if (s.specificity > 0) seeds.push_back(s);
+      }
+    }
+    for (auto& s : seeds) s.weight = s.specificity;
+    if (!q.empty() && im.entity_vectors && im.entity_vectors->size() > 0 &&
+        o.max_embedding_seeds > 0) {
+      const double floor = lexical ? o.lexical_similarity_floor : o.similarity_floor;
+      auto hits = im.entity_vectors->Search(q, static_cast<size_t>(o.max_embedding_seeds));
+      if (!hits.ok()) return hits.status().WithContext("searching the entity embeddings");
+      for (const auto& h : *hits) {
+        if (h.similarity < floor) break;
+        int64_t id = 0;
+        try {
+          id = std::stoll(h.id);
+        } catch (const std::exception&) {
+          continue;
+        }
+        auto node = im.node_of_entity.find(id);
+        if (node == im.node_of_entity.end()) continue;
+        auto same = std::find_if(seeds.begin(), seeds.end(),
+                                 [&](const SeedEntity& s) { return s.entity_id == id; });
+        if (same != seeds.end()) {
+          same->similarity = h.similarity;
+          continue;
+        }
+        SeedEntity s;
+        s.entity_id = id;
+        s.name_key = im.entity_keys[node->second];
+        s.similarity = h.similarity;
+        s.weight = 0.5 * h.similarity;  // a near description counts less than a name said outright
+        seeds.push_back(std::move(s));
+      }
+    }
+    // The passages the other signals rank best seed the walk too, lightly, and their sentences
+    // that match the question seed the entities they name (fact seeds).
+    const auto first = ReciprocalRankFusion({lists[0], lists[1]},
+                                            {lexical ? o.lexical_vector_weight : o.vector_weight,
+                                             o.bm25_weight},
+                                            o.rrf_k);
+    const size_t passages = std::min(first.size(), static_cast<size_t>(o.passage_seeds));
+    std::vector<std::string> best_passages;
+    for (size_t r = 0; r < passages; ++r) best_passages.push_back(first[r].first);
+    GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> facts,
+                          im.FactSeeds(question, best_passages, seeds, o));
+    double entity_mass = 0;
+    for (const auto& s : seeds) entity_mass += s.weight;
+    double fact_mass = 0;
+    for (const auto& s : facts) fact_mass += s.weight;
+    // Shares of the seed mass: passages, facts, and the rest for the entities the question names
+    // (or its share to the others when one kind found nothing).
+    double passage_share = passages == 0 ? 0.0 : o.passage_seed_share;
+    double fact_share = fact_mass > 0 ? o.fact_seed_share : 0.0;
+    double named_share = entity_mass > 0 ? 1.0 - passage_share - fact_share : 0.0;
+    const double sum = passage_share + fact_share + named_share;
+    if (sum > 0) {
+      passage_share /= sum;
+      fact_share /= sum;
+      named_share /= sum;
+    }
+    std::vector<std::pair<uint32_t, double>> seed_nodes;
+    for (auto& s : seeds) {
+      s.weight = named_share * s.weight / entity_mass;
+      seed_nodes.emplace_back(im.node_of_entity.at(s.entity_id), s.weight);
+    }
+    for (auto& s : facts) {
+      s.weight = fact_share * s.weight / fact_mass;
+      seed_nodes.emplace_back(im.node_of_entity.at(s.entity_id), s.weight);
+      seeds.push_back(s);
+    }
+    if (passages > 0) {
+      double harmonic = 0;
+      for (size_t r = 0; r < passages; ++r) harmonic += 1.0 / static_cast<double>(r + 1);
+      for (size_t r = 0; r < passages; ++r) {
+        auto c = im.chunk_of_id.find(first[r].first);
+        if (c == im.chunk_of_id.end()) continue;
+        seed_nodes.emplace_back(im.entity_count() + c->second,
+                                passage_share / (static_cast<double>(r + 1) * harmonic));
+      }
+    }
+    std::sort(seeds.begin(), seeds.end(),
+              [](const SeedEntity& a, const SeedEntity& b) { return a.weight > b.weight; });
+    result.seeds = seeds;
+    if (!seed_nodes.empty()) {
+      query::PprOptions po;
+      po.damping = o.damping;
+      po.epsilon = o.ppr_epsilon;
+      const auto graph =
+          im.Graph(o.entity_to_chunk, o.titled_chunk_share, o.specific_entities_first);
+      auto ranked = query::PersonalizedPageRank(*graph, seed_nodes, po);
+      if (o.exclude_seed_mass) {
+        // A walk that stops at its first stop says nothing about the graph.
+        std::unordered_map<uint32_t, double> seed_mass;
+        double total = 0;
+        for (const auto& [node, w] : seed_nodes) total += w;
+        for (const auto& [node, w] : seed_nodes) seed_mass[node] += w / total;
+        for (auto& [node, score] : ranked) {
+          if (auto it = seed_mass.find(node); it != seed_mass.end()) {
+            score = std::max(0.0, score - (1.0 - o.damping) * it->second);
+          }
+        }
+        std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+          return a.second != b.second ? a.second > b.second : a.first < b.first;
+        });
+      }
+      for (const auto& [node, score] : ranked) {
+        if (node < im.entity_count()) {
+          if (result.entity_scores.size() < 200) {
+            result.entity_scores.emplace_back(im.entity_ids[node], score);
+          }
+        } else if (lists[2].size() < candidates) {
+          const std::string& id = im.chunk_ids[node - im.entity_count()];
+          lists[2].push_back(id);
+          scores[2][id] = score;
+        }
+      }
+    } else {
+      result.diagnostics.push_back("the graph signal found nothing to start from");
+    }
+    stats.signal_time[2] = Since(t);
+  }
+  for (size_t s = 0; s < kSignalCount; ++s) stats.candidates[s] = static_cast<int64_t>(lists[s].size());
+
+  // ---- the method's ranking
+  std::vector<std::pair<std::string, double>> ranked;
+  switch (o.method) {
+    case RetrievalMethod::kVector:
+    case RetrievalMethod::kBm25:
+    case RetrievalMethod::kGraph: {
+      const size_t s = o.method == RetrievalMethod::kVector ? 0 : o.method == RetrievalMethod::kBm25 ? 1 : 2;
+      for (const auto& id : lists[s]) ranked.emplace_back(id, scores[s][id]);
+      break;
+    }
+    case RetrievalMethod::kHybrid:
+      ranked = ReciprocalRankFusion(
+          {lists[0], lists[1], lists[2]},
+          {lexical ? o.lexical_vector_weight : o.vector_weight, o.bm25_weight, o.graph_weight},
+          o.rrf_k);
+      break;
+  }
+  if (o.method == RetrievalMethod::kVector && lists[0].empty()) {
+    result.diagnostics.push_back(
+        "the vector signal is unavailable (no usable chunk embeddings or embedding model)");
+  }
+  if (ranked.size() > static_cast<size_t>(o.top_k)) ranked.resize(static_cast<size_t>(o.top_k));
+
+  std::array<std::unordered_map<std::string, int>, kSignalCount> rank_of;
+  for (size_t s = 0; s < kSignalCount; ++s) {
+    for (size_t r = 0; r < lists[s].size(); ++r) rank_of[s].emplace(lists[s][r], static_cast<int>(r + 1));
+  }
+  for (const auto& [id, score] : ranked) {
+    GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, im.store.GetChunk(id));
+    if (!chunk) continue;  // deleted since the retriever was opened
+    RetrievedChunk rc;
+    rc.chunk_id = id;
+    rc.document_id = chunk->document_id;
+    rc.index = chunk->index;
+    rc.text = std::move(chunk->text);
+    rc.score = score;
+    for (size_t s = 0; s < kSignalCount; ++s) {
+      if (auto it = rank_of[s].find(id); it != rank_of[s].end()) {
+        rc.ranks[s] = it->second;
+        rc.signal_scores[s] = scores[s][id];
+      }
+    }
+    result.chunks.push_back(std::move(rc));
+  }
+  if (im.reranker != nullptr && o.rerank_top_n > 0 && result.chunks.size() > 1) {
+    // The reranker reads the head of the ranking whole and orders it; the tail stays after it.
+    const auto t = SteadyClock::now();
+    const size_t n = std::min(result.chunks.size(), static_cast<size_t>(o.rerank_top_n));
+    std::vector<std::string> texts;
+    texts.reserve(n);
+    for (size_t i = 0; i < n; ++i) texts.push_back(result.chunks[i].text);
+    GRAG_ASSIGN_OR_RETURN(std::vector<RerankHit> hits,
+                          im.reranker->Rerank(question, texts, n));
+    std::vector<RetrievedChunk> head;
+    std::vector<bool> used(n, false);
+    for (const auto& h : hits) {
+      if (h.index >= n || used[h.index]) continue;
+      used[h.index] = true;
+      head.push_back(std::move(result.chunks[h.index]));
+      head.back().rerank_score = h.score;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!used[i]) head.push_back(std::move(result.chunks[i]));
+    }
+    for (size_t i = n; i < result.chunks.size(); ++i) head.push_back(std::move(result.chunks[i]));
+    result.chunks = std::move(head);
+    stats.reranked = true;
+    stats.rerank_time = Since(t);
+  }
+  stats.total_time = Since(start);
+  Log(LogLevel::kDebug, kLog,
+      fmt::format("{}: {} chunks in {} us (vector {}, bm25 {}, graph {} candidates; {} seeds)",
+                  RetrievalMethodName(o.method), result.chunks.size(), stats.total_time.count(),
+                  stats.candidates[0], stats.candidates[1], stats.candidates[2],
+                  result.seeds.size()));
+  return result;
+}
+
+}  // namespace grag
