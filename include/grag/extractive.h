@@ -183,7 +183,8 @@ Result<LocalSearchResult> ExtractiveLocalSearch(Store& store, EmbeddingModel* em
                                                 std::string_view question,
                                                 const LocalSearchOptions& options = {},
                                                 const ExtractiveLocalOptions& extractive = {},
-                                                const VectorIndex* entity_index = nullptr);
+                                                const VectorIndex* entity_index = nullptr,
+                                                const Retriever* retriever = nullptr);
 
 // ---------------------------------------------------------------------------------------------
 // Text helpers the three share (public so the NLP extractor and tests can use them too)

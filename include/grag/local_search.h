@@ -52,6 +52,7 @@
 #include "grag/llm.h"
 #include "grag/prompts.h"
 #include "grag/question.h"
+#include "grag/retrieval.h"
 #include "grag/status.h"
 #include "grag/store.h"
 #include "grag/tokenizer.h"
@@ -80,6 +81,20 @@ struct LocalSearchOptions {
   double chunk_share = 0.5;
   double relationship_share = 0.25;
   double report_share = 0.25;
+  // The matched entities' own lines take at most this share of the budget (they come first):
+  // uncapped, long descriptions crowded out the passages at small budgets.
+  double entity_share = 0.1;
+  // Rank the chunk lane by hybrid retrieval (vector + BM25 + graph walk, grag/retrieval.h)
+  // instead of by how many matched entities each chunk names: a passage whose subject the
+  // question never names is reached through the walk, and a broad match ("American", in 200
+  // chunks) no longer buries the passage the question is about. Named entities too common to
+  // point anywhere (RetrievalOptions::min_name_specificity) do not take matched-entity slots.
+  bool hybrid_chunks = true;
+  RetrievalOptions retrieval = [] {
+    RetrievalOptions r;
+    r.top_k = 100;  // the lane's candidates: more than a 12k budget holds
+    return r;
+  }();
   // Longest entity name, in words, looked for in the question (0: no name matching). Six covers
   // long names such as "Federal Trade Commission Act of 1914"; each extra word costs a few more
   // store look-ups per question word.
@@ -199,10 +214,14 @@ struct LocalSearchResult {
 // right thing for one question; building an HNSW graph would cost more than the scan).
 // Errors: kInvalidArgument (an option out of range, a question with no text), the embedding
 // model's error (prefixed "embedding the question"), the store's errors.
+//
+// `retriever` ranks the chunk lane (options.hybrid_chunks); null: one is opened for this call
+// (what a single question from the command line does; a server keeps one).
 Result<LocalContext> BuildLocalContext(Store& store, EmbeddingModel* embedder,
                                        const Tokenizer& tokenizer, std::string_view question,
                                        const LocalSearchOptions& options = {},
-                                       const VectorIndex* entity_index = nullptr);
+                                       const VectorIndex* entity_index = nullptr,
+                                       const Retriever* retriever = nullptr);
 
 // Runs one local query: BuildLocalContext and, if any entity matched, one call on `chat` with
 // the filled prompt. Errors: those of BuildLocalContext; kInvalidArgument for a prompt without
@@ -210,7 +229,8 @@ Result<LocalContext> BuildLocalContext(Store& store, EmbeddingModel* embedder,
 Result<LocalSearchResult> LocalSearch(Store& store, ChatModel& chat, EmbeddingModel* embedder,
                                       const Tokenizer& tokenizer, std::string_view question,
                                       const LocalSearchOptions& options = {},
-                                      const VectorIndex* entity_index = nullptr);
+                                      const VectorIndex* entity_index = nullptr,
+                                      const Retriever* retriever = nullptr);
 
 // The context ids cited in `answer` (E12, [S3], (R40, C7) ...), in order of first mention;
 // ids not in `context` are ignored.

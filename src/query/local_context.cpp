@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -49,6 +50,9 @@ Status CheckOptions(const LocalSearchOptions& o) {
     return Status::InvalidArgument("at least one budget share must be above zero");
   }
   if (o.max_name_words < 0) return Status::InvalidArgument("max_name_words must not be negative");
+  if (!(o.entity_share > 0 && o.entity_share <= 1)) {
+    return Status::InvalidArgument("entity_share must be within (0, 1]");
+  }
   return Status::Ok();
 }
 
@@ -171,8 +175,9 @@ class ContextBuilder {
   ContextBuilder(Store& store, const Tokenizer& tokenizer, const LocalSearchOptions& options)
       : store_(store), tokenizer_(tokenizer), options_(options) {}
 
+  // `retrieval`: the hybrid ranking of the question (options.hybrid_chunks), or null.
   Result<LocalContext> Build(EmbeddingModel* embedder, std::string_view question,
-                             const VectorIndex* entity_index);
+                             const VectorIndex* entity_index, const RetrievalResult* retrieval);
 
  private:
   Status Match(EmbeddingModel* embedder, std::string_view question,
@@ -203,6 +208,8 @@ class ContextBuilder {
   std::vector<ChunkCandidate> chunks_;              // ranked
   std::vector<LocalContextItem> entity_items_;
   std::array<Lane, 3> lanes_{};
+  const RetrievalResult* retrieval_ = nullptr;
+  std::unordered_map<int64_t, double> walk_;  // entity id -> the walk's probability
 };
 
 Result<std::vector<VectorHit>> ContextBuilder::NearestEntities(EmbeddingModel* embedder,
@@ -297,6 +304,19 @@ Status ContextBuilder::Match(EmbeddingModel* embedder, std::string_view question
     ctx_.matches.push_back(std::move(m));
     matched_.push_back(std::move(e));
   };
+  if (retrieval_ != nullptr) {
+    // Named entities the retrieval kept: a name in too many chunks ("film", "located") points
+    // nowhere and must not take a slot from one that does.
+    std::unordered_map<int64_t, const SeedEntity*> seeded;
+    for (const auto& s : retrieval_->seeds) seeded.emplace(s.entity_id, &s);
+    std::vector<EntityRecord> kept;
+    for (auto& e : named) {
+      if (auto it = seeded.find(e.id); it != seeded.end() && it->second->by_name) {
+        kept.push_back(std::move(e));
+      }
+    }
+    if (!kept.empty() || named.empty()) named = std::move(kept);
+  }
   // Named entities first: the user said them outright.
   for (auto& e : named) {
     if (matched_.size() == k) break;
@@ -390,11 +410,24 @@ Status ContextBuilder::Collect() {
     }
     rels_.push_back(std::move(c));
   }
-  std::sort(rels_.begin(), rels_.end(), [](const RelCandidate& a, const RelCandidate& b) {
+  // With a walk: where it went most (the far end's probability) before weight.
+  auto walk_of = [&](const RelCandidate& c) {
+    double w = 0;
+    for (int64_t end : {c.rel.source_id, c.rel.target_id}) {
+      if (auto it = walk_.find(end); it != walk_.end()) w += it->second;
+    }
+    return w;
+  };
+  std::sort(rels_.begin(), rels_.end(), [&](const RelCandidate& a, const RelCandidate& b) {
     const bool a_both = a.via.size() >= 2;
     const bool b_both = b.via.size() >= 2;
     if (a_both != b_both) return a_both;
     if (a.touches != b.touches) return a.touches > b.touches;
+    if (!walk_.empty()) {
+      const double wa = walk_of(a);
+      const double wb = walk_of(b);
+      if (wa != wb) return wa > wb;
+    }
     if (a.rel.weight != b.rel.weight) return a.rel.weight > b.rel.weight;
     if (a.rel.combined_degree != b.rel.combined_degree) {
       return a.rel.combined_degree > b.rel.combined_degree;
@@ -435,6 +468,32 @@ Status ContextBuilder::Collect() {
               return a.report.community_id < b.report.community_id;
             });
 
+  if (retrieval_ != nullptr) {
+    // Chunks in the hybrid ranking's order: those the walk from the matched entities reached
+    // or that name a matched entity; then the matched entities' other chunks.
+    std::vector<ChunkCandidate> ranked;
+    std::unordered_set<std::string> taken;
+    for (const auto& rc : retrieval_->chunks) {
+      auto it = chunk_at.find(rc.chunk_id);
+      const bool linked = it != chunk_at.end();
+      const bool walked = rc.ranks[static_cast<size_t>(Signal::kGraph)].has_value();
+      if (!linked && !walked) continue;
+      ChunkCandidate c = linked ? chunks_[it->second] : ChunkCandidate{rc.chunk_id, {}, 0, 0};
+      ranked.push_back(std::move(c));
+      taken.insert(rc.chunk_id);
+    }
+    std::stable_sort(chunks_.begin(), chunks_.end(),
+                     [](const ChunkCandidate& a, const ChunkCandidate& b) {
+                       if (a.via.size() != b.via.size()) return a.via.size() > b.via.size();
+                       if (a.best_match != b.best_match) return a.best_match < b.best_match;
+                       return a.position < b.position;
+                     });
+    for (auto& c : chunks_) {
+      if (!taken.count(c.chunk_id)) ranked.push_back(std::move(c));
+    }
+    chunks_ = std::move(ranked);
+    return Status::Ok();
+  }
   // Chunks: most matched entities first; then the best match's rank; then document order.
   std::stable_sort(chunks_.begin(), chunks_.end(),
                    [](const ChunkCandidate& a, const ChunkCandidate& b) {
@@ -558,6 +617,8 @@ Status ContextBuilder::FillBudget() {
     if (!e.description.empty()) item.text += ": " + e.description;
     item.text += '\n';
     item.tokens = static_cast<int64_t>(tokenizer_.Count(item.text));
+    const auto cap = static_cast<int64_t>(static_cast<double>(budget) * options_.entity_share);
+    if (used + item.tokens > cap && !entity_items_.empty()) break;
     if (used + item.tokens > budget) break;
     used += item.tokens;
     entity_items_.push_back(std::move(item));
@@ -683,8 +744,13 @@ void ContextBuilder::Assemble() {
 }
 
 Result<LocalContext> ContextBuilder::Build(EmbeddingModel* embedder, std::string_view question,
-                                           const VectorIndex* entity_index) {
+                                           const VectorIndex* entity_index,
+                                           const RetrievalResult* retrieval) {
   const auto start = std::chrono::steady_clock::now();
+  retrieval_ = retrieval;
+  if (retrieval != nullptr) {
+    for (const auto& [id, p] : retrieval->entity_scores) walk_.emplace(id, p);
+  }
   ctx_.budget_tokens = options_.context_budget_tokens;
   GRAG_RETURN_IF_ERROR(Match(embedder, question, entity_index));
   // The caller shows diagnostics (the CLI prints them); the log keeps them for --verbose runs.
@@ -704,11 +770,24 @@ Result<LocalContext> ContextBuilder::Build(EmbeddingModel* embedder, std::string
 Result<LocalContext> BuildLocalContext(Store& store, EmbeddingModel* embedder,
                                        const Tokenizer& tokenizer, std::string_view question,
                                        const LocalSearchOptions& options,
-                                       const VectorIndex* entity_index) {
+                                       const VectorIndex* entity_index,
+                                       const Retriever* retriever) {
   GRAG_RETURN_IF_ERROR(CheckOptions(options));
   GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer, options.max_question_tokens));
+  std::optional<RetrievalResult> retrieval;
+  if (options.hybrid_chunks) {
+    std::unique_ptr<Retriever> own;
+    if (retriever == nullptr) {
+      GRAG_ASSIGN_OR_RETURN(own, Retriever::Open(store, embedder));
+      retriever = own.get();
+    }
+    RetrievalOptions ro = options.retrieval;
+    ro.method = RetrievalMethod::kHybrid;
+    GRAG_ASSIGN_OR_RETURN(RetrievalResult r, retriever->Retrieve(question, ro));
+    retrieval = std::move(r);
+  }
   ContextBuilder builder(store, tokenizer, options);
-  return builder.Build(embedder, question, entity_index);
+  return builder.Build(embedder, question, entity_index, retrieval ? &*retrieval : nullptr);
 }
 
 }  // namespace grag

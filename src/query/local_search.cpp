@@ -78,7 +78,8 @@ std::vector<LocalCitation> FindLocalCitations(std::string_view answer,
 Result<LocalSearchResult> LocalSearch(Store& store, ChatModel& chat, EmbeddingModel* embedder,
                                       const Tokenizer& tokenizer, std::string_view question,
                                       const LocalSearchOptions& options,
-                                      const VectorIndex* entity_index) {
+                                      const VectorIndex* entity_index,
+                                      const Retriever* retriever) {
   for (std::string_view placeholder :
        {"{{question}}", "{{entities}}", "{{relationships}}", "{{reports}}", "{{chunks}}"}) {
     if (options.prompt.find(placeholder) == std::string::npos) {
@@ -87,7 +88,8 @@ Result<LocalSearchResult> LocalSearch(Store& store, ChatModel& chat, EmbeddingMo
     }
   }
   GRAG_ASSIGN_OR_RETURN(LocalContext context, BuildLocalContext(store, embedder, tokenizer,
-                                                                question, options, entity_index));
+                                                                question, options, entity_index,
+                                                                retriever));
   LocalSearchResult result;
   if (context.matches.empty()) {
     // Seed 000's stop rule: nothing cleared the floor and nothing was named, so no model call.
