@@ -127,6 +127,25 @@ class EmbeddingModel {
   virtual LlmUsage Usage() const = 0;
 };
 
+// One reranked document: its index among the inputs and the model's relevance score.
+struct RerankHit {
+  size_t index = 0;
+  double score = 0;
+};
+
+// A cross-encoder that orders documents by relevance to a query (Cohere's /v1/rerank protocol,
+// which Jina, vLLM, llama.cpp's server and Hugging Face TEI speak too).
+class RerankModel {
+ public:
+  virtual ~RerankModel() = default;
+  // The documents most relevant to `query`, best first, at most `top_n`. Thread-safe. Errors as
+  // Chat's.
+  virtual Result<std::vector<RerankHit>> Rerank(std::string_view query,
+                                                const std::vector<std::string>& documents,
+                                                size_t top_n) = 0;
+  virtual const std::string& model() const = 0;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Side effects, behind interfaces so tests can inject faults and time
 // ---------------------------------------------------------------------------------------------
@@ -247,7 +266,7 @@ struct OpenAIOptions {
 
 // Chat and embeddings over HTTP. One instance serves one model; the CLI creates one for chat and
 // one for embeddings. Thread-safe; must outlive every call made on it.
-class OpenAIClient final : public ChatModel, public EmbeddingModel {
+class OpenAIClient final : public ChatModel, public EmbeddingModel, public RerankModel {
  public:
   // Checks the options (kInvalidArgument naming the bad field) and creates the client.
   static Result<std::unique_ptr<OpenAIClient>> Create(OpenAIOptions options);
@@ -257,6 +276,12 @@ class OpenAIClient final : public ChatModel, public EmbeddingModel {
 
   Result<ChatResponse> Chat(const ChatRequest& request) override;
   Result<EmbeddingResponse> Embed(const std::vector<std::string>& inputs) override;
+  // POST <base_url>/rerank {model, query, documents, top_n}; reads {"results": [{"index",
+  // "relevance_score"}]} (Cohere, Jina, vLLM) or a bare [{"index", "score"}] list (TEI). Cached
+  // like every call.
+  Result<std::vector<RerankHit>> Rerank(std::string_view query,
+                                        const std::vector<std::string>& documents,
+                                        size_t top_n) override;
   const std::string& model() const override;
   LlmUsage Usage() const override;  // chat and embedding calls together
 

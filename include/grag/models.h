@@ -19,4 +19,8 @@ Result<std::unique_ptr<ChatModel>> MakeChatModel(const Config& config, KeyValueC
 Result<std::unique_ptr<EmbeddingModel>> MakeEmbeddingModel(const Config& config,
                                                            KeyValueCache* cache);
 
+// The reranker rerank.model names (its base URL and key default to the LLM's), or nullptr when
+// none is configured.
+Result<std::unique_ptr<RerankModel>> MakeRerankModel(const Config& config, KeyValueCache* cache);
+
 }  // namespace grag

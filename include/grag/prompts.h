@@ -11,7 +11,17 @@
 
 namespace grag {
 
-enum class PromptId { kExtractGraph, kCommunityReport, kGlobalMap, kGlobalReduce, kLocalSearch };
+// Seed 000's five prompts, then grag's own: the answer of basic and hybrid search, and the
+// optional LLM router of `--method auto`.
+enum class PromptId {
+  kExtractGraph,
+  kCommunityReport,
+  kGlobalMap,
+  kGlobalReduce,
+  kLocalSearch,
+  kBasicSearch,
+  kRouteQuestion,
+};
 
 struct PromptInfo {
   PromptId id;
@@ -21,7 +31,7 @@ struct PromptInfo {
   std::vector<std::string_view> placeholders;  // every one must appear in an edited file
 };
 
-// The five prompts in pipeline order.
+// Every prompt: seed 000's five in pipeline order, then grag's.
 const std::vector<PromptInfo>& AllPrompts();
 const PromptInfo& GetPromptInfo(PromptId id);
 

@@ -57,6 +57,25 @@ constexpr std::string_view k_local_search = R"GRAGPROMPT(Answer the question usi
 Prefer the source chunks for specific facts and the reports for the
 bigger picture. Cite the entity or chunk ID after each claim.
 )GRAGPROMPT";
+// grag's own prompts, in the seed's style.
+constexpr std::string_view k_basic_search = R"GRAGPROMPT(Answer the question using the source passages below.
+
+<question>{{question}}</question>
+<sources>{{sources}}</sources>
+
+Use only what the passages say. Cite the passage ID (S1, S2, ...) after
+each claim. If the passages do not answer the question, say so.
+)GRAGPROMPT";
+constexpr std::string_view k_route_question = R"GRAGPROMPT(Classify the question below for a search engine over a document collection.
+
+<question>{{question}}</question>
+
+Return JSON: {"kind": "global" | "multi_hop" | "lookup", "reason": "..."}
+global: about the collection as a whole (its themes, trends, main actors).
+multi_hop: joins facts about several named things, or about something
+reached through another ("the director of the film that...").
+lookup: one fact about one named thing.
+)GRAGPROMPT";
 }  // namespace
 
 const std::vector<PromptInfo>& AllPrompts() {
@@ -74,6 +93,12 @@ const std::vector<PromptInfo>& AllPrompts() {
       {PromptId::kLocalSearch, "local_search.md", "Local search answer, one call per query",
        k_local_search,
        {"{{question}}", "{{entities}}", "{{relationships}}", "{{reports}}", "{{chunks}}"}},
+      {PromptId::kBasicSearch, "basic_search.md",
+       "Basic and hybrid search answer from ranked passages, one call per query", k_basic_search,
+       {"{{question}}", "{{sources}}"}},
+      {PromptId::kRouteQuestion, "route_question.md",
+       "Router of --method auto when query.router = \"llm\": one small call per new question",
+       k_route_question, {"{{question}}"}},
   };
   return kPrompts;
 }

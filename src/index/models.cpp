@@ -54,4 +54,18 @@ Result<std::unique_ptr<EmbeddingModel>> MakeEmbeddingModel(const Config& config,
   return std::unique_ptr<EmbeddingModel>(std::move(client));
 }
 
+Result<std::unique_ptr<RerankModel>> MakeRerankModel(const Config& config, KeyValueCache* cache) {
+  if (config.rerank.model.empty()) return std::unique_ptr<RerankModel>();
+  GRAG_ASSIGN_OR_RETURN(OpenAIOptions o, BaseOptions(config, cache));
+  o.base_url = config.rerank.base_url.empty() ? config.llm.base_url : config.rerank.base_url;
+  if (o.base_url.empty()) {
+    return Status::InvalidArgument(
+        "rerank.model is set but no endpoint is: set rerank.base_url or llm.base_url");
+  }
+  o.api_key = config.rerank.api_key.empty() ? config.llm.api_key : config.rerank.api_key;
+  o.model = config.rerank.model;
+  GRAG_ASSIGN_OR_RETURN(std::unique_ptr<OpenAIClient> client, OpenAIClient::Create(std::move(o)));
+  return std::unique_ptr<RerankModel>(std::move(client));
+}
+
 }  // namespace grag

@@ -10,6 +10,7 @@
 #include <system_error>
 #include <thread>
 
+#include "grag/hash.h"
 #include "grag/llm.h"
 #include "grag/log.h"
 #include "llm/limits.h"
@@ -165,10 +166,12 @@ struct OpenAIClient::Impl {
       std::string query = "?api-version=" + options.azure_api_version;
       chat_url = prefix + "/chat/completions" + query;
       embeddings_url = prefix + "/embeddings" + query;
+      rerank_url = prefix + "/rerank" + query;
       if (!options.api_key.empty()) auth.push_back({"api-key", options.api_key});
     } else {
       chat_url = base + "/chat/completions";
       embeddings_url = base + "/embeddings";
+      rerank_url = base + "/rerank";
       if (!options.api_key.empty()) auth.push_back({"Authorization", "Bearer " + options.api_key});
     }
   }
@@ -189,6 +192,7 @@ struct OpenAIClient::Impl {
   const nlohmann::json extra;  // the parsed extra body: an object, maybe empty
   std::string chat_url;
   std::string embeddings_url;
+  std::string rerank_url;
   std::vector<HttpHeader> auth;
   const std::shared_ptr<HttpTransport> transport;
   const std::shared_ptr<Clock> clock;
@@ -551,6 +555,74 @@ Result<EmbeddingResponse> OpenAIClient::Embed(const std::vector<std::string>& in
   }
   llm_internal::LogEmbeddingCall(d.options.model, inputs.size(), result, latency, retries);
   return result;
+}
+
+Result<std::vector<RerankHit>> OpenAIClient::Rerank(std::string_view query,
+                                                    const std::vector<std::string>& documents,
+                                                    size_t top_n) {
+  Impl& d = *impl_;
+  std::vector<RerankHit> out;
+  if (documents.empty() || top_n == 0) return out;
+  d.counters.calls.fetch_add(1);
+  nlohmann::json body = {{"model", d.options.model},
+                         {"query", std::string(query)},
+                         {"documents", documents},
+                         {"top_n", std::min(top_n, documents.size())}};
+  if (const nlohmann::json* extra = d.Extra()) body.merge_patch(*extra);
+  const std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string key;
+  if (d.options.cache != nullptr) key = "rerank:" + Sha256Hex(text);
+  std::optional<std::string> cached;
+  if (!key.empty()) cached = d.options.cache->Get(key);
+  std::string reply;
+  if (cached) {
+    d.counters.cache_hits.fetch_add(1);
+    reply = *cached;
+  } else {
+    int64_t tokens = static_cast<int64_t>(d.count(query));
+    for (const auto& doc : documents) tokens += static_cast<int64_t>(d.count(doc));
+    int retries = 0;
+    auto response = d.Send("rerank", d.rerank_url, text, tokens, nullptr, &retries);
+    if (!response.ok()) {
+      d.counters.failures.fetch_add(1);
+      return response.status().WithContext("reranking");
+    }
+    reply = std::move(response->body);
+    d.counters.prompt_tokens.fetch_add(tokens);
+  }
+  nlohmann::json j = nlohmann::json::parse(reply, nullptr, false);
+  const nlohmann::json* results = nullptr;
+  if (j.is_object() && j.contains("results") && j["results"].is_array()) {
+    results = &j["results"];
+  } else if (j.is_array()) {
+    results = &j;  // TEI
+  }
+  if (results == nullptr) {
+    d.counters.failures.fetch_add(1);
+    return Status::Parse("reranking: the reply holds no results list: " +
+                         llm_internal::Shorten(reply, 200));
+  }
+  for (const auto& r : *results) {
+    if (!r.is_object() || !r.contains("index") || !r["index"].is_number_integer()) continue;
+    const auto index = r["index"].get<int64_t>();
+    if (index < 0 || static_cast<size_t>(index) >= documents.size()) continue;
+    double score = 0;
+    for (const char* field : {"relevance_score", "score"}) {
+      if (r.contains(field) && r[field].is_number()) {
+        score = r[field].get<double>();
+        break;
+      }
+    }
+    out.push_back({static_cast<size_t>(index), score});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RerankHit& a, const RerankHit& b) { return a.score > b.score; });
+  if (out.size() > top_n) out.resize(top_n);
+  if (!cached && !key.empty()) {
+    Status st = d.options.cache->Put(key, reply, d.options.model, "rerank");
+    if (!st.ok()) Log(LogLevel::kWarn, "llm", "rerank reply not cached: " + st.ToString());
+  }
+  return out;
 }
 
 const std::string& OpenAIClient::model() const { return impl_->options.model; }
