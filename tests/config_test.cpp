@@ -1,5 +1,6 @@
 // Settings: defaults < config file < environment < flags; clear errors; the init file round-trips.
 #include "grag/config.h"
+#include "grag/retrieval.h"
 
 #include <gtest/gtest.h>
 
@@ -147,7 +148,42 @@ TEST(PromptsTest, DefaultsAreSeedPromptsAndFilesOverride) {
   p = LoadPrompt(dir.path().string(), PromptId::kGlobalMap);
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("{{question}}"), std::string::npos);
-  EXPECT_EQ(AllPrompts().size(), 5u);
+  EXPECT_EQ(AllPrompts().size(), 7u);
+}
+
+}  // namespace
+}  // namespace grag
+
+namespace grag {
+namespace {
+
+// The settings declare their defaults beside the library's options; they must agree.
+TEST(ConfigTest, SearchDefaultsAreTheRetrievalDefaults) {
+  const Config c;
+  const RetrievalOptions r;
+  EXPECT_EQ(c.search.method, RetrievalMethodName(r.method));
+  EXPECT_EQ(c.search.top_k, r.top_k);
+  EXPECT_EQ(c.search.candidates, r.candidates);
+  EXPECT_EQ(c.search.rrf_k, r.rrf_k);
+  EXPECT_EQ(c.search.vector_weight, r.vector_weight);
+  EXPECT_EQ(c.search.bm25_weight, r.bm25_weight);
+  EXPECT_EQ(c.search.graph_weight, r.graph_weight);
+  EXPECT_EQ(c.search.lexical_vector_weight, r.lexical_vector_weight);
+  EXPECT_EQ(c.search.damping, r.damping);
+  EXPECT_EQ(c.search.fact_seed_share, r.fact_seed_share);
+  EXPECT_EQ(c.search.passage_seed_share, r.passage_seed_share);
+  EXPECT_EQ(c.search.titled_chunk_share, r.titled_chunk_share);
+  EXPECT_EQ(c.search.min_name_specificity, r.min_name_specificity);
+  EXPECT_EQ(c.rerank.top_n, r.rerank_top_n);
+  EXPECT_EQ(c.local_search.lexical_similarity_floor, r.lexical_similarity_floor);
+  EXPECT_EQ(c.local_search.similarity_floor, r.similarity_floor);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  Config bad;
+  bad.query.method = "magic";
+  EXPECT_EQ(ValidateConfig(bad).code(), ErrorCode::kInvalidArgument);
+  bad = Config{};
+  bad.search.damping = 1.0;
+  EXPECT_EQ(ValidateConfig(bad).code(), ErrorCode::kInvalidArgument);
 }
 
 }  // namespace

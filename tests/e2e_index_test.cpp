@@ -125,6 +125,19 @@ TEST_F(E2eIndexTest, IndexesTheBookCompletelyAndReRunsForFree) {
   EXPECT_TRUE(marley) << lj["matched_entities"].dump();
   EXPECT_FALSE(lj["context"].empty());
 
+  // Hybrid search through the real client: one answer call over the ranked passages.
+  const int before_hybrid = server_.request_count();
+  auto hybrid = RunCommand(Env() + Grag("--root " + ShellQuote(root_) +
+                                        " query -m hybrid --json 'Who is Jacob Marley?'"));
+  ASSERT_EQ(hybrid.exit_code, 0) << hybrid.err;
+  auto hj = nlohmann::json::parse(hybrid.out);
+  EXPECT_TRUE(hj["llm"].get<bool>());
+  EXPECT_EQ(hj["answer"], "Answer from the passages [S1].");
+  ASSERT_EQ(hj["citations"].size(), 1u);
+  EXPECT_EQ(hj["citations"][0]["id"], "S1");
+  // The question's embedding (a cache miss: its first time) and the answer.
+  EXPECT_LE(server_.request_count() - before_hybrid, 2);
+
   auto text = RunCommand(Env() + Grag("--root " + ShellQuote(root_) +
                                       " query 'What are the main themes of this story?'"));
   ASSERT_EQ(text.exit_code, 0) << text.err;

@@ -113,6 +113,59 @@ TEST_F(E2eNoLlmTest, IndexesAndAnswersWithoutASingleRequest) {
   EXPECT_EQ(server_.request_count(), 0);
 }
 
+TEST_F(E2eNoLlmTest, SearchAndEveryQueryMethodWorkOnTheBook) {
+  ASSERT_EQ(RunCommand(Offline("index --no-progress")).exit_code, 0);
+  auto search = RunCommand(Offline("search --json \"Who is Jacob Marley?\""));
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  auto s = nlohmann::json::parse(search.out);
+  EXPECT_EQ(s["method"], "hybrid");
+  ASSERT_EQ(s["chunks"].size(), 10u);
+  const auto& top = s["chunks"][0];
+  EXPECT_EQ(top["rank"], 1);
+  EXPECT_EQ(top["document_id"], "christmas_carol.txt");
+  EXPECT_FALSE(top["text"].get<std::string>().empty());
+  EXPECT_TRUE(top["signal_ranks"].contains("graph"));
+  bool marley_seed = false;
+  for (const auto& seed : s["seeds"]) marley_seed |= seed["name_key"] == "jacob marley";
+  EXPECT_TRUE(marley_seed) << s["seeds"];
+  for (const std::string m : {"vector", "bm25", "graph"}) {
+    auto one = RunCommand(Offline("search --json --method " + m + " --k 3 \"Who is Jacob Marley?\""));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    auto j = nlohmann::json::parse(one.out);
+    EXPECT_EQ(j["method"], m);
+    EXPECT_EQ(j["chunks"].size(), 3u) << m;
+  }
+  auto text = RunCommand(Offline("search --k 2 \"Tiny Tim\""));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("1. christmas_carol.txt, chunk "), std::string::npos) << text.out;
+
+  for (const std::string m : {"basic", "hybrid"}) {
+    auto q = RunCommand(Offline("query --json --method " + m + " \"Who is Jacob Marley?\""));
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    auto j = nlohmann::json::parse(q.out);
+    EXPECT_EQ(j["method"], m);
+    EXPECT_FALSE(j["llm"].get<bool>());
+    EXPECT_NE(j["answer"].get<std::string>().find("Marley"), std::string::npos) << j["answer"];
+    EXPECT_FALSE(j["sources"].empty());
+    EXPECT_FALSE(j["citations"].empty());
+  }
+  // The router: the corpus question goes to global, the lookup to local or hybrid.
+  auto themes = RunCommand(Offline("query --route --json \"What are the main themes?\""));
+  ASSERT_EQ(themes.exit_code, 0) << themes.err;
+  EXPECT_EQ(nlohmann::json::parse(themes.out)["method"], "global");
+  auto marley = RunCommand(Offline("query --route --json \"Who is Jacob Marley?\""));
+  ASSERT_EQ(marley.exit_code, 0) << marley.err;
+  const std::string method = nlohmann::json::parse(marley.out)["method"];
+  EXPECT_TRUE(method == "local" || method == "hybrid") << method;
+  auto routed = RunCommand(Offline("query --json \"Who is Jacob Marley?\""));
+  ASSERT_EQ(routed.exit_code, 0) << routed.err;
+  auto r = nlohmann::json::parse(routed.out);
+  EXPECT_EQ(r["route"]["method"], method);
+  EXPECT_EQ(r["route"]["estimated_llm_calls"], 0);  // no model: nothing to spend
+  EXPECT_FALSE(r["answer"].get<std::string>().empty());
+  EXPECT_EQ(server_.request_count(), 0);
+}
+
 TEST_F(E2eNoLlmTest, NoModelConfiguredMeansTheNoLlmModeByDefault) {
   // No GRAG_LLM_* at all: no flag needed.
   auto index = RunCommand("env -u GRAG_LLM_BASE_URL -u GRAG_LLM_MODEL -u GRAG_EMBEDDING_MODEL " +

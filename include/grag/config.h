@@ -102,6 +102,36 @@ struct LocalSearchConfig {
 
 struct QueryConfig {
   int64_t max_question_tokens = 2000;  // longer questions are refused (they ride in every prompt)
+  std::string method = "auto";         // grag query's default: auto | global | local | basic | hybrid
+  std::string router = "rules";        // how auto decides: rules | llm (one small cached call)
+};
+
+// Retrieval: grag search, basic and hybrid search, and local search's chunk lane. The defaults
+// mirror RetrievalOptions (grag/retrieval.h), where each is explained; a test keeps them equal.
+struct SearchConfig {
+  std::string method = "hybrid";  // grag search's default: vector | bm25 | graph | hybrid
+  int64_t top_k = 10;             // chunks grag search returns
+  int64_t candidates = 100;       // chunks each signal contributes to the fusion
+  double rrf_k = 5;
+  double vector_weight = 1.125;
+  double bm25_weight = 1.0;
+  double graph_weight = 6.0;
+  double lexical_vector_weight = 0.5;
+  double damping = 0.5;
+  double fact_seed_share = 0.3;
+  double passage_seed_share = 0.2;
+  double titled_chunk_share = 0.9;
+  double min_name_specificity = 0.25;
+  int64_t context_budget_tokens = 12000;  // basic and hybrid search: tokens of passages
+};
+
+// An optional reranker: any endpoint speaking Cohere's /v1/rerank (Cohere, Jina, vLLM,
+// llama.cpp's server, TEI) reorders the fused top_n when model is set.
+struct RerankConfig {
+  std::string base_url;  // empty: llm.base_url
+  std::string model;     // empty: no reranking
+  std::string api_key;   // empty: the LLM's key
+  int64_t top_n = 20;
 };
 
 struct Config {
@@ -118,6 +148,8 @@ struct Config {
   GlobalSearchConfig global_search;
   LocalSearchConfig local_search;
   QueryConfig query;
+  SearchConfig search;
+  RerankConfig rerank;
 
   // `path` resolved against root (absolute paths unchanged).
   std::string Resolve(const std::string& path) const;

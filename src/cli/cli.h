@@ -54,5 +54,6 @@ Command AddRemoveCommand(CLI::App& app, GlobalOptions& g);
 Command AddStatsCommand(CLI::App& app, GlobalOptions& g);
 Command AddQueryCommand(CLI::App& app, GlobalOptions& g);
 Command AddCheckCommand(CLI::App& app, GlobalOptions& g);
+Command AddSearchCommand(CLI::App& app, GlobalOptions& g);
 
 }  // namespace grag::cli

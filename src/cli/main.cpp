@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
       AddRemoveCommand(app, g),
       AddStatsCommand(app, g),
       AddQueryCommand(app, g),
+      AddSearchCommand(app, g),
       AddCheckCommand(app, g),
   };
   try {

@@ -83,6 +83,26 @@ std::vector<Setting> Settings(Config& c) {
       {"local_search.relationship_share", "", "Share of the context for relationships", &c.local_search.relationship_share},
       {"local_search.report_share", "", "Share of the context for community reports", &c.local_search.report_share},
       {"query.max_question_tokens", "", "Questions longer than this many tokens are refused (every map prompt and the answer prompt carry the whole question); 0 = no limit", &c.query.max_question_tokens},
+      {"query.method", "GRAG_QUERY_METHOD", "grag query's default method: auto (the router picks global, local or hybrid), global, local, basic (vector only) or hybrid", &c.query.method},
+      {"query.router", "", "How --method auto decides: rules (free, instant) or llm (one small cached call per new question)", &c.query.router},
+      {"search.method", "", "grag search's default signal: vector, bm25, graph or hybrid (their weighted reciprocal rank fusion)", &c.search.method},
+      {"search.top_k", "", "Chunks grag search returns", &c.search.top_k},
+      {"search.candidates", "", "Chunks each signal contributes to the fusion", &c.search.candidates},
+      {"search.rrf_k", "", "Reciprocal rank fusion constant: score = sum of weight / (rrf_k + rank)", &c.search.rrf_k},
+      {"search.vector_weight", "", "Fusion weight of the vector signal (with a neural embedding model)", &c.search.vector_weight},
+      {"search.bm25_weight", "", "Fusion weight of the BM25 signal", &c.search.bm25_weight},
+      {"search.graph_weight", "", "Fusion weight of the graph signal (personalised PageRank over the entity graph)", &c.search.graph_weight},
+      {"search.lexical_vector_weight", "", "Fusion weight of the vector signal with the built-in lexical embedder (another keyword signal)", &c.search.lexical_vector_weight},
+      {"search.damping", "", "Graph signal: probability that the walk takes one more step", &c.search.damping},
+      {"search.fact_seed_share", "", "Graph signal: seed share of the entities named in the best passages' sentences that match the question", &c.search.fact_seed_share},
+      {"search.passage_seed_share", "", "Graph signal: seed share of the best vector and BM25 passages", &c.search.passage_seed_share},
+      {"search.titled_chunk_share", "", "Graph signal: of an entity's mass for chunks, the share for the chunks of documents it is the title of", &c.search.titled_chunk_share},
+      {"search.min_name_specificity", "", "Graph signal: names in too many chunks (specificity below this, 0-1) do not seed the walk", &c.search.min_name_specificity},
+      {"search.context_budget_tokens", "", "Basic and hybrid search: tokens of passages in the answer prompt", &c.search.context_budget_tokens},
+      {"rerank.base_url", "GRAG_RERANK_BASE_URL", "Reranker endpoint (Cohere-style /v1/rerank); empty = llm.base_url", &c.rerank.base_url},
+      {"rerank.model", "GRAG_RERANK_MODEL", "Reranker model, e.g. BAAI/bge-reranker-v2-m3; empty = no reranking", &c.rerank.model},
+      {"rerank.api_key", "GRAG_RERANK_API_KEY", "Reranker API key; empty = the LLM's key", &c.rerank.api_key},
+      {"rerank.top_n", "", "Fused chunks the reranker reorders", &c.rerank.top_n},
   };
 }
 
@@ -232,6 +252,26 @@ Status ValidateConfig(const Config& c) {
   if (c.global_search.reduce_budget_tokens < 100) return Status::InvalidArgument("global_search.reduce_budget_tokens must be at least 100");
   if (c.global_search.map_timeout_seconds <= 0) return Status::InvalidArgument("global_search.map_timeout_seconds must be positive");
   if (c.query.max_question_tokens < 0) return Status::InvalidArgument("query.max_question_tokens must be at least 0");
+  {
+    const auto& m = c.query.method;
+    if (m != "auto" && m != "global" && m != "local" && m != "basic" && m != "hybrid") {
+      return Status::InvalidArgument("query.method must be auto, global, local, basic or hybrid, not \"" + m + "\"");
+    }
+    if (c.query.router != "rules" && c.query.router != "llm") {
+      return Status::InvalidArgument("query.router must be rules or llm");
+    }
+    const auto& s = c.search.method;
+    if (s != "vector" && s != "bm25" && s != "graph" && s != "hybrid") {
+      return Status::InvalidArgument("search.method must be vector, bm25, graph or hybrid, not \"" + s + "\"");
+    }
+  }
+  if (c.search.top_k < 1 || c.search.candidates < 1) return Status::InvalidArgument("search.top_k and search.candidates must be at least 1");
+  if (!(c.search.damping > 0 && c.search.damping < 1)) return Status::InvalidArgument("search.damping must be between 0 and 1");
+  if (c.search.rrf_k < 0 || c.search.vector_weight < 0 || c.search.bm25_weight < 0 || c.search.graph_weight < 0 || c.search.lexical_vector_weight < 0) return Status::InvalidArgument("search.rrf_k and the search weights must not be negative");
+  if (c.search.fact_seed_share < 0 || c.search.passage_seed_share < 0 || c.search.fact_seed_share + c.search.passage_seed_share > 1) return Status::InvalidArgument("search.fact_seed_share and search.passage_seed_share must be at least 0 and sum to at most 1");
+  if (c.search.titled_chunk_share < 0 || c.search.titled_chunk_share > 1 || c.search.min_name_specificity < 0 || c.search.min_name_specificity > 1) return Status::InvalidArgument("search.titled_chunk_share and search.min_name_specificity must be between 0 and 1");
+  if (c.search.context_budget_tokens < 100) return Status::InvalidArgument("search.context_budget_tokens must be at least 100");
+  if (c.rerank.top_n < 1) return Status::InvalidArgument("rerank.top_n must be at least 1");
   if (c.local_search.top_k < 1) return Status::InvalidArgument("local_search.top_k must be at least 1");
   if (c.local_search.context_budget_tokens < 100) return Status::InvalidArgument("local_search.context_budget_tokens must be at least 100");
   {

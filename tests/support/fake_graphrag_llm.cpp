@@ -129,6 +129,8 @@ std::string PromptKind(std::string_view p) {
   if (p.find("as far as the community reports below allow") != std::string_view::npos) return "map";
   if (p.find("from the analysts' points below") != std::string_view::npos) return "reduce";
   if (p.find("knowledge-graph context below") != std::string_view::npos) return "local";
+  if (p.find("using the source passages below") != std::string_view::npos) return "basic";
+  if (p.find("Classify the question below") != std::string_view::npos) return "route";
   return "unknown";
 }
 
@@ -145,6 +147,8 @@ std::string FakeGraphRagReply(std::string_view prompt) {
   }
   if (kind == "reduce") return "The story is about its main characters.";
   if (kind == "local") return "Answer from the local context.";
+  if (kind == "basic") return "Answer from the passages [S1].";
+  if (kind == "route") return R"({"kind": "lookup", "reason": "one thing"})";
   return "I do not know this prompt.";
 }
 

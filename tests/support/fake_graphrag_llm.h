@@ -23,7 +23,7 @@ ScriptedChatModel::Responder FakeGraphRagResponder();
 FakeHandler FakeGraphRagHandler();
 
 // Which kind of prompt `prompt` is: "extract", "glean", "retry", "summarize", "report", "map",
-// "reduce", "local" or "unknown".
+// "reduce", "local", "basic", "route" or "unknown".
 std::string PromptKind(std::string_view prompt);
 
 }  // namespace grag::testing

@@ -1,0 +1,324 @@
+// The engine: composition of store, models, prompts and retrieval, and the one entry point for
+// every kind of question (see grag/engine.h).
+#include "grag/engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "grag/extractive.h"
+#include "grag/lexical_embedder.h"
+#include "grag/log.h"
+#include "grag/models.h"
+#include "grag/prompts.h"
+#include "grag/question.h"
+
+namespace grag {
+
+std::string_view QueryMethodName(QueryMethod method) {
+  switch (method) {
+    case QueryMethod::kAuto: return "auto";
+    case QueryMethod::kGlobal: return "global";
+    case QueryMethod::kLocal: return "local";
+    case QueryMethod::kBasic: return "basic";
+    case QueryMethod::kHybrid: return "hybrid";
+  }
+  return "auto";
+}
+
+Result<QueryMethod> ParseQueryMethod(std::string_view name) {
+  for (auto m : {QueryMethod::kAuto, QueryMethod::kGlobal, QueryMethod::kLocal,
+                 QueryMethod::kBasic, QueryMethod::kHybrid}) {
+    if (name == QueryMethodName(m)) return m;
+  }
+  return Status::InvalidArgument("unknown query method \"" + std::string(name) +
+                                 "\" (auto, global, local, basic or hybrid)");
+}
+
+struct Engine::Impl {
+  Config config;
+  std::unique_ptr<Store> store;
+  const Tokenizer* tokenizer = nullptr;
+  std::unique_ptr<ChatModel> chat;
+  std::unique_ptr<EmbeddingModel> embedder;
+  std::unique_ptr<RerankModel> reranker;
+  // Prompts, read once (edited files in prompts_dir win over the defaults).
+  std::string map_prompt, reduce_prompt, local_prompt, basic_prompt, route_prompt;
+
+  std::mutex retriever_mu;
+  std::unique_ptr<Retriever> retriever;  // guarded by retriever_mu until built
+
+  bool lexical() const {
+    return embedder != nullptr && IsLexicalEmbeddingModel(embedder->model());
+  }
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = std::move(config);
+  const Config& c = impl->config;
+  const std::string db = c.Resolve(c.store.path);
+  StoreOptions so;
+  if (options.writable) {
+    so.writer_lock = true;
+    so.wait_for_writer = options.wait_for_writer;
+    so.on_wait = options.on_wait;
+    so.lock_holder = options.lock_holder;
+  } else {
+    so.create_if_missing = false;
+    so.allow_read_only = true;  // read-only media: answers are not cached, that is all
+  }
+  auto store = Store::Open(db, so);
+  if (!store.ok()) {
+    if (store.status().code() == ErrorCode::kNotFound) {
+      return Status::NotFound("no index at " + db + ": run `grag index` first");
+    }
+    return store.status();
+  }
+  impl->store = std::move(store).value();
+  GRAG_ASSIGN_OR_RETURN(impl->tokenizer, Tokenizer::Get(c.chunks.encoding));
+  KeyValueCache* cache = &impl->store->ReplyCache();
+  GRAG_ASSIGN_OR_RETURN(impl->chat, MakeChatModel(c, cache));
+  GRAG_ASSIGN_OR_RETURN(impl->embedder, MakeEmbeddingModel(c, cache));
+  GRAG_ASSIGN_OR_RETURN(impl->reranker, MakeRerankModel(c, cache));
+  const std::string prompts = c.Resolve(c.prompts_dir);
+  GRAG_ASSIGN_OR_RETURN(impl->map_prompt, LoadPrompt(prompts, PromptId::kGlobalMap));
+  GRAG_ASSIGN_OR_RETURN(impl->reduce_prompt, LoadPrompt(prompts, PromptId::kGlobalReduce));
+  GRAG_ASSIGN_OR_RETURN(impl->local_prompt, LoadPrompt(prompts, PromptId::kLocalSearch));
+  GRAG_ASSIGN_OR_RETURN(impl->basic_prompt, LoadPrompt(prompts, PromptId::kBasicSearch));
+  GRAG_ASSIGN_OR_RETURN(impl->route_prompt, LoadPrompt(prompts, PromptId::kRouteQuestion));
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+const Config& Engine::config() const { return impl_->config; }
+Store& Engine::store() { return *impl_->store; }
+const Tokenizer& Engine::tokenizer() const { return *impl_->tokenizer; }
+ChatModel* Engine::chat() { return impl_->chat.get(); }
+EmbeddingModel* Engine::embedder() { return impl_->embedder.get(); }
+
+Result<const Retriever*> Engine::retriever() {
+  std::lock_guard lock(impl_->retriever_mu);
+  if (!impl_->retriever) {
+    RetrieverOptions ro;
+    ro.reranker = impl_->reranker.get();
+    GRAG_ASSIGN_OR_RETURN(impl_->retriever,
+                          Retriever::Open(*impl_->store, impl_->embedder.get(), ro));
+  }
+  return static_cast<const Retriever*>(impl_->retriever.get());
+}
+
+// ---------------------------------------------------------------- options from the settings
+
+RetrievalOptions Engine::SearchOptions() const {
+  const SearchConfig& s = impl_->config.search;
+  RetrievalOptions o;
+  o.method = ParseRetrievalMethod(s.method).value_or(RetrievalMethod::kHybrid);
+  o.top_k = static_cast<int>(s.top_k);
+  o.candidates = static_cast<int>(s.candidates);
+  o.rrf_k = s.rrf_k;
+  o.vector_weight = s.vector_weight;
+  o.bm25_weight = s.bm25_weight;
+  o.graph_weight = s.graph_weight;
+  o.lexical_vector_weight = s.lexical_vector_weight;
+  o.damping = s.damping;
+  o.fact_seed_share = s.fact_seed_share;
+  o.passage_seed_share = s.passage_seed_share;
+  o.titled_chunk_share = s.titled_chunk_share;
+  o.min_name_specificity = s.min_name_specificity;
+  o.similarity_floor = impl_->config.local_search.similarity_floor;
+  o.lexical_similarity_floor = impl_->config.local_search.lexical_similarity_floor;
+  o.rerank_top_n = static_cast<int>(impl_->config.rerank.top_n);
+  return o;
+}
+
+GlobalSearchOptions Engine::GlobalOptions() const {
+  const Config& c = impl_->config;
+  GlobalSearchOptions o;
+  o.level = c.global_search.level;
+  o.max_question_tokens = c.query.max_question_tokens;
+  o.map_batch_tokens = c.global_search.map_batch_tokens;
+  o.max_map_calls = static_cast<int>(c.global_search.max_map_calls);
+  o.reduce_budget_tokens = c.global_search.reduce_budget_tokens;
+  o.map_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(c.global_search.map_timeout_seconds * 1000));
+  o.concurrency = static_cast<int>(c.llm.concurrency);
+  o.map_json_mode = c.llm.json_mode;
+  o.map_prompt = impl_->map_prompt;
+  o.reduce_prompt = impl_->reduce_prompt;
+  return o;
+}
+
+LocalSearchOptions Engine::LocalOptions() const {
+  const Config& c = impl_->config;
+  LocalSearchOptions o;
+  o.top_k_entities = static_cast<int>(c.local_search.top_k);
+  o.similarity_floor =
+      impl_->lexical() ? c.local_search.lexical_similarity_floor : c.local_search.similarity_floor;
+  o.context_budget_tokens = c.local_search.context_budget_tokens;
+  o.chunk_share = c.local_search.chunk_share;
+  o.relationship_share = c.local_search.relationship_share;
+  o.report_share = c.local_search.report_share;
+  o.max_question_tokens = c.query.max_question_tokens;
+  o.prompt = impl_->local_prompt;
+  o.retrieval = SearchOptions();
+  o.retrieval.top_k = 100;
+  return o;
+}
+
+PassageSearchOptions Engine::PassageOptions(RetrievalMethod method) const {
+  const Config& c = impl_->config;
+  PassageSearchOptions o;
+  o.retrieval = SearchOptions();
+  o.retrieval.method = method;
+  o.retrieval.top_k = 50;  // the budget below decides how many are placed
+  o.context_budget_tokens = c.search.context_budget_tokens;
+  o.max_question_tokens = c.query.max_question_tokens;
+  o.prompt = impl_->basic_prompt;
+  return o;
+}
+
+// ---------------------------------------------------------------- routing
+
+Result<QueryRoute> Engine::Route(std::string_view question) {
+  GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer(), config().query.max_question_tokens));
+  GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
+  GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> named, r->NamedEntities(question, SearchOptions()));
+  QueryRoute route;
+  if (config().query.router == "llm" && chat() != nullptr) {
+    GRAG_ASSIGN_OR_RETURN(route.decision,
+                          RouteWithModel(*chat(), impl_->route_prompt, question, named.size()));
+  } else {
+    route.decision = RouteByRules(question, named.size());
+  }
+  switch (route.decision.kind) {
+    case QuestionKind::kGlobal: route.method = QueryMethod::kGlobal; break;
+    case QuestionKind::kMultiHop: route.method = QueryMethod::kLocal; break;
+    case QuestionKind::kLookup: route.method = QueryMethod::kHybrid; break;
+  }
+  // What the choice costs: one call for local and hybrid, the map batches and a reduce for
+  // global; nothing without a model.
+  const auto question_tokens = static_cast<int64_t>(tokenizer().Count(question));
+  if (chat() != nullptr) {
+    switch (route.method) {
+      case QueryMethod::kGlobal: {
+        auto plan = PlanGlobalSearch(store(), tokenizer(), question, GlobalOptions());
+        if (plan.ok()) {
+          route.estimated_calls = static_cast<int64_t>(plan->batches.size()) + 1;
+          for (const auto& b : plan->batches) route.estimated_tokens += b.prompt_tokens;
+          route.estimated_tokens += config().global_search.reduce_budget_tokens / 2;
+        }
+        break;
+      }
+      case QueryMethod::kLocal:
+        route.estimated_calls = 1;
+        route.estimated_tokens = config().local_search.context_budget_tokens + question_tokens;
+        break;
+      default:
+        route.estimated_calls = 1;
+        route.estimated_tokens = config().search.context_budget_tokens + question_tokens;
+        break;
+    }
+  }
+  Log(LogLevel::kInfo, "router",
+      fmt::format("{} -> {} ({}{}); about {} LLM calls, {} tokens",
+                  QuestionKindName(route.decision.kind), QueryMethodName(route.method),
+                  route.decision.reason, route.decision.by_llm ? ", by the model" : "",
+                  route.estimated_calls, route.estimated_tokens));
+  return route;
+}
+
+// ---------------------------------------------------------------- questions
+
+Result<QueryResult> Engine::Query(const QueryRequest& request) {
+  GRAG_RETURN_IF_ERROR(
+      CheckQuestion(request.question, tokenizer(), config().query.max_question_tokens));
+  QueryResult result;
+  result.method = request.method;
+  // A community level only means something to global search: asking for one picks it.
+  if (request.method == QueryMethod::kAuto && request.level) result.method = QueryMethod::kGlobal;
+  if (result.method == QueryMethod::kAuto) {
+    GRAG_ASSIGN_OR_RETURN(QueryRoute route, Route(request.question));
+    result.method = route.method;
+    result.route = std::move(route);
+  }
+  ChatModel* model = chat();
+  result.llm = model != nullptr;
+  switch (result.method) {
+    case QueryMethod::kGlobal: {
+      GlobalSearchOptions o = GlobalOptions();
+      if (request.level) {
+        GRAG_ASSIGN_OR_RETURN(StoreStats stats, store().Stats());
+        if (!stats.communities_per_level.empty()) {
+          const int64_t deepest = stats.communities_per_level.rbegin()->first;
+          if (*request.level < 0 || *request.level > deepest) {
+            return Status::InvalidArgument(
+                "--level " + std::to_string(*request.level) +
+                " is out of range: this index has community levels 0 to " +
+                std::to_string(deepest));
+          }
+        }
+        o.level = *request.level;
+      }
+      o.on_answer_delta = request.on_answer_delta;
+      auto r = model != nullptr ? GlobalSearch(store(), *model, *model, tokenizer(),
+                                               request.question, o)
+                                : ExtractiveGlobalSearch(store(), tokenizer(), request.question, o);
+      if (!r.ok()) return r.status();
+      result.answer = r->answer;
+      result.global = std::move(r).value();
+      break;
+    }
+    case QueryMethod::kLocal: {
+      LocalSearchOptions o = LocalOptions();
+      if (request.top_k) o.top_k_entities = static_cast<int>(*request.top_k);
+      o.on_answer_delta = request.on_answer_delta;
+      GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
+      auto local = model != nullptr
+                       ? LocalSearch(store(), *model, embedder(), tokenizer(), request.question, o,
+                                     nullptr, r)
+                       : ExtractiveLocalSearch(store(), embedder(), tokenizer(), request.question,
+                                               o, {}, nullptr, r);
+      if (!local.ok()) return local.status();
+      result.answer = local->answer;
+      result.local = std::move(local).value();
+      break;
+    }
+    case QueryMethod::kBasic:
+    case QueryMethod::kHybrid: {
+      PassageSearchOptions o = PassageOptions(
+          result.method == QueryMethod::kBasic ? RetrievalMethod::kVector : RetrievalMethod::kHybrid);
+      if (request.top_k) o.retrieval.top_k = static_cast<int>(*request.top_k);
+      o.on_answer_delta = request.on_answer_delta;
+      GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
+      auto p = PassageSearch(store(), *r, model, tokenizer(), request.question, o);
+      if (!p.ok()) return p.status();
+      result.answer = p->answer;
+      result.passages = std::move(p).value();
+      break;
+    }
+    case QueryMethod::kAuto:
+      return Status::Internal("the router chose no method");
+  }
+  return result;
+}
+
+Result<RetrievalResult> Engine::Search(const SearchRequest& request) {
+  GRAG_RETURN_IF_ERROR(
+      CheckQuestion(request.question, tokenizer(), config().query.max_question_tokens));
+  RetrievalOptions o = SearchOptions();
+  if (request.method) o.method = *request.method;
+  if (request.top_k) {
+    if (*request.top_k < 1 || *request.top_k > 1000) {
+      return Status::InvalidArgument("--k must be between 1 and 1000");
+    }
+    o.top_k = static_cast<int>(*request.top_k);
+  }
+  GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
+  return r->Retrieve(request.question, o);
+}
+
+}  // namespace grag

@@ -1,0 +1,215 @@
+#include "grag/engine_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace grag {
+namespace {
+
+using nlohmann::json;
+
+std::string Dump(const json& j, bool pretty) {
+  // Invalid UTF-8 from a document must not make dump() throw: replace it instead.
+  return j.dump(pretty ? 2 : -1, ' ', false, json::error_handler_t::replace);
+}
+
+json RouteObject(const QueryRoute& r) {
+  return {{"kind", QuestionKindName(r.decision.kind)},
+          {"method", QueryMethodName(r.method)},
+          {"reason", r.decision.reason},
+          {"by_llm", r.decision.by_llm},
+          {"estimated_llm_calls", r.estimated_calls},
+          {"estimated_tokens", r.estimated_tokens}};
+}
+
+json GlobalObject(const GlobalSearchResult& r, std::string_view question, bool llm) {
+  const auto& s = r.stats;
+  json cites = json::array();
+  for (const auto& c : r.citations) {
+    cites.push_back({{"community", c.community_id}, {"level", c.level}, {"title", c.title}});
+  }
+  json points = json::array();
+  for (const auto& p : r.points) {
+    points.push_back({{"description", p.description}, {"score", p.score},
+                      {"communities", p.community_ids}, {"fate", PointFateName(p.fate)}});
+  }
+  json calls = json::array();
+  for (const auto& m : r.map_calls) {
+    calls.push_back({{"batch", m.batch}, {"communities", m.community_ids},
+                     {"outcome", MapCallOutcomeName(m.outcome)}, {"error", m.error},
+                     {"points", m.points}, {"latency_ms", m.latency.count()}});
+  }
+  return {{"method", "global"},
+          {"question", question},
+          {"answer", r.answer},
+          {"llm", llm},
+          {"not_covered", r.not_covered},
+          {"citations", cites},
+          {"points", points},
+          {"map_calls", calls},
+          {"stats",
+           {{"level", s.level}, {"communities_selected", s.communities_selected},
+            {"reports_used", s.reports_used}, {"reports_left_out", s.reports_left_out},
+            {"reports_missing", s.reports_missing}, {"map_calls", s.map_calls},
+            {"map_calls_failed", s.map_calls_failed}, {"points_kept", s.points_kept},
+            {"points_dropped", s.points_zero_score + s.points_over_budget},
+            {"reduce_calls", s.reduce_calls}, {"tokens_in", s.tokens_in},
+            {"tokens_out", s.tokens_out}, {"wall_ms", s.wall_time.count()}}}};
+}
+
+json LocalObject(const LocalSearchResult& r, std::string_view question, bool llm) {
+  const auto& ctx = r.context;
+  json matches = json::array();
+  for (const auto& m : ctx.matches) {
+    matches.push_back({{"entity", m.entity_id}, {"name", m.name},
+                       {"similarity", m.similarity ? json(*m.similarity) : json()},
+                       {"by_name", m.by_name}, {"by_embedding", m.by_embedding}});
+  }
+  json items = json::array();
+  for (const auto& it : ctx.items) {
+    items.push_back({{"id", it.id}, {"type", LocalItemTypeName(it.type)}, {"rank", it.rank},
+                     {"tokens", it.tokens}, {"source", DescribeLocalItem(it)}});
+  }
+  json cites = json::array();
+  for (const auto& c : r.citations) {
+    cites.push_back({{"id", c.id}, {"source", DescribeLocalItem(ctx.items[c.item])}});
+  }
+  return {{"method", "local"},
+          {"question", question},
+          {"answer", r.answer},
+          {"llm", llm},
+          {"nothing_found", r.nothing_found},
+          {"matched_entities", matches},
+          {"context", items},
+          {"citations", cites},
+          {"diagnostics", ctx.diagnostics},
+          {"stats",
+           {{"budget_tokens", ctx.budget_tokens}, {"used_tokens", ctx.used_tokens},
+            {"used_embeddings", ctx.used_embeddings},
+            {"prompt_tokens", r.response.prompt_tokens},
+            {"completion_tokens", r.response.completion_tokens},
+            {"build_ms", static_cast<double>(ctx.build_time.count()) / 1000}}}};
+}
+
+json ChunkObject(const RetrievedChunk& c, size_t rank, bool with_text) {
+  json ranks = json::object();
+  json scores = json::object();
+  for (size_t s = 0; s < kSignalCount; ++s) {
+    const auto name = std::string(SignalName(static_cast<Signal>(s)));
+    ranks[name] = c.ranks[s] ? json(*c.ranks[s]) : json();
+    scores[name] = c.ranks[s] ? json(c.signal_scores[s]) : json();
+  }
+  json j = {{"rank", rank},
+            {"chunk_id", c.chunk_id},
+            {"document_id", c.document_id},
+            {"chunk_index", c.index},
+            {"score", c.score},
+            {"signal_ranks", ranks},
+            {"signal_scores", scores}};
+  if (c.rerank_score) j["rerank_score"] = *c.rerank_score;
+  if (with_text) j["text"] = c.text;
+  return j;
+}
+
+json SeedsArray(const RetrievalResult& r) {
+  json seeds = json::array();
+  for (const auto& s : r.seeds) {
+    json j = {{"entity", s.entity_id}, {"name_key", s.name_key}, {"weight", s.weight},
+              {"by_name", s.by_name}, {"by_fact", s.by_fact}};
+    if (s.by_name) j["specificity"] = s.specificity;
+    if (s.similarity) j["similarity"] = *s.similarity;
+    seeds.push_back(std::move(j));
+  }
+  return seeds;
+}
+
+json StatsObject(const RetrievalStats& s) {
+  json candidates = json::object();
+  json micros = json::object();
+  for (size_t i = 0; i < kSignalCount; ++i) {
+    const auto name = std::string(SignalName(static_cast<Signal>(i)));
+    candidates[name] = s.candidates[i];
+    micros[name] = static_cast<double>(s.signal_time[i].count()) / 1000;
+  }
+  return {{"chunks", s.chunks},
+          {"entities", s.entities},
+          {"candidates", candidates},
+          {"signal_ms", micros},
+          {"used_embeddings", s.used_embeddings},
+          {"lexical_embeddings", s.lexical_embeddings},
+          {"reranked", s.reranked},
+          {"total_ms", static_cast<double>(s.total_time.count()) / 1000}};
+}
+
+json PassagesObject(const PassageSearchResult& r, std::string_view question, QueryMethod method) {
+  json sources = json::array();
+  for (size_t i = 0; i < r.placed; ++i) {
+    json c = ChunkObject(r.retrieval.chunks[i], i + 1, false);
+    c["id"] = "S" + std::to_string(i + 1);
+    sources.push_back(std::move(c));
+  }
+  json cites = json::array();
+  for (const auto& c : r.citations) {
+    const auto& chunk = r.retrieval.chunks[c.chunk];
+    cites.push_back({{"id", c.id}, {"chunk_id", chunk.chunk_id},
+                     {"document_id", chunk.document_id}, {"chunk_index", chunk.index}});
+  }
+  return {{"method", QueryMethodName(method)},
+          {"question", question},
+          {"answer", r.answer},
+          {"llm", r.llm},
+          {"nothing_found", r.nothing_found},
+          {"sources", sources},
+          {"citations", cites},
+          {"seeds", SeedsArray(r.retrieval)},
+          {"diagnostics", r.retrieval.diagnostics},
+          {"stats",
+           {{"context_tokens", r.context_tokens},
+            {"prompt_tokens", r.response.prompt_tokens},
+            {"completion_tokens", r.response.completion_tokens},
+            {"retrieval", StatsObject(r.retrieval.stats)}}}};
+}
+
+}  // namespace
+
+std::string QueryResultJson(const QueryResult& result, std::string_view question, bool pretty) {
+  json j;
+  if (result.global) {
+    j = GlobalObject(*result.global, question, result.llm);
+  } else if (result.local) {
+    j = LocalObject(*result.local, question, result.llm);
+  } else if (result.passages) {
+    j = PassagesObject(*result.passages, question, result.method);
+  }
+  // Only when the router chose: explicit methods keep their shapes.
+  if (result.route) j["route"] = RouteObject(*result.route);
+  return Dump(j, pretty);
+}
+
+std::string RetrievalResultJson(const RetrievalResult& result, std::string_view question,
+                                RetrievalMethod method, bool pretty) {
+  json chunks = json::array();
+  for (size_t i = 0; i < result.chunks.size(); ++i) {
+    chunks.push_back(ChunkObject(result.chunks[i], i + 1, true));
+  }
+  json entities = json::array();
+  for (size_t i = 0; i < std::min<size_t>(20, result.entity_scores.size()); ++i) {
+    entities.push_back({{"entity", result.entity_scores[i].first},
+                        {"score", result.entity_scores[i].second}});
+  }
+  return Dump({{"method", RetrievalMethodName(method)},
+               {"question", question},
+               {"chunks", chunks},
+               {"seeds", SeedsArray(result)},
+               {"entities", entities},
+               {"diagnostics", result.diagnostics},
+               {"stats", StatsObject(result.stats)}},
+              pretty);
+}
+
+std::string QueryRouteJson(const QueryRoute& route, std::string_view question, bool pretty) {
+  json j = RouteObject(route);
+  j["question"] = question;
+  return Dump(j, pretty);
+}
+
+}  // namespace grag
