@@ -54,7 +54,8 @@ struct Args {
   size_t questions = 0;  // 0: all
   std::string keep;      // keep the index here
   bool json_out = false;
-  bool explain = false;  // print the misses of hybrid@5 with seeds and each method's top 5
+  bool explain = false;  // print the misses of graph@2 with seeds and each method's top 5
+  bool lazy = false;     // read each question's neighbourhood instead of keeping the graph
 };
 
 [[noreturn]] void Die(const std::string& m) {
@@ -145,6 +146,7 @@ int Main(int argc, char** argv) {
     else if (arg == "--keep") a.keep = next();
     else if (arg == "--json") a.json_out = true;
     else if (arg == "--explain") a.explain = true;
+    else if (arg == "--lazy") a.lazy = true;
     else if (arg == "--opt") {
       const std::string kv = next();
       const auto eq = kv.find('=');
@@ -203,7 +205,9 @@ int Main(int argc, char** argv) {
   }
   auto tok = Tokenizer::Get(config.chunks.encoding);
   if (!tok.ok()) Die(tok.status().ToString());
-  auto retriever = Retriever::Open(**store, &embedder);
+  RetrieverOptions ropts;
+  ropts.load_graph = !a.lazy;
+  auto retriever = Retriever::Open(**store, &embedder, ropts);
   if (!retriever.ok()) Die(retriever.status().ToString());
 
   RetrievalOptions base;

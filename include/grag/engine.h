@@ -39,6 +39,9 @@ struct EngineOptions {
   bool wait_for_writer = false;
   std::function<void(const std::string& holder)> on_wait;
   std::string lock_holder = "grag";
+  // Keep the whole graph in memory for many questions (a server). Off: each question reads its
+  // seeds' neighbourhood (a command answering one question: fast to open on a large index).
+  bool keep_graph = false;
 };
 
 struct QueryRequest {

@@ -19,4 +19,14 @@ inline constexpr int64_t kDefaultMaxQuestionTokens = 2000;
 Status CheckQuestion(std::string_view question, const Tokenizer& tokenizer,
                      int64_t max_tokens = kDefaultMaxQuestionTokens);
 
+// The first half of CheckQuestion, which needs no tokenizer: kInvalidArgument when `question`
+// holds no letter or digit.
+Status CheckQuestionHasWords(std::string_view question);
+
+// Whether CheckQuestion must count tokens to judge the length: a question of at most
+// `max_tokens` bytes cannot have more tokens than that (a token is at least one byte).
+inline bool QuestionNeedsCounting(std::string_view question, int64_t max_tokens) {
+  return max_tokens > 0 && static_cast<int64_t>(question.size()) > max_tokens;
+}
+
 }  // namespace grag

@@ -167,6 +167,13 @@ struct RetrieverOptions {
   // Build the chunk and entity vector indexes (when the index holds embeddings). Off: the
   // vector signal and embedding seeds are skipped.
   bool load_vectors = true;
+  // Keep the whole graph in memory (a server, an evaluation). Off: each question reads only its
+  // seeds' neighbourhood from the store (Store::LoadGraphNeighbourhood), which is what one
+  // question on a large index should cost; entity vectors are then read only when there are
+  // at most lazy_max_entity_floats of them.
+  bool load_graph = true;
+  size_t lazy_max_entity_floats = 4'000'000;
+  Store::NeighbourhoodLimits neighbourhood;
   // Reorders the fused ranking's head (RetrievalOptions::rerank_top_n); borrowed; may be null.
   RerankModel* reranker = nullptr;
 };

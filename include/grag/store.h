@@ -126,9 +126,13 @@ class Store {
   // Every chunk id, by document and position.
   Result<std::vector<std::string>> ListChunkIds();
   Result<int64_t> CountChunks();
+  Result<int64_t> CountEntities();
 
   // BM25 full-text search over chunk text: the best `k` chunks containing any of the query's
-  // words (Porter-stemmed, case- and diacritic-insensitive), best first. The query is plain text:
+  // words (Porter-stemmed, case- and diacritic-insensitive), best first. Words in more than half
+  // the chunks are left out of the query (BM25 weighs them about zero, yet each would make
+  // nearly every chunk a match to score), unless the index has fewer than 20 chunks. The query
+  // is plain text:
   // quotes, operators (AND, OR, NOT, NEAR), `*`, `^`, `:` and parentheses have no special meaning,
   // so no query can be a syntax error. A query with no words returns nothing.
   Result<std::vector<ChunkHit>> SearchChunks(std::string_view query, int k);
@@ -175,9 +179,27 @@ class Store {
   // The whole graph in compact form (ids, keys, weights, entity-chunk links), read in one
   // snapshot: what retrieval keeps in memory.
   Result<GraphSnapshot> LoadGraphSnapshot();
+  // The part of the graph around some entities and chunks, in the same form: what they reach in
+  // `hops` steps over relationships and entity-chunk links (breadth first, at most
+  // max_entities entities and max_chunks chunks, at most max_fanout steps out of any one
+  // node), with the edges and links among what was reached. Entity frequencies are the
+  // index-wide ones. For one question on a large index, where reading the whole graph would
+  // cost more than answering.
+  struct NeighbourhoodLimits {
+    int hops = 3;
+    size_t max_entities = 1500;
+    size_t max_chunks = 1500;
+    size_t max_fanout = 100;
+  };
+  Result<GraphSnapshot> LoadGraphNeighbourhood(const std::vector<int64_t>& entity_ids,
+                                               const std::vector<std::string>& chunk_ids,
+                                               const NeighbourhoodLimits& limits);
   // Chunks whose text holds `phrase` (its words in a row; case-, diacritic- and stem-
   // insensitive as the full-text search is): how specific a name is. 0 for no words.
   Result<int64_t> CountChunksWithPhrase(std::string_view phrase);
+  // The same for single words, all at once and faster (vocabulary look-ups): the chunks holding
+  // each word, in order.
+  Result<std::vector<int64_t>> CountChunksWithWords(const std::vector<std::string>& words);
 
   // Recomputes the derived columns from the links: entity degree and frequency, relationship
   // frequency. Call after the merge stage has written entities, relationships and links.

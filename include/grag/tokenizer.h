@@ -29,6 +29,8 @@ class Tokenizer {
   // CPU) and cached; concurrent first calls wait for one build. InvalidArgument for any other
   // name.
   static Result<const Tokenizer*> Get(std::string_view encoding);
+  // Whether Get would know `encoding`, without building anything.
+  static Status CheckEncoding(std::string_view encoding);
 
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;

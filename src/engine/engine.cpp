@@ -39,13 +39,15 @@ Result<QueryMethod> ParseQueryMethod(std::string_view name) {
 struct Engine::Impl {
   Config config;
   std::unique_ptr<Store> store;
-  const Tokenizer* tokenizer = nullptr;
+  mutable std::once_flag tokenizer_once;
+  mutable const Tokenizer* tokenizer = nullptr;
   std::unique_ptr<ChatModel> chat;
   std::unique_ptr<EmbeddingModel> embedder;
   std::unique_ptr<RerankModel> reranker;
   // Prompts, read once (edited files in prompts_dir win over the defaults).
   std::string map_prompt, reduce_prompt, local_prompt, basic_prompt, route_prompt;
 
+  bool keep_graph = false;
   std::mutex retriever_mu;
   std::unique_ptr<Retriever> retriever;  // guarded by retriever_mu until built
 
@@ -60,6 +62,7 @@ Engine::~Engine() = default;
 Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->config = std::move(config);
+  impl->keep_graph = options.keep_graph;
   const Config& c = impl->config;
   const std::string db = c.Resolve(c.store.path);
   StoreOptions so;
@@ -80,7 +83,8 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
     return store.status();
   }
   impl->store = std::move(store).value();
-  GRAG_ASSIGN_OR_RETURN(impl->tokenizer, Tokenizer::Get(c.chunks.encoding));
+  // The tokenizer is loaded on first use (tens of milliseconds): a search needs none.
+  GRAG_RETURN_IF_ERROR(Tokenizer::CheckEncoding(c.chunks.encoding));
   KeyValueCache* cache = &impl->store->ReplyCache();
   GRAG_ASSIGN_OR_RETURN(impl->chat, MakeChatModel(c, cache));
   GRAG_ASSIGN_OR_RETURN(impl->embedder, MakeEmbeddingModel(c, cache));
@@ -96,7 +100,12 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
 
 const Config& Engine::config() const { return impl_->config; }
 Store& Engine::store() { return *impl_->store; }
-const Tokenizer& Engine::tokenizer() const { return *impl_->tokenizer; }
+const Tokenizer& Engine::tokenizer() const {
+  std::call_once(impl_->tokenizer_once, [this] {
+    impl_->tokenizer = Tokenizer::Get(impl_->config.chunks.encoding).value_or(nullptr);
+  });
+  return *impl_->tokenizer;  // the encoding was checked at Open
+}
 ChatModel* Engine::chat() { return impl_->chat.get(); }
 EmbeddingModel* Engine::embedder() { return impl_->embedder.get(); }
 
@@ -105,6 +114,7 @@ Result<const Retriever*> Engine::retriever() {
   if (!impl_->retriever) {
     RetrieverOptions ro;
     ro.reranker = impl_->reranker.get();
+    ro.load_graph = impl_->keep_graph;
     GRAG_ASSIGN_OR_RETURN(impl_->retriever,
                           Retriever::Open(*impl_->store, impl_->embedder.get(), ro));
   }
@@ -307,8 +317,10 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
 }
 
 Result<RetrievalResult> Engine::Search(const SearchRequest& request) {
-  GRAG_RETURN_IF_ERROR(
-      CheckQuestion(request.question, tokenizer(), config().query.max_question_tokens));
+  const int64_t max_tokens = config().query.max_question_tokens;
+  GRAG_RETURN_IF_ERROR(QuestionNeedsCounting(request.question, max_tokens)
+                           ? CheckQuestion(request.question, tokenizer(), max_tokens)
+                           : CheckQuestionHasWords(request.question));
   RetrievalOptions o = SearchOptions();
   if (request.method) o.method = *request.method;
   if (request.top_k) {

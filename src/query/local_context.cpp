@@ -778,7 +778,10 @@ Result<LocalContext> BuildLocalContext(Store& store, EmbeddingModel* embedder,
   if (options.hybrid_chunks) {
     std::unique_ptr<Retriever> own;
     if (retriever == nullptr) {
-      GRAG_ASSIGN_OR_RETURN(own, Retriever::Open(store, embedder));
+      // One question: read the neighbourhood it needs, not the whole graph.
+      RetrieverOptions ro;
+      ro.load_graph = false;
+      GRAG_ASSIGN_OR_RETURN(own, Retriever::Open(store, embedder, ro));
       retriever = own.get();
     }
     RetrievalOptions ro = options.retrieval;

@@ -34,11 +34,16 @@ bool HasWordCharacter(std::string_view text) {
 
 }  // namespace
 
-Status CheckQuestion(std::string_view question, const Tokenizer& tokenizer, int64_t max_tokens) {
+Status CheckQuestionHasWords(std::string_view question) {
   if (!HasWordCharacter(question)) {
     return Status::InvalidArgument("the question is empty: it holds no word to search for");
   }
-  if (max_tokens > 0) {
+  return Status::Ok();
+}
+
+Status CheckQuestion(std::string_view question, const Tokenizer& tokenizer, int64_t max_tokens) {
+  GRAG_RETURN_IF_ERROR(CheckQuestionHasWords(question));
+  if (QuestionNeedsCounting(question, max_tokens)) {
     const auto tokens = static_cast<int64_t>(tokenizer.Count(question));
     if (tokens > max_tokens) {
       return Status::InvalidArgument(

@@ -192,13 +192,13 @@ std::vector<std::pair<std::string, double>> ReciprocalRankFusion(
 
 // ---------------------------------------------------------------- the retriever
 
-struct Retriever::Impl {
-  Store& store;
-  EmbeddingModel* embedder = nullptr;
-
-  // Graph nodes: entities [0, E), then chunks [E, E + C).
+// The graph as retrieval walks it: the whole index's (kept by a Retriever) or the
+// neighbourhood of one question's seeds (read for that question). Node ids: entities [0, E),
+// then chunks [E, E + C).
+struct GraphData {
   std::vector<int64_t> entity_ids;
   std::vector<std::string> entity_keys;
+  std::vector<int64_t> entity_frequency;  // chunks the entity is linked to, index-wide
   std::unordered_map<std::string, uint32_t> node_of_key;
   std::unordered_map<int64_t, uint32_t> node_of_entity;
   std::vector<std::string> chunk_ids;
@@ -209,46 +209,116 @@ struct Retriever::Impl {
   std::vector<std::vector<uint32_t>> chunk_entities;
   std::vector<uint32_t> title_entity;  // by chunk: the entity its document's title names, or none
   static constexpr uint32_t kNone = UINT32_MAX;
-
-  RerankModel* reranker = nullptr;
-  std::unique_ptr<VectorIndex> chunk_vectors;   // null: none usable
-  std::unique_ptr<VectorIndex> entity_vectors;  // null: none usable
-  std::vector<std::string> open_notes;          // why vectors are not used
+  int64_t total_chunks = 0;  // in the index (not only here)
 
   // Transition graphs by the options that shape them, built on first use.
   mutable std::mutex graphs_mu;
   mutable std::map<std::tuple<double, double, bool>, std::shared_ptr<const query::TransitionGraph>>
       graphs;
+
+  static std::unique_ptr<GraphData> Build(GraphSnapshot g, int64_t total_chunks);
+
+  uint32_t entity_count() const { return static_cast<uint32_t>(entity_ids.size()); }
+  std::shared_ptr<const query::TransitionGraph> Graph(double entity_to_chunk, double titled_share,
+                                                      bool specific) const;
+  // How specific an entity is by the chunks it occurs in (0-1).
+  double EntitySpecificity(uint32_t node) const {
+    const double n = static_cast<double>(total_chunks);
+    const double f = static_cast<double>(entity_frequency[node]);
+    if (n < 1) return 1;
+    return std::clamp(std::log((n + 1) / (f + 0.5)) / std::log(n + 1), 0.0, 1.0);
+  }
+};
+
+std::unique_ptr<GraphData> GraphData::Build(GraphSnapshot g, int64_t total_chunks) {
+  auto d = std::make_unique<GraphData>();
+  d->total_chunks = total_chunks;
+  d->entity_ids.reserve(g.entities.size());
+  for (auto& e : g.entities) {
+    const auto node = static_cast<uint32_t>(d->entity_ids.size());
+    d->node_of_entity.emplace(e.id, node);
+    d->node_of_key.emplace(e.name_key, node);
+    d->entity_ids.push_back(e.id);
+    d->entity_keys.push_back(std::move(e.name_key));
+    d->entity_frequency.push_back(e.frequency);
+  }
+  d->chunk_ids = std::move(g.chunk_ids);
+  for (size_t c = 0; c < d->chunk_ids.size(); ++c) {
+    d->chunk_of_id.emplace(d->chunk_ids[c], static_cast<uint32_t>(c));
+  }
+  const uint32_t e_count = d->entity_count();
+  d->related.resize(e_count);
+  d->entity_chunks.resize(e_count);
+  d->chunk_entities.resize(d->chunk_ids.size());
+  for (const auto& edge : g.edges) {
+    auto a = d->node_of_entity.find(edge.source_id);
+    auto b = d->node_of_entity.find(edge.target_id);
+    if (a == d->node_of_entity.end() || b == d->node_of_entity.end()) continue;
+    const double w = std::max(edge.weight, 1e-9);
+    d->related[a->second].emplace_back(b->second, w);
+    d->related[b->second].emplace_back(a->second, w);
+  }
+  d->title_entity.assign(d->chunk_ids.size(), kNone);
+  for (size_t c = 0; c < g.chunk_titles.size() && c < d->chunk_ids.size(); ++c) {
+    const std::string name = TitleEntityName(g.chunk_titles[c]);
+    if (name.empty()) continue;
+    auto it = d->node_of_key.find(NormalizeEntityName(name));
+    if (it != d->node_of_key.end()) d->title_entity[c] = it->second;
+  }
+  for (const auto& link : g.links) {
+    auto e = d->node_of_entity.find(link.entity_id);
+    if (e == d->node_of_entity.end() || link.chunk >= d->chunk_ids.size()) continue;
+    d->entity_chunks[e->second].push_back(link.chunk);
+    d->chunk_entities[link.chunk].push_back(e->second);
+  }
+  return d;
+}
+
+struct Retriever::Impl {
+  Store& store;
+  EmbeddingModel* embedder = nullptr;
+  RerankModel* reranker = nullptr;
+  // The whole graph, kept; null in the one-question mode (RetrieverOptions::load_graph off),
+  // where each question reads its seeds' neighbourhood instead.
+  std::unique_ptr<GraphData> full;
+  RetrieverOptions options;
+  int64_t total_chunks = 0;
+  int64_t total_entities = 0;
+
+  std::unique_ptr<VectorIndex> chunk_vectors;   // null: none usable
+  std::unique_ptr<VectorIndex> entity_vectors;  // null: none usable
+  std::vector<std::string> open_notes;          // why vectors are not used
+
   // Name specificity by key (a full-text count per name), remembered.
   mutable std::mutex specificity_mu;
   mutable std::unordered_map<std::string, std::pair<double, int64_t>> specificity;
 
   explicit Impl(Store& s) : store(s) {}
 
-  uint32_t entity_count() const { return static_cast<uint32_t>(entity_ids.size()); }
-
-  std::shared_ptr<const query::TransitionGraph> Graph(double entity_to_chunk, double titled_share,
-                                                      bool specific) const;
   // The specificity (0-1) of a phrase and the chunks whose text holds it.
   Result<std::pair<double, int64_t>> Specificity(const std::string& key) const;
+  // The same for single words, looked up together.
+  Result<std::vector<std::pair<double, int64_t>>> WordSpecificities(
+      const std::vector<std::string>& words) const;
+  double SpecificityOf(int64_t df) const {
+    const double n = static_cast<double>(total_chunks);
+    if (n < 1) return 1.0;
+    return std::clamp(std::log((n + 1) / (static_cast<double>(df) + 0.5)) / std::log(n + 1), 0.0,
+                      1.0);
+  }
   Result<std::vector<float>> EmbedQuestion(std::string_view question) const;
+  // The entity a normalised name is the key of, if any.
+  Result<std::optional<int64_t>> EntityOfKey(const std::string& key) const;
   Result<std::vector<SeedEntity>> NamedSeeds(std::string_view question,
                                              const RetrievalOptions& o) const;
   // Fact seeds from the best passages' sentences (RetrievalOptions::fact_seed_share).
-  Result<std::vector<SeedEntity>> FactSeeds(std::string_view question,
+  Result<std::vector<SeedEntity>> FactSeeds(const GraphData& g, std::string_view question,
                                             const std::vector<std::string>& passages,
                                             const std::vector<SeedEntity>& named,
                                             const RetrievalOptions& o) const;
-  // How specific an entity is by the chunks it occurs in (0-1).
-  double EntitySpecificity(uint32_t node) const {
-    const double n = static_cast<double>(chunk_ids.size());
-    const double f = static_cast<double>(entity_chunks[node].size());
-    if (n < 1) return 1;
-    return std::clamp(std::log((n + 1) / (f + 0.5)) / std::log(n + 1), 0.0, 1.0);
-  }
 };
 
-std::shared_ptr<const query::TransitionGraph> Retriever::Impl::Graph(double entity_to_chunk,
+std::shared_ptr<const query::TransitionGraph> GraphData::Graph(double entity_to_chunk,
                                                                      double titled_share,
                                                                      bool specific) const {
   std::lock_guard lock(graphs_mu);
@@ -288,14 +358,14 @@ std::shared_ptr<const query::TransitionGraph> Retriever::Impl::Graph(double enti
     }
     g->offsets.push_back(static_cast<uint32_t>(g->targets.size()));
   }
-  const double n = static_cast<double>(chunk_ids.size());
+  const double n = static_cast<double>(total_chunks);
   std::vector<double> w;
   for (size_t c = 0; c < chunk_ids.size(); ++c) {
     const auto& ents = chunk_entities[c];
     w.assign(ents.size(), 1.0);
     if (specific) {
       for (size_t k = 0; k < ents.size(); ++k) {
-        const double freq = static_cast<double>(entity_chunks[ents[k]].size());
+        const double freq = static_cast<double>(entity_frequency[ents[k]]);
         w[k] = std::max(1e-3, std::log((n + 1) / (freq + 0.5)));
       }
     }
@@ -312,20 +382,45 @@ std::shared_ptr<const query::TransitionGraph> Retriever::Impl::Graph(double enti
 }
 
 Result<std::pair<double, int64_t>> Retriever::Impl::Specificity(const std::string& key) const {
+  if (key.find(' ') == std::string::npos) {
+    GRAG_ASSIGN_OR_RETURN(auto one, WordSpecificities({key}));
+    return one.front();
+  }
   {
     std::lock_guard lock(specificity_mu);
     if (auto it = specificity.find(key); it != specificity.end()) return it->second;
   }
   GRAG_ASSIGN_OR_RETURN(int64_t df, store.CountChunksWithPhrase(key));
-  const double n = static_cast<double>(chunk_ids.size());
-  double s = 1.0;
-  if (n >= 1) {
-    s = std::log((n + 1) / (static_cast<double>(df) + 0.5)) / std::log(n + 1);
-    s = std::clamp(s, 0.0, 1.0);
-  }
+  const auto result = std::make_pair(SpecificityOf(df), df);
   std::lock_guard lock(specificity_mu);
-  specificity.emplace(key, std::make_pair(s, df));
-  return std::make_pair(s, df);
+  specificity.emplace(key, result);
+  return result;
+}
+
+Result<std::vector<std::pair<double, int64_t>>> Retriever::Impl::WordSpecificities(
+    const std::vector<std::string>& words) const {
+  std::vector<std::pair<double, int64_t>> out(words.size());
+  std::vector<std::string> missing;
+  std::vector<size_t> at;
+  {
+    std::lock_guard lock(specificity_mu);
+    for (size_t i = 0; i < words.size(); ++i) {
+      if (auto it = specificity.find(words[i]); it != specificity.end()) {
+        out[i] = it->second;
+      } else {
+        missing.push_back(words[i]);
+        at.push_back(i);
+      }
+    }
+  }
+  if (missing.empty()) return out;
+  GRAG_ASSIGN_OR_RETURN(std::vector<int64_t> df, store.CountChunksWithWords(missing));
+  std::lock_guard lock(specificity_mu);
+  for (size_t k = 0; k < missing.size(); ++k) {
+    out[at[k]] = std::make_pair(SpecificityOf(df[k]), df[k]);
+    specificity.emplace(missing[k], out[at[k]]);
+  }
+  return out;
 }
 
 Result<std::vector<float>> Retriever::Impl::EmbedQuestion(std::string_view question) const {
@@ -340,12 +435,23 @@ Result<std::vector<float>> Retriever::Impl::EmbedQuestion(std::string_view quest
 
 // Entities named in the question: greedy longest match from the left over the normalised words,
 // so "Digital Markets Act" is one name and not also "Markets".
+Result<std::optional<int64_t>> Retriever::Impl::EntityOfKey(const std::string& key) const {
+  if (full) {
+    auto it = full->node_of_key.find(key);
+    if (it == full->node_of_key.end()) return std::optional<int64_t>();
+    return std::optional<int64_t>(full->entity_ids[it->second]);
+  }
+  GRAG_ASSIGN_OR_RETURN(std::optional<EntityRecord> e, store.GetEntityByKey(key));
+  if (!e) return std::optional<int64_t>();
+  return std::optional<int64_t>(e->id);
+}
+
 Result<std::vector<SeedEntity>> Retriever::Impl::NamedSeeds(std::string_view question,
                                                             const RetrievalOptions& o) const {
   std::vector<SeedEntity> out;
   if (o.max_name_words <= 0) return out;
   const auto words = QuestionWords(question);
-  std::unordered_set<uint32_t> seen;
+  std::unordered_set<int64_t> seen;
   size_t i = 0;
   while (i < words.size()) {
     size_t matched = 0;
@@ -353,8 +459,8 @@ Result<std::vector<SeedEntity>> Retriever::Impl::NamedSeeds(std::string_view que
     for (size_t len = longest; len >= 1 && matched == 0; --len) {
       std::string key = words[i].key;
       for (size_t j = 1; j < len; ++j) key += ' ' + words[i + j].key;
-      auto it = node_of_key.find(key);
-      if (it == node_of_key.end()) continue;
+      GRAG_ASSIGN_OR_RETURN(std::optional<int64_t> entity, EntityOfKey(key));
+      if (!entity) continue;
       if (len == 1 && key.size() < kShortNameBytes) {
         // A short word names an entity only when the question capitalises it ("US", not "us").
         const std::string_view piece = words[i].piece;
@@ -364,10 +470,10 @@ Result<std::vector<SeedEntity>> Retriever::Impl::NamedSeeds(std::string_view que
         }
       }
       matched = len;
-      if (!seen.insert(it->second).second) break;
+      if (!seen.insert(*entity).second) break;
       GRAG_ASSIGN_OR_RETURN(auto spec, Specificity(key));
       SeedEntity s;
-      s.entity_id = entity_ids[it->second];
+      s.entity_id = *entity;
       s.name_key = key;
       s.by_name = true;
       s.specificity = spec.first;
@@ -380,7 +486,7 @@ Result<std::vector<SeedEntity>> Retriever::Impl::NamedSeeds(std::string_view que
 }
 
 Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(
-    std::string_view question, const std::vector<std::string>& passages,
+    const GraphData& g, std::string_view question, const std::vector<std::string>& passages,
     const std::vector<SeedEntity>& named, const RetrievalOptions& o) const {
   std::vector<SeedEntity> out;
   if (passages.empty() || o.fact_sentences <= 0 || o.fact_seed_share <= 0) return out;
@@ -394,13 +500,15 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(
     for (const auto& s : named) {
       for (const auto& w : SplitNormalizedName(s.name_key)) seen.insert(Stem(w));
     }
+    std::vector<std::string> words;
     for (const auto& w : Words(question)) {
-      const std::string stem = Stem(w);
-      if (!seen.insert(stem).second) continue;
-      GRAG_ASSIGN_OR_RETURN(auto word, Specificity(w));
-      const double spec = word.first;
+      if (seen.insert(Stem(w)).second) words.push_back(w);
+    }
+    GRAG_ASSIGN_OR_RETURN(auto specs, WordSpecificities(words));
+    for (size_t k = 0; k < words.size(); ++k) {
+      const double spec = specs[k].first;
       if (spec < 0.2) continue;
-      terms.emplace_back(stem, spec);
+      terms.emplace_back(Stem(words[k]), spec);
       total += spec;
     }
   }
@@ -409,8 +517,8 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(
   for (const auto& s : named) already.insert(s.entity_id);
   std::unordered_map<uint32_t, double> score;  // entity node -> best fact score
   for (size_t r = 0; r < passages.size(); ++r) {
-    auto c = chunk_of_id.find(passages[r]);
-    if (c == chunk_of_id.end()) continue;
+    auto c = g.chunk_of_id.find(passages[r]);
+    if (c == g.chunk_of_id.end()) continue;
     GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(passages[r]));
     if (!chunk) continue;
     // Each sentence's share of the question's specific words.
@@ -430,10 +538,10 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(
     }
     const double passage_weight = 1.0 / static_cast<double>(r + 1);
     for (const auto& [match, words] : sentences) {
-      for (uint32_t e : chunk_entities[c->second]) {
-        if (already.count(entity_ids[e])) continue;
-        if (!HoldsRun(words, SplitNormalizedName(entity_keys[e]))) continue;
-        const double s = passage_weight * match * EntitySpecificity(e);
+      for (uint32_t e : g.chunk_entities[c->second]) {
+        if (already.count(g.entity_ids[e])) continue;
+        if (!HoldsRun(words, SplitNormalizedName(g.entity_keys[e]))) continue;
+        const double s = passage_weight * match * g.EntitySpecificity(e);
         double& best = score[e];
         best = std::max(best, s);
       }
@@ -441,8 +549,8 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(
   }
   for (const auto& [node, s] : score) {
     SeedEntity seed;
-    seed.entity_id = entity_ids[node];
-    seed.name_key = entity_keys[node];
+    seed.entity_id = g.entity_ids[node];
+    seed.name_key = g.entity_keys[node];
     seed.by_fact = true;
     seed.weight = s;
     out.push_back(std::move(seed));
@@ -461,43 +569,12 @@ Result<std::unique_ptr<Retriever>> Retriever::Open(Store& store, EmbeddingModel*
   auto impl = std::make_unique<Impl>(store);
   impl->embedder = embedder;
   impl->reranker = options.reranker;
-  GRAG_ASSIGN_OR_RETURN(GraphSnapshot g, store.LoadGraphSnapshot());
-  impl->entity_ids.reserve(g.entities.size());
-  for (auto& e : g.entities) {
-    const auto node = static_cast<uint32_t>(impl->entity_ids.size());
-    impl->node_of_entity.emplace(e.id, node);
-    impl->node_of_key.emplace(e.name_key, node);
-    impl->entity_ids.push_back(e.id);
-    impl->entity_keys.push_back(std::move(e.name_key));
-  }
-  impl->chunk_ids = std::move(g.chunk_ids);
-  for (size_t c = 0; c < impl->chunk_ids.size(); ++c) {
-    impl->chunk_of_id.emplace(impl->chunk_ids[c], static_cast<uint32_t>(c));
-  }
-  const uint32_t e_count = impl->entity_count();
-  impl->related.resize(e_count);
-  impl->entity_chunks.resize(e_count);
-  impl->chunk_entities.resize(impl->chunk_ids.size());
-  for (const auto& edge : g.edges) {
-    auto a = impl->node_of_entity.find(edge.source_id);
-    auto b = impl->node_of_entity.find(edge.target_id);
-    if (a == impl->node_of_entity.end() || b == impl->node_of_entity.end()) continue;
-    const double w = std::max(edge.weight, 1e-9);
-    impl->related[a->second].emplace_back(b->second, w);
-    impl->related[b->second].emplace_back(a->second, w);
-  }
-  impl->title_entity.assign(impl->chunk_ids.size(), Impl::kNone);
-  for (size_t c = 0; c < g.chunk_titles.size() && c < impl->chunk_ids.size(); ++c) {
-    const std::string name = TitleEntityName(g.chunk_titles[c]);
-    if (name.empty()) continue;
-    auto it = impl->node_of_key.find(NormalizeEntityName(name));
-    if (it != impl->node_of_key.end()) impl->title_entity[c] = it->second;
-  }
-  for (const auto& link : g.links) {
-    auto e = impl->node_of_entity.find(link.entity_id);
-    if (e == impl->node_of_entity.end() || link.chunk >= impl->chunk_ids.size()) continue;
-    impl->entity_chunks[e->second].push_back(link.chunk);
-    impl->chunk_entities[link.chunk].push_back(e->second);
+  impl->options = options;
+  GRAG_ASSIGN_OR_RETURN(impl->total_chunks, store.CountChunks());
+  GRAG_ASSIGN_OR_RETURN(impl->total_entities, store.CountEntities());
+  if (options.load_graph) {
+    GRAG_ASSIGN_OR_RETURN(GraphSnapshot g, store.LoadGraphSnapshot());
+    impl->full = GraphData::Build(std::move(g), impl->total_chunks);
   }
 
   if (options.load_vectors && embedder != nullptr) {
@@ -512,6 +589,15 @@ Result<std::unique_ptr<Retriever>> Retriever::Open(Store& store, EmbeddingModel*
         impl->open_notes.push_back("the " + what + " embeddings were made with '" + space->model +
                                    "', not the configured '" + embedder->model() +
                                    "': not used (re-index to embed with it)");
+        continue;
+      }
+      if (owner == EmbeddingOwner::kEntity && !options.load_graph &&
+          space->count * space->dimension > static_cast<int64_t>(options.lazy_max_entity_floats)) {
+        // One question: reading every entity vector would cost more than the rest together;
+        // the names and facts seed the walk.
+        impl->open_notes.push_back(
+            "one-question mode: the " + std::to_string(space->count) +
+            " entity vectors are not read, so no entity is matched by embedding");
         continue;
       }
       GRAG_ASSIGN_OR_RETURN(auto index, VectorIndex::Build(store, owner));
@@ -536,12 +622,12 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
                                             const RetrievalOptions& o) const {
   const auto start = SteadyClock::now();
   GRAG_RETURN_IF_ERROR(CheckOptions(o));
-  GRAG_RETURN_IF_ERROR(CheckQuestion(question, *Tokenizer::Get("o200k_base").value(), 0));
+  GRAG_RETURN_IF_ERROR(CheckQuestionHasWords(question));
   const Impl& im = *impl_;
   RetrievalResult result;
   RetrievalStats& stats = result.stats;
-  stats.chunks = static_cast<int64_t>(im.chunk_ids.size());
-  stats.entities = static_cast<int64_t>(im.entity_ids.size());
+  stats.chunks = im.total_chunks;
+  stats.entities = im.total_entities;
   result.diagnostics = im.open_notes;
   const bool lexical = im.embedder != nullptr && IsLexicalEmbeddingModel(im.embedder->model());
   stats.lexical_embeddings = lexical;
@@ -588,7 +674,7 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
   }
 
   // ---- graph
-  if (want_graph && !im.chunk_ids.empty()) {
+  if (want_graph && im.total_chunks > 0) {
     const auto t = SteadyClock::now();
     GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> named, im.NamedSeeds(question, o));
     // Names too common to point anywhere are dropped, unless nothing else is named.
@@ -615,8 +701,6 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
         } catch (const std::exception&) {
           continue;
         }
-        auto node = im.node_of_entity.find(id);
-        if (node == im.node_of_entity.end()) continue;
         auto same = std::find_if(seeds.begin(), seeds.end(),
                                  [&](const SeedEntity& s) { return s.entity_id == id; });
         if (same != seeds.end()) {
@@ -625,7 +709,6 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
         }
         SeedEntity s;
         s.entity_id = id;
-        s.name_key = im.entity_keys[node->second];
         s.similarity = h.similarity;
         s.weight = 0.5 * h.similarity;  // a near description counts less than a name said outright
         seeds.push_back(std::move(s));
@@ -640,8 +723,25 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     const size_t passages = std::min(first.size(), static_cast<size_t>(o.passage_seeds));
     std::vector<std::string> best_passages;
     for (size_t r = 0; r < passages; ++r) best_passages.push_back(first[r].first);
+    // The graph to walk: the whole of it, kept; or (one question) the neighbourhood of what
+    // seeds it, read now.
+    const GraphData* g = im.full.get();
+    std::unique_ptr<GraphData> local;
+    if (g == nullptr) {
+      std::vector<int64_t> seed_ids;
+      for (const auto& s : seeds) seed_ids.push_back(s.entity_id);
+      GRAG_ASSIGN_OR_RETURN(GraphSnapshot near,
+                            im.store.LoadGraphNeighbourhood(seed_ids, best_passages,
+                                                            im.options.neighbourhood));
+      local = GraphData::Build(std::move(near), im.total_chunks);
+      g = local.get();
+    }
+    std::erase_if(seeds, [&](const SeedEntity& s) { return !g->node_of_entity.count(s.entity_id); });
+    for (auto& s : seeds) {
+      if (s.name_key.empty()) s.name_key = g->entity_keys[g->node_of_entity.at(s.entity_id)];
+    }
     GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> facts,
-                          im.FactSeeds(question, best_passages, seeds, o));
+                          im.FactSeeds(*g, question, best_passages, seeds, o));
     double entity_mass = 0;
     for (const auto& s : seeds) entity_mass += s.weight;
     double fact_mass = 0;
@@ -660,20 +760,20 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     std::vector<std::pair<uint32_t, double>> seed_nodes;
     for (auto& s : seeds) {
       s.weight = named_share * s.weight / entity_mass;
-      seed_nodes.emplace_back(im.node_of_entity.at(s.entity_id), s.weight);
+      seed_nodes.emplace_back(g->node_of_entity.at(s.entity_id), s.weight);
     }
     for (auto& s : facts) {
       s.weight = fact_share * s.weight / fact_mass;
-      seed_nodes.emplace_back(im.node_of_entity.at(s.entity_id), s.weight);
+      seed_nodes.emplace_back(g->node_of_entity.at(s.entity_id), s.weight);
       seeds.push_back(s);
     }
     if (passages > 0) {
       double harmonic = 0;
       for (size_t r = 0; r < passages; ++r) harmonic += 1.0 / static_cast<double>(r + 1);
       for (size_t r = 0; r < passages; ++r) {
-        auto c = im.chunk_of_id.find(first[r].first);
-        if (c == im.chunk_of_id.end()) continue;
-        seed_nodes.emplace_back(im.entity_count() + c->second,
+        auto c = g->chunk_of_id.find(first[r].first);
+        if (c == g->chunk_of_id.end()) continue;
+        seed_nodes.emplace_back(g->entity_count() + c->second,
                                 passage_share / (static_cast<double>(r + 1) * harmonic));
       }
     }
@@ -685,7 +785,7 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
       po.damping = o.damping;
       po.epsilon = o.ppr_epsilon;
       const auto graph =
-          im.Graph(o.entity_to_chunk, o.titled_chunk_share, o.specific_entities_first);
+          g->Graph(o.entity_to_chunk, o.titled_chunk_share, o.specific_entities_first);
       auto ranked = query::PersonalizedPageRank(*graph, seed_nodes, po);
       if (o.exclude_seed_mass) {
         // A walk that stops at its first stop says nothing about the graph.
@@ -703,12 +803,12 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
         });
       }
       for (const auto& [node, score] : ranked) {
-        if (node < im.entity_count()) {
+        if (node < g->entity_count()) {
           if (result.entity_scores.size() < 200) {
-            result.entity_scores.emplace_back(im.entity_ids[node], score);
+            result.entity_scores.emplace_back(g->entity_ids[node], score);
           }
         } else if (lists[2].size() < candidates) {
-          const std::string& id = im.chunk_ids[node - im.entity_count()];
+          const std::string& id = g->chunk_ids[node - g->entity_count()];
           lists[2].push_back(id);
           scores[2][id] = score;
         }

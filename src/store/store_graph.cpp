@@ -1,6 +1,7 @@
 // Store: extraction results, the merged entity graph, communities and reports.
 #include <algorithm>
 #include <string>
+#include <deque>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -382,6 +383,127 @@ Result<GraphSnapshot> Store::LoadGraphSnapshot() {
       if (!row) break;
       auto it = chunk_of_seq.find(stmt.Int(1));
       if (it != chunk_of_seq.end()) g.links.push_back({stmt.Int(0), it->second});
+    }
+  }
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return g;
+}
+
+Result<GraphSnapshot> Store::LoadGraphNeighbourhood(const std::vector<int64_t>& entity_ids,
+                                                    const std::vector<std::string>& chunk_ids,
+                                                    const NeighbourhoodLimits& limits) {
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
+  sqlite::Connection& conn = impl_->conn;
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt related,
+      conn.Prepare("SELECT target_id, weight FROM relationships WHERE source_id = ?1 UNION ALL "
+                   "SELECT source_id, weight FROM relationships WHERE target_id = ?1"));
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt chunks_of,
+                        conn.Prepare("SELECT chunk_id FROM entity_chunks WHERE entity_id = ?"));
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt entities_of,
+                        conn.Prepare("SELECT entity_id FROM entity_chunks WHERE chunk_id = ?"));
+
+  std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>> edges_of;  // expanded
+  std::unordered_map<std::string, std::vector<int64_t>> chunk_entities;          // expanded
+  std::unordered_map<int64_t, int> entity_depth;
+  std::unordered_map<std::string, int> chunk_depth;
+  std::vector<std::pair<bool, std::string>> order;  // (is entity, id) in the order reached
+  std::deque<std::pair<bool, std::string>> frontier;
+  auto add_entity = [&](int64_t id, int depth) {
+    if (entity_depth.count(id) || entity_depth.size() >= limits.max_entities) return;
+    entity_depth.emplace(id, depth);
+    frontier.push_back({true, std::to_string(id)});
+  };
+  auto add_chunk = [&](const std::string& id, int depth) {
+    if (chunk_depth.count(id) || chunk_depth.size() >= limits.max_chunks) return;
+    chunk_depth.emplace(id, depth);
+    frontier.push_back({false, id});
+  };
+  for (int64_t id : entity_ids) add_entity(id, 0);
+  for (const auto& id : chunk_ids) add_chunk(id, 0);
+  while (!frontier.empty()) {
+    auto [is_entity, key] = std::move(frontier.front());
+    frontier.pop_front();
+    if (is_entity) {
+      const int64_t id = std::stoll(key);
+      const int depth = entity_depth.at(id);
+      auto& edges = edges_of[id];
+      related.BindAll(id);
+      while (true) {
+        GRAG_ASSIGN_OR_RETURN(bool row, related.Step());
+        if (!row) break;
+        edges.push_back({related.Int(0), related.Double(1)});
+      }
+      if (depth >= limits.hops) continue;
+      // The strongest relationships first when there are too many to follow.
+      std::vector<std::pair<int64_t, double>> by_weight = edges;
+      std::stable_sort(by_weight.begin(), by_weight.end(),
+                       [](const auto& a, const auto& b) { return a.second > b.second; });
+      for (size_t k = 0; k < by_weight.size() && k < limits.max_fanout; ++k) {
+        add_entity(by_weight[k].first, depth + 1);
+      }
+      chunks_of.BindAll(id);
+      size_t n = 0;
+      while (n < limits.max_fanout) {
+        GRAG_ASSIGN_OR_RETURN(bool row, chunks_of.Step());
+        if (!row) break;
+        add_chunk(chunks_of.Text(0), depth + 1);
+        ++n;
+      }
+    } else {
+      const int depth = chunk_depth.at(key);
+      auto& ents = chunk_entities[key];
+      entities_of.BindAll(key);
+      while (true) {
+        GRAG_ASSIGN_OR_RETURN(bool row, entities_of.Step());
+        if (!row) break;
+        ents.push_back(entities_of.Int(0));
+      }
+      if (depth >= limits.hops) continue;
+      for (size_t k = 0; k < ents.size() && k < limits.max_fanout; ++k) add_entity(ents[k], depth + 1);
+    }
+  }
+
+  GraphSnapshot g;
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt info,
+                          conn.Prepare("SELECT name_key, frequency FROM entities WHERE id = ?"));
+    std::vector<int64_t> ids;
+    for (const auto& [id, d] : entity_depth) ids.push_back(id);
+    std::sort(ids.begin(), ids.end());
+    for (int64_t id : ids) {
+      info.BindAll(id);
+      GRAG_ASSIGN_OR_RETURN(bool row, info.Step());
+      if (row) g.entities.push_back({id, info.Text(0), info.Int(1)});
+    }
+  }
+  std::unordered_set<int64_t> present;
+  for (const auto& e : g.entities) present.insert(e.id);
+  for (const auto& [id, edges] : edges_of) {
+    for (const auto& [other, w] : edges) {
+      if (id < other && present.count(other)) g.edges.push_back({id, other, w});
+    }
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt title,
+        conn.Prepare("SELECT d.title FROM chunks c JOIN documents d ON d.id = c.document_id "
+                     "WHERE c.id = ?"));
+    std::vector<std::string> ids;
+    for (const auto& [id, d] : chunk_depth) ids.push_back(id);
+    std::sort(ids.begin(), ids.end());
+    for (const auto& id : ids) {
+      title.BindAll(id);
+      GRAG_ASSIGN_OR_RETURN(bool row, title.Step());
+      if (!row) continue;  // deleted meanwhile
+      const auto index = static_cast<uint32_t>(g.chunk_ids.size());
+      g.chunk_ids.push_back(id);
+      g.chunk_titles.push_back(title.Text(0));
+      auto it = chunk_entities.find(id);
+      if (it == chunk_entities.end()) continue;
+      for (int64_t e : it->second) {
+        if (present.count(e)) g.links.push_back({e, index});
+      }
     }
   }
   GRAG_RETURN_IF_ERROR(tx.Commit());

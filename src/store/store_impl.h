@@ -61,6 +61,7 @@ struct Store::Impl {
   int tx_depth = 0;         // guarded by mu: open transactions, outermost included
   ReplyCacheTable reply_cache{this};
   bool read_only = false;
+  bool query_vocab_ready = false;  // guarded by mu: the temporary tables SearchChunks uses
   store::FileLock writer_lock;  // held for the Store's lifetime when StoreOptions::writer_lock
 };
 
@@ -88,6 +89,8 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOpt
 // The FTS5 MATCH expression for a user's plain-text query: each word quoted as a string, joined
 // with OR. Empty when the query has no word.
 std::string FtsMatchQuery(std::string_view query);
+// The distinct words of a plain-text query, as FtsMatchQuery quotes them.
+std::vector<std::string> FtsWords(std::string_view query);
 
 // The FTS5 MATCH expression for `phrase` as a phrase (its words in a row). Empty without words.
 std::string FtsPhraseQuery(std::string_view phrase);

@@ -136,19 +136,20 @@ Result<std::map<std::string, std::string>> Store::ListEmbeddingHashes(EmbeddingO
 }
 
 Result<std::optional<EmbeddingSpace>> Store::GetEmbeddingSpace(EmbeddingOwner owner) {
+  // The schema's triggers keep one model and dimension per owner kind, so one row tells them;
+  // the count comes from the primary key's index, without reading the vectors (a GROUP BY over
+  // the rows read every vector: 75 ms for 100k of them).
   auto lock = impl_->Lock();
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT model, dimension, count(*) FROM embeddings WHERE owner_kind = ? "
-                          "GROUP BY model, dimension"));
+      impl_->conn.Prepare("SELECT model, dimension FROM embeddings WHERE owner_kind = ? LIMIT 1"));
   GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(EmbeddingOwnerName(owner)).Step());
   if (!found) return std::optional<EmbeddingSpace>();
-  EmbeddingSpace space{stmt.Text(0), stmt.Int(1), stmt.Int(2)};
-  GRAG_ASSIGN_OR_RETURN(bool more, stmt.Step());
-  if (more) {
-    return Status::Corruption("the index mixes " + std::string(EmbeddingOwnerName(owner)) +
-                              " embeddings of several models or dimensions");
-  }
+  EmbeddingSpace space{stmt.Text(0), stmt.Int(1), 0};
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt count,
+                        impl_->conn.Prepare("SELECT count(*) FROM embeddings WHERE owner_kind = ?"));
+  GRAG_ASSIGN_OR_RETURN(bool counted, count.BindAll(EmbeddingOwnerName(owner)).Step());
+  if (counted) space.count = count.Int(0);
   return std::optional<EmbeddingSpace>(std::move(space));
 }
 

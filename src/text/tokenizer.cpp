@@ -424,6 +424,12 @@ void Tokenizer::Impl::ForEachPiece(std::string_view text, PieceFn&& piece) const
 Tokenizer::Tokenizer(Key, std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::~Tokenizer() = default;
 
+Status Tokenizer::CheckEncoding(std::string_view encoding) {
+  if (encoding == "cl100k_base" || encoding == "o200k_base") return Status::Ok();
+  return Status::InvalidArgument("unknown encoding \"" + std::string(encoding) +
+                                 "\" (cl100k_base or o200k_base)");
+}
+
 Result<const Tokenizer*> Tokenizer::Get(std::string_view encoding) {
   struct Loaded {
     std::unique_ptr<Tokenizer> tokenizer;
