@@ -9,6 +9,10 @@ for b in "$BUILD"/bench/*_bench; do
   echo "== $(basename "$b")"
   "$b" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 done
+if [ -x "$BUILD/bench/retrieval_eval" ]; then
+  echo "== retrieval on HotpotQA-100 (no LLM): every method beside BM25"
+  "$BUILD/bench/retrieval_eval"
+fi
 if [ -x "$here/scripts/bench_tokenizer.sh" ]; then
   echo "== tokenizer: grag vs node tiktoken"
   bash "$here/scripts/bench_tokenizer.sh" "$BUILD"

@@ -34,7 +34,13 @@ echo "== grag query --method local \"Who is Jacob Marley?\"   (local search)"
 g query --no-stream --method local "Who is Jacob Marley?"
 
 echo
+echo "== grag search --k 3 \"Who is Jacob Marley?\"   (retrieval only: hybrid vector + BM25 + graph)"
+g search --k 3 "Who is Jacob Marley?"
+
+echo
 echo "The project is in $demo. Try:"
 echo "  $GRAG --root $demo stats"
-echo "  $GRAG --root $demo query --method local \"Who is Bob Cratchit?\""
+echo "  $GRAG --root $demo query \"Who is Bob Cratchit?\"          (the router picks the method)"
+echo "  $GRAG --root $demo search --json \"Tiny Tim\""
+echo "  $GRAG --root $demo check"
 echo "To use an LLM instead, see \"Pointing grag at a model\" in README.md."

@@ -233,7 +233,7 @@ Result<QueryRoute> Engine::Route(std::string_view question) {
         break;
     }
   }
-  Log(LogLevel::kInfo, "router",
+  Log(LogLevel::kDebug, "router",
       fmt::format("{} -> {} ({}{}); about {} LLM calls, {} tokens",
                   QuestionKindName(route.decision.kind), QueryMethodName(route.method),
                   route.decision.reason, route.decision.by_llm ? ", by the model" : "",
