@@ -41,9 +41,10 @@
 // The "map" step scores every report 0-100:
 //   question terms  the question's words, normalised, stop words and question words ("what",
 //                   "main", "themes", "story"...) dropped, lightly stemmed.
-//   lexical         BM25 (k1 1.2, b 0.75) of the terms over the reports' title (twice), summary
-//                   and findings (or full_content), divided by the BM25 upper bound (every
-//                   term present, saturated), so in [0, 1).
+//   lexical         BM25 (SQLite FTS5's: k1 1.2, b 0.75, Porter stems, the IDF over the selected
+//                   reports; Store::RankTexts) of the question's content words over the
+//                   reports' title (twice), summary and findings (or full_content), divided by
+//                   the best report's, so in (0, 1] for a report that matches.
 //   prior           0.75 * log(1 + weight) / log(1 + max weight)
 //                   + 0.25 * log(1 + size) / log(1 + max size), over the selected communities.
 //   score           no question terms (a generic question): max(1, 100 * prior), so the

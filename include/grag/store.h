@@ -136,6 +136,13 @@ class Store {
   // quotes, operators (AND, OR, NOT, NEAR), `*`, `^`, `:` and parentheses have no special meaning,
   // so no query can be a syntax error. A query with no words returns nothing.
   Result<std::vector<ChunkHit>> SearchChunks(std::string_view query, int k);
+  // BM25 of some texts that are not chunks (community reports, for the extractive global
+  // search) against a plain-text query, with the chunks' tokenizer and SQLite's BM25 (k1 1.2,
+  // b 0.75), the IDF taken over these texts: one score per text, in order, higher is better,
+  // 0 for a text that matches no word. Uses a temporary table of this connection; writes
+  // nothing to the index (works on a read-only one).
+  Result<std::vector<double>> RankTexts(const std::vector<std::string>& texts,
+                                        std::string_view query);
 
   // ---- extraction results
 

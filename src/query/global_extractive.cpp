@@ -118,8 +118,6 @@ std::string WithoutCitations(std::string_view text) {
 struct Doc {
   const CommunityRecord* community = nullptr;
   const ReportRecord* report = nullptr;
-  std::unordered_map<std::string, int> tf;
-  size_t length = 0;  // terms
   double prior = 0;
   double lexical = 0;
   int score = 0;
@@ -133,34 +131,31 @@ std::string DocText(const ReportRecord& r) {
   return text;
 }
 
-// BM25 of each doc against the question's distinct terms, over the BM25 upper bound.
-void ScoreLexical(const std::vector<std::string>& terms, std::vector<Doc>* docs) {
-  constexpr double kK1 = 1.2;
-  constexpr double kB = 0.75;
-  if (docs->empty() || terms.empty()) return;
-  double total = 0;
-  for (const Doc& d : *docs) total += static_cast<double>(d.length);
-  const double avg = std::max(1.0, total / static_cast<double>(docs->size()));
-  const auto n = static_cast<double>(docs->size());
-  double ideal = 0;
-  std::vector<double> idf;
-  for (const std::string& t : terms) {
-    double df = 0;
-    for (const Doc& d : *docs) df += d.tf.count(t) != 0 ? 1 : 0;
-    idf.push_back(std::log(1 + (n - df + 0.5) / (df + 0.5)));
-    ideal += idf.back() * (kK1 + 1);
+// The question's content words as written (not stemmed: the full-text tokenizer stems), for
+// the BM25 query.
+std::string QueryWords(std::string_view question) {
+  const auto& stop = StopWords();
+  std::string out;
+  for (std::string& word : SplitNormalizedName(NormalizeEntityName(question))) {
+    if (stop.count(word) != 0 || IsShortNumber(word) || stop.count(Stem(word)) != 0) continue;
+    if (!out.empty()) out += ' ';
+    out += word;
   }
-  for (Doc& d : *docs) {
-    double s = 0;
-    for (size_t i = 0; i < terms.size(); ++i) {
-      auto it = d.tf.find(terms[i]);
-      if (it == d.tf.end()) continue;
-      const double tf = it->second;
-      s += idf[i] * tf * (kK1 + 1) /
-           (tf + kK1 * (1 - kB + kB * static_cast<double>(d.length) / avg));
-    }
-    d.lexical = ideal > 0 ? s / ideal : 0;
+  return out;
+}
+
+// BM25 of each doc against the question (SQLite FTS5, the IDF over these reports), over the
+// best doc's: in (0, 1] for a doc that matches, 0 for one that does not.
+Status ScoreLexical(Store& store, std::string_view question, std::vector<Doc>* docs) {
+  std::vector<std::string> texts;
+  texts.reserve(docs->size());
+  for (const Doc& d : *docs) texts.push_back(WithoutCitations(DocText(*d.report)));
+  GRAG_ASSIGN_OR_RETURN(std::vector<double> bm25, store.RankTexts(texts, QueryWords(question)));
+  const double best = bm25.empty() ? 0 : *std::max_element(bm25.begin(), bm25.end());
+  for (size_t i = 0; i < docs->size(); ++i) {
+    (*docs)[i].lexical = best > 0 ? bm25[i] / best : 0;
   }
+  return Status::Ok();
 }
 
 void ScorePrior(std::vector<Doc>* docs) {
@@ -339,13 +334,7 @@ Result<GlobalSearchResult> ExtractiveGlobalSearch(Store& store, const Tokenizer&
   std::sort(terms.begin(), terms.end());
   terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
   const bool generic = terms.empty();
-  for (Doc& d : docs) {
-    for (std::string& t : ContentTerms(WithoutCitations(DocText(*d.report)))) {
-      ++d.tf[std::move(t)];
-      ++d.length;
-    }
-  }
-  ScoreLexical(terms, &docs);
+  if (!generic) GRAG_RETURN_IF_ERROR(ScoreLexical(store, question, &docs));
   ScorePrior(&docs);
   for (Doc& d : docs) d.score = Score(d, generic, extractive.relevance_weight);
   // Highest score first; ties to the larger community, then the lower id, so runs repeat.

@@ -465,6 +465,45 @@ Result<std::vector<ChunkHit>> Store::SearchChunks(std::string_view query, int k)
   return out;
 }
 
+Result<std::vector<double>> Store::RankTexts(const std::vector<std::string>& texts,
+                                             std::string_view query) {
+  std::vector<double> scores(texts.size(), 0.0);
+  const std::vector<std::string> words = store::FtsWords(query);
+  if (words.empty() || texts.empty()) return scores;
+  auto lock = impl_->Lock();
+  sqlite::Connection& conn = impl_->conn;
+  GRAG_RETURN_IF_ERROR(conn.Exec(
+      "CREATE VIRTUAL TABLE IF NOT EXISTS temp.grag_rank_texts USING fts5(text, tokenize = "
+      "'porter unicode61 remove_diacritics 2');"
+      "DELETE FROM temp.grag_rank_texts;"));
+  // Whatever happens below, the texts do not outlive the call.
+  struct Clear {
+    sqlite::Connection& conn;
+    ~Clear() { (void)conn.Exec("DELETE FROM temp.grag_rank_texts"); }
+  } clear{conn};
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt insert,
+                          conn.Prepare("INSERT INTO temp.grag_rank_texts (rowid, text) VALUES (?, ?)"));
+    for (size_t i = 0; i < texts.size(); ++i) {
+      GRAG_RETURN_IF_ERROR(insert.BindAll(static_cast<int64_t>(i), texts[i]).Run());
+    }
+  }
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        conn.Prepare("SELECT rowid, rank FROM temp.grag_rank_texts WHERE "
+                                     "grag_rank_texts MATCH ?1"));
+  stmt.BindAll(JoinMatch(words));
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    const int64_t i = stmt.Int(0);
+    if (i >= 0 && static_cast<size_t>(i) < texts.size()) {
+      // FTS5's rank is minus BM25; a term in every text has an IDF of about 1e-6, never 0.
+      scores[static_cast<size_t>(i)] = std::max(0.0, -stmt.Double(1));
+    }
+  }
+  return scores;
+}
+
 Result<std::vector<int64_t>> Store::CountChunksWithWords(const std::vector<std::string>& words) {
   auto lock = impl_->Lock();
   return WordFrequencies(impl_->conn, impl_->query_vocab_ready, words);
