@@ -767,5 +767,63 @@ TEST_F(StoreDataTest, AFailedCallInsideATransactionUndoesOnlyItsOwnPart) {
   EXPECT_EQ(store_->ListChunks("a")->size(), 1u);
 }
 
+// ---------------------------------------------------------------- entity resolution
+
+TEST_F(StoreDataTest, AliasesLinksAndOverridesRoundTripAndAliasesFindTheirEntity) {
+  const int64_t jm = AddEntity("jacob marley");
+  AddEntity("scrooge");
+  ASSERT_TRUE(store_
+                  ->ReplaceResolution(
+                      {{"jacob marley", "Jacob Marley", "jacob marley", 1, "", ""},
+                       {"marley", "Marley", "jacob marley", 0.91, "similarity", "surname"},
+                       {"scrooge", "Scrooge", "scrooge", 1, "", ""}},
+                      {{"marley", "jacob marley", 0.91, "similarity", "surname"}})
+                  .ok());
+  auto aliases = store_->ListAliases();
+  ASSERT_TRUE(aliases.ok()) << aliases.status().ToString();
+  ASSERT_EQ(aliases->size(), 3u);
+  EXPECT_EQ((*aliases)[1].name_key, "marley");
+  EXPECT_EQ((*aliases)[1].method, "similarity");
+  auto links = store_->ListResolutionLinks();
+  ASSERT_TRUE(links.ok());
+  ASSERT_EQ(links->size(), 1u);
+  EXPECT_EQ((*links)[0].key_a, "jacob marley");  // ordered on the way in
+  EXPECT_EQ((*links)[0].key_b, "marley");
+
+  // A resolved name finds its entity; an unknown one finds nothing.
+  auto found = store_->GetEntityByKey("marley");
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->id, jm);
+  EXPECT_FALSE(store_->GetEntityByKey("jacob")->has_value());
+  auto snapshot = store_->LoadGraphSnapshot();
+  ASSERT_TRUE(snapshot.ok());
+  ASSERT_EQ(snapshot->aliases.size(), 1u);
+  EXPECT_EQ(snapshot->aliases[0], (std::pair<std::string, int64_t>{"marley", jm}));
+
+  // Replacing drops what is not given again.
+  ASSERT_TRUE(store_->ReplaceResolution({{"scrooge", "Scrooge", "scrooge", 1, "", ""}}, {}).ok());
+  EXPECT_EQ(store_->ListAliases()->size(), 1u);
+  EXPECT_TRUE(store_->ListResolutionLinks()->empty());
+  EXPECT_FALSE(store_->GetEntityByKey("marley")->has_value());
+
+  // A person's decisions: one per pair, the latest wins, order of the names does not matter.
+  ASSERT_TRUE(store_->PutEntityOverride("marley", "jacob", true).ok());
+  ASSERT_TRUE(store_->PutEntityOverride("jacob", "marley", false).ok());
+  auto overrides = store_->ListEntityOverrides();
+  ASSERT_TRUE(overrides.ok());
+  ASSERT_EQ(overrides->size(), 1u);
+  EXPECT_EQ((*overrides)[0].key_a, "jacob");
+  EXPECT_FALSE((*overrides)[0].merge);
+  EXPECT_EQ(store_->PutEntityOverride("x", "x", true).code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(*store_->DeleteEntityOverride("marley", "jacob"));
+  EXPECT_FALSE(*store_->DeleteEntityOverride("marley", "jacob"));
+
+  // Meta values.
+  EXPECT_FALSE(store_->GetMeta("resolution_params")->has_value());
+  ASSERT_TRUE(store_->SetMeta("resolution_params", "v1").ok());
+  ASSERT_TRUE(store_->SetMeta("resolution_params", "v2").ok());
+  EXPECT_EQ(store_->GetMeta("resolution_params")->value_or(""), "v2");
+}
+
 }  // namespace
 }  // namespace grag

@@ -164,6 +164,8 @@ class Store {
   // Inserts or updates an entity by name_key and returns its id (unchanged on update).
   Result<int64_t> UpsertEntity(const EntityRecord& entity);
   Result<std::optional<EntityRecord>> GetEntity(int64_t id);
+  // The entity with this name_key, or else the entity an extracted name with this key was
+  // resolved into ("marley" finds "jacob marley").
   Result<std::optional<EntityRecord>> GetEntityByKey(std::string_view name_key);
   // All entities, highest degree first (then by name_key). `limit` < 0: all.
   Result<std::vector<EntityRecord>> ListEntities(int64_t limit = -1);
@@ -211,6 +213,24 @@ class Store {
   // Recomputes the derived columns from the links: entity degree and frequency, relationship
   // frequency. Call after the merge stage has written entities, relationships and links.
   Status RecomputeGraphStats();
+
+  // ---- entity resolution
+
+  // Every extracted name the resolver has placed, by name_key.
+  Result<std::vector<EntityAlias>> ListAliases();
+  // The resolver's pairwise links, by (key_a, key_b).
+  Result<std::vector<ResolutionLinkRecord>> ListResolutionLinks();
+  // Replaces the aliases and the links (the merge stage, inside its transaction).
+  Status ReplaceResolution(const std::vector<EntityAlias>& aliases,
+                           const std::vector<ResolutionLinkRecord>& links);
+  // A person's decisions. Putting a pair replaces its earlier decision; keys are ordered here.
+  Status PutEntityOverride(std::string_view key_a, std::string_view key_b, bool merge);
+  Result<bool> DeleteEntityOverride(std::string_view key_a, std::string_view key_b);
+  Result<std::vector<EntityOverride>> ListEntityOverrides();
+
+  // Small named values of the index (the meta table): settings fingerprints and the like.
+  Result<std::optional<std::string>> GetMeta(std::string_view key);
+  Status SetMeta(std::string_view key, std::string_view value);
 
   // ---- communities
 

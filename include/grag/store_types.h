@@ -225,6 +225,37 @@ struct GraphSnapshot {
   std::vector<std::string> chunk_ids;  // every chunk, by document and position
   std::vector<std::string> chunk_titles;  // the title of each chunk's document
   std::vector<Link> links;             // entity-chunk links (entity_chunks)
+  // Extracted names resolved into another entity (entity_aliases): alias key, entity id.
+  std::vector<std::pair<std::string, int64_t>> aliases;
+};
+
+// ---------------------------------------------------------------- entity resolution
+
+// One extracted name (by key) and the entity it resolved to.
+struct EntityAlias {
+  std::string name_key;       // the extracted name's key
+  std::string name;           // its most frequent spelling
+  std::string canonical_key;  // the entity's name_key; == name_key for the name the entity bears
+  double score = 1;           // of the link that joined it (1 when it stands alone)
+  std::string method;         // "" (the entity's own name), "rule", "similarity", "llm", "user"
+  std::string reason;
+};
+
+// A pairwise decision of the resolver that two extracted names are one thing (key_a < key_b).
+struct ResolutionLinkRecord {
+  std::string key_a;
+  std::string key_b;
+  double score = 0;
+  std::string method;  // "rule" | "similarity" | "llm"
+  std::string reason;
+};
+
+// A person's decision: these two names are one entity (merge) or never one (split).
+struct EntityOverride {
+  std::string key_a;  // key_a < key_b
+  std::string key_b;
+  bool merge = true;
+  std::string created_at;  // read-only
 };
 
 // ---------------------------------------------------------------- embeddings

@@ -242,6 +242,11 @@ std::unique_ptr<GraphData> GraphData::Build(GraphSnapshot g, int64_t total_chunk
     d->entity_keys.push_back(std::move(e.name_key));
     d->entity_frequency.push_back(e.frequency);
   }
+  for (const auto& [alias, id] : g.aliases) {
+    if (auto it = d->node_of_entity.find(id); it != d->node_of_entity.end()) {
+      d->node_of_key.emplace(alias, it->second);  // a resolved name finds its entity
+    }
+  }
   d->chunk_ids = std::move(g.chunk_ids);
   for (size_t c = 0; c < d->chunk_ids.size(); ++c) {
     d->chunk_of_id.emplace(d->chunk_ids[c], static_cast<uint32_t>(c));

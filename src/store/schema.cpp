@@ -279,9 +279,45 @@ ALTER TABLE clusterings ADD COLUMN graph_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE clusterings ADD COLUMN fresh_modularity REAL;
 )sql";
 
+// v3: entity resolution. Every extracted name key the resolver has seen maps to the entity it
+// belongs to (itself when it stands alone); links are the pairwise decisions that made the
+// clusters; overrides are a person's decisions, which win and survive re-indexing.
+constexpr std::string_view kSchemaV3 = R"sql(
+CREATE TABLE entity_aliases (
+  name_key      TEXT PRIMARY KEY,
+  name          TEXT NOT NULL,
+  canonical_key TEXT NOT NULL,
+  score         REAL NOT NULL DEFAULT 1,
+  method        TEXT NOT NULL DEFAULT '' CHECK (method IN ('', 'rule', 'similarity', 'llm', 'user')),
+  reason        TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+CREATE INDEX entity_aliases_by_canonical ON entity_aliases (canonical_key);
+
+CREATE TABLE resolution_links (
+  key_a  TEXT NOT NULL,
+  key_b  TEXT NOT NULL,
+  score  REAL NOT NULL,
+  method TEXT NOT NULL CHECK (method IN ('rule', 'similarity', 'llm')),
+  reason TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  CHECK (key_a < key_b),
+  PRIMARY KEY (key_a, key_b)
+) WITHOUT ROWID;
+
+CREATE TABLE entity_overrides (
+  key_a    TEXT NOT NULL,
+  key_b    TEXT NOT NULL,
+  decision TEXT NOT NULL CHECK (decision IN ('merge', 'split')),
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  CHECK (key_a < key_b),
+  PRIMARY KEY (key_a, key_b)
+) WITHOUT ROWID;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "initial schema", kSchemaV1},
     {2, "clusterings: graph_hash, fresh_modularity", kSchemaV2},
+    {3, "entity resolution: aliases, links, overrides", kSchemaV3},
 };
 
 // Applies one step inside the caller's transaction.

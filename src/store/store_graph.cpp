@@ -291,7 +291,16 @@ Result<std::optional<EntityRecord>> Store::GetEntityByKey(std::string_view name_
                         impl_->conn.Prepare("SELECT " + std::string(kEntityColumns) +
                                             " FROM entities WHERE name_key = ?"));
   stmt.BindAll(name_key);
-  return OneEntity(stmt);
+  GRAG_ASSIGN_OR_RETURN(std::optional<EntityRecord> e, OneEntity(stmt));
+  if (e) return e;
+  // An extracted name resolved into another entity.
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt alias,
+      impl_->conn.Prepare("SELECT " + std::string(kEntityColumns) +
+                          " FROM entities WHERE name_key = (SELECT canonical_key FROM "
+                          "entity_aliases WHERE name_key = ?)"));
+  alias.BindAll(name_key);
+  return OneEntity(alias);
 }
 
 Result<std::vector<EntityRecord>> Store::ListEntities(int64_t limit) {
@@ -383,6 +392,17 @@ Result<GraphSnapshot> Store::LoadGraphSnapshot() {
       if (!row) break;
       auto it = chunk_of_seq.find(stmt.Int(1));
       if (it != chunk_of_seq.end()) g.links.push_back({stmt.Int(0), it->second});
+    }
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                          conn.Prepare("SELECT a.name_key, e.id FROM entity_aliases a JOIN "
+                                       "entities e ON e.name_key = a.canonical_key WHERE "
+                                       "a.name_key <> a.canonical_key ORDER BY a.name_key"));
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      g.aliases.emplace_back(stmt.Text(0), stmt.Int(1));
     }
   }
   GRAG_RETURN_IF_ERROR(tx.Commit());
