@@ -123,5 +123,53 @@ TEST(SummarizeTest, HashIgnoresOrderButNotContent) {
   EXPECT_NE(DescriptionsHash("x", {"a"}), DescriptionsHash("y", {"a"}));
 }
 
+// ---- CollapseResolved: resolution's clusters folded into one entity each
+
+TEST(MergeTest, CollapseFoldsAliasesIntoTheCanonicalEntity) {
+  auto g = MergeMentions({E("c1", "Jacob Marley", "person", "Scrooge's late partner"),
+                          E("c2", "Marley", "person", "Dead as a door-nail"),
+                          E("c3", "Marley", "person", "Scrooge's late partner"),
+                          E("c3", "Scrooge", "person", "A miser"),
+                          E("c4", "Fred", "person", "The nephew")},
+                         {R("c2", "Marley", "Scrooge", 2, "partners"),
+                          R("c1", "Jacob Marley", "Scrooge", 3, "partners in the firm"),
+                          R("c3", "Marley", "Jacob Marley", 1, "the same man"),
+                          R("c4", "Fred", "Scrooge", 1, "uncle and nephew")});
+  ASSERT_EQ(g.entities.size(), 4u);
+  const size_t folded = CollapseResolved(g, {{"marley", "jacob marley"}});
+  EXPECT_EQ(folded, 1u);
+  ASSERT_EQ(g.entities.size(), 3u);
+  const auto& jm = *std::find_if(g.entities.begin(), g.entities.end(),
+                                 [](const MergedEntity& e) { return e.name_key == "jacob marley"; });
+  EXPECT_EQ(jm.name, "Jacob Marley");  // the canonical's spelling
+  EXPECT_EQ(jm.type_counts.at("person"), 3);
+  // The canonical's descriptions lead, then the alias's, each once.
+  EXPECT_EQ(jm.descriptions, (std::vector<std::string>{"Scrooge's late partner", "Dead as a door-nail"}));
+  EXPECT_EQ(jm.chunk_ids, (std::vector<std::string>{"c1", "c2", "c3"}));
+  // The self-loop the merge made is gone; the two Marley-Scrooge edges are one, weights summed.
+  ASSERT_EQ(g.relationships.size(), 2u);
+  const auto& r = g.relationships[0];
+  EXPECT_EQ(r.source_key, "fred");
+  const auto& partners = g.relationships[1];
+  EXPECT_EQ(partners.source_key, "jacob marley");
+  EXPECT_EQ(partners.target_key, "scrooge");
+  EXPECT_DOUBLE_EQ(partners.weight, 5);
+  EXPECT_EQ(partners.descriptions.size(), 2u);
+  EXPECT_EQ(partners.chunk_ids, (std::vector<std::string>{"c1", "c2"}));
+  // Sorted by key, as MergeMentions leaves them.
+  EXPECT_TRUE(std::is_sorted(g.entities.begin(), g.entities.end(),
+                             [](const MergedEntity& a, const MergedEntity& b) { return a.name_key < b.name_key; }));
+}
+
+TEST(MergeTest, CollapseWithNothingToFoldChangesNothing) {
+  auto g = MergeMentions({E("c1", "A", "person", "a"), E("c1", "B", "person", "b")},
+                         {R("c1", "A", "B", 1)});
+  const auto before = g.entities.size();
+  EXPECT_EQ(CollapseResolved(g, {}), 0u);
+  EXPECT_EQ(CollapseResolved(g, {{"a", "a"}}), 0u);
+  EXPECT_EQ(g.entities.size(), before);
+  EXPECT_EQ(g.relationships.size(), 1u);
+}
+
 }  // namespace
 }  // namespace grag

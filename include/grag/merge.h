@@ -10,6 +10,7 @@
 
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "grag/llm.h"
@@ -44,6 +45,15 @@ struct MergedGraph {
 // descriptions, which follows the mentions' order.
 MergedGraph MergeMentions(const std::vector<ChunkEntityMention>& entities,
                           const std::vector<ChunkRelationshipMention>& relationships);
+
+// Folds resolved names into their entity (entity resolution's output: every key that maps to a
+// different key in `canonical_of`, which must be present in the graph): the entity keeps the
+// canonical key and its spelling; types are counted together; descriptions are the canonical's
+// then the others' (distinct); chunks are united. Relationships move to the canonical keys;
+// self-loops made by a merge are dropped and parallel ones summed. Keys missing from
+// `canonical_of` stay as they are. Returns how many entities were folded away.
+size_t CollapseResolved(MergedGraph& graph,
+                        const std::unordered_map<std::string, std::string>& canonical_of);
 
 struct SummarizeOptions {
   // Up to this many distinct descriptions are joined as they are; more go to the summarizer

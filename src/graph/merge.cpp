@@ -103,6 +103,77 @@ MergedGraph MergeMentions(const std::vector<ChunkEntityMention>& entities,
   return g;
 }
 
+size_t CollapseResolved(MergedGraph& graph,
+                        const std::unordered_map<std::string, std::string>& canonical_of) {
+  auto target = [&](const std::string& key) -> const std::string& {
+    auto it = canonical_of.find(key);
+    return it == canonical_of.end() ? key : it->second;
+  };
+  std::map<std::string, size_t> index_of;  // canonical key -> position in `out`
+  std::vector<MergedEntity> out;
+  std::vector<std::set<std::string>> seen_desc;
+  std::vector<std::set<std::string>> chunks;
+  // Canonical entities first, so their spelling and descriptions lead.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto& e : graph.entities) {
+      const std::string& to = target(e.name_key);
+      const bool own = to == e.name_key;
+      if ((pass == 0) != own) continue;
+      auto [it, inserted] = index_of.emplace(to, out.size());
+      if (inserted) {
+        MergedEntity m;
+        m.name_key = to;
+        m.name = own ? e.name : to;
+        m.inferred = true;
+        out.push_back(std::move(m));
+        seen_desc.emplace_back();
+        chunks.emplace_back();
+      }
+      const size_t i = it->second;
+      MergedEntity& m = out[i];
+      for (const auto& [t, c] : e.type_counts) m.type_counts[t] += c;
+      for (const auto& d : e.descriptions) AddDistinct(m.descriptions, seen_desc[i], d);
+      chunks[i].insert(e.chunk_ids.begin(), e.chunk_ids.end());
+      m.inferred = m.inferred && e.inferred;
+    }
+  }
+  const size_t folded = graph.entities.size() - out.size();
+  if (folded == 0) return 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].type = MostFrequent(out[i].type_counts);
+    out[i].chunk_ids.assign(chunks[i].begin(), chunks[i].end());
+  }
+  std::sort(out.begin(), out.end(),
+            [](const MergedEntity& a, const MergedEntity& b) { return a.name_key < b.name_key; });
+
+  struct RelAcc {
+    MergedRelationship r;
+    std::set<std::string> seen_desc;
+    std::set<std::string> chunks;
+  };
+  std::map<std::pair<std::string, std::string>, RelAcc> rels;
+  for (auto& r : graph.relationships) {
+    std::string a = target(r.source_key);
+    std::string b = target(r.target_key);
+    if (a == b) continue;  // the two ends are one entity now
+    if (b < a) std::swap(a, b);
+    auto& acc = rels[{a, b}];
+    acc.r.source_key = a;
+    acc.r.target_key = b;
+    acc.r.weight += r.weight;
+    for (const auto& d : r.descriptions) AddDistinct(acc.r.descriptions, acc.seen_desc, d);
+    acc.chunks.insert(r.chunk_ids.begin(), r.chunk_ids.end());
+  }
+  graph.entities = std::move(out);
+  graph.relationships.clear();
+  graph.relationships.reserve(rels.size());
+  for (auto& [key, acc] : rels) {
+    acc.r.chunk_ids.assign(acc.chunks.begin(), acc.chunks.end());
+    graph.relationships.push_back(std::move(acc.r));
+  }
+  return folded;
+}
+
 std::string DescriptionsHash(const std::string& name, const std::vector<std::string>& descriptions) {
   std::vector<std::string> sorted = descriptions;
   std::sort(sorted.begin(), sorted.end());
