@@ -1,6 +1,7 @@
 // Settings: defaults < config file < environment < flags; clear errors; the init file round-trips.
 #include "grag/config.h"
 #include "grag/retrieval.h"
+#include "grag/resolve.h"
 
 #include <gtest/gtest.h>
 
@@ -183,6 +184,29 @@ TEST(ConfigTest, SearchDefaultsAreTheRetrievalDefaults) {
   EXPECT_EQ(ValidateConfig(bad).code(), ErrorCode::kInvalidArgument);
   bad = Config{};
   bad.search.damping = 1.0;
+  EXPECT_EQ(ValidateConfig(bad).code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(ConfigTest, ResolutionDefaultsAreTheResolverDefaults) {
+  const Config c;
+  const ResolveOptions r;
+  EXPECT_EQ(c.resolution.name_weight, r.name_weight);
+  EXPECT_EQ(c.resolution.embedding_weight, r.embedding_weight);
+  EXPECT_EQ(c.resolution.merge_threshold, r.merge_threshold);
+  EXPECT_EQ(c.resolution.adjudicate_threshold, r.adjudicate_threshold);
+  EXPECT_EQ(c.resolution.no_llm_merge_threshold, r.no_llm_merge_threshold);
+  EXPECT_EQ(static_cast<size_t>(c.resolution.adjudication_batch), r.adjudication_batch);
+  EXPECT_EQ(static_cast<size_t>(c.resolution.max_block), r.max_block);
+  Config bad;
+  bad.resolution.adjudicate_threshold = 0.9;
+  bad.resolution.merge_threshold = 0.8;
+  EXPECT_EQ(ValidateConfig(bad).code(), ErrorCode::kInvalidArgument);
+  bad = Config{};
+  bad.resolution.name_weight = 0;
+  bad.resolution.embedding_weight = 0;
+  EXPECT_EQ(ValidateConfig(bad).code(), ErrorCode::kInvalidArgument);
+  bad = Config{};
+  bad.resolution.adjudication_batch = 0;
   EXPECT_EQ(ValidateConfig(bad).code(), ErrorCode::kInvalidArgument);
 }
 

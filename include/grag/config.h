@@ -74,6 +74,18 @@ struct ExtractionConfig {
   NlpConfig nlp;
 };
 
+// Entity resolution (grag/resolve.h): names of one real thing become one entity.
+struct ResolutionConfig {
+  bool enabled = true;
+  double name_weight = 0.5;         // similarity = name_weight x name + embedding_weight x cosine
+  double embedding_weight = 0.5;
+  double merge_threshold = 0.85;    // with a chat model: merge at or above
+  double adjudicate_threshold = 0.6;  // with a chat model: [this, merge_threshold) asks the LLM
+  double no_llm_merge_threshold = 0.9;  // without a chat model: merge at or above
+  int64_t adjudication_batch = 25;  // candidate pairs per LLM call
+  int64_t max_block = 100;          // a name token shared by more entities is not compared on
+};
+
 struct CommunityConfig {
   int64_t max_cluster_size = 10;  // communities larger than this are split again
   double resolution = 1.0;        // Leiden modularity resolution
@@ -144,6 +156,7 @@ struct Config {
   LlmConfig llm;
   EmbeddingConfig embeddings;
   ExtractionConfig extraction;
+  ResolutionConfig resolution;
   CommunityConfig communities;
   GlobalSearchConfig global_search;
   LocalSearchConfig local_search;

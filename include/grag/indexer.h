@@ -33,6 +33,10 @@ struct IndexRequest {
   // With `paths`: a stored document that came from a folder named in `paths` and is gone from
   // it is removed (`grag index DIR`). Off for `grag add`, which only adds and updates.
   bool sync_folders = true;
+  // Leave the documents and extractions as they are: only the graph is rebuilt from the stored
+  // mentions, with the communities, reports and embeddings that follow (what `grag entities
+  // merge/split` runs to apply a correction).
+  bool graph_only = false;
 };
 
 // What an update will do, worked out from content hashes before any model is called.
@@ -52,7 +56,7 @@ struct IndexPlan {
 };
 
 struct IndexProgress {
-  std::string stage;  // load, extract, summarize, communities, reports, embed
+  std::string stage;  // load, extract, resolve, summarize, communities, reports, embed
   int64_t done = 0;
   int64_t total = 0;  // 0 when unknown
   LlmUsage usage;     // chat and embedding calls of this run so far
@@ -76,6 +80,10 @@ struct IndexSummary {
   int64_t chunks_skipped = 0;    // unparseable replies in this run (retried by the next run)
   int64_t entities = 0;
   int64_t relationships = 0;
+  int64_t resolution_fresh = 0;        // extracted names resolved this run (new ones)
+  int64_t resolution_merged = 0;       // names folded into another entity (all, not only new)
+  int64_t resolution_adjudicated = 0;  // candidate pairs judged by the LLM this run
+  int64_t resolution_llm_calls = 0;    // adjudication calls this run (cache hits included)
   int64_t descriptions_summarized = 0;
   std::map<int64_t, int64_t> communities_per_level;
   double modularity = 0;
@@ -112,6 +120,23 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
 // What RunIndex would do with `request`, without changing the index or calling a model.
 Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,
                             IndexContext& context);
+
+// ---- a person's corrections to entity resolution (grag entities merge/split)
+// Each is stored as an override on the extracted names, kept across re-indexing and winning over
+// the resolver; it takes effect at the next run (RunIndex with request.graph_only applies it at
+// once). Names are matched as the index matches them (NormalizeEntityName): an entity's name or
+// any extracted name resolved into it.
+
+// Records that the things named `a` and `b` are one entity. kNotFound names a name the index does
+// not know; kInvalidArgument when both name the same extracted name. Returns false (and records
+// nothing) when they are already one entity.
+Result<bool> RecordEntityMerge(Store& store, std::string_view a, std::string_view b);
+
+// Records that the extracted name `alias` is not the entity named `entity` (it will stand alone),
+// or, with `alias` empty, that no two names of the entity are one thing. Returns how many names
+// were split off (0: the entity had only its own name). kNotFound for an unknown name,
+// kInvalidArgument when `alias` is not a name of that entity.
+Result<int64_t> RecordEntitySplit(Store& store, std::string_view entity, std::string_view alias);
 
 // The extractor whose results the pipeline uses with `context`'s models.
 ExtractorId ExtractorFor(const IndexContext& context);

@@ -55,5 +55,6 @@ Command AddStatsCommand(CLI::App& app, GlobalOptions& g);
 Command AddQueryCommand(CLI::App& app, GlobalOptions& g);
 Command AddCheckCommand(CLI::App& app, GlobalOptions& g);
 Command AddSearchCommand(CLI::App& app, GlobalOptions& g);
+Command AddEntitiesCommand(CLI::App& app, GlobalOptions& g);
 
 }  // namespace grag::cli

@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "cli/update.h"
 #include "grag/indexer.h"
 #include "grag/lexical_embedder.h"
 #include "grag/log.h"
@@ -42,6 +43,9 @@ nlohmann::json SummaryJson(const IndexSummary& s) {
                   {"extracted", s.chunks_extracted}, {"skipped", s.chunks_skipped}}},
       {"entities", s.entities},
       {"relationships", s.relationships},
+      {"resolution", {{"fresh", s.resolution_fresh}, {"merged", s.resolution_merged},
+                      {"adjudicated", s.resolution_adjudicated},
+                      {"llm_calls", s.resolution_llm_calls}}},
       {"descriptions_summarized", s.descriptions_summarized},
       {"communities_per_level", levels},
       {"modularity", s.modularity},
@@ -92,19 +96,29 @@ void PrintPlanDetail(const IndexPlan& p) {
   list("add", p.documents_added);
   list("change", p.documents_changed);
   list("remove", p.documents_removed);
-  std::cout << "Communities and reports to redo depend on what extraction finds; the run's "
-               "summary counts them.\n";
+  std::cout << "Entity pairs for the LLM to judge, summaries, communities and reports to redo "
+               "depend on what extraction finds; the run's summary counts them.\n";
 }
 
-void PrintSummary(const IndexSummary& s) {
-  std::cout << "documents: " << s.documents_added << " added, " << s.documents_changed
-            << " changed, " << s.documents_unchanged << " unchanged, " << s.documents_removed
-            << " removed";
-  if (!s.load_issues.empty()) std::cout << " (" << s.load_issues.size() << " files with problems, see above)";
-  std::cout << "\nchunks: " << s.chunks << " (" << s.chunks_added << " new, " << s.chunks_removed
-            << " removed); extracted " << s.chunks_extracted << " this run";
-  if (s.chunks_skipped) std::cout << ", " << s.chunks_skipped << " skipped (retried next run)";
-  std::cout << "\ngraph: " << s.entities << " entities, " << s.relationships << " relationships";
+void PrintSummary(const IndexSummary& s, bool graph_only) {
+  if (!graph_only) {
+    std::cout << "documents: " << s.documents_added << " added, " << s.documents_changed
+              << " changed, " << s.documents_unchanged << " unchanged, " << s.documents_removed
+              << " removed";
+    if (!s.load_issues.empty()) std::cout << " (" << s.load_issues.size() << " files with problems, see above)";
+    std::cout << "\nchunks: " << s.chunks << " (" << s.chunks_added << " new, " << s.chunks_removed
+              << " removed); extracted " << s.chunks_extracted << " this run";
+    if (s.chunks_skipped) std::cout << ", " << s.chunks_skipped << " skipped (retried next run)";
+    std::cout << "\n";
+  }
+  std::cout << "graph: " << s.entities << " entities, " << s.relationships << " relationships";
+  std::cout << "\nresolution: " << s.resolution_fresh << " new "
+            << (s.resolution_fresh == 1 ? "name" : "names") << " resolved, "
+            << s.resolution_merged << " names folded into another entity";
+  if (s.resolution_adjudicated > 0) {
+    std::cout << " (" << s.resolution_adjudicated << " pairs judged by the LLM in "
+              << s.resolution_llm_calls << " calls)";
+  }
   if (s.descriptions_summarized) std::cout << ", " << s.descriptions_summarized << " descriptions summarised";
   std::cout << "\ncommunities:";
   for (const auto& [l, n] : s.communities_per_level) std::cout << " level " << l << ": " << n << ";";
@@ -137,12 +151,7 @@ void PrintSummary(const IndexSummary& s) {
             << FormatDuration(s.elapsed_seconds) << "\n";
 }
 
-struct IndexFlags {
-  bool json = false;
-  bool no_progress = false;
-  bool dry_run = false;
-  bool wait = false;
-};
+}  // namespace
 
 void AddIndexFlags(CLI::App* cmd, IndexFlags& f) {
   cmd->add_flag("--dry-run", f.dry_run,
@@ -155,9 +164,8 @@ void AddIndexFlags(CLI::App* cmd, IndexFlags& f) {
                 "of failing");
 }
 
-// Runs (or plans) one update of the index: the shared body of index, add and remove.
 int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexRequest& request,
-              const IndexFlags& f) {
+              const IndexFlags& f, const BeforeUpdate& before) {
   auto config = LoadProjectConfig(g);
   if (!config.ok()) return Fail(config.status());
   const std::string db = config->Resolve(config->store.path);
@@ -171,6 +179,12 @@ int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexReq
   };
   auto store = Store::Open(db, so);
   if (!store.ok()) return Fail(store.status());
+  if (before) {
+    Result<std::string> said = before(**store);
+    if (!said.ok()) return Fail(said.status());
+    if (said->empty()) return kExitOk;  // nothing to do
+    if (!g.quiet) std::cerr << *said << "\n";
+  }
   (void)AddLogFile((std::filesystem::path(db).parent_path() / "grag.log").string());
   auto chat = MakeChatModel(*config, &(*store)->ReplyCache());
   if (!chat.ok()) return Fail(chat.status());
@@ -225,18 +239,17 @@ int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexReq
     j["plan"] = PlanJson(summary->plan);
     PrintJson(j);
   } else {
-    PrintSummary(*summary);
+    PrintSummary(*summary, request.graph_only);
   }
   return kExitOk;
 }
-
-}  // namespace
 
 Command AddIndexCommand(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand(
       "index",
       "Build or update the index: load, chunk, extract entities and relationships (with the "
-      "LLM, or the built-in NLP extractor when none is configured), merge, detect communities "
+      "LLM, or the built-in NLP extractor when none is configured), merge and resolve entities "
+      "(names of one thing become one entity; see `grag entities`), detect communities "
       "(Leiden), write community reports (LLM or extractive), embed. Works out what changed "
       "by content hash and does only that: new and edited documents are extracted, removed ones "
       "leave the graph, communities start from the previous partition and only reports whose "

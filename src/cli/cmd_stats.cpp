@@ -63,6 +63,15 @@ Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
             if (!spent.ok()) return Fail(spent.status());
             auto top = (*store)->ListEntities(o->top);
             if (!top.ok()) return Fail(top.status());
+            auto aliases = (*store)->ListAliases();
+            if (!aliases.ok()) return Fail(aliases.status());
+            std::map<std::string, int64_t> resolved;  // names folded into another, by method
+            int64_t resolved_total = 0;
+            for (const auto& a : *aliases) {
+              if (a.name_key == a.canonical_key) continue;
+              ++resolved[a.method.empty() ? "other" : a.method];
+              ++resolved_total;
+            }
             const auto& s = *stats;
             struct Space {
               std::string owner;
@@ -99,6 +108,8 @@ Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
                          {"chunks_skipped", s.extractions_skipped},
                          {"entities", s.entities},
                          {"relationships", s.relationships},
+                         {"resolution", {{"names", aliases->size()}, {"merged", resolved_total},
+                                         {"by_method", resolved}}},
                          {"communities", s.communities},
                          {"communities_per_level", levels},
                          {"modularity", s.modularity ? nlohmann::json(*s.modularity) : nlohmann::json()},
@@ -117,7 +128,13 @@ Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
             }
             std::cout << "documents      " << s.documents << "\nchunks         " << s.chunks
                       << " (" << s.extractions_ok << " extracted, " << s.extractions_skipped
-                      << " skipped)\nentities       " << s.entities << "\nrelationships  "
+                      << " skipped)\nentities       " << s.entities;
+            if (resolved_total > 0) {
+              std::cout << " (" << resolved_total << " extracted names resolved into another:";
+              for (const auto& [m, n] : resolved) std::cout << " " << m << " " << n;
+              std::cout << ")";
+            }
+            std::cout << "\nrelationships  "
                       << s.relationships << "\ncommunities    " << s.communities;
             if (!s.communities_per_level.empty()) {
               std::cout << " (";

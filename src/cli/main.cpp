@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
       AddQueryCommand(app, g),
       AddSearchCommand(app, g),
       AddCheckCommand(app, g),
+      AddEntitiesCommand(app, g),
   };
   try {
     app.parse(argc, argv);

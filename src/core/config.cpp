@@ -65,6 +65,14 @@ std::vector<Setting> Settings(Config& c) {
       {"extraction.nlp.min_node_freq", "", "No-LLM mode: phrases found in fewer chunks are left out of the graph", &c.extraction.nlp.min_node_freq},
       {"extraction.nlp.min_edge_weight_pct", "", "No-LLM mode: relationships below this percentile of weights are dropped (0-100)", &c.extraction.nlp.min_edge_weight_pct},
       {"extraction.nlp.pmi_weights", "", "No-LLM mode: weight relationships by pointwise mutual information rather than raw co-occurrence counts", &c.extraction.nlp.pmi_weights},
+      {"resolution.enabled", "", "Join names of one real thing into one entity (\"Marley\" and \"Jacob Marley\")", &c.resolution.enabled},
+      {"resolution.name_weight", "", "Weight of name similarity in a candidate pair's score", &c.resolution.name_weight},
+      {"resolution.embedding_weight", "", "Weight of the cosine of the two descriptions' embeddings in a pair's score", &c.resolution.embedding_weight},
+      {"resolution.merge_threshold", "", "With a chat model: pairs scoring at least this merge without asking", &c.resolution.merge_threshold},
+      {"resolution.adjudicate_threshold", "", "With a chat model: pairs scoring from this up to merge_threshold are judged by the LLM", &c.resolution.adjudicate_threshold},
+      {"resolution.no_llm_merge_threshold", "", "Without a chat model: pairs scoring at least this merge (tuned for the lexical embedder)", &c.resolution.no_llm_merge_threshold},
+      {"resolution.adjudication_batch", "", "Candidate pairs judged per LLM call", &c.resolution.adjudication_batch},
+      {"resolution.max_block", "", "A name token shared by more entities than this is too common to pair them on", &c.resolution.max_block},
       {"communities.max_cluster_size", "", "Communities larger than this are split into a finer level", &c.communities.max_cluster_size},
       {"communities.resolution", "", "Leiden modularity resolution (higher: smaller communities)", &c.communities.resolution},
       {"communities.seed", "", "Leiden random seed: the same graph gives the same communities", &c.communities.seed},
@@ -242,6 +250,16 @@ Status ValidateConfig(const Config& c) {
   if (c.embeddings.batch_size < 1) return Status::InvalidArgument("embeddings.batch_size must be at least 1");
   if (c.extraction.gleanings < 0) return Status::InvalidArgument("extraction.gleanings must be at least 0");
   if (c.extraction.entity_types.empty()) return Status::InvalidArgument("extraction.entity_types must not be empty");
+  {
+    const auto& r = c.resolution;
+    if (r.name_weight < 0 || r.embedding_weight < 0 || r.name_weight + r.embedding_weight <= 0) return Status::InvalidArgument("resolution.name_weight and resolution.embedding_weight must be at least 0, and not both 0");
+    for (double t : {r.merge_threshold, r.adjudicate_threshold, r.no_llm_merge_threshold}) {
+      if (t < 0 || t > 1) return Status::InvalidArgument("resolution thresholds must be between 0 and 1");
+    }
+    if (r.adjudicate_threshold > r.merge_threshold) return Status::InvalidArgument("resolution.adjudicate_threshold must not exceed resolution.merge_threshold");
+    if (r.adjudication_batch < 1) return Status::InvalidArgument("resolution.adjudication_batch must be at least 1");
+    if (r.max_block < 2) return Status::InvalidArgument("resolution.max_block must be at least 2");
+  }
   if (c.communities.max_cluster_size < 1) return Status::InvalidArgument("communities.max_cluster_size must be at least 1");
   if (c.communities.resolution <= 0) return Status::InvalidArgument("communities.resolution must be positive");
   if (c.extraction.nlp.min_edge_weight_pct < 0 || c.extraction.nlp.min_edge_weight_pct > 100) return Status::InvalidArgument("extraction.nlp.min_edge_weight_pct must be between 0 and 100");

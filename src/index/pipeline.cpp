@@ -21,6 +21,7 @@
 #include "grag/parallel.h"
 #include "grag/prompts.h"
 #include "grag/report.h"
+#include "grag/resolve.h"
 
 namespace grag {
 namespace {
@@ -587,6 +588,163 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, IndexSum
   return Status::Ok();
 }
 
+// ---------------------------------------------------------------- entity resolution
+
+// What resolution decided this run, written with the graph in the merge's transaction.
+struct Resolution {
+  std::vector<EntityAlias> aliases;
+  std::vector<ResolutionLinkRecord> links;
+  std::string params;  // the settings fingerprint the decisions were made under
+};
+
+ResolveOptions ResolveOptionsFor(const Config& c) {
+  ResolveOptions o;
+  o.name_weight = c.resolution.name_weight;
+  o.embedding_weight = c.resolution.embedding_weight;
+  o.merge_threshold = c.resolution.merge_threshold;
+  o.adjudicate_threshold = c.resolution.adjudicate_threshold;
+  o.no_llm_merge_threshold = c.resolution.no_llm_merge_threshold;
+  o.adjudication_batch = static_cast<size_t>(c.resolution.adjudication_batch);
+  o.max_block = static_cast<size_t>(c.resolution.max_block);
+  o.llm_concurrency = static_cast<int>(c.llm.concurrency);
+  return o;
+}
+
+// Decisions made under other settings, another extractor or other models are not reused.
+std::string ResolutionParams(Run& run, const ExtractorId& extractor) {
+  const auto& r = run.config().resolution;
+  return fmt::format("v1 extractor={}:{} enabled={} weights={}/{} bands={}/{}/{} batch={} block={} "
+                     "llm={} embedder={}",
+                     ExtractorKindName(extractor.kind), extractor.model, r.enabled, r.name_weight,
+                     r.embedding_weight, r.merge_threshold, r.adjudicate_threshold,
+                     r.no_llm_merge_threshold, r.adjudication_batch, r.max_block,
+                     run.chat() != nullptr ? run.chat()->model() : "",
+                     run.embedder() != nullptr ? run.embedder()->model() : "");
+}
+
+// Resolves the merged graph's names and folds each cluster into one entity. Incremental: a name
+// placed by an earlier run under the same settings keeps its place (its links to names still
+// present are kept) and only new names are compared; a name whose entity is gone is placed
+// again. A person's overrides (grag entities merge/split) win.
+Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGraph& g,
+                                IndexSummary& s) {
+  Store& store = run.store();
+  Resolution out;
+  out.params = ResolutionParams(run, extractor);
+  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_params, store.GetMeta("resolution_params"));
+  const bool reuse = stored_params && *stored_params == out.params;
+  std::unordered_map<std::string, EntityAlias> prior;
+  std::vector<ResolutionLinkRecord> prior_links;
+  if (reuse) {
+    GRAG_ASSIGN_OR_RETURN(std::vector<EntityAlias> aliases, store.ListAliases());
+    for (auto& a : aliases) prior.emplace(a.name_key, std::move(a));
+    GRAG_ASSIGN_OR_RETURN(prior_links, store.ListResolutionLinks());
+  }
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityOverride> overrides, store.ListEntityOverrides());
+
+  const bool enabled = run.config().resolution.enabled;
+  ResolveInput in;
+  std::unordered_map<std::string, size_t> index_of;
+  in.entities.reserve(g.entities.size());
+  SummarizeOptions join;  // a few descriptions are enough to tell two things apart
+  join.max_descriptions = 3;
+  join.max_joined_tokens = 200;
+  std::unordered_map<std::string, uint32_t> chunk_number;  // chunks as small ids, for locality
+  for (const auto& e : g.entities) {
+    index_of.emplace(e.name_key, in.entities.size());
+    ResolveEntity r;
+    r.key = e.name_key;
+    r.name = e.name;
+    r.type = e.type;
+    r.description = JoinDescriptionsWithin(e.descriptions, join);
+    r.frequency = static_cast<int64_t>(e.chunk_ids.size());
+    for (const auto& c : e.chunk_ids) {
+      r.contexts.push_back(chunk_number.emplace(c, static_cast<uint32_t>(chunk_number.size())).first->second);
+    }
+    std::sort(r.contexts.begin(), r.contexts.end());
+    in.entities.push_back(std::move(r));
+  }
+  for (auto& r : in.entities) {
+    auto it = prior.find(r.key);
+    // Placed before, into an entity whose name is still here: settled.
+    r.fresh = enabled && (it == prior.end() || !index_of.count(it->second.canonical_key));
+  }
+  for (const auto& l : prior_links) {
+    auto a = index_of.find(l.key_a);
+    auto b = index_of.find(l.key_b);
+    if (a == index_of.end() || b == index_of.end()) continue;  // a name is gone: so is the link
+    if (!enabled) continue;
+    ResolveLink link;
+    link.a = a->second;
+    link.b = b->second;
+    link.score = l.score;
+    link.method = l.method == "rule" ? ResolveMethod::kRule
+                  : l.method == "llm" ? ResolveMethod::kLlm
+                                      : ResolveMethod::kSimilarity;
+    link.reason = l.reason;
+    in.prior_links.push_back(std::move(link));
+  }
+  for (const auto& o : overrides) {
+    auto a = index_of.find(o.key_a);
+    auto b = index_of.find(o.key_b);
+    if (a == index_of.end() || b == index_of.end()) continue;
+    (o.merge ? in.must_link : in.cannot_link).emplace_back(a->second, b->second);
+  }
+  for (const auto& r : in.entities) s.resolution_fresh += r.fresh ? 1 : 0;
+  if (s.resolution_fresh > 0) run.Progress("resolve", 0, s.resolution_fresh);
+
+  GRAG_ASSIGN_OR_RETURN(ResolveResult rr, ResolveEntities(in, ResolveOptionsFor(run.config()),
+                                                          run.embedder(), run.chat()));
+  s.resolution_adjudicated += rr.stats.adjudicated;
+  s.resolution_llm_calls += rr.stats.llm_calls;
+
+  // The best link that placed each name, for `grag entities aliases`.
+  std::vector<const ResolveLink*> best(in.entities.size(), nullptr);
+  std::vector<ResolveLink> user_links;
+  for (const auto& [a, b] : in.must_link) user_links.push_back({a, b, 1.0, ResolveMethod::kUser, "merged by a person"});
+  auto consider = [&](const ResolveLink& l) {
+    for (size_t i : {l.a, l.b}) {
+      const ResolveLink*& cur = best[i];
+      if (cur == nullptr || (l.method == ResolveMethod::kUser) > (cur->method == ResolveMethod::kUser) ||
+          ((l.method == ResolveMethod::kUser) == (cur->method == ResolveMethod::kUser) && l.score > cur->score)) {
+        cur = &l;
+      }
+    }
+  };
+  for (const auto& l : in.prior_links) consider(l);
+  for (const auto& l : rr.links) consider(l);
+  for (const auto& l : user_links) consider(l);
+
+  std::unordered_map<std::string, std::string> canonical_of;
+  for (size_t i = 0; i < in.entities.size(); ++i) {
+    const ResolveEntity& e = in.entities[i];
+    const size_t c = i < rr.canonical.size() ? rr.canonical[i] : i;
+    EntityAlias a;
+    a.name_key = e.key;
+    a.name = e.name;
+    a.canonical_key = in.entities[c].key;
+    if (c != i) {
+      canonical_of.emplace(e.key, a.canonical_key);
+      if (const ResolveLink* l = best[i]) {
+        a.score = l->score;
+        a.method = std::string(ResolveMethodName(l->method));
+        a.reason = l->reason;
+      }
+    }
+    out.aliases.push_back(std::move(a));
+  }
+  auto keep_link = [&](const ResolveLink& l) {
+    if (l.method == ResolveMethod::kUser) return;
+    out.links.push_back({in.entities[l.a].key, in.entities[l.b].key, l.score,
+                         std::string(ResolveMethodName(l.method)), l.reason});
+  };
+  for (const auto& l : in.prior_links) keep_link(l);
+  for (const auto& l : rr.links) keep_link(l);
+  s.resolution_merged = static_cast<int64_t>(CollapseResolved(g, canonical_of));
+  if (s.resolution_fresh > 0) run.Progress("resolve", s.resolution_fresh, s.resolution_fresh);
+  return out;
+}
+
 Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   Store& store = run.store();
   GRAG_ASSIGN_OR_RETURN(auto entity_mentions, store.ListEntityMentions(extractor));
@@ -594,6 +752,7 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   MergedGraph g = MergeMentions(entity_mentions, rel_mentions);
   entity_mentions.clear();
   rel_mentions.clear();
+  GRAG_ASSIGN_OR_RETURN(Resolution resolution, ResolveGraph(run, extractor, g, s));
   if (extractor.kind == ExtractorKind::kNlp) {
     // Phrases seen once and weak co-occurrences are noise, as in Microsoft's fast method.
     const NlpPruneStats ps = PruneNlpGraph(g, NlpPruneOptionsFor(run.config()));
@@ -686,6 +845,8 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
       GRAG_RETURN_IF_ERROR(store.DeleteRelationship(r.id).status());
     }
   }
+  GRAG_RETURN_IF_ERROR(store.ReplaceResolution(resolution.aliases, resolution.links));
+  GRAG_RETURN_IF_ERROR(store.SetMeta("resolution_params", resolution.params));
   GRAG_RETURN_IF_ERROR(store.RecomputeGraphStats());
   GRAG_RETURN_IF_ERROR(tx.Commit());
   s.entities = static_cast<int64_t>(g.entities.size());
@@ -1037,6 +1198,10 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
   };
   Status failure;
   for (const auto& stage : stages) {
+    if (request.graph_only && (std::string_view(stage.name) == "load" ||
+                               std::string_view(stage.name) == "extract")) {
+      continue;
+    }
     (void)store.UpdateRun(s.run_id, stage.name, {});
     Status st = stage.fn();
     run.FlushUsage();

@@ -131,6 +131,9 @@ std::string PromptKind(std::string_view p) {
   if (p.find("knowledge-graph context below") != std::string_view::npos) return "local";
   if (p.find("using the source passages below") != std::string_view::npos) return "basic";
   if (p.find("Classify the question below") != std::string_view::npos) return "route";
+  if (p.find("\"verdicts\"") != std::string_view::npos && p.find("Pair 1:") != std::string_view::npos) {
+    return "adjudicate";
+  }
   return "unknown";
 }
 
@@ -149,6 +152,13 @@ std::string FakeGraphRagReply(std::string_view prompt) {
   if (kind == "local") return "Answer from the local context.";
   if (kind == "basic") return "Answer from the passages [S1].";
   if (kind == "route") return R"({"kind": "lookup", "reason": "one thing"})";
+  if (kind == "adjudicate") {  // entity resolution: every pair judged different
+    json verdicts = json::array();
+    for (int pair = 1; prompt.find("Pair " + std::to_string(pair) + ":") != std::string_view::npos; ++pair) {
+      verdicts.push_back({{"pair", pair}, {"same", false}, {"reason", "not enough evidence"}});
+    }
+    return json{{"verdicts", verdicts}}.dump();
+  }
   return "I do not know this prompt.";
 }
 

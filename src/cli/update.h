@@ -1,0 +1,31 @@
+// The shared body of the commands that write the index: index, add, remove, entities merge/split.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "cli/cli.h"
+#include "grag/indexer.h"
+#include "grag/store.h"
+
+namespace grag::cli {
+
+struct IndexFlags {
+  bool json = false;
+  bool no_progress = false;
+  bool dry_run = false;
+  bool wait = false;
+};
+
+void AddIndexFlags(CLI::App* cmd, IndexFlags& f);
+
+// Runs before the update, holding the writer lock: returns what to tell the user (stderr), an
+// empty text to stop there with success, or an error.
+using BeforeUpdate = std::function<Result<std::string>(Store& store)>;
+
+// Runs (or plans) one update of the index, with the project's models, progress, Ctrl-C handling
+// and summary; returns the exit code.
+int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexRequest& request,
+              const IndexFlags& f, const BeforeUpdate& before = {});
+
+}  // namespace grag::cli
