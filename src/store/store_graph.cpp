@@ -287,20 +287,16 @@ Result<std::optional<EntityRecord>> Store::GetEntity(int64_t id) {
 
 Result<std::optional<EntityRecord>> Store::GetEntityByKey(std::string_view name_key) {
   auto lock = impl_->Lock();
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        impl_->conn.Prepare("SELECT " + std::string(kEntityColumns) +
-                                            " FROM entities WHERE name_key = ?"));
-  stmt.BindAll(name_key);
-  GRAG_ASSIGN_OR_RETURN(std::optional<EntityRecord> e, OneEntity(stmt));
-  if (e) return e;
-  // An extracted name resolved into another entity.
+  // The entity of that name, else the one an extracted name of that key was resolved into.
   GRAG_ASSIGN_OR_RETURN(
-      sqlite::Stmt alias,
+      sqlite::Stmt stmt,
       impl_->conn.Prepare("SELECT " + std::string(kEntityColumns) +
+                          " FROM entities WHERE name_key = ?1 UNION ALL SELECT " +
+                          std::string(kEntityColumns) +
                           " FROM entities WHERE name_key = (SELECT canonical_key FROM "
-                          "entity_aliases WHERE name_key = ?)"));
-  alias.BindAll(name_key);
-  return OneEntity(alias);
+                          "entity_aliases WHERE name_key = ?1) LIMIT 1"));
+  stmt.BindAll(name_key);
+  return OneEntity(stmt);
 }
 
 Result<std::vector<EntityRecord>> Store::ListEntities(int64_t limit) {
