@@ -406,16 +406,13 @@ Status ExtractWithNlp(Run& run, const ExtractorId& extractor,
     GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> docs, run.store().ListDocuments());
     for (auto& d : docs) title_of.emplace(std::move(d.id), std::move(d.title));
   }
-  std::mutex mu;
-  Status first_error;
-  std::atomic<bool> stop{false};
   std::atomic<int64_t> done{0};
   const auto total = static_cast<int64_t>(pending.size());
   run.Progress("extract", 0, total);
-  ParallelFor(
+  Status st = ParallelForStatus(
       pending.size(), std::max<size_t>(1, std::thread::hardware_concurrency()),
-      [&](size_t i) {
-        Status st = [&]() -> Status {
+      [&](size_t i) -> Status {
+        Status one = [&]() -> Status {
           GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, run.store().GetChunk(pending[i]));
           if (!chunk) return Status::Ok();  // deleted meanwhile
           auto title = title_of.find(chunk->document_id);
@@ -430,19 +427,13 @@ Status ExtractWithNlp(Run& run, const ExtractorId& extractor,
           rec.relationships = std::move(parsed.relationships);
           return run.store().PutExtraction(rec);
         }();
-        if (!st.ok()) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (first_error.ok()) first_error = st.WithContext("extracting chunk " + pending[i]);
-          stop = true;
-          return;
-        }
+        if (!one.ok()) return one.WithContext("extracting chunk " + pending[i]);
         run.Progress("extract", ++done, total);
+        return Status::Ok();
       },
-      &stop);
+      run.cancel_flag());
   s.chunks_extracted = done;
-  if (!first_error.ok()) return first_error;
-  if (run.cancelled()) return Status::Cancelled("interrupted");
-  return Status::Ok();
+  return st;
 }
 
 Status Extract(Run& run, const ExtractorId& extractor, IndexSummary& s) {
@@ -462,36 +453,19 @@ Status Extract(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   opts.json_mode = c.llm.json_mode;
   const std::string params = ExtractionParamsHash(opts.prompt, opts);
 
-  std::mutex mu;
-  Status first_error;          // guarded by mu
-  std::atomic<bool> stop{false};
   std::atomic<int64_t> done{0};
   std::atomic<int64_t> extracted{0};
   std::atomic<int64_t> skipped{0};
   const auto total = static_cast<int64_t>(pending.size());
-  auto fail = [&](const Status& st) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (first_error.ok()) first_error = st;
-    stop = true;
-  };
   run.Progress("extract", 0, total);
-  ParallelFor(
+  Status st = ParallelForStatus(
       pending.size(), static_cast<size_t>(c.llm.concurrency),
-      [&](size_t i) {
-        if (run.cancelled()) {
-          stop = true;
-          return;
-        }
+      [&](size_t i) -> Status {
         auto chunk = run.store().GetChunk(pending[i]);
-        if (!chunk.ok() || !chunk->has_value()) {
-          if (!chunk.ok()) fail(chunk.status());
-          return;  // deleted meanwhile: nothing to do
-        }
+        if (!chunk.ok()) return chunk.status();
+        if (!chunk->has_value()) return Status::Ok();  // deleted meanwhile: nothing to do
         auto result = ExtractChunk(*chat, opts, (*chunk)->text);
-        if (!result.ok()) {
-          fail(result.status().WithContext("extracting chunk " + pending[i]));
-          return;
-        }
+        if (!result.ok()) return result.status().WithContext("extracting chunk " + pending[i]);
         ExtractionRecord rec;
         rec.chunk_id = pending[i];
         rec.extractor = extractor;
@@ -508,16 +482,14 @@ Status Extract(Run& run, const ExtractorId& extractor, IndexSummary& s) {
           rec.relationships = std::move(result->result.relationships);
           ++extracted;
         }
-        Status st = run.store().PutExtraction(rec);  // one transaction per chunk
-        if (!st.ok()) fail(st);
+        GRAG_RETURN_IF_ERROR(run.store().PutExtraction(rec));  // one transaction per chunk
         run.Progress("extract", ++done, total);
+        return Status::Ok();
       },
-      &stop);
+      run.cancel_flag());
   s.chunks_extracted = extracted;
   s.chunks_skipped = skipped;
-  if (!first_error.ok()) return first_error;
-  if (run.cancelled()) return Status::Cancelled("interrupted");
-  return Status::Ok();
+  return st;
 }
 
 // ---------------------------------------------------------------- merge
@@ -555,18 +527,11 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, IndexSum
     }
   }
   if (llm_jobs.empty()) return Status::Ok();
-  std::mutex mu;
-  Status first_error;
-  std::atomic<bool> stop{false};
   std::atomic<int64_t> done{0};
   const auto total = static_cast<int64_t>(llm_jobs.size());
-  ParallelFor(
+  Status st = ParallelForStatus(
       llm_jobs.size(), static_cast<size_t>(run.config().llm.concurrency),
-      [&](size_t k) {
-        if (run.cancelled()) {
-          stop = true;
-          return;
-        }
+      [&](size_t k) -> Status {
         auto& j = jobs[llm_jobs[k]];
         auto summary = SummarizeDescriptions(*run.chat(), j.name, *j.descriptions, so);
         if (summary.ok()) {
@@ -575,17 +540,14 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, IndexSum
           // An empty summary twice: keep every description rather than lose any.
           j.result = {j.hash, JoinDescriptions(*j.descriptions), ""};
         } else {
-          std::lock_guard<std::mutex> lock(mu);
-          if (first_error.ok()) first_error = summary.status().WithContext("summarising " + j.name);
-          stop = true;
+          return summary.status().WithContext("summarising " + j.name);
         }
         run.Progress("summarize", ++done, total);
+        return Status::Ok();
       },
-      &stop);
+      run.cancel_flag());
   s.descriptions_summarized += done;
-  if (!first_error.ok()) return first_error;
-  if (run.cancelled()) return Status::Cancelled("interrupted");
-  return Status::Ok();
+  return st;
 }
 
 // ---------------------------------------------------------------- entity resolution

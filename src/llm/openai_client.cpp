@@ -12,6 +12,7 @@
 
 #include "grag/hash.h"
 #include "grag/llm.h"
+#include "grag/parallel.h"
 #include "grag/log.h"
 #include "llm/limits.h"
 #include "llm/model_common.h"
@@ -418,13 +419,10 @@ Result<EmbeddingResponse> OpenAIClient::Impl::EmbedOnce(const std::vector<std::s
   }
 
   std::mutex mu;
-  Status first_error;         // guarded by mu
   bool estimated = false;     // guarded by mu
   std::string reply_model;    // guarded by mu
   int64_t prompt_tokens = 0;  // guarded by mu
   int batch_retries = 0;      // guarded by mu
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
 
   auto run = [&](const Batch& batch) -> Status {
     std::vector<std::string_view> texts;
@@ -460,32 +458,12 @@ Result<EmbeddingResponse> OpenAIClient::Impl::EmbedOnce(const std::vector<std::s
     if (!reply.model.empty()) reply_model = reply.model;
     return Status::Ok();
   };
-  auto worker = [&] {
-    for (size_t b; !failed.load() && (b = next.fetch_add(1)) < batches.size();) {
-      Status status = run(batches[b]);
-      if (!status.ok()) {
-        std::lock_guard lock(mu);
-        if (first_error.ok()) first_error = status;
-        failed.store(true);
-      }
-    }
-  };
   // Batches go out in parallel (the semaphore still bounds the requests in flight); the calling
-  // thread is one of the workers.
-  size_t workers = std::min(batches.size(), static_cast<size_t>(options.max_concurrency));
-  std::vector<std::thread> threads;
-  for (size_t k = 1; k < workers; ++k) {
-    try {
-      threads.emplace_back(worker);
-    } catch (const std::system_error&) {
-      break;  // fewer threads, same result
-    }
-  }
-  worker();
-  for (std::thread& t : threads) t.join();
-
+  // thread is one of the workers; the first failure stops the batches not yet started.
+  const Status sent = ParallelForStatus(batches.size(), static_cast<size_t>(options.max_concurrency),
+                                        [&](size_t b) { return run(batches[b]); });
   *retries += batch_retries;
-  if (!first_error.ok()) return first_error;
+  if (!sent.ok()) return sent;
   out.prompt_tokens = prompt_tokens;
   out.tokens_estimated = estimated;
   if (!reply_model.empty()) out.model = reply_model;
