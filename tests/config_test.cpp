@@ -1,5 +1,6 @@
 // Settings: defaults < config file < environment < flags; clear errors; the init file round-trips.
 #include "grag/config.h"
+#include "grag/llm.h"
 #include "grag/retrieval.h"
 #include "grag/resolve.h"
 
@@ -208,6 +209,19 @@ TEST(ConfigTest, ResolutionDefaultsAreTheResolverDefaults) {
   bad = Config{};
   bad.resolution.adjudication_batch = 0;
   EXPECT_EQ(ValidateConfig(bad).code(), ErrorCode::kInvalidArgument);
+}
+
+// The LLM settings' defaults are the client's.
+TEST(ConfigTest, LlmDefaultsAreTheClientDefaults) {
+  const Config c;
+  const OpenAIOptions o;
+  EXPECT_EQ(c.llm.azure_api_version, o.azure_api_version);
+  EXPECT_EQ(c.llm.concurrency, o.max_concurrency);
+  EXPECT_EQ(c.llm.requests_per_minute, o.requests_per_minute);
+  EXPECT_EQ(c.llm.tokens_per_minute, o.tokens_per_minute);
+  EXPECT_EQ(static_cast<int64_t>(c.llm.timeout_seconds * 1000), o.timeout.count());
+  EXPECT_EQ(c.llm.max_retries, o.max_retries);
+  EXPECT_EQ(c.embeddings.batch_size, o.embedding_batch_size);
 }
 
 }  // namespace

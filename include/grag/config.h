@@ -41,7 +41,7 @@ struct LlmConfig {
   std::string model;
   std::string api_key;   // falls back to OPENAI_API_KEY
   std::string api_style = "openai";  // openai | azure
-  std::string azure_api_version = "2024-06-01";
+  std::string azure_api_version = "2024-10-21";  // OpenAIOptions's default (a test keeps them equal)
   std::string extra_body;  // JSON object merged into every request body, e.g. {"seed": 1}
   int64_t concurrency = 16;          // requests in flight at once
   int64_t requests_per_minute = 0;   // 0: unlimited
