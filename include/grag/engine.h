@@ -8,15 +8,20 @@
 // and models are thread-safe; the retriever is built once under a lock).
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "grag/config.h"
 #include "grag/global_search.h"
+#include "grag/indexer.h"
 #include "grag/llm.h"
 #include "grag/local_search.h"
 #include "grag/passage_search.h"
@@ -34,8 +39,10 @@ Result<QueryMethod> ParseQueryMethod(std::string_view name);
 
 struct EngineOptions {
   // Reading (query, search, stats): an index on read-only media opens read-only. Writing
-  // (index, add, remove): the writer lock is taken, and a missing index is created.
+  // (index, add, remove, entity corrections): the writer lock is taken (unless
+  // take_writer_lock is off: a dry run), and a missing index is created.
   bool writable = false;
+  bool take_writer_lock = true;
   bool wait_for_writer = false;
   std::function<void(const std::string& holder)> on_wait;
   std::string lock_holder = "grag";
@@ -79,6 +86,55 @@ struct SearchRequest {
   std::optional<int64_t> top_k;           // default: search.top_k
 };
 
+// What the index holds and what it cost (grag stats).
+struct IndexStats {
+  StoreStats store;
+  std::map<std::string, int64_t> spent;  // run counters summed: llm_calls, tokens_in, ...
+  std::vector<EntityRecord> top_entities;
+  std::vector<std::pair<std::string, EmbeddingSpace>> embeddings;  // by owner: entity, chunk, report
+  int64_t resolved_names = 0;    // extracted names entity resolution placed
+  int64_t merged_names = 0;      // of which folded into another entity
+  std::map<std::string, int64_t> merged_by_method;  // rule, similarity, llm, user
+};
+
+// One entity with the other extracted names resolved into it (grag entities list).
+struct EntityListing {
+  EntityRecord entity;
+  std::vector<std::string> aliases;  // other names, by key
+};
+
+// Entity resolution as people see it (grag entities aliases).
+struct AliasListing {
+  struct Alias {
+    std::string name;
+    std::string entity;  // the entity's name
+    std::string method;
+    double score = 0;
+    std::string reason;
+  };
+  struct Override {
+    std::string a, b;  // names
+    bool merge = true;
+    std::string at;
+  };
+  std::vector<Alias> aliases;      // names folded into another entity
+  std::vector<Override> overrides;
+  bool empty_index = false;        // no name resolved at all
+};
+
+// Callbacks of a long update: progress (from worker threads too), the plan before any model
+// call, and a flag that stops it cleanly (Ctrl-C, a cancelled job).
+struct IndexCallbacks {
+  std::function<void(const IndexProgress&)> on_progress;
+  std::function<void(const IndexPlan&)> on_plan;
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// grag check: opens the index as it is (damage reported, not refused; read-only media allowed)
+// and runs every check. Errors: only a failure to run the
+// checks (a missing index is kNotFound).
+Result<IntegrityReport> CheckIndex(const Config& config, int max_per_check);
+
 class Engine {
  public:
   // Opens the project `config` describes: the index (which must exist unless writable), the
@@ -95,6 +151,22 @@ class Engine {
   Result<RetrievalResult> Search(const SearchRequest& request);
   // What kAuto would do with `question`, and its cost estimate.
   Result<QueryRoute> Route(std::string_view question);
+
+  // ---- the index
+  // Brings the index in line with `request` (grag index / add / remove; graph_only: apply entity
+  // corrections). Needs an engine opened writable. Errors: RunIndex's (kCancelled when stopped).
+  Result<IndexSummary> Index(const IndexRequest& request, const IndexCallbacks& callbacks = {});
+  // What Index would do, without a model call or a write.
+  Result<IndexPlan> Plan(const IndexRequest& request);
+  Result<IndexStats> Stats(int64_t top_entities);
+  Result<std::vector<DocumentInfo>> Documents();
+
+  // ---- entity resolution (a person's corrections take effect at the next Index; run one with
+  // request.graph_only to apply them at once)
+  Result<std::vector<EntityListing>> Entities(std::string_view search);  // highest degree first
+  Result<AliasListing> Aliases(std::string_view search);
+  Result<bool> MergeEntities(std::string_view a, std::string_view b);  // RecordEntityMerge
+  Result<int64_t> SplitEntity(std::string_view entity, std::string_view alias);  // RecordEntitySplit
 
   const Config& config() const;
   Store& store();

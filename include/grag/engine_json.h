@@ -4,8 +4,10 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "grag/engine.h"
+#include "grag/project.h"
 #include "grag/retrieval.h"
 
 namespace grag {
@@ -15,5 +17,18 @@ std::string QueryResultJson(const QueryResult& result, std::string_view question
 std::string RetrievalResultJson(const RetrievalResult& result, std::string_view question,
                                 RetrievalMethod method, bool pretty);
 std::string QueryRouteJson(const QueryRoute& route, std::string_view question, bool pretty);
+
+// grag index / add / remove: the run's summary, with the plan it started from when given.
+std::string IndexSummaryJson(const IndexSummary& summary, const IndexPlan* plan, bool pretty);
+std::string IndexPlanJson(const IndexPlan& plan, bool pretty);
+std::string IndexStatsJson(const IndexStats& stats, bool pretty);
+std::string DocumentsJson(const std::vector<DocumentInfo>& documents, bool pretty);
+// The first `limit` entities.
+std::string EntitiesJson(const std::vector<EntityListing>& entities, size_t limit, bool pretty);
+std::string AliasesJson(const AliasListing& listing, bool pretty);
+std::string IntegrityJson(const IntegrityReport& report, std::string_view index, bool pretty);
+std::string ChunkPreviewJson(const ChunkPreview& preview, bool pretty);
+std::string SettingsJson(const std::vector<SettingInfo>& settings, bool pretty);
+std::string InitJson(const InitResult& result, std::string_view root, bool pretty);
 
 }  // namespace grag

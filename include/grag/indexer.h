@@ -138,6 +138,23 @@ Result<bool> RecordEntityMerge(Store& store, std::string_view a, std::string_vie
 // kInvalidArgument when `alias` is not a name of that entity.
 Result<int64_t> RecordEntitySplit(Store& store, std::string_view entity, std::string_view alias);
 
+// ---- grag chunk: what files would give, without indexing them
+
+struct ChunkedDocument {
+  Document document;
+  std::vector<Chunk> chunks;
+  int64_t tokens = 0;  // of all its chunks
+};
+struct ChunkPreview {
+  std::vector<ChunkedDocument> documents;
+  std::vector<LoadIssue> issues;  // files skipped or loaded with a note
+  int64_t chunks = 0;
+  int64_t tokens = 0;
+};
+// Loads `paths` (document ids relative to `base_dir`) and chunks them with `options`.
+Result<ChunkPreview> ChunkFiles(const std::vector<std::string>& paths, const Config& config,
+                                const ChunkOptions& options, const std::string& base_dir);
+
 // The extractor whose results the pipeline uses with `context`'s models.
 ExtractorId ExtractorFor(const IndexContext& context);
 

@@ -5,7 +5,6 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -34,9 +33,6 @@ Result<Config> LoadProjectConfig(const GlobalOptions& g);
 
 // Prints "error: <message>" on stderr and returns the exit code for `status`.
 int Fail(const Status& status);
-
-// Prints JSON (pretty when stdout is a terminal) followed by a newline.
-void PrintJson(const nlohmann::json& j);
 
 // Each command registers itself on the app and returns the function that runs it.
 using Runner = std::function<int()>;

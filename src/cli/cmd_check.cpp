@@ -1,6 +1,9 @@
 // grag check: is the index sound? Integrity, foreign keys, full-text index, grag's invariants.
+#include <unistd.h>
+
 #include "cli/cli.h"
-#include "grag/store.h"
+#include "grag/engine.h"
+#include "grag/engine_json.h"
 
 namespace grag::cli {
 
@@ -23,31 +26,11 @@ Command AddCheckCommand(CLI::App& app, GlobalOptions& g) {
             auto config = LoadProjectConfig(g);
             if (!config.ok()) return Fail(config.status());
             const std::string db = config->Resolve(config->store.path);
-            StoreOptions so;
-            so.create_if_missing = false;
-            so.allow_read_only = true;  // read-only media: every check but the FTS one
-            so.verify = false;  // the full check below is the point
-            auto store = Store::Open(db, so);
-            IntegrityReport report;
-            if (!store.ok()) {
-              if (store.status().code() != ErrorCode::kCorruption) return Fail(store.status());
-              report.checks_run.push_back("open");
-              report.problems.push_back({"open", store.status().message()});
-            } else {
-              auto r = (*store)->Check(o->max);
-              if (!r.ok()) return Fail(r.status());
-              report = std::move(r).value();
-            }
+            auto checked = CheckIndex(*config, o->max);
+            if (!checked.ok()) return Fail(checked.status());
+            const IntegrityReport& report = *checked;
             if (o->json) {
-              nlohmann::json problems = nlohmann::json::array();
-              for (const auto& p : report.problems) {
-                problems.push_back({{"check", p.check}, {"detail", p.detail}});
-              }
-              PrintJson({{"index", db},
-                         {"ok", report.ok()},
-                         {"checks", report.checks_run},
-                         {"notes", report.notes},
-                         {"problems", problems}});
+              std::cout << IntegrityJson(report, db, isatty(STDOUT_FILENO) != 0) << "\n";
             } else {
               for (const auto& c : report.checks_run) {
                 int64_t n = 0;

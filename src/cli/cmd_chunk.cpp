@@ -1,8 +1,10 @@
 // grag chunk FILE...: the chunks and token counts the input would give, to estimate cost.
+#include <unistd.h>
+
 #include "cli/cli.h"
 #include "grag/chunker.h"
+#include "grag/engine_json.h"
 #include "grag/indexer.h"
-#include "grag/loader.h"
 
 namespace grag::cli {
 namespace {
@@ -62,57 +64,37 @@ Command AddChunkCommand(CLI::App& app, GlobalOptions& g) {
             ChunkOptions copts = ChunkOptionsFor(*config);
             copts.prepend_title = (config->chunks.prepend_title || o->title) && !o->no_title;
 
-            LoadOptions load_options = LoadOptionsFor(*config);
-            load_options.base_dir = ".";  // ids relative to where the user stands
-            auto loaded = LoadDocuments(o->paths, load_options);
-            if (!loaded.ok()) return Fail(loaded.status());
-            for (const auto& issue : loaded->issues) {
+            // Document ids relative to where the user stands.
+            auto preview = ChunkFiles(o->paths, *config, copts, ".");
+            if (!preview.ok()) return Fail(preview.status());
+            for (const auto& issue : preview->issues) {
               std::cerr << (issue.skipped ? "warning: " : "note: ") << issue.path << ": "
                         << issue.message << "\n";
             }
-            nlohmann::json out = nlohmann::json::array();
-            size_t total_chunks = 0;
-            size_t total_tokens = 0;
-            for (const auto& doc : loaded->documents) {
-              auto chunks = ChunkDocument(doc, copts);
-              if (!chunks.ok()) return Fail(chunks.status());
-              size_t doc_tokens = 0;
-              for (const auto& c : *chunks) doc_tokens += c.n_tokens;
-              total_chunks += chunks->size();
-              total_tokens += doc_tokens;
-              if (o->json) {
-                nlohmann::json jc = nlohmann::json::array();
-                for (const auto& c : *chunks) {
-                  jc.push_back({{"id", c.id}, {"index", c.index}, {"n_tokens", c.n_tokens},
-                                {"text", c.text}});
-                }
-                out.push_back({{"document", doc.id}, {"title", doc.title},
-                               {"n_chunks", chunks->size()}, {"n_tokens", doc_tokens},
-                               {"chunks", std::move(jc)}});
-                continue;
-              }
-              std::cout << doc.id << ": " << chunks->size() << " chunks, " << doc_tokens
-                        << " tokens\n";
-              for (const auto& c : *chunks) {
-                std::cout << "  #" << c.index << "  " << c.n_tokens << " tokens  " << c.id.substr(0, 12)
-                          << "  ";
-                if (o->text) {
-                  std::cout << "\n" << c.text << "\n";
-                } else {
-                  std::cout << Preview(c.text, 60) << "\n";
-                }
-              }
-            }
             if (o->json) {
-              PrintJson(out);
+              std::cout << ChunkPreviewJson(*preview, isatty(STDOUT_FILENO) != 0) << "\n";
             } else {
-              std::cout << "total: " << loaded->documents.size() << " documents, " << total_chunks
-                        << " chunks, " << total_tokens << " tokens (" << copts.encoding << ", size "
-                        << copts.size << ", overlap " << copts.overlap
+              for (const auto& d : preview->documents) {
+                std::cout << d.document.id << ": " << d.chunks.size() << " chunks, " << d.tokens
+                          << " tokens\n";
+                for (const auto& c : d.chunks) {
+                  std::cout << "  #" << c.index << "  " << c.n_tokens << " tokens  "
+                            << c.id.substr(0, 12) << "  ";
+                  if (o->text) {
+                    std::cout << "\n" << c.text << "\n";
+                  } else {
+                    std::cout << Preview(c.text, 60) << "\n";
+                  }
+                }
+              }
+              std::cout << "total: " << preview->documents.size() << " documents, "
+                        << preview->chunks << " chunks, " << preview->tokens << " tokens ("
+                        << copts.encoding << ", size " << copts.size << ", overlap "
+                        << copts.overlap
                         << "). Indexing with an LLM makes one extraction call per chunk, plus "
                            "gleaning rounds.\n";
             }
-            return loaded->documents.empty() && !loaded->issues.empty() ? kExitFailure : kExitOk;
+            return preview->documents.empty() && !preview->issues.empty() ? kExitFailure : kExitOk;
           }};
 }
 

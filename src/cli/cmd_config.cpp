@@ -1,5 +1,8 @@
 // grag config: the settings in force, where each can be set, and what it does.
+#include <unistd.h>
+
 #include "cli/cli.h"
+#include "grag/engine_json.h"
 
 namespace grag::cli {
 
@@ -16,11 +19,7 @@ Command AddConfigCommand(CLI::App& app, GlobalOptions& g) {
               if (s.key.ends_with("api_key") && s.value_text != "\"\"") s.value_text = "\"***\"";
             }
             if (*json) {
-              nlohmann::json out = nlohmann::json::array();
-              for (const auto& s : settings) {
-                out.push_back({{"key", s.key}, {"value", s.value_text}, {"env", s.env}, {"help", s.help}});
-              }
-              PrintJson(out);
+              std::cout << SettingsJson(settings, isatty(STDOUT_FILENO) != 0) << "\n";
               return kExitOk;
             }
             for (const auto& s : settings) {

@@ -4,129 +4,72 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include "cli/cli.h"
 #include "cli/update.h"
-#include "grag/extract.h"
-#include "grag/store.h"
+#include "grag/engine.h"
+#include "grag/engine_json.h"
 
 namespace grag::cli {
 namespace {
 
-Result<std::unique_ptr<Store>> OpenForReading(const GlobalOptions& g) {
+Result<std::unique_ptr<Engine>> OpenForReading(const GlobalOptions& g) {
   GRAG_ASSIGN_OR_RETURN(Config config, LoadProjectConfig(g));
-  StoreOptions so;
-  so.read_only = true;
-  const std::string db = config.Resolve(config.store.path);
-  auto store = Store::Open(db, so);
-  if (!store.ok() && store.status().code() == ErrorCode::kNotFound) {
-    return Status::NotFound("no index at " + db + ": run `grag index` first");
-  }
-  return store;
-}
-
-// Every extracted name by the entity it resolved to.
-std::map<std::string, std::vector<const EntityAlias*>> NamesByEntity(
-    const std::vector<EntityAlias>& aliases) {
-  std::map<std::string, std::vector<const EntityAlias*>> out;
-  for (const auto& a : aliases) out[a.canonical_key].push_back(&a);
-  return out;
-}
-
-bool Matches(const std::string& needle, std::string_view text) {
-  return needle.empty() || NormalizeEntityName(text).find(needle) != std::string::npos;
+  return Engine::Open(std::move(config));
 }
 
 int List(const GlobalOptions& g, const std::string& search, int limit, bool json) {
-  auto store = OpenForReading(g);
-  if (!store.ok()) return Fail(store.status());
-  auto entities = (*store)->ListEntities();
+  auto engine = OpenForReading(g);
+  if (!engine.ok()) return Fail(engine.status());
+  auto entities = (*engine)->Entities(search);
   if (!entities.ok()) return Fail(entities.status());
-  auto aliases = (*store)->ListAliases();
-  if (!aliases.ok()) return Fail(aliases.status());
-  const auto names = NamesByEntity(*aliases);
-  const std::string needle = NormalizeEntityName(search);
-  nlohmann::json out = nlohmann::json::array();
-  int shown = 0;
-  int64_t matched = 0;
-  for (const auto& e : *entities) {
-    std::vector<std::string> other;  // the entity's other names
-    bool hit = Matches(needle, e.name);
-    if (auto it = names.find(e.name_key); it != names.end()) {
-      for (const EntityAlias* a : it->second) {
-        if (a->name_key == e.name_key) continue;
-        other.push_back(a->name);
-        hit = hit || Matches(needle, a->name);
-      }
-    }
-    if (!hit) continue;
-    ++matched;
-    if (shown >= limit) continue;
-    ++shown;
-    if (json) {
-      out.push_back({{"id", e.id}, {"name", e.name}, {"type", e.type}, {"degree", e.degree},
-                     {"frequency", e.frequency}, {"aliases", other}});
-      continue;
-    }
+  const auto shown = std::min(entities->size(), static_cast<size_t>(limit));
+  if (json) {
+    std::cout << EntitiesJson(*entities, shown, isatty(STDOUT_FILENO) != 0) << "\n";
+    return kExitOk;
+  }
+  for (size_t i = 0; i < shown; ++i) {
+    const EntityRecord& e = (*entities)[i].entity;
+    const auto& other = (*entities)[i].aliases;
     std::cout << e.id << "\t" << e.name << " (" << (e.type.empty() ? "?" : e.type) << ", degree "
               << e.degree << ", " << e.frequency << " chunks)";
     if (!other.empty()) {
       std::cout << "\talso: ";
-      for (size_t i = 0; i < other.size(); ++i) std::cout << (i ? "; " : "") << other[i];
+      for (size_t k = 0; k < other.size(); ++k) std::cout << (k ? "; " : "") << other[k];
     }
     std::cout << "\n";
   }
-  if (json) {
-    PrintJson(out);
-  } else if (matched == 0) {
-    std::cout << (entities->empty() ? "no entities: run `grag index` first\n"
-                                    : "no entity matches \"" + search + "\"\n");
-  } else if (matched > shown) {
-    std::cout << "(" << matched - shown << " more; --limit shows more)\n";
+  if (entities->empty()) {
+    auto stats = (*engine)->Stats(0);
+    const bool none = stats.ok() && stats->store.entities == 0;
+    std::cout << (none ? "no entities: run `grag index` first\n"
+                       : "no entity matches \"" + search + "\"\n");
+  } else if (entities->size() > shown) {
+    std::cout << "(" << entities->size() - shown << " more; --limit shows more)\n";
   }
   return kExitOk;
 }
 
 int Aliases(const GlobalOptions& g, const std::string& search, bool json) {
-  auto store = OpenForReading(g);
-  if (!store.ok()) return Fail(store.status());
-  auto aliases = (*store)->ListAliases();
-  if (!aliases.ok()) return Fail(aliases.status());
-  auto overrides = (*store)->ListEntityOverrides();
-  if (!overrides.ok()) return Fail(overrides.status());
-  std::map<std::string, std::string> name_of;
-  for (const auto& a : *aliases) name_of[a.name_key] = a.name;
-  auto display = [&](const std::string& key) {
-    auto it = name_of.find(key);
-    return it == name_of.end() ? key : it->second;
-  };
-  const std::string needle = NormalizeEntityName(search);
-  nlohmann::json resolved = nlohmann::json::array();
-  nlohmann::json decisions = nlohmann::json::array();
-  for (const auto& a : *aliases) {
-    if (a.name_key == a.canonical_key) continue;
-    if (!Matches(needle, a.name) && !Matches(needle, display(a.canonical_key))) continue;
-    if (json) {
-      resolved.push_back({{"name", a.name}, {"entity", display(a.canonical_key)},
-                          {"method", a.method}, {"score", a.score}, {"reason", a.reason}});
-    } else {
-      std::cout << a.name << "\t-> " << display(a.canonical_key) << "\t" << a.method << " "
-                << fmt::format("{:.2f}", a.score) << (a.reason.empty() ? "" : "\t" + a.reason)
-                << "\n";
-    }
-  }
-  for (const auto& o : *overrides) {
-    if (!Matches(needle, display(o.key_a)) && !Matches(needle, display(o.key_b))) continue;
-    if (json) {
-      decisions.push_back({{"a", display(o.key_a)}, {"b", display(o.key_b)},
-                           {"decision", o.merge ? "merge" : "split"}, {"at", o.created_at}});
-    } else {
-      std::cout << "person: " << (o.merge ? "merge " : "split ") << display(o.key_a) << " / "
-                << display(o.key_b) << "\t" << o.created_at << "\n";
-    }
-  }
+  auto engine = OpenForReading(g);
+  if (!engine.ok()) return Fail(engine.status());
+  auto listing = (*engine)->Aliases(search);
+  if (!listing.ok()) return Fail(listing.status());
   if (json) {
-    PrintJson({{"aliases", resolved}, {"overrides", decisions}});
-  } else if (resolved.empty() && decisions.empty() && aliases->empty()) {
+    std::cout << AliasesJson(*listing, isatty(STDOUT_FILENO) != 0) << "\n";
+    return kExitOk;
+  }
+  for (const auto& a : listing->aliases) {
+    std::cout << a.name << "\t-> " << a.entity << "\t" << a.method << " "
+              << fmt::format("{:.2f}", a.score) << (a.reason.empty() ? "" : "\t" + a.reason)
+              << "\n";
+  }
+  for (const auto& o : listing->overrides) {
+    std::cout << "person: " << (o.merge ? "merge " : "split ") << o.a << " / " << o.b << "\t"
+              << o.at << "\n";
+  }
+  if (listing->empty_index && listing->overrides.empty()) {
     std::cout << "no resolved names: run `grag index` first\n";
   }
   return kExitOk;
@@ -182,16 +125,16 @@ Command AddEntitiesCommand(CLI::App& app, GlobalOptions& g) {
             request.graph_only = true;
             if (merge->parsed()) {
               return RunUpdate(g, "entities merge", request, o->flags,
-                               [o](Store& store) -> Result<std::string> {
+                               [o](Engine& engine) -> Result<std::string> {
                                  GRAG_ASSIGN_OR_RETURN(bool changed,
-                                                       RecordEntityMerge(store, o->a, o->b));
+                                                       engine.MergeEntities(o->a, o->b));
                                  return std::string(changed ? "recorded: " : "already one entity; recorded: ") +
                                         "\"" + o->a + "\" and \"" + o->b + "\" are one entity";
                                });
             }
             return RunUpdate(g, "entities split", request, o->flags,
-                             [o](Store& store) -> Result<std::string> {
-                               GRAG_ASSIGN_OR_RETURN(int64_t n, RecordEntitySplit(store, o->a, o->alias));
+                             [o](Engine& engine) -> Result<std::string> {
+                               GRAG_ASSIGN_OR_RETURN(int64_t n, engine.SplitEntity(o->a, o->alias));
                                if (n == 0) {
                                  std::cout << "\"" << o->a << "\" has no other name to split off\n";
                                  return std::string();

@@ -1,14 +1,17 @@
 // grag index [PATH...]: build or update the index.
+#include <unistd.h>
+
 #include <csignal>
 #include <filesystem>
 
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "cli/update.h"
+#include "grag/engine.h"
+#include "grag/engine_json.h"
 #include "grag/indexer.h"
 #include "grag/lexical_embedder.h"
 #include "grag/log.h"
-#include "grag/models.h"
 
 namespace grag::cli {
 namespace {
@@ -23,51 +26,6 @@ extern "C" void OnInterrupt(int sig) {
   g_interrupted = true;
   std::signal(SIGINT, SIG_DFL);  // a second one ends the process at once
   std::signal(SIGTERM, SIG_DFL);
-}
-
-nlohmann::json SummaryJson(const IndexSummary& s) {
-  nlohmann::json issues = nlohmann::json::array();
-  for (const auto& i : s.load_issues) {
-    issues.push_back({{"path", i.path}, {"message", i.message}, {"skipped", i.skipped}});
-  }
-  nlohmann::json levels = nlohmann::json::object();
-  for (const auto& [l, n] : s.communities_per_level) levels[std::to_string(l)] = n;
-  return {
-      {"run_id", s.run_id},
-      {"no_llm", s.no_llm},
-      {"embedding_model", s.embedding_model},
-      {"documents", {{"added", s.documents_added}, {"changed", s.documents_changed},
-                     {"unchanged", s.documents_unchanged}, {"removed", s.documents_removed}}},
-      {"load_issues", issues},
-      {"chunks", {{"total", s.chunks}, {"added", s.chunks_added}, {"removed", s.chunks_removed},
-                  {"extracted", s.chunks_extracted}, {"skipped", s.chunks_skipped}}},
-      {"entities", s.entities},
-      {"relationships", s.relationships},
-      {"resolution", {{"fresh", s.resolution_fresh}, {"merged", s.resolution_merged},
-                      {"adjudicated", s.resolution_adjudicated},
-                      {"llm_calls", s.resolution_llm_calls}}},
-      {"descriptions_summarized", s.descriptions_summarized},
-      {"communities_per_level", levels},
-      {"modularity", s.modularity},
-      {"reports", {{"generated", s.reports_generated}, {"reused", s.reports_reused},
-                   {"gaps", s.report_gaps}}},
-      {"embeddings_written", s.embeddings_written},
-      {"llm", {{"calls", s.usage.calls}, {"cache_hits", s.usage.cache_hits},
-               {"http_requests", s.usage.http_requests}, {"retries", s.usage.retries},
-               {"failures", s.usage.failures}, {"prompt_tokens", s.usage.prompt_tokens},
-               {"completion_tokens", s.usage.completion_tokens}}},
-      {"elapsed_seconds", s.elapsed_seconds},
-  };
-}
-
-nlohmann::json PlanJson(const IndexPlan& p) {
-  return {
-      {"documents", {{"added", p.documents_added}, {"changed", p.documents_changed},
-                     {"removed", p.documents_removed}, {"unchanged", p.documents_unchanged}}},
-      {"chunks_to_extract", p.chunks_to_extract},
-      {"chunks_removed", p.chunks_removed},
-      {"extraction_calls_max", p.extraction_calls_max},
-  };
 }
 
 std::string Plural(int64_t n, const char* one, const char* many) {
@@ -169,54 +127,48 @@ int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexReq
   auto config = LoadProjectConfig(g);
   if (!config.ok()) return Fail(config.status());
   const std::string db = config->Resolve(config->store.path);
-  StoreOptions so;
+  EngineOptions eo;
+  eo.writable = true;
   // One writer per index: a second run would pay for every call twice. A dry run only reads.
-  so.writer_lock = !f.dry_run;
-  so.wait_for_writer = f.wait;
-  so.lock_holder = "grag " + command;
-  so.on_wait = [&g](const std::string& holder) {
+  eo.take_writer_lock = !f.dry_run;
+  eo.wait_for_writer = f.wait;
+  eo.lock_holder = "grag " + command;
+  eo.on_wait = [&g](const std::string& holder) {
     if (!g.quiet) std::cerr << "waiting for " << holder << " to finish writing the index...\n";
   };
-  auto store = Store::Open(db, so);
-  if (!store.ok()) return Fail(store.status());
+  auto engine = Engine::Open(*config, eo);
+  if (!engine.ok()) return Fail(engine.status());
   if (before) {
-    Result<std::string> said = before(**store);
+    Result<std::string> said = before(**engine);
     if (!said.ok()) return Fail(said.status());
     if (said->empty()) return kExitOk;  // nothing to do
     if (!g.quiet) std::cerr << *said << "\n";
   }
   (void)AddLogFile((std::filesystem::path(db).parent_path() / "grag.log").string());
-  auto chat = MakeChatModel(*config, &(*store)->ReplyCache());
-  if (!chat.ok()) return Fail(chat.status());
-  auto embedder = MakeEmbeddingModel(*config, &(*store)->ReplyCache());
-  if (!embedder.ok()) return Fail(embedder.status());
-
-  IndexContext ctx;
-  ctx.store = store->get();
-  ctx.chat = chat->get();
-  ctx.embedder = embedder->get();
-  ctx.cancel = &g_interrupted;
+  const bool pretty = isatty(STDOUT_FILENO) != 0;
   if (f.dry_run) {
-    auto plan = PlanIndex(*config, request, ctx);
+    auto plan = (*engine)->Plan(request);
     if (!plan.ok()) return Fail(plan.status());
     if (f.json) {
-      PrintJson(PlanJson(*plan));
+      std::cout << IndexPlanJson(*plan, pretty) << "\n";
     } else {
       PrintPlanDetail(*plan);
     }
     return kExitOk;
   }
   ProgressPrinter printer(!f.no_progress && !g.quiet);
-  ctx.on_progress = [&printer](const IndexProgress& p) {
+  IndexCallbacks callbacks;
+  callbacks.on_progress = [&printer](const IndexProgress& p) {
     printer.Update({p.stage, p.done, p.total, p.usage.calls,
                     p.usage.prompt_tokens + p.usage.completion_tokens, p.elapsed_seconds});
   };
-  ctx.on_plan = [&g](const IndexPlan& p) {
+  callbacks.on_plan = [&g](const IndexPlan& p) {
     if (!g.quiet) std::cerr << PlanLine(p) << "\n";
   };
+  callbacks.cancel = &g_interrupted;
   std::signal(SIGINT, OnInterrupt);
   std::signal(SIGTERM, OnInterrupt);
-  auto summary = RunIndex(*config, request, ctx);
+  auto summary = (*engine)->Index(request, callbacks);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   printer.Finish();
@@ -235,9 +187,7 @@ int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexReq
     return Fail(summary.status());
   }
   if (f.json) {
-    nlohmann::json j = SummaryJson(*summary);
-    j["plan"] = PlanJson(summary->plan);
-    PrintJson(j);
+    std::cout << IndexSummaryJson(*summary, &summary->plan, pretty) << "\n";
   } else {
     PrintSummary(*summary, request.graph_only);
   }

@@ -1,5 +1,8 @@
 // grag init [DIR]: a new project folder with a commented config and the editable prompts.
+#include <unistd.h>
+
 #include "cli/cli.h"
+#include "grag/engine_json.h"
 #include "grag/project.h"
 
 namespace grag::cli {
@@ -23,7 +26,7 @@ Command AddInitCommand(CLI::App& app, GlobalOptions& g) {
             auto r = InitProject(dir, o->force);
             if (!r.ok()) return Fail(r.status());
             if (o->json) {
-              PrintJson({{"root", dir}, {"written", r->written}, {"kept", r->kept}});
+              std::cout << InitJson(*r, dir, isatty(STDOUT_FILENO) != 0) << "\n";
               return kExitOk;
             }
             for (const auto& f : r->written) std::cout << "wrote " << f << "\n";

@@ -42,11 +42,6 @@ int Fail(const Status& status) {
   }
 }
 
-void PrintJson(const nlohmann::json& j) {
-  std::cout << (isatty(STDOUT_FILENO) ? j.dump(2) : j.dump(-1, ' ', false,
-                                                           nlohmann::json::error_handler_t::replace))
-            << "\n";
-}
 
 }  // namespace grag::cli
 

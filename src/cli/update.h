@@ -5,8 +5,8 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "grag/engine.h"
 #include "grag/indexer.h"
-#include "grag/store.h"
 
 namespace grag::cli {
 
@@ -21,7 +21,7 @@ void AddIndexFlags(CLI::App* cmd, IndexFlags& f);
 
 // Runs before the update, holding the writer lock: returns what to tell the user (stderr), an
 // empty text to stop there with success, or an error.
-using BeforeUpdate = std::function<Result<std::string>(Store& store)>;
+using BeforeUpdate = std::function<Result<std::string>(Engine& engine)>;
 
 // Runs (or plans) one update of the index, with the project's models, progress, Ctrl-C handling
 // and summary; returns the exit code.

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "grag/extract.h"
 #include "grag/extractive.h"
+#include "grag/indexer.h"
 #include "grag/lexical_embedder.h"
 #include "grag/log.h"
 #include "grag/models.h"
@@ -46,6 +48,9 @@ struct Engine::Impl {
   std::unique_ptr<RerankModel> reranker;
   // Prompts, read once (edited files in prompts_dir win over the defaults).
   std::string map_prompt, reduce_prompt, local_prompt, basic_prompt, route_prompt;
+  // Why the query prompts could not be read: an engine opened for writing still indexes (its
+  // prompt is read by the pipeline) and reports this on the first question.
+  Status prompts_status;
 
   bool keep_graph = false;
   std::mutex retriever_mu;
@@ -67,7 +72,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
   const std::string db = c.Resolve(c.store.path);
   StoreOptions so;
   if (options.writable) {
-    so.writer_lock = true;
+    so.writer_lock = options.take_writer_lock;
     so.wait_for_writer = options.wait_for_writer;
     so.on_wait = options.on_wait;
     so.lock_holder = options.lock_holder;
@@ -90,11 +95,15 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
   GRAG_ASSIGN_OR_RETURN(impl->embedder, MakeEmbeddingModel(c, cache));
   GRAG_ASSIGN_OR_RETURN(impl->reranker, MakeRerankModel(c, cache));
   const std::string prompts = c.Resolve(c.prompts_dir);
-  GRAG_ASSIGN_OR_RETURN(impl->map_prompt, LoadPrompt(prompts, PromptId::kGlobalMap));
-  GRAG_ASSIGN_OR_RETURN(impl->reduce_prompt, LoadPrompt(prompts, PromptId::kGlobalReduce));
-  GRAG_ASSIGN_OR_RETURN(impl->local_prompt, LoadPrompt(prompts, PromptId::kLocalSearch));
-  GRAG_ASSIGN_OR_RETURN(impl->basic_prompt, LoadPrompt(prompts, PromptId::kBasicSearch));
-  GRAG_ASSIGN_OR_RETURN(impl->route_prompt, LoadPrompt(prompts, PromptId::kRouteQuestion));
+  impl->prompts_status = [&]() -> Status {
+    GRAG_ASSIGN_OR_RETURN(impl->map_prompt, LoadPrompt(prompts, PromptId::kGlobalMap));
+    GRAG_ASSIGN_OR_RETURN(impl->reduce_prompt, LoadPrompt(prompts, PromptId::kGlobalReduce));
+    GRAG_ASSIGN_OR_RETURN(impl->local_prompt, LoadPrompt(prompts, PromptId::kLocalSearch));
+    GRAG_ASSIGN_OR_RETURN(impl->basic_prompt, LoadPrompt(prompts, PromptId::kBasicSearch));
+    GRAG_ASSIGN_OR_RETURN(impl->route_prompt, LoadPrompt(prompts, PromptId::kRouteQuestion));
+    return Status::Ok();
+  }();
+  if (!impl->prompts_status.ok() && !options.writable) return impl->prompts_status;
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -194,6 +203,7 @@ PassageSearchOptions Engine::PassageOptions(RetrievalMethod method) const {
 // ---------------------------------------------------------------- routing
 
 Result<QueryRoute> Engine::Route(std::string_view question) {
+  GRAG_RETURN_IF_ERROR(impl_->prompts_status);
   GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer(), config().query.max_question_tokens));
   GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
   GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> named, r->NamedEntities(question, SearchOptions()));
@@ -244,6 +254,7 @@ Result<QueryRoute> Engine::Route(std::string_view question) {
 // ---------------------------------------------------------------- questions
 
 Result<QueryResult> Engine::Query(const QueryRequest& request) {
+  GRAG_RETURN_IF_ERROR(impl_->prompts_status);
   GRAG_RETURN_IF_ERROR(
       CheckQuestion(request.question, tokenizer(), config().query.max_question_tokens));
   QueryResult result;
@@ -331,6 +342,140 @@ Result<RetrievalResult> Engine::Search(const SearchRequest& request) {
   }
   GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
   return r->Retrieve(request.question, o);
+}
+
+// ---------------------------------------------------------------- the index
+
+Result<IndexSummary> Engine::Index(const IndexRequest& request, const IndexCallbacks& callbacks) {
+  IndexContext ctx;
+  ctx.store = impl_->store.get();
+  ctx.chat = impl_->chat.get();
+  ctx.embedder = impl_->embedder.get();
+  ctx.on_progress = callbacks.on_progress;
+  ctx.on_plan = callbacks.on_plan;
+  ctx.cancel = callbacks.cancel;
+  Result<IndexSummary> summary = RunIndex(impl_->config, request, ctx);
+  // The graph may have changed: a kept retriever would answer from the old one.
+  std::lock_guard lock(impl_->retriever_mu);
+  impl_->retriever.reset();
+  return summary;
+}
+
+Result<IndexPlan> Engine::Plan(const IndexRequest& request) {
+  IndexContext ctx;
+  ctx.store = impl_->store.get();
+  ctx.chat = impl_->chat.get();
+  ctx.embedder = impl_->embedder.get();
+  return PlanIndex(impl_->config, request, ctx);
+}
+
+Result<IndexStats> Engine::Stats(int64_t top_entities) {
+  Store& store = *impl_->store;
+  IndexStats out;
+  GRAG_ASSIGN_OR_RETURN(out.store, store.Stats());
+  GRAG_ASSIGN_OR_RETURN(out.spent, store.TotalRunCounters());
+  GRAG_ASSIGN_OR_RETURN(out.top_entities, store.ListEntities(top_entities));
+  for (EmbeddingOwner owner : {EmbeddingOwner::kEntity, EmbeddingOwner::kChunk, EmbeddingOwner::kReport}) {
+    GRAG_ASSIGN_OR_RETURN(std::optional<EmbeddingSpace> space, store.GetEmbeddingSpace(owner));
+    if (space) out.embeddings.emplace_back(std::string(EmbeddingOwnerName(owner)), *space);
+  }
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityAlias> aliases, store.ListAliases());
+  out.resolved_names = static_cast<int64_t>(aliases.size());
+  for (const auto& a : aliases) {
+    if (a.name_key == a.canonical_key) continue;
+    ++out.merged_by_method[a.method.empty() ? "other" : a.method];
+    ++out.merged_names;
+  }
+  return out;
+}
+
+Result<std::vector<DocumentInfo>> Engine::Documents() { return impl_->store->ListDocuments(); }
+
+// ---------------------------------------------------------------- entity resolution
+
+namespace {
+
+bool NameHolds(const std::string& needle, std::string_view name) {
+  return needle.empty() || NormalizeEntityName(name).find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+Result<std::vector<EntityListing>> Engine::Entities(std::string_view search) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> entities, impl_->store->ListEntities());
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityAlias> aliases, impl_->store->ListAliases());
+  std::map<std::string, std::vector<const EntityAlias*>> names;  // by entity key
+  for (const auto& a : aliases) names[a.canonical_key].push_back(&a);
+  const std::string needle = NormalizeEntityName(search);
+  std::vector<EntityListing> out;
+  for (auto& e : entities) {
+    EntityListing l;
+    bool hit = NameHolds(needle, e.name);
+    if (auto it = names.find(e.name_key); it != names.end()) {
+      for (const EntityAlias* a : it->second) {
+        if (a->name_key == e.name_key) continue;
+        l.aliases.push_back(a->name);
+        hit = hit || NameHolds(needle, a->name);
+      }
+    }
+    if (!hit) continue;
+    l.entity = std::move(e);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+Result<AliasListing> Engine::Aliases(std::string_view search) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityAlias> aliases, impl_->store->ListAliases());
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityOverride> overrides, impl_->store->ListEntityOverrides());
+  std::map<std::string, std::string> name_of;
+  for (const auto& a : aliases) name_of[a.name_key] = a.name;
+  auto display = [&](const std::string& key) {
+    auto it = name_of.find(key);
+    return it == name_of.end() ? key : it->second;
+  };
+  const std::string needle = NormalizeEntityName(search);
+  AliasListing out;
+  out.empty_index = aliases.empty();
+  for (const auto& a : aliases) {
+    if (a.name_key == a.canonical_key) continue;
+    const std::string entity = display(a.canonical_key);
+    if (!NameHolds(needle, a.name) && !NameHolds(needle, entity)) continue;
+    out.aliases.push_back({a.name, entity, a.method, a.score, a.reason});
+  }
+  for (const auto& o : overrides) {
+    const std::string a = display(o.key_a);
+    const std::string b = display(o.key_b);
+    if (!NameHolds(needle, a) && !NameHolds(needle, b)) continue;
+    out.overrides.push_back({a, b, o.merge, o.created_at});
+  }
+  return out;
+}
+
+Result<bool> Engine::MergeEntities(std::string_view a, std::string_view b) {
+  return RecordEntityMerge(*impl_->store, a, b);
+}
+
+Result<int64_t> Engine::SplitEntity(std::string_view entity, std::string_view alias) {
+  return RecordEntitySplit(*impl_->store, entity, alias);
+}
+
+// ---------------------------------------------------------------- grag check
+
+Result<IntegrityReport> CheckIndex(const Config& config, int max_per_check) {
+  StoreOptions so;
+  so.create_if_missing = false;
+  so.allow_read_only = true;  // read-only media: every check but the FTS one
+  so.verify = false;          // the full check below is the point
+  auto store = Store::Open(config.Resolve(config.store.path), so);
+  if (!store.ok()) {
+    if (store.status().code() != ErrorCode::kCorruption) return store.status();
+    IntegrityReport report;
+    report.checks_run.push_back("open");
+    report.problems.push_back({"open", store.status().message()});
+    return report;
+  }
+  return (*store)->Check(max_per_check);
 }
 
 }  // namespace grag

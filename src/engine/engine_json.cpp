@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grag/lexical_embedder.h"
+
 namespace grag {
 namespace {
 
@@ -210,6 +212,173 @@ std::string QueryRouteJson(const QueryRoute& route, std::string_view question, b
   json j = RouteObject(route);
   j["question"] = question;
   return Dump(j, pretty);
+}
+
+namespace {
+
+json PlanObject(const IndexPlan& p) {
+  return {
+      {"documents", {{"added", p.documents_added}, {"changed", p.documents_changed},
+                     {"removed", p.documents_removed}, {"unchanged", p.documents_unchanged}}},
+      {"chunks_to_extract", p.chunks_to_extract},
+      {"chunks_removed", p.chunks_removed},
+      {"extraction_calls_max", p.extraction_calls_max},
+  };
+}
+
+}  // namespace
+
+std::string IndexPlanJson(const IndexPlan& plan, bool pretty) { return Dump(PlanObject(plan), pretty); }
+
+std::string IndexSummaryJson(const IndexSummary& s, const IndexPlan* plan, bool pretty) {
+  json issues = json::array();
+  for (const auto& i : s.load_issues) {
+    issues.push_back({{"path", i.path}, {"message", i.message}, {"skipped", i.skipped}});
+  }
+  json levels = json::object();
+  for (const auto& [l, n] : s.communities_per_level) levels[std::to_string(l)] = n;
+  json j = {
+      {"run_id", s.run_id},
+      {"no_llm", s.no_llm},
+      {"embedding_model", s.embedding_model},
+      {"documents", {{"added", s.documents_added}, {"changed", s.documents_changed},
+                     {"unchanged", s.documents_unchanged}, {"removed", s.documents_removed}}},
+      {"load_issues", issues},
+      {"chunks", {{"total", s.chunks}, {"added", s.chunks_added}, {"removed", s.chunks_removed},
+                  {"extracted", s.chunks_extracted}, {"skipped", s.chunks_skipped}}},
+      {"entities", s.entities},
+      {"relationships", s.relationships},
+      {"resolution", {{"fresh", s.resolution_fresh}, {"merged", s.resolution_merged},
+                      {"adjudicated", s.resolution_adjudicated},
+                      {"llm_calls", s.resolution_llm_calls}}},
+      {"descriptions_summarized", s.descriptions_summarized},
+      {"communities_per_level", levels},
+      {"modularity", s.modularity},
+      {"reports", {{"generated", s.reports_generated}, {"reused", s.reports_reused},
+                   {"gaps", s.report_gaps}}},
+      {"embeddings_written", s.embeddings_written},
+      {"llm", {{"calls", s.usage.calls}, {"cache_hits", s.usage.cache_hits},
+               {"http_requests", s.usage.http_requests}, {"retries", s.usage.retries},
+               {"failures", s.usage.failures}, {"prompt_tokens", s.usage.prompt_tokens},
+               {"completion_tokens", s.usage.completion_tokens}}},
+      {"elapsed_seconds", s.elapsed_seconds},
+  };
+  if (plan != nullptr) j["plan"] = PlanObject(*plan);
+  return Dump(j, pretty);
+}
+
+std::string IndexStatsJson(const IndexStats& st, bool pretty) {
+  const StoreStats& s = st.store;
+  auto counter = [&](const char* k) -> int64_t {
+    auto it = st.spent.find(k);
+    return it == st.spent.end() ? 0 : it->second;
+  };
+  json levels = json::object();
+  for (const auto& [l, n] : s.communities_per_level) levels[std::to_string(l)] = n;
+  json entities = json::array();
+  for (const auto& e : st.top_entities) {
+    entities.push_back({{"id", e.id}, {"name", e.name}, {"type", e.type}, {"degree", e.degree},
+                        {"frequency", e.frequency}});
+  }
+  json embeddings = json::object();
+  for (const auto& [owner, space] : st.embeddings) {
+    embeddings[owner] = {{"count", space.count}, {"model", space.model},
+                         {"dimension", space.dimension},
+                         {"lexical", IsLexicalEmbeddingModel(space.model)}};
+  }
+  return Dump({{"documents", s.documents},
+               {"chunks", s.chunks},
+               {"chunks_extracted", s.extractions_ok},
+               {"chunks_skipped", s.extractions_skipped},
+               {"entities", s.entities},
+               {"relationships", s.relationships},
+               {"resolution", {{"names", st.resolved_names}, {"merged", st.merged_names},
+                               {"by_method", st.merged_by_method}}},
+               {"communities", s.communities},
+               {"communities_per_level", levels},
+               {"modularity", s.modularity ? json(*s.modularity) : json()},
+               {"reports", s.reports_ok},
+               {"report_gaps", s.reports_gap},
+               {"embeddings", embeddings},
+               {"llm_calls", counter("llm_calls")},
+               {"llm_cache_hits", counter("llm_cache_hits")},
+               {"tokens_in", counter("tokens_in")},
+               {"tokens_out", counter("tokens_out")},
+               {"cache_entries", s.cache_entries},
+               {"runs", s.runs},
+               {"file_bytes", s.file_bytes},
+               {"top_entities", entities}},
+              pretty);
+}
+
+std::string DocumentsJson(const std::vector<DocumentInfo>& documents, bool pretty) {
+  json out = json::array();
+  for (const auto& d : documents) {
+    out.push_back({{"id", d.id}, {"title", d.title}, {"source_path", d.source_path},
+                   {"chunks", d.chunk_count}, {"updated_at", d.updated_at}});
+  }
+  return Dump(out, pretty);
+}
+
+std::string EntitiesJson(const std::vector<EntityListing>& entities, size_t limit, bool pretty) {
+  json out = json::array();
+  for (size_t i = 0; i < entities.size() && i < limit; ++i) {
+    const EntityRecord& e = entities[i].entity;
+    out.push_back({{"id", e.id}, {"name", e.name}, {"type", e.type}, {"degree", e.degree},
+                   {"frequency", e.frequency}, {"aliases", entities[i].aliases}});
+  }
+  return Dump(out, pretty);
+}
+
+std::string AliasesJson(const AliasListing& listing, bool pretty) {
+  json aliases = json::array();
+  for (const auto& a : listing.aliases) {
+    aliases.push_back({{"name", a.name}, {"entity", a.entity}, {"method", a.method},
+                       {"score", a.score}, {"reason", a.reason}});
+  }
+  json overrides = json::array();
+  for (const auto& o : listing.overrides) {
+    overrides.push_back(
+        {{"a", o.a}, {"b", o.b}, {"decision", o.merge ? "merge" : "split"}, {"at", o.at}});
+  }
+  return Dump({{"aliases", aliases}, {"overrides", overrides}}, pretty);
+}
+
+std::string IntegrityJson(const IntegrityReport& report, std::string_view index, bool pretty) {
+  json problems = json::array();
+  for (const auto& p : report.problems) problems.push_back({{"check", p.check}, {"detail", p.detail}});
+  return Dump({{"index", index},
+               {"ok", report.ok()},
+               {"checks", report.checks_run},
+               {"notes", report.notes},
+               {"problems", problems}},
+              pretty);
+}
+
+std::string ChunkPreviewJson(const ChunkPreview& preview, bool pretty) {
+  json out = json::array();
+  for (const auto& d : preview.documents) {
+    json chunks = json::array();
+    for (const auto& c : d.chunks) {
+      chunks.push_back({{"id", c.id}, {"index", c.index}, {"n_tokens", c.n_tokens}, {"text", c.text}});
+    }
+    out.push_back({{"document", d.document.id}, {"title", d.document.title},
+                   {"n_chunks", d.chunks.size()}, {"n_tokens", d.tokens},
+                   {"chunks", std::move(chunks)}});
+  }
+  return Dump(out, pretty);
+}
+
+std::string SettingsJson(const std::vector<SettingInfo>& settings, bool pretty) {
+  json out = json::array();
+  for (const auto& s : settings) {
+    out.push_back({{"key", s.key}, {"value", s.value_text}, {"env", s.env}, {"help", s.help}});
+  }
+  return Dump(out, pretty);
+}
+
+std::string InitJson(const InitResult& result, std::string_view root, bool pretty) {
+  return Dump({{"root", root}, {"written", result.written}, {"kept", result.kept}}, pretty);
 }
 
 }  // namespace grag

@@ -1127,6 +1127,25 @@ LoadOptions LoadOptionsFor(const Config& c) {
   return o;
 }
 
+Result<ChunkPreview> ChunkFiles(const std::vector<std::string>& paths, const Config& config,
+                                const ChunkOptions& options, const std::string& base_dir) {
+  LoadOptions load_options = LoadOptionsFor(config);
+  load_options.base_dir = base_dir;
+  GRAG_ASSIGN_OR_RETURN(LoadResult loaded, LoadDocuments(paths, load_options));
+  ChunkPreview out;
+  out.issues = std::move(loaded.issues);
+  for (auto& doc : loaded.documents) {
+    ChunkedDocument d;
+    GRAG_ASSIGN_OR_RETURN(d.chunks, ChunkDocument(doc, options));
+    for (const auto& c : d.chunks) d.tokens += c.n_tokens;
+    out.chunks += static_cast<int64_t>(d.chunks.size());
+    out.tokens += d.tokens;
+    d.document = std::move(doc);
+    out.documents.push_back(std::move(d));
+  }
+  return out;
+}
+
 Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,
                             IndexContext& context) {
   if (context.store == nullptr) return Status::InvalidArgument("PlanIndex needs a store");

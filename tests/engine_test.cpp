@@ -1,0 +1,163 @@
+// The engine façade (issue 12): one object opens a project and offers indexing, questions,
+// search, stats, documents and entity corrections; the shells (CLI, server) only map to it.
+#include "grag/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "grag/engine_json.h"
+#include "support/temp_dir.h"
+
+namespace grag {
+namespace {
+
+using testing::TempDir;
+
+// A small no-LLM project: the first staves of the book, in two files.
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string book = ReadBook();
+    dir_.Write("proj/input/part1.txt", book.substr(0, 60000));
+    dir_.Write("proj/input/part2.txt", book.substr(60000, 60000));
+    config_.root = dir_ / "proj";
+  }
+
+  static std::string ReadBook() {
+    std::ifstream in(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  std::unique_ptr<Engine> OpenWritable() {
+    EngineOptions o;
+    o.writable = true;
+    auto e = Engine::Open(config_, o);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? std::move(e).value() : nullptr;
+  }
+
+  TempDir dir_;
+  Config config_;
+};
+
+TEST_F(EngineTest, IndexesWithCallbacksAndReportsStatsDocumentsAndEntities) {
+  auto engine = OpenWritable();
+  ASSERT_NE(engine, nullptr);
+  auto plan = engine->Plan({});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->documents_added.size(), 2u);
+
+  std::atomic<int> progress{0};
+  int plans = 0;
+  IndexCallbacks cb;
+  cb.on_progress = [&](const IndexProgress&) { ++progress; };
+  cb.on_plan = [&](const IndexPlan& p) {
+    ++plans;
+    EXPECT_EQ(p.documents_added.size(), 2u);
+  };
+  auto summary = engine->Index({}, cb);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(plans, 1);
+  EXPECT_GT(progress.load(), 0);
+  EXPECT_EQ(summary->documents_added, 2);
+  EXPECT_GT(summary->entities, 20);
+
+  auto stats = engine->Stats(5);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->store.documents, 2);
+  EXPECT_EQ(stats->store.entities, summary->entities);
+  EXPECT_EQ(stats->top_entities.size(), 5u);
+  EXPECT_GT(stats->resolved_names, stats->store.entities);  // names before the NLP prune
+  auto stats_json = nlohmann::json::parse(IndexStatsJson(*stats, false));
+  EXPECT_EQ(stats_json["documents"], 2);
+  EXPECT_EQ(stats_json["resolution"]["merged"], stats->merged_names);
+
+  auto docs = engine->Documents();
+  ASSERT_TRUE(docs.ok());
+  std::set<std::string> ids;
+  for (const auto& d : *docs) ids.insert(d.id);
+  EXPECT_EQ(ids, (std::set<std::string>{"part1.txt", "part2.txt"}));
+
+  auto scrooge = engine->Entities("scrooge");
+  ASSERT_TRUE(scrooge.ok());
+  ASSERT_FALSE(scrooge->empty());
+  auto listing = nlohmann::json::parse(EntitiesJson(*scrooge, 1, false));
+  ASSERT_EQ(listing.size(), 1u);
+  EXPECT_NE(listing[0]["name"].get<std::string>().find("Scrooge"), std::string::npos);
+
+  // The same engine answers; the retriever it kept is rebuilt after an update.
+  SearchRequest search;
+  search.question = "Who is Marley?";
+  auto hits = engine->Search(search);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_FALSE(hits->chunks.empty());
+  IndexRequest remove;
+  remove.remove = {"part2.txt"};
+  ASSERT_TRUE(engine->Index(remove).ok());
+  hits = engine->Search(search);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  for (const auto& h : hits->chunks) EXPECT_EQ(h.document_id, "part1.txt");
+}
+
+TEST_F(EngineTest, ACancelledIndexStopsCleanlyAndTheNextOneCompletes) {
+  auto engine = OpenWritable();
+  ASSERT_NE(engine, nullptr);
+  std::atomic<bool> cancel{true};
+  IndexCallbacks cb;
+  cb.cancel = &cancel;
+  auto stopped = engine->Index({}, cb);
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.status().code(), ErrorCode::kCancelled);
+  cancel = false;
+  auto done = engine->Index({}, cb);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_GT(done->entities, 0);
+}
+
+TEST_F(EngineTest, AQueryCompletesWhileAnIndexingTransactionIsOpen) {
+  auto writer = OpenWritable();
+  ASSERT_NE(writer, nullptr);
+  ASSERT_TRUE(writer->Index({}).ok());
+  // The writer holds the index's write transaction, as the merge stage does for a whole graph.
+  auto tx = writer->store().Begin();
+  ASSERT_TRUE(tx.ok()) << tx.status().ToString();
+  // A reading engine on the same index (a server's query side) answers meanwhile.
+  auto reader = Engine::Open(config_);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  QueryRequest q;
+  q.question = "Who is Jacob Marley?";
+  q.method = QueryMethod::kLocal;
+  auto answer = (*reader)->Query(q);
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_NE(answer->answer.find("Marley"), std::string::npos);
+  SearchRequest s;
+  s.question = "Marley's ghost";
+  auto hits = (*reader)->Search(s);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_FALSE(hits->chunks.empty());
+  ASSERT_TRUE(tx->Commit().ok());
+}
+
+TEST_F(EngineTest, AReadingEngineNeedsAnIndexAndAWritableOneMakesIt) {
+  auto reader = Engine::Open(config_);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_EQ(reader.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(reader.status().message().find("grag index"), std::string::npos);
+  auto check = CheckIndex(config_, 5);
+  EXPECT_EQ(check.status().code(), ErrorCode::kNotFound);
+  auto writer = OpenWritable();
+  ASSERT_NE(writer, nullptr);
+  ASSERT_TRUE(writer->Index({}).ok());
+  check = CheckIndex(config_, 5);
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_TRUE(check->ok());
+}
+
+}  // namespace
+}  // namespace grag
