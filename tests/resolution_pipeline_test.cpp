@@ -50,6 +50,10 @@ Extractions() {
          {"Tiny Tim", "Tiny Tim is Bob Cratchit's youngest son."},
          {"Bob Cratchit", "Bob Cratchit is a clerk and the father of Tiny Tim."}},
         {{"Mr. Scrooge", "Bob Cratchit"}, {"Tiny Tim", "Bob Cratchit"}}}},
+      {"[d4]",
+       {{{"Young Scrooge", "Young Scrooge is Ebenezer Scrooge as a boy, alone at his school."},
+         {"Fred", "Fred is Scrooge's nephew."}},
+        {{"Young Scrooge", "Fred"}}}},
   };
   return *m;
 }
@@ -75,6 +79,7 @@ class Model {
           std::lock_guard<std::mutex> lock(mu_);
           if (last.find("Pair 1:") != std::string::npos) {
             ++calls_["adjudicate"];
+            judge_prompts_.push_back(last);
             return Adjudicate(last);
           }
           const std::string kind = PromptKind(last);
@@ -105,6 +110,11 @@ class Model {
   void Reset() {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.clear();
+    judge_prompts_.clear();
+  }
+  std::vector<std::string> JudgePrompts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return judge_prompts_;
   }
 
  private:
@@ -129,6 +139,7 @@ class Model {
   std::unique_ptr<ScriptedChatModel> model_;
   std::mutex mu_;
   std::map<std::string, int> calls_;
+  std::vector<std::string> judge_prompts_;
 };
 
 struct Project {
@@ -288,6 +299,31 @@ TEST(ResolutionPipelineTest, TurnedOffNothingMergesButAPersonsMergeStillApplies)
   ASSERT_TRUE(RecordEntityMerge(*p.store, "Marley", "Jacob Marley").ok());
   ASSERT_TRUE(p.ApplyCorrections().ok());
   EXPECT_EQ(p.EntityKeys().size(), 5u);
+}
+
+TEST(ResolutionPipelineTest, TheJudgesPromptIsAnEditableFileAndEditingItResolvesAgain) {
+  Project p;
+  p.WriteDoc(4);  // "Young Scrooge": an age word against a given name is the judge's to decide
+  ASSERT_TRUE(p.Run().ok());
+  const auto default_prompts = p.model->JudgePrompts();
+  ASSERT_FALSE(default_prompts.empty());
+  EXPECT_NE(default_prompts[0].find("entity-resolution judge"), std::string::npos);
+  p.dir.Write("proj/prompts/resolve_entities.md",
+              "OUR OWN JUDGE. Same thing? Answer {\"verdicts\": [...]}.\n{{pairs}}");
+  p.model->Reset();
+  auto s = p.Run();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->resolution_fresh, 7);  // a new judge: every name is resolved again
+  const auto edited = p.model->JudgePrompts();
+  ASSERT_FALSE(edited.empty());
+  EXPECT_EQ(edited[0].rfind("OUR OWN JUDGE.", 0), 0u);
+  EXPECT_NE(edited[0].find("Pair 1:"), std::string::npos);
+  // A prompt that lost its placeholder is refused, naming the file.
+  p.dir.Write("proj/prompts/resolve_entities.md", "no pairs here");
+  p.config.resolution.merge_threshold = 0.9;  // so resolution runs again
+  s = p.Run();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("{{pairs}}"), std::string::npos) << s.status().ToString();
 }
 
 }  // namespace

@@ -11,8 +11,8 @@
 
 namespace grag {
 
-// Seed 000's five prompts, then grag's own: the answer of basic and hybrid search, and the
-// optional LLM router of `--method auto`.
+// Seed 000's five prompts, then grag's own: the answer of basic and hybrid search, the
+// optional LLM router of `--method auto`, and entity resolution's judge.
 enum class PromptId {
   kExtractGraph,
   kCommunityReport,
@@ -21,6 +21,7 @@ enum class PromptId {
   kLocalSearch,
   kBasicSearch,
   kRouteQuestion,
+  kResolveEntities,
 };
 
 struct PromptInfo {

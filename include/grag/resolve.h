@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "grag/llm.h"
+#include "grag/prompts.h"
 #include "grag/status.h"
 
 namespace grag {
@@ -78,6 +79,9 @@ struct ResolveEntity {
 };
 
 struct ResolveOptions {
+  // The judge's prompt, with {{pairs}} (the resolve_entities.md prompt file; the pipeline passes
+  // LoadPrompt(prompts_dir, PromptId::kResolveEntities)).
+  std::string adjudication_prompt = std::string(GetPromptInfo(PromptId::kResolveEntities).default_text);
   double name_weight = 0.5;
   double embedding_weight = 0.5;
   double merge_threshold = 0.85;       // with an adjudicating LLM

@@ -76,6 +76,20 @@ multi_hop: joins facts about several named things, or about something
 reached through another ("the director of the film that...").
 lookup: one fact about one named thing.
 )GRAGPROMPT";
+constexpr std::string_view k_resolve_entities = R"GRAGPROMPT(You are an entity-resolution judge for a knowledge graph. Each pair below holds two entities
+extracted from the same documents. Decide for each pair whether both names refer to the same
+real-world entity (the same person, organisation, place, event or thing), using the names, types
+and descriptions. Variants of one name (case, articles, titles, abbreviations, acronyms, typos,
+former names) are the same entity. Related but different things are not: a parent and its
+subsidiary, a product and its maker, different versions or years, relatives who share a surname,
+places that share a name, a group and one of its members. When the evidence is insufficient,
+answer false.
+
+Reply with one JSON object and nothing else: {"verdicts": [{"pair": <pair number>, "same": true or false, "reason": "<a few words>"}]} with one verdict for every pair.
+
+{{pairs}}
+Reply with one JSON object and nothing else: {"verdicts": [{"pair": <pair number>, "same": true or false, "reason": "<a few words>"}]} with one verdict for every pair.
+)GRAGPROMPT";
 }  // namespace
 
 const std::vector<PromptInfo>& AllPrompts() {
@@ -99,6 +113,9 @@ const std::vector<PromptInfo>& AllPrompts() {
       {PromptId::kRouteQuestion, "route_question.md",
        "Router of --method auto when query.router = \"llm\": one small call per new question",
        k_route_question, {"{{question}}"}},
+      {PromptId::kResolveEntities, "resolve_entities.md",
+       "Entity resolution's judge: candidate pairs it cannot settle alone, in batches, when indexing with an LLM",
+       k_resolve_entities, {"{{pairs}}"}},
   };
   return kPrompts;
 }

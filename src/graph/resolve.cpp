@@ -1092,16 +1092,6 @@ uint64_t PairKey(size_t a, size_t b) {
 // Adjudication
 // ---------------------------------------------------------------------------------------------
 
-constexpr std::string_view kAdjudicationSystem =
-    "You are an entity-resolution judge for a knowledge graph. Each pair below holds two entities "
-    "extracted from the same documents. Decide for each pair whether both names refer to the same "
-    "real-world entity (the same person, organisation, place, event or thing), using the names, "
-    "types and descriptions. Variants of one name (case, articles, titles, abbreviations, acronyms, "
-    "typos, former names) are the same entity. Related but different things are not: a parent and "
-    "its subsidiary, a product and its maker, different versions or years, relatives who share a "
-    "surname, places that share a name, a group and one of its members. When the evidence is "
-    "insufficient, answer false.";
-
 constexpr std::string_view kAdjudicationFormat =
     "Reply with one JSON object and nothing else: {\"verdicts\": [{\"pair\": <pair number>, "
     "\"same\": true or false, \"reason\": \"<a few words>\"}]} with one verdict for every pair.";
@@ -1894,16 +1884,14 @@ struct BatchOutcome {
 BatchOutcome Adjudicate(ChatModel& model, const ResolveInput& input, const ResolveOptions& options,
                         const std::vector<const Candidate*>& batch) {
   BatchOutcome out;
-  std::string prompt = std::string(kAdjudicationFormat) + "\n\n";
+  std::string pairs;
   for (size_t k = 0; k < batch.size(); ++k) {
-    prompt += fmt::format("Pair {}:\n  A: {}\n  B: {}\n", k + 1,
-                          DescribeEntity(input.entities[batch[k]->a], options.max_description_chars),
-                          DescribeEntity(input.entities[batch[k]->b], options.max_description_chars));
+    pairs += fmt::format("Pair {}:\n  A: {}\n  B: {}\n", k + 1,
+                         DescribeEntity(input.entities[batch[k]->a], options.max_description_chars),
+                         DescribeEntity(input.entities[batch[k]->b], options.max_description_chars));
   }
-  prompt += "\n" + std::string(kAdjudicationFormat);
   ChatRequest req;
-  req.messages.push_back({"system", std::string(kAdjudicationSystem)});
-  req.messages.push_back({"user", prompt});
+  req.messages.push_back({"user", FillPrompt(options.adjudication_prompt, {{"pairs", pairs}})});
   req.temperature = 0.0;
   req.json_mode = true;
   req.max_tokens = static_cast<int>(64 + 48 * batch.size());

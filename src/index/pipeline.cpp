@@ -572,16 +572,18 @@ ResolveOptions ResolveOptionsFor(const Config& c) {
   return o;
 }
 
-// Decisions made under other settings, another extractor or other models are not reused.
-std::string ResolutionParams(Run& run, const ExtractorId& extractor) {
+// Decisions made under other settings, another extractor, other models or another judge's
+// prompt are not reused.
+std::string ResolutionParams(Run& run, const ExtractorId& extractor, const ResolveOptions& o) {
   const auto& r = run.config().resolution;
   return fmt::format("v1 extractor={}:{} enabled={} weights={}/{} bands={}/{}/{} batch={} block={} "
-                     "llm={} embedder={}",
+                     "llm={} embedder={} prompt={}",
                      ExtractorKindName(extractor.kind), extractor.model, r.enabled, r.name_weight,
                      r.embedding_weight, r.merge_threshold, r.adjudicate_threshold,
                      r.no_llm_merge_threshold, r.adjudication_batch, r.max_block,
                      run.chat() != nullptr ? run.chat()->model() : "",
-                     run.embedder() != nullptr ? run.embedder()->model() : "");
+                     run.embedder() != nullptr ? run.embedder()->model() : "",
+                     run.chat() != nullptr ? Sha256Hex(o.adjudication_prompt).substr(0, 16) : "");
 }
 
 // Resolves the merged graph's names and folds each cluster into one entity. Incremental: a name
@@ -591,8 +593,14 @@ std::string ResolutionParams(Run& run, const ExtractorId& extractor) {
 Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGraph& g,
                                 IndexSummary& s) {
   Store& store = run.store();
+  const Config& config = run.config();
+  ResolveOptions options = ResolveOptionsFor(config);
+  if (run.chat() != nullptr) {
+    GRAG_ASSIGN_OR_RETURN(options.adjudication_prompt,
+                          LoadPrompt(config.Resolve(config.prompts_dir), PromptId::kResolveEntities));
+  }
   Resolution out;
-  out.params = ResolutionParams(run, extractor);
+  out.params = ResolutionParams(run, extractor, options);
   GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_params, store.GetMeta("resolution_params"));
   const bool reuse = stored_params && *stored_params == out.params;
   std::unordered_map<std::string, EntityAlias> prior;
@@ -655,8 +663,7 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
   for (const auto& r : in.entities) s.resolution_fresh += r.fresh ? 1 : 0;
   if (s.resolution_fresh > 0) run.Progress("resolve", 0, s.resolution_fresh);
 
-  GRAG_ASSIGN_OR_RETURN(ResolveResult rr, ResolveEntities(in, ResolveOptionsFor(run.config()),
-                                                          run.embedder(), run.chat()));
+  GRAG_ASSIGN_OR_RETURN(ResolveResult rr, ResolveEntities(in, options, run.embedder(), run.chat()));
   s.resolution_adjudicated += rr.stats.adjudicated;
   s.resolution_llm_calls += rr.stats.llm_calls;
 
