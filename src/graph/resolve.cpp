@@ -313,6 +313,30 @@ bool IsWordByte(const std::string& s, size_t i, size_t* len) {
          cat == UTF8PROC_CATEGORY_MN || cat == UTF8PROC_CATEGORY_MC;
 }
 
+// What an apostrophe at s[i] (of `alen` bytes) does to the word being read (`word`, possibly
+// empty): kPossessive ends it as a possessive and skips to `*next` ("scrooge's", "bakers'"),
+// kInside keeps it going ("o'brien"), kBreak ends it plainly.
+enum class Apostrophe { kPossessive, kInside, kBreak };
+Apostrophe ClassifyApostrophe(const std::string& s, size_t i, size_t alen, std::string_view word,
+                              size_t* next) {
+  const size_t after = i + alen;
+  size_t l2 = 0;
+  const bool next_word = after < s.size() && IsWordByte(s, after, &l2);
+  *next = after;
+  if (!word.empty() && next_word && (s[after] == 's' || s[after] == 'S')) {
+    size_t l3 = 0;
+    if (after + 1 >= s.size() || !IsWordByte(s, after + 1, &l3)) {  // "scrooge's"
+      *next = after + 1;
+      return Apostrophe::kPossessive;
+    }
+  }
+  if (!word.empty() && !next_word && (word.back() == 's' || word.back() == 'S')) {  // "bakers'"
+    return Apostrophe::kPossessive;
+  }
+  if (!word.empty() && next_word) return Apostrophe::kInside;  // "o'brien"
+  return Apostrophe::kBreak;
+}
+
 // Acronym-looking words of the original spelling ("FTC", "U.S.", "BofA", "I.B.M."), folded.
 std::set<std::string> AcronymWords(std::string_view name) {
   std::set<std::string> out;
@@ -402,29 +426,8 @@ NameForm ParseName(std::string_view name, std::string_view type) {
       continue;
     }
     if (IsApostrophe(folded, i, &alen)) {
-      const size_t after = i + alen;
-      size_t l2 = 0;
-      const bool next_word = after < folded.size() && IsWordByte(folded, after, &l2);
-      if (!cur.empty() && next_word && folded[after] == 's') {
-        size_t l3 = 0;
-        const bool s_alone = after + 1 >= folded.size() || !IsWordByte(folded, after + 1, &l3);
-        if (s_alone) {  // "scrooge's"
-          flush(true, false);
-          i = after + 1;
-          continue;
-        }
-      }
-      if (!cur.empty() && !next_word && cur.back() == 's') {  // "bakers'"
-        flush(true, false);
-        i = after;
-        continue;
-      }
-      if (!cur.empty() && next_word) {  // "o'brien"
-        i = after;
-        continue;
-      }
-      flush(false, false);
-      i = after;
+      const Apostrophe a = ClassifyApostrophe(folded, i, alen, cur, &i);
+      if (a != Apostrophe::kInside) flush(a == Apostrophe::kPossessive, false);
       continue;
     }
     flush(false, folded[i] == '.');
@@ -1288,28 +1291,8 @@ std::vector<DescWord> DescWords(const std::string& text, size_t max_words) {
       continue;
     }
     if (IsApostrophe(text, i, &alen)) {
-      const size_t after = i + alen;
-      size_t l2 = 0;
-      const bool next_word = after < text.size() && IsWordByte(text, after, &l2);
-      if (!cur.empty() && next_word && (text[after] == 's' || text[after] == 'S')) {
-        size_t l3 = 0;
-        if (after + 1 >= text.size() || !IsWordByte(text, after + 1, &l3)) {  // "scrooge's"
-          flush(true);
-          i = after + 1;
-          continue;
-        }
-      }
-      if (!cur.empty() && !next_word && (cur.back() == 's' || cur.back() == 'S')) {  // "bakers'"
-        flush(true);
-        i = after;
-        continue;
-      }
-      if (!cur.empty() && next_word) {  // "o'brien"
-        i = after;
-        continue;
-      }
-      flush(false);
-      i = after;
+      const Apostrophe a = ClassifyApostrophe(text, i, alen, cur, &i);
+      if (a != Apostrophe::kInside) flush(a == Apostrophe::kPossessive);
       continue;
     }
     const char c = text[i];
