@@ -38,9 +38,14 @@ echo "== grag search --k 3 \"Who is Jacob Marley?\"   (retrieval only: hybrid ve
 g search --k 3 "Who is Jacob Marley?"
 
 echo
+echo "== grag entities list --search marley   (entity resolution: the names of one character are one entity)"
+g entities list --search marley --limit 3
+
+echo
 echo "The project is in $demo. Try:"
 echo "  $GRAG --root $demo stats"
 echo "  $GRAG --root $demo query \"Who is Bob Cratchit?\"          (the router picks the method)"
 echo "  $GRAG --root $demo search --json \"Tiny Tim\""
 echo "  $GRAG --root $demo check"
+echo "  $GRAG --root $demo entities aliases              (every name resolution joined, and why)"
 echo "To use an LLM instead, see \"Pointing grag at a model\" in README.md."
