@@ -13,6 +13,14 @@ if [ -x "$BUILD/bench/retrieval_eval" ]; then
   echo "== retrieval on HotpotQA-100 (no LLM): every method beside BM25"
   "$BUILD/bench/retrieval_eval"
 fi
+if [ -x "$BUILD/bench/resolution_eval" ]; then
+  echo "== entity resolution on the labelled sets: precision and recall per mode"
+  "$BUILD/bench/resolution_eval"
+fi
+if [ -x "$BUILD/bench/resolution_cost" ]; then
+  echo "== entity resolution's cost in a full LLM index (Microsoft's extraction of the book replayed)"
+  "$BUILD/bench/resolution_cost"
+fi
 if [ -x "$here/scripts/bench_tokenizer.sh" ]; then
   echo "== tokenizer: grag vs node tiktoken"
   bash "$here/scripts/bench_tokenizer.sh" "$BUILD"
