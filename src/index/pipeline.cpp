@@ -612,7 +612,7 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
   }
   GRAG_ASSIGN_OR_RETURN(std::vector<EntityOverride> overrides, store.ListEntityOverrides());
 
-  const bool enabled = run.config().resolution.enabled;
+  const bool enabled = config.resolution.enabled;
   ResolveInput in;
   std::unordered_map<std::string, size_t> index_of;
   in.entities.reserve(g.entities.size());
@@ -638,12 +638,12 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
     auto it = prior.find(r.key);
     // Placed before, into an entity whose name is still here: settled.
     r.fresh = enabled && (it == prior.end() || !index_of.count(it->second.canonical_key));
+    s.resolution_fresh += r.fresh ? 1 : 0;
   }
   for (const auto& l : prior_links) {
     auto a = index_of.find(l.key_a);
     auto b = index_of.find(l.key_b);
     if (a == index_of.end() || b == index_of.end()) continue;  // a name is gone: so is the link
-    if (!enabled) continue;
     ResolveLink link;
     link.a = a->second;
     link.b = b->second;
@@ -660,7 +660,6 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
     if (a == index_of.end() || b == index_of.end()) continue;
     (o.merge ? in.must_link : in.cannot_link).emplace_back(a->second, b->second);
   }
-  for (const auto& r : in.entities) s.resolution_fresh += r.fresh ? 1 : 0;
   if (s.resolution_fresh > 0) run.Progress("resolve", 0, s.resolution_fresh);
 
   GRAG_ASSIGN_OR_RETURN(ResolveResult rr, ResolveEntities(in, options, run.embedder(), run.chat()));
@@ -671,13 +670,12 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
   std::vector<const ResolveLink*> best(in.entities.size(), nullptr);
   std::vector<ResolveLink> user_links;
   for (const auto& [a, b] : in.must_link) user_links.push_back({a, b, 1.0, ResolveMethod::kUser, "merged by a person"});
+  auto rank = [](const ResolveLink& l) {  // a person's word first, then the higher score
+    return std::make_pair(l.method == ResolveMethod::kUser, l.score);
+  };
   auto consider = [&](const ResolveLink& l) {
     for (size_t i : {l.a, l.b}) {
-      const ResolveLink*& cur = best[i];
-      if (cur == nullptr || (l.method == ResolveMethod::kUser) > (cur->method == ResolveMethod::kUser) ||
-          ((l.method == ResolveMethod::kUser) == (cur->method == ResolveMethod::kUser) && l.score > cur->score)) {
-        cur = &l;
-      }
+      if (best[i] == nullptr || rank(l) > rank(*best[i])) best[i] = &l;
     }
   };
   for (const auto& l : in.prior_links) consider(l);
