@@ -146,6 +146,20 @@ struct RerankConfig {
   int64_t top_n = 20;
 };
 
+// grag serve (the HTTP API) and grag mcp.
+struct ServerConfig {
+  std::string host = "127.0.0.1";  // loopback: only this machine can connect
+  int64_t port = 8080;
+  // When set, every route but /health needs `Authorization: Bearer KEY`. Better kept in the
+  // environment (GRAG_API_KEYS, comma-separated) than in grag.toml.
+  std::vector<std::string> api_keys;
+  int64_t max_body_mb = 32;           // larger request bodies get 413
+  double request_timeout = 300;       // seconds a request may take to read, answer or stream
+  std::vector<std::string> cors_origins;  // origins allowed by CORS; empty: off; "*": any
+  int64_t threads = 64;   // connections served at once (keep-alive clients hold one each)
+  int64_t workers = 0;    // engine calls (queries, searches) at once; 0: one per CPU core
+};
+
 struct Config {
   std::string root = ".";             // the project folder (--root)
   std::string prompts_dir = "prompts";  // editable prompt files written by `grag init`
@@ -163,6 +177,7 @@ struct Config {
   QueryConfig query;
   SearchConfig search;
   RerankConfig rerank;
+  ServerConfig server;
 
   // `path` resolved against root (absolute paths unchanged).
   std::string Resolve(const std::string& path) const;

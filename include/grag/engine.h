@@ -122,6 +122,50 @@ struct AliasListing {
   bool empty_index = false;        // no name resolved at all
 };
 
+// ---- reading the graph (the HTTP API, the MCP server and the web UI show it)
+struct EntityRef {
+  int64_t id = 0;
+  std::string name;
+  std::string type;
+};
+
+struct EntityDetail {
+  EntityRecord entity;
+  std::vector<std::string> aliases;  // other extracted names resolved into it
+  struct Neighbour {
+    EntityRef entity;
+    RelationshipRecord relationship;
+  };
+  std::vector<Neighbour> neighbours;  // heaviest relationship first, at most the asked number
+  int64_t neighbours_total = 0;
+  std::vector<CommunityRecord> communities;  // coarsest level first (members left empty)
+  std::vector<ChunkRecord> chunks;           // source passages, at most the asked number
+  int64_t chunks_total = 0;
+};
+
+struct RelationshipInfo {
+  RelationshipRecord relationship;
+  EntityRef source, target;
+};
+
+// A community with its report (when one was written).
+struct CommunityInfo {
+  CommunityRecord community;  // members left empty in listings
+  std::optional<ReportRecord> report;
+};
+
+struct CommunityDetail {
+  CommunityInfo info;
+  std::vector<EntityRef> members;  // highest degree first
+  std::vector<int64_t> children;   // communities one level finer
+};
+
+struct DocumentDetail {
+  DocumentInfo info;
+  std::string text;
+  std::vector<ChunkRecord> chunks;  // in order
+};
+
 // Callbacks of a long update: progress (from worker threads too), the plan before any model
 // call, and a flag that stops it cleanly (Ctrl-C, a cancelled job).
 struct IndexCallbacks {
@@ -167,6 +211,21 @@ class Engine {
   Result<AliasListing> Aliases(std::string_view search);
   Result<bool> MergeEntities(std::string_view a, std::string_view b);  // RecordEntityMerge
   Result<int64_t> SplitEntity(std::string_view entity, std::string_view alias);  // RecordEntitySplit
+
+  // ---- the graph, for front ends. A missing id is std::nullopt, not an error.
+  Result<std::optional<EntityDetail>> GetEntity(int64_t id, int64_t max_neighbours = 50,
+                                             int64_t max_chunks = 20);
+  // The entity a name (or any extracted name resolved into it) denotes, as the index matches
+  // names (case and punctuation folded).
+  Result<std::optional<int64_t>> FindEntity(std::string_view name);
+  // Heaviest first; with entity_id, only those touching it. limit < 0: all.
+  Result<std::vector<RelationshipInfo>> Relationships(std::optional<int64_t> entity_id,
+                                                      int64_t limit);
+  // Every community (of one level when given), by level then id, with its report.
+  Result<std::vector<CommunityInfo>> Communities(std::optional<int64_t> level);
+  Result<std::optional<CommunityDetail>> GetCommunity(int64_t id);
+  Result<std::optional<ChunkRecord>> GetChunk(std::string_view id);
+  Result<std::optional<DocumentDetail>> GetDocument(std::string_view id);
 
   const Config& config() const;
   Store& store();

@@ -29,6 +29,13 @@ std::string AliasesJson(const AliasListing& listing, bool pretty);
 std::string IntegrityJson(const IntegrityReport& report, std::string_view index, bool pretty);
 std::string ChunkPreviewJson(const ChunkPreview& preview, bool pretty);
 std::string SettingsJson(const std::vector<SettingInfo>& settings, bool pretty);
+// The graph for front ends (HTTP API, MCP, web UI).
+std::string EntityDetailJson(const EntityDetail& detail, bool pretty);
+std::string RelationshipsJson(const std::vector<RelationshipInfo>& relationships, bool pretty);
+std::string CommunitiesJson(const std::vector<CommunityInfo>& communities, bool pretty);
+std::string CommunityDetailJson(const CommunityDetail& detail, bool pretty);
+std::string ChunkJson(const ChunkRecord& chunk, bool pretty);
+std::string DocumentDetailJson(const DocumentDetail& detail, bool pretty);
 std::string InitJson(const InitResult& result, std::string_view root, bool pretty);
 
 }  // namespace grag

@@ -107,6 +107,14 @@ std::vector<Setting> Settings(Config& c) {
       {"search.titled_chunk_share", "", "Graph signal: of an entity's mass for chunks, the share for the chunks of documents it is the title of", &c.search.titled_chunk_share},
       {"search.min_name_specificity", "", "Graph signal: names in too many chunks (specificity below this, 0-1) do not seed the walk", &c.search.min_name_specificity},
       {"search.context_budget_tokens", "", "Basic and hybrid search: tokens of passages in the answer prompt", &c.search.context_budget_tokens},
+      {"server.host", "GRAG_SERVER_HOST", "grag serve: address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)", &c.server.host},
+      {"server.port", "GRAG_SERVER_PORT", "grag serve: TCP port (0: any free port, printed at start)", &c.server.port},
+      {"server.api_keys", "GRAG_API_KEYS", "grag serve: keys clients send as `Authorization: Bearer KEY` (empty: no auth); better kept in the environment", &c.server.api_keys},
+      {"server.max_body_mb", "", "grag serve: largest request body in MiB (larger: 413)", &c.server.max_body_mb},
+      {"server.request_timeout", "", "grag serve: seconds a request may take to be read or written", &c.server.request_timeout},
+      {"server.cors_origins", "", "grag serve: origins browsers may call the API from (empty: no CORS; \"*\": any)", &c.server.cors_origins},
+      {"server.threads", "", "grag serve: connections served at once", &c.server.threads},
+      {"server.workers", "", "grag serve: queries and searches run at once (0: one per CPU core)", &c.server.workers},
       {"rerank.base_url", "GRAG_RERANK_BASE_URL", "Reranker endpoint (Cohere-style /v1/rerank); empty = llm.base_url", &c.rerank.base_url},
       {"rerank.model", "GRAG_RERANK_MODEL", "Reranker model, e.g. BAAI/bge-reranker-v2-m3; empty = no reranking", &c.rerank.model},
       {"rerank.api_key", "GRAG_RERANK_API_KEY", "Reranker API key; empty = the LLM's key", &c.rerank.api_key},
@@ -260,6 +268,11 @@ Status ValidateConfig(const Config& c) {
     if (r.adjudication_batch < 1) return Status::InvalidArgument("resolution.adjudication_batch must be at least 1");
     if (r.max_block < 2) return Status::InvalidArgument("resolution.max_block must be at least 2");
   }
+  if (c.server.port < 0 || c.server.port > 65535) return Status::InvalidArgument("server.port must be between 0 and 65535");
+  if (c.server.max_body_mb < 1) return Status::InvalidArgument("server.max_body_mb must be at least 1");
+  if (c.server.request_timeout <= 0) return Status::InvalidArgument("server.request_timeout must be positive");
+  if (c.server.threads < 2) return Status::InvalidArgument("server.threads must be at least 2");
+  if (c.server.workers < 0) return Status::InvalidArgument("server.workers must be at least 0");
   if (c.communities.max_cluster_size < 1) return Status::InvalidArgument("communities.max_cluster_size must be at least 1");
   if (c.communities.resolution <= 0) return Status::InvalidArgument("communities.resolution must be positive");
   if (c.extraction.nlp.min_edge_weight_pct < 0 || c.extraction.nlp.min_edge_weight_pct > 100) return Status::InvalidArgument("extraction.nlp.min_edge_weight_pct must be between 0 and 100");

@@ -460,6 +460,168 @@ Result<int64_t> Engine::SplitEntity(std::string_view entity, std::string_view al
   return RecordEntitySplit(*impl_->store, entity, alias);
 }
 
+// ---------------------------------------------------------------- reading the graph
+
+namespace {
+
+EntityRef RefOf(const EntityRecord& e) { return {e.id, e.name, e.type}; }
+
+}  // namespace
+
+Result<std::optional<EntityDetail>> Engine::GetEntity(int64_t id, int64_t max_neighbours,
+                                                   int64_t max_chunks) {
+  Store& store = *impl_->store;
+  GRAG_ASSIGN_OR_RETURN(std::optional<EntityRecord> entity, store.GetEntity(id));
+  if (!entity) return std::optional<EntityDetail>();
+  EntityDetail out;
+  out.entity = std::move(*entity);
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityAlias> aliases, store.ListAliases());
+  for (const auto& a : aliases) {
+    if (a.canonical_key == out.entity.name_key && a.name_key != a.canonical_key) {
+      out.aliases.push_back(a.name);
+    }
+  }
+  GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> rels, store.ListRelationshipsOf(id));
+  std::stable_sort(rels.begin(), rels.end(), [](const auto& a, const auto& b) {
+    return a.weight > b.weight;
+  });
+  out.neighbours_total = static_cast<int64_t>(rels.size());
+  for (auto& r : rels) {
+    if (max_neighbours >= 0 && static_cast<int64_t>(out.neighbours.size()) >= max_neighbours) break;
+    const int64_t other = r.source_id == id ? r.target_id : r.source_id;
+    GRAG_ASSIGN_OR_RETURN(std::optional<EntityRecord> o, store.GetEntity(other));
+    if (!o) continue;
+    out.neighbours.push_back({RefOf(*o), std::move(r)});
+  }
+  GRAG_ASSIGN_OR_RETURN(std::vector<int64_t> community_ids, store.CommunitiesOfEntity(id));
+  if (!community_ids.empty()) {
+    GRAG_ASSIGN_OR_RETURN(std::vector<CommunityRecord> all, store.ListCommunities());
+    for (auto& c : all) {
+      if (std::find(community_ids.begin(), community_ids.end(), c.id) == community_ids.end()) continue;
+      c.entity_ids.clear();
+      out.communities.push_back(std::move(c));
+    }
+    std::stable_sort(out.communities.begin(), out.communities.end(),
+                     [](const auto& a, const auto& b) { return a.level < b.level; });
+  }
+  GRAG_ASSIGN_OR_RETURN(std::vector<std::string> chunk_ids, store.GetEntityChunks(id));
+  out.chunks_total = static_cast<int64_t>(chunk_ids.size());
+  for (const auto& cid : chunk_ids) {
+    if (max_chunks >= 0 && static_cast<int64_t>(out.chunks.size()) >= max_chunks) break;
+    GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(cid));
+    if (chunk) out.chunks.push_back(std::move(*chunk));
+  }
+  return std::optional<EntityDetail>(std::move(out));
+}
+
+Result<std::optional<int64_t>> Engine::FindEntity(std::string_view name) {
+  const std::string key = NormalizeEntityName(name);
+  if (key.empty()) return std::optional<int64_t>();
+  GRAG_ASSIGN_OR_RETURN(std::optional<EntityRecord> e, impl_->store->GetEntityByKey(key));
+  if (!e) return std::optional<int64_t>();
+  return std::optional<int64_t>(e->id);
+}
+
+Result<std::vector<RelationshipInfo>> Engine::Relationships(std::optional<int64_t> entity_id,
+                                                            int64_t limit) {
+  Store& store = *impl_->store;
+  std::vector<RelationshipRecord> rels;
+  if (entity_id) {
+    GRAG_ASSIGN_OR_RETURN(rels, store.ListRelationshipsOf(*entity_id));
+  } else {
+    GRAG_ASSIGN_OR_RETURN(rels, store.ListRelationships());
+  }
+  std::stable_sort(rels.begin(), rels.end(), [](const auto& a, const auto& b) {
+    return a.weight > b.weight;
+  });
+  if (limit >= 0 && static_cast<int64_t>(rels.size()) > limit) rels.resize(static_cast<size_t>(limit));
+  std::map<int64_t, EntityRef> refs;
+  auto ref = [&](int64_t id) -> Result<EntityRef> {
+    if (auto it = refs.find(id); it != refs.end()) return it->second;
+    GRAG_ASSIGN_OR_RETURN(std::optional<EntityRecord> e, store.GetEntity(id));
+    EntityRef r = e ? RefOf(*e) : EntityRef{id, "", ""};
+    refs.emplace(id, r);
+    return r;
+  };
+  std::vector<RelationshipInfo> out;
+  out.reserve(rels.size());
+  for (auto& r : rels) {
+    RelationshipInfo info;
+    GRAG_ASSIGN_OR_RETURN(info.source, ref(r.source_id));
+    GRAG_ASSIGN_OR_RETURN(info.target, ref(r.target_id));
+    info.relationship = std::move(r);
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+Result<std::vector<CommunityInfo>> Engine::Communities(std::optional<int64_t> level) {
+  Store& store = *impl_->store;
+  GRAG_ASSIGN_OR_RETURN(std::vector<CommunityRecord> communities, store.ListCommunities(level));
+  GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store.ListReports(level));
+  std::map<int64_t, ReportRecord*> by_id;
+  for (auto& r : reports) by_id[r.community_id] = &r;
+  std::vector<CommunityInfo> out;
+  out.reserve(communities.size());
+  for (auto& c : communities) {
+    CommunityInfo info;
+    if (auto it = by_id.find(c.id); it != by_id.end()) info.report = std::move(*it->second);
+    c.entity_ids.clear();
+    info.community = std::move(c);
+    out.push_back(std::move(info));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.community.level != b.community.level ? a.community.level < b.community.level
+                                                  : a.community.id < b.community.id;
+  });
+  return out;
+}
+
+Result<std::optional<CommunityDetail>> Engine::GetCommunity(int64_t id) {
+  Store& store = *impl_->store;
+  GRAG_ASSIGN_OR_RETURN(std::vector<CommunityRecord> all, store.ListCommunities());
+  CommunityDetail out;
+  bool found = false;
+  for (auto& c : all) {
+    if (c.parent_id && *c.parent_id == id) out.children.push_back(c.id);
+    if (c.id == id) {
+      out.info.community = std::move(c);
+      found = true;
+    }
+  }
+  if (!found) return std::optional<CommunityDetail>();
+  GRAG_ASSIGN_OR_RETURN(out.info.report, store.GetReport(id));
+  std::vector<EntityRecord> members;
+  for (int64_t member : out.info.community.entity_ids) {
+    GRAG_ASSIGN_OR_RETURN(std::optional<EntityRecord> e, store.GetEntity(member));
+    if (e) members.push_back(std::move(*e));
+  }
+  // Highest degree first: the members a reader should see first.
+  std::stable_sort(members.begin(), members.end(),
+                   [](const auto& a, const auto& b) { return a.degree > b.degree; });
+  for (const auto& e : members) out.members.push_back(RefOf(e));
+  std::sort(out.children.begin(), out.children.end());
+  return std::optional<CommunityDetail>(std::move(out));
+}
+
+Result<std::optional<ChunkRecord>> Engine::GetChunk(std::string_view id) {
+  return impl_->store->GetChunk(id);
+}
+
+Result<std::optional<DocumentDetail>> Engine::GetDocument(std::string_view id) {
+  Store& store = *impl_->store;
+  GRAG_ASSIGN_OR_RETURN(std::optional<grag::Document> doc, store.GetDocument(id));
+  if (!doc) return std::optional<DocumentDetail>();
+  DocumentDetail out;
+  GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> docs, store.ListDocuments());
+  for (auto& d : docs) {
+    if (d.id == id) out.info = std::move(d);
+  }
+  out.text = std::move(doc->text);
+  GRAG_ASSIGN_OR_RETURN(out.chunks, store.ListChunks(id));
+  return std::optional<DocumentDetail>(std::move(out));
+}
+
 // ---------------------------------------------------------------- grag check
 
 Result<IntegrityReport> CheckIndex(const Config& config, int max_per_check) {

@@ -382,3 +382,121 @@ std::string InitJson(const InitResult& result, std::string_view root, bool prett
 }
 
 }  // namespace grag
+
+// ---------------------------------------------------------------- the graph, for front ends
+
+namespace grag {
+namespace {
+
+json RefObject(const EntityRef& r) { return {{"id", r.id}, {"name", r.name}, {"type", r.type}}; }
+
+json CommunityObject(const CommunityRecord& c) {
+  json j = {{"id", c.id}, {"level", c.level}, {"size", c.size}, {"weight", c.weight}};
+  j["parent"] = c.parent_id ? json(*c.parent_id) : json(nullptr);
+  return j;
+}
+
+json ReportObject(const ReportRecord& r, bool full) {
+  json j = {{"title", r.title}, {"summary", r.summary},
+            {"status", r.status == ReportStatus::kOk ? "ok" : "gap"},
+            {"generator", r.generator == ReportGenerator::kLlm ? "llm" : "extractive"}};
+  j["rating"] = r.rating ? json(*r.rating) : json(nullptr);
+  if (!r.reason.empty()) j["reason"] = r.reason;
+  if (full) {
+    j["rating_explanation"] = r.rating_explanation;
+    j["full_content"] = r.full_content;
+    json findings = json::array();
+    for (const auto& f : r.findings) {
+      findings.push_back({{"summary", f.summary}, {"explanation", f.explanation},
+                          {"entities", f.entities}});
+    }
+    j["findings"] = std::move(findings);
+    j["model"] = r.model;
+    j["updated_at"] = r.updated_at;
+  }
+  return j;
+}
+
+json ChunkRecordObject(const ChunkRecord& c, bool with_text) {
+  json j = {{"id", c.id}, {"document_id", c.document_id}, {"index", c.index},
+            {"tokens", c.n_tokens}};
+  if (with_text) j["text"] = c.text;
+  return j;
+}
+
+json RelationshipObject(const RelationshipRecord& r) {
+  return {{"id", r.id}, {"description", r.description}, {"weight", r.weight},
+          {"frequency", r.frequency}};
+}
+
+}  // namespace
+
+std::string EntityDetailJson(const EntityDetail& d, bool pretty) {
+  const EntityRecord& e = d.entity;
+  json j = {{"id", e.id},         {"name", e.name},           {"type", e.type},
+            {"description", e.description}, {"degree", e.degree}, {"frequency", e.frequency},
+            {"aliases", d.aliases}};
+  json neighbours = json::array();
+  for (const auto& n : d.neighbours) {
+    json r = RelationshipObject(n.relationship);
+    r["entity"] = RefObject(n.entity);
+    neighbours.push_back(std::move(r));
+  }
+  j["neighbours"] = std::move(neighbours);
+  j["neighbours_total"] = d.neighbours_total;
+  json communities = json::array();
+  for (const auto& c : d.communities) communities.push_back(CommunityObject(c));
+  j["communities"] = std::move(communities);
+  json chunks = json::array();
+  for (const auto& c : d.chunks) chunks.push_back(ChunkRecordObject(c, true));
+  j["chunks"] = std::move(chunks);
+  j["chunks_total"] = d.chunks_total;
+  return Dump(j, pretty);
+}
+
+std::string RelationshipsJson(const std::vector<RelationshipInfo>& relationships, bool pretty) {
+  json out = json::array();
+  for (const auto& r : relationships) {
+    json j = RelationshipObject(r.relationship);
+    j["source"] = RefObject(r.source);
+    j["target"] = RefObject(r.target);
+    out.push_back(std::move(j));
+  }
+  return Dump(out, pretty);
+}
+
+std::string CommunitiesJson(const std::vector<CommunityInfo>& communities, bool pretty) {
+  json out = json::array();
+  for (const auto& c : communities) {
+    json j = CommunityObject(c.community);
+    j["report"] = c.report ? ReportObject(*c.report, false) : json(nullptr);
+    out.push_back(std::move(j));
+  }
+  return Dump(out, pretty);
+}
+
+std::string CommunityDetailJson(const CommunityDetail& d, bool pretty) {
+  json j = CommunityObject(d.info.community);
+  j["report"] = d.info.report ? ReportObject(*d.info.report, true) : json(nullptr);
+  json members = json::array();
+  for (const auto& m : d.members) members.push_back(RefObject(m));
+  j["members"] = std::move(members);
+  j["children"] = d.children;
+  return Dump(j, pretty);
+}
+
+std::string ChunkJson(const ChunkRecord& chunk, bool pretty) {
+  return Dump(ChunkRecordObject(chunk, true), pretty);
+}
+
+std::string DocumentDetailJson(const DocumentDetail& d, bool pretty) {
+  json j = {{"id", d.info.id},       {"title", d.info.title}, {"source_path", d.info.source_path},
+            {"content_hash", d.info.content_hash}, {"created_at", d.info.created_at},
+            {"updated_at", d.info.updated_at}, {"text", d.text}};
+  json chunks = json::array();
+  for (const auto& c : d.chunks) chunks.push_back(ChunkRecordObject(c, false));
+  j["chunks"] = std::move(chunks);
+  return Dump(j, pretty);
+}
+
+}  // namespace grag
