@@ -1,0 +1,74 @@
+// grag serve: the HTTP API (and OpenAI-compatible chat endpoint) over this project's index.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+#include "cli/cli.h"
+#include "grag/log.h"
+#include "grag/server.h"
+
+namespace grag::cli {
+namespace {
+
+struct ServeOpts {
+  std::optional<std::string> host;
+  std::optional<int64_t> port;
+};
+
+}  // namespace
+
+Command AddServeCommand(CLI::App& app, GlobalOptions& g) {
+  auto* cmd = app.add_subcommand(
+      "serve",
+      "Serve the index over HTTP: JSON API (query, search, documents, index jobs with progress "
+      "events, entities, relationships, communities, chunks, stats; GET /openapi.json "
+      "describes it) and an OpenAI-compatible chat endpoint (POST /v1/chat/completions, "
+      "models grag-auto, grag-global, grag-local, grag-hybrid, grag-basic). Listens on "
+      "127.0.0.1:8080 by default (settings server.*). With server.api_keys (or GRAG_API_KEYS) "
+      "set, every route but /health needs `Authorization: Bearer KEY`. SIGINT or SIGTERM "
+      "stops it cleanly: a running index job stops resumably, requests in flight finish.");
+  auto o = std::make_shared<ServeOpts>();
+  cmd->add_option("--host", o->host, "Address to listen on (default server.host, 127.0.0.1)");
+  cmd->add_option("--port", o->port, "TCP port (default server.port, 8080; 0: any free port)")
+      ->check(CLI::Range(int64_t{0}, int64_t{65535}));
+  return {cmd, [o, &g]() {
+            auto config = LoadProjectConfig(g);
+            if (!config.ok()) return Fail(config.status());
+            if (o->host) config->server.host = *o->host;
+            if (o->port) config->server.port = *o->port;
+            // Signals are taken by one thread (sigwait), never by a handler: Shutdown is not
+            // async-signal-safe. Blocked before any other thread exists, so all inherit it.
+            sigset_t signals;
+            sigemptyset(&signals);
+            sigaddset(&signals, SIGINT);
+            sigaddset(&signals, SIGTERM);
+            pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+            const std::string index = config->Resolve(config->store.path);
+            auto server = Server::Create(*config);
+            if (!server.ok()) return Fail(server.status());
+            std::atomic<bool> done{false};
+            std::thread waiter([&] {
+              int sig = 0;
+              sigwait(&signals, &sig);
+              if (done) return;  // woken by ourselves after Run returned
+              Log(LogLevel::kInfo, "serve", sig == SIGINT ? "interrupted" : "terminated");
+              (*server)->Shutdown();
+            });
+            const Status st = (*server)->Run([&](const std::string& host, int port) {
+              Log(LogLevel::kInfo, "serve", "index " + index + "; model: " +
+                  (config->llm.model.empty() ? std::string("none (extractive answers)") : config->llm.model));
+              std::cout << "grag serve: listening on http://" << host << ":" << port
+                        << (config->server.api_keys.empty() ? "" : " (API keys required)")
+                        << std::endl;
+            });
+            done = true;
+            pthread_kill(waiter.native_handle(), SIGTERM);
+            waiter.join();
+            if (!st.ok()) return Fail(st);
+            return kExitOk;
+          }};
+}
+
+}  // namespace grag::cli

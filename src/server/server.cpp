@@ -1,0 +1,1127 @@
+// grag serve: routes, their one declaration, and the mapping from engine results to HTTP.
+#include "grag/server.h"
+
+#include <httplib.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <ctime>
+#include <filesystem>
+#include <mutex>
+#include <semaphore>
+#include <thread>
+
+#include "grag/engine.h"
+#include "grag/engine_json.h"
+#include "grag/hash.h"
+#include "grag/input_files.h"
+#include "grag/loader.h"
+#include "grag/log.h"
+#include "server/jobs.h"
+
+namespace grag {
+
+int HttpStatusFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk: return 200;
+    case ErrorCode::kInvalidArgument: return 400;
+    case ErrorCode::kParse: return 400;
+    case ErrorCode::kPermissionDenied: return 403;
+    case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kAlreadyExists: return 409;
+    case ErrorCode::kCancelled: return 409;
+    case ErrorCode::kRateLimited: return 429;
+    case ErrorCode::kUnimplemented: return 501;
+    case ErrorCode::kUnavailable: return 503;
+    case ErrorCode::kTimeout: return 504;
+    case ErrorCode::kIoError:
+    case ErrorCode::kCorruption:
+    case ErrorCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+std::string_view ErrorTypeName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk: return "ok";
+    case ErrorCode::kInvalidArgument: return "invalid_argument";
+    case ErrorCode::kParse: return "parse_error";
+    case ErrorCode::kPermissionDenied: return "permission_denied";
+    case ErrorCode::kNotFound: return "not_found";
+    case ErrorCode::kAlreadyExists: return "conflict";
+    case ErrorCode::kCancelled: return "cancelled";
+    case ErrorCode::kRateLimited: return "rate_limited";
+    case ErrorCode::kUnimplemented: return "unimplemented";
+    case ErrorCode::kUnavailable: return "unavailable";
+    case ErrorCode::kTimeout: return "timeout";
+    case ErrorCode::kIoError: return "io_error";
+    case ErrorCode::kCorruption: return "corruption";
+    case ErrorCode::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+namespace {
+
+using nlohmann::json;
+using httplib::Request;
+using httplib::Response;
+
+constexpr const char* kVersion = "0.1.0";
+constexpr const char* kJson = "application/json";
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// ---------------------------------------------------------------- responses
+
+void SendJson(Response& res, int status, std::string body) {
+  res.status = status;
+  res.set_content(std::move(body), kJson);
+}
+
+json ErrorObject(const Status& s) {
+  return {{"error", {{"type", ErrorTypeName(s.code()), }, {"message", s.message()}}}};
+}
+
+void SendError(Response& res, const Status& s) {
+  SendJson(res, HttpStatusFor(s.code()), Dump(ErrorObject(s)));
+}
+
+// Body of an error httplib itself raised (no route, body too large, bad request line).
+Status StatusForHttp(int status, const Request& req, size_t max_body) {
+  switch (status) {
+    case 404: return Status::NotFound("no route " + req.method + " " + req.path + " (see GET /openapi.json)");
+    case 413:
+      return {ErrorCode::kInvalidArgument,
+              "request body larger than server.max_body_mb (" + std::to_string(max_body >> 20) + " MiB)"};
+    case 400: return Status::InvalidArgument("malformed HTTP request");
+    default: return {ErrorCode::kInternal, "HTTP " + std::to_string(status)};
+  }
+}
+
+// ---------------------------------------------------------------- request bodies
+
+Result<json> ParseBody(const Request& req, bool allow_empty) {
+  if (req.body.empty()) {
+    if (allow_empty) return json::object();
+    return Status::InvalidArgument("this route needs a JSON body");
+  }
+  json j = json::parse(req.body, nullptr, false);
+  if (j.is_discarded()) return Status::InvalidArgument("request body is not valid JSON");
+  if (!j.is_object()) return Status::InvalidArgument("request body must be a JSON object");
+  return j;
+}
+
+Result<std::optional<std::string>> OptString(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::optional<std::string>();
+  if (!it->is_string()) return Status::InvalidArgument(std::string("\"") + key + "\" must be a string");
+  return std::optional<std::string>(it->get<std::string>());
+}
+
+Result<std::string> NeedString(const json& j, const char* key) {
+  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> v, OptString(j, key));
+  if (!v || v->empty()) return Status::InvalidArgument(std::string("\"") + key + "\" is required");
+  return *v;
+}
+
+Result<std::optional<int64_t>> OptInt(const json& j, const char* key, int64_t lo, int64_t hi) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::optional<int64_t>();
+  if (!it->is_number_integer()) return Status::InvalidArgument(std::string("\"") + key + "\" must be an integer");
+  const int64_t v = it->get<int64_t>();
+  if (v < lo || v > hi) {
+    return Status::InvalidArgument(std::string("\"") + key + "\" must be between " +
+                                   std::to_string(lo) + " and " + std::to_string(hi));
+  }
+  return std::optional<int64_t>(v);
+}
+
+Result<bool> OptBool(const json& j, const char* key, bool fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) return Status::InvalidArgument(std::string("\"") + key + "\" must be true or false");
+  return it->get<bool>();
+}
+
+Result<std::optional<int64_t>> QueryInt(const Request& req, const char* key, int64_t lo, int64_t hi) {
+  if (!req.has_param(key)) return std::optional<int64_t>();
+  const std::string text = req.get_param_value(key);
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v < lo || v > hi) {
+    return Status::InvalidArgument(std::string("query parameter ") + key + " must be an integer from " +
+                                   std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  return std::optional<int64_t>(v);
+}
+
+// ---------------------------------------------------------------- Server-Sent Events
+
+std::string SseEvent(std::string_view event, std::string_view data) {
+  std::string out;
+  if (!event.empty()) out += "event: " + std::string(event) + "\n";
+  out += "data: ";
+  out += data;
+  out += "\n\n";
+  return out;
+}
+
+bool SinkWrite(httplib::DataSink& sink, const std::string& s) {
+  return sink.is_writable() && sink.write(s.data(), s.size());
+}
+
+// ---------------------------------------------------------------- the route table
+
+struct Param {
+  const char* name;
+  const char* type;  // "string" | "integer" | "boolean"
+  const char* description;
+};
+
+struct Route {
+  const char* method;  // GET | POST | DELETE
+  const char* path;    // OpenAPI template, e.g. /v1/documents/{id}
+  const char* summary;
+  bool auth = true;
+  std::vector<Param> query;
+  const char* body = nullptr;  // JSON Schema of the JSON body, as text; nullptr: none
+  const char* response = "JSON";
+  std::function<void(const Request&, Response&)> handler;
+};
+
+// The {name} parameters of a path template, with their positions.
+struct PathParam {
+  size_t begin, end;  // of "{name}"
+  std::string name;
+};
+std::vector<PathParam> PathParams(const std::string& path) {
+  std::vector<PathParam> out;
+  for (size_t open = path.find('{'); open != std::string::npos; open = path.find('{', open + 1)) {
+    const size_t close = path.find('}', open);
+    if (close == std::string::npos) break;
+    out.push_back({open, close + 1, path.substr(open + 1, close - open - 1)});
+  }
+  return out;
+}
+
+// The regex httplib matches: {name} is one path segment, except a last {id} of a document
+// (document ids hold '/'). Route templates hold no other regex characters.
+std::string PathRegex(const std::string& path) {
+  std::string out;
+  size_t last = 0;
+  for (const PathParam& p : PathParams(path)) {
+    out += path.substr(last, p.begin - last);
+    const bool tail = path.rfind("/v1/documents/", 0) == 0 && p.end == path.size();
+    out += tail ? "(.+)" : "([^/]+)";
+    last = p.end;
+  }
+  out += path.substr(last);
+  return out;
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  // Compare digests so neither the length nor the content leaks through timing.
+  const std::string da = Sha256Hex(a), db = Sha256Hex(b);
+  return CRYPTO_memcmp(da.data(), db.data(), da.size()) == 0;
+}
+
+std::string RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) {
+    raw = std::to_string(std::time(nullptr)) + std::to_string(::getpid());
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out.substr(0, bytes * 2);
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// The chat model names of the OpenAI-compatible endpoint and the method each picks.
+const std::vector<std::pair<std::string, QueryMethod>>& ChatModels() {
+  static const std::vector<std::pair<std::string, QueryMethod>> models = {
+      {"grag-auto", QueryMethod::kAuto},     {"grag-global", QueryMethod::kGlobal},
+      {"grag-local", QueryMethod::kLocal},   {"grag-hybrid", QueryMethod::kHybrid},
+      {"grag-basic", QueryMethod::kBasic}};
+  return models;
+}
+
+// "Sources:" lines for a chat answer, from the citations of a query's JSON.
+std::string SourcesText(const json& result) {
+  auto it = result.find("citations");
+  if (it == result.end() || !it->is_array() || it->empty()) return "";
+  std::string out = "\n\nSources:";
+  for (const auto& c : *it) {
+    out += "\n- ";
+    if (c.contains("community")) {
+      out += "[" + std::to_string(c.value("community", int64_t{0})) + "] " + c.value("title", "") +
+             " (community report, level " + std::to_string(c.value("level", int64_t{0})) + ")";
+    } else if (c.contains("chunk_id")) {
+      out += "[" + c.value("id", "") + "] chunk " + std::to_string(c.value("chunk_index", int64_t{0})) +
+             " of " + c.value("document_id", "");
+    } else {
+      out += "[" + c.value("id", "") + "] " + c.value("source", "");
+    }
+  }
+  return out;
+}
+
+// Prompt and completion tokens of a query's JSON (0 when no model wrote the answer).
+std::pair<int64_t, int64_t> UsageOf(const json& result) {
+  const json& s = result.contains("stats") ? result["stats"] : json::object();
+  if (s.contains("tokens_in")) return {s.value("tokens_in", int64_t{0}), s.value("tokens_out", int64_t{0})};
+  return {s.value("prompt_tokens", int64_t{0}), s.value("completion_tokens", int64_t{0})};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the server
+
+struct Server::Impl {
+  Config config;
+  httplib::Server http;
+  std::vector<Route> routes;
+  std::unique_ptr<std::counting_semaphore<4096>> workers;
+  size_t max_body = 0;
+  std::atomic<bool> stopping{false};
+
+  std::mutex reader_mu;
+  std::shared_ptr<Engine> reader;  // opened on first use; reset when a job changed the index
+
+  std::unique_ptr<server::JobManager> jobs;
+
+  // The read engine, opened now if needed. No index yet is kUnavailable, saying what to do.
+  Result<std::shared_ptr<Engine>> Reader() {
+    std::lock_guard<std::mutex> lock(reader_mu);
+    if (reader) return reader;
+    EngineOptions options;
+    options.keep_graph = true;  // many questions: the graph stays in memory
+    auto engine = Engine::Open(config, options);
+    if (!engine.ok()) {
+      if (engine.status().code() == ErrorCode::kNotFound) {
+        return Status::Unavailable(
+            "no index yet: add documents (POST /v1/documents) and start an index job (POST "
+            "/v1/index)");
+      }
+      return engine.status();
+    }
+    reader = std::shared_ptr<Engine>(std::move(*engine));
+    return reader;
+  }
+
+  void ReloadReader() {
+    {
+      std::lock_guard<std::mutex> lock(reader_mu);
+      reader.reset();
+    }
+    // Warm the next engine here (in the job's thread) rather than in the next request.
+    auto r = Reader();
+    if (r.ok()) (void)(*r)->retriever();
+  }
+
+  // Runs `f` holding one of the server.workers engine slots.
+  template <typename F>
+  auto WithWorker(F&& f) {
+    workers->acquire();
+    struct Release {
+      std::counting_semaphore<4096>* s;
+      ~Release() { s->release(); }
+    } release{workers.get()};
+    return f();
+  }
+
+  void DeclareRoutes();
+  void Register();
+  std::string OpenApi() const;
+
+  // ---- handlers
+  void Health(const Request&, Response& res);
+  void Query(const Request& req, Response& res);
+  void Search(const Request& req, Response& res);
+  void Stats(const Request& req, Response& res);
+  void ListDocuments(const Request& req, Response& res);
+  void GetDocument(const Request& req, Response& res);
+  void PostDocument(const Request& req, Response& res);
+  void DeleteDocument(const Request& req, Response& res);
+  void StartIndex(const Request& req, Response& res);
+  void GetJob(const Request& req, Response& res);
+  void JobEvents(const Request& req, Response& res);
+  void CancelJob(const Request& req, Response& res);
+  void ListEntities(const Request& req, Response& res);
+  void GetEntity(const Request& req, Response& res);
+  void ListRelationships(const Request& req, Response& res);
+  void ListCommunities(const Request& req, Response& res);
+  void GetCommunity(const Request& req, Response& res);
+  void GetChunk(const Request& req, Response& res);
+  void Models(const Request& req, Response& res);
+  void ChatCompletions(const Request& req, Response& res);
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() {
+  if (impl_) impl_->jobs->CancelAndJoin();
+}
+
+Result<std::unique_ptr<Server>> Server::Create(Config config) {
+  GRAG_RETURN_IF_ERROR(ValidateConfig(config));
+  auto impl = std::make_unique<Impl>();
+  impl->config = std::move(config);
+  const ServerConfig& sc = impl->config.server;
+  int64_t workers = sc.workers > 0 ? sc.workers : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  impl->workers = std::make_unique<std::counting_semaphore<4096>>(std::min<int64_t>(workers, 4096));
+  impl->max_body = static_cast<size_t>(sc.max_body_mb) << 20;
+  Impl* raw = impl.get();
+  impl->jobs = std::make_unique<server::JobManager>([raw](server::JobState) { raw->ReloadReader(); });
+  impl->DeclareRoutes();
+  impl->Register();
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Status Server::Run(const std::function<void(const std::string& host, int port)>& on_listening) {
+  Impl& s = *impl_;
+  const ServerConfig& sc = s.config.server;
+  int port = static_cast<int>(sc.port);
+  if (port == 0) {
+    port = s.http.bind_to_any_port(sc.host);
+    if (port < 0) return Status::Unavailable("cannot listen on " + sc.host + " (any port)");
+  } else if (!s.http.bind_to_port(sc.host, port)) {
+    return Status::Unavailable("cannot listen on " + sc.host + ":" + std::to_string(port) +
+                               " (in use, or not an address of this machine)");
+  }
+  if (!IsLoopback(sc.host) && sc.api_keys.empty()) {
+    Log(LogLevel::kWarn, "serve",
+        "listening on " + sc.host + " without API keys: anyone who can reach this port can read "
+        "and change the index (set server.api_keys or GRAG_API_KEYS)");
+  }
+  if (on_listening) on_listening(sc.host, port);
+  if (s.stopping) return Status::Ok();
+  if (!s.http.listen_after_bind() && !s.stopping) {
+    return Status::Unavailable("the HTTP server stopped unexpectedly");
+  }
+  return Status::Ok();
+}
+
+void Server::Shutdown() {
+  Impl& s = *impl_;
+  if (s.stopping.exchange(true)) return;
+  Log(LogLevel::kInfo, "serve", "shutting down: stopping the index job, if any, and finishing requests in flight");
+  s.jobs->CancelAndJoin();
+  s.http.stop();
+}
+
+std::string Server::OpenApiJson() const { return impl_->OpenApi(); }
+
+// ---------------------------------------------------------------- routes
+
+void Server::Impl::DeclareRoutes() {
+  auto bind = [this](void (Impl::*m)(const Request&, Response&)) {
+    return [this, m](const Request& req, Response& res) { (this->*m)(req, res); };
+  };
+  const char* query_body = R"json({"type":"object","required":["question"],"properties":{
+    "question":{"type":"string"},
+    "method":{"type":"string","enum":["auto","global","local","basic","hybrid"]},
+    "level":{"type":"integer","minimum":0,"description":"global: community level"},
+    "k":{"type":"integer","minimum":1,"maximum":1000,"description":"local: matched entities; basic, hybrid: passages"},
+    "stream":{"type":"boolean","description":"send the answer as Server-Sent Events (delta, then result)"}}})json";
+  const char* search_body = R"json({"type":"object","required":["question"],"properties":{
+    "question":{"type":"string"},
+    "method":{"type":"string","enum":["hybrid","vector","bm25","graph"]},
+    "k":{"type":"integer","minimum":1,"maximum":1000}}})json";
+  const char* document_body = R"json({"type":"object","required":["text"],"properties":{
+    "id":{"type":"string","description":"path inside the input folder, e.g. notes/meeting.md (default: from the title, else doc-<hash>.txt)"},
+    "title":{"type":"string"},
+    "text":{"type":"string"}}})json";
+  const char* index_body = R"json({"type":"object","properties":{
+    "remove":{"type":"array","items":{"type":"string"},"description":"ids of documents to remove from the index (otherwise the index follows the input folder)"}}})json";
+  const char* chat_body = R"json({"type":"object","required":["messages"],"properties":{
+    "model":{"type":"string","enum":["grag-auto","grag-global","grag-local","grag-hybrid","grag-basic"]},
+    "messages":{"type":"array","items":{"type":"object"}},
+    "stream":{"type":"boolean"}}})json";
+  routes = {
+      {"GET", "/health", "Liveness: whether an index is loaded and a job is running", false, {}, nullptr,
+       "{status, version, index_loaded, job_running}", bind(&Impl::Health)},
+      {"GET", "/openapi.json", "This API as OpenAPI 3", true, {}, nullptr, "OpenAPI document",
+       [this](const Request&, Response& res) { SendJson(res, 200, OpenApi()); }},
+      {"POST", "/v1/query", "Answer a question (the same JSON as grag query --json)", true, {},
+       query_body, "query result, or text/event-stream with stream:true", bind(&Impl::Query)},
+      {"POST", "/v1/search", "Rank passages for a question (as grag search --json)", true, {},
+       search_body, "ranked chunks", bind(&Impl::Search)},
+      {"GET", "/v1/stats", "What the index holds and what it cost (grag stats --json)", true,
+       {{"top", "integer", "top entities listed (default 10)"}}, nullptr, "stats", bind(&Impl::Stats)},
+      {"GET", "/v1/documents", "Indexed documents", true, {}, nullptr, "documents",
+       bind(&Impl::ListDocuments)},
+      {"POST", "/v1/documents",
+       "Save a document into the input folder (JSON {id?, title?, text} or a multipart upload "
+       "with a file field); POST /v1/index indexes it",
+       true, {}, document_body, "{id, path, replaced, indexed:false}", bind(&Impl::PostDocument)},
+      {"GET", "/v1/documents/{id}", "One indexed document: text and chunks", true, {}, nullptr,
+       "document", bind(&Impl::GetDocument)},
+      {"DELETE", "/v1/documents/{id}",
+       "Delete a document's file from the input folder; the next index job drops it", true, {},
+       nullptr, "{id, deleted}", bind(&Impl::DeleteDocument)},
+      {"POST", "/v1/index", "Start an index job bringing the index in line with the input folder (409 while one runs)",
+       true, {}, index_body, "job (202)", bind(&Impl::StartIndex)},
+      {"GET", "/v1/jobs/{id}", "An index job: state, stage, done/total, LLM calls, tokens, ETA",
+       true, {}, nullptr, "job", bind(&Impl::GetJob)},
+      {"GET", "/v1/jobs/{id}/events", "An index job's progress as Server-Sent Events (progress, then done)",
+       true, {}, nullptr, "text/event-stream", bind(&Impl::JobEvents)},
+      {"DELETE", "/v1/jobs/{id}", "Cancel an index job (it stops cleanly and resumes next time)",
+       true, {}, nullptr, "job", bind(&Impl::CancelJob)},
+      {"GET", "/v1/entities", "Entities, highest degree first", true,
+       {{"search", "string", "part of a name or alias"},
+        {"limit", "integer", "at most this many (default 50)"}},
+       nullptr, "entities", bind(&Impl::ListEntities)},
+      {"GET", "/v1/entities/{id}",
+       "One entity (by id, or by name when not a number): description, neighbours, communities, source chunks",
+       true, {{"neighbours", "integer", "at most (default 50)"}, {"chunks", "integer", "at most (default 20)"}},
+       nullptr, "entity", bind(&Impl::GetEntity)},
+      {"GET", "/v1/relationships", "Relationships, heaviest first", true,
+       {{"entity", "integer", "only those touching this entity id"},
+        {"limit", "integer", "at most this many (default 100)"}},
+       nullptr, "relationships", bind(&Impl::ListRelationships)},
+      {"GET", "/v1/communities", "Communities by level, with their report's title and summary",
+       true, {{"level", "integer", "only this level"}}, nullptr, "communities",
+       bind(&Impl::ListCommunities)},
+      {"GET", "/v1/communities/{id}", "One community: full report, members, child communities",
+       true, {}, nullptr, "community", bind(&Impl::GetCommunity)},
+      {"GET", "/v1/chunks/{id}", "One chunk's text", true, {}, nullptr, "chunk",
+       bind(&Impl::GetChunk)},
+      {"GET", "/v1/models", "OpenAI-compatible: the chat models (one per query method)", true, {},
+       nullptr, "model list", bind(&Impl::Models)},
+      {"POST", "/v1/chat/completions",
+       "OpenAI-compatible chat: the last user message is the question, the model picks the method",
+       true, {}, chat_body, "chat.completion, or chat.completion.chunk events", bind(&Impl::ChatCompletions)},
+  };
+}
+
+void Server::Impl::Register() {
+  const ServerConfig& sc = config.server;
+  http.new_task_queue = [n = static_cast<size_t>(sc.threads)] { return new httplib::ThreadPool(n); };
+  http.set_payload_max_length(max_body);
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(sc.request_timeout * 1000));
+  http.set_read_timeout(timeout);
+  http.set_write_timeout(timeout);
+  http.set_keep_alive_timeout(5);
+  http.set_keep_alive_max_count(1000);
+
+  auto cors_origin = [this](const Request& req) -> std::string {
+    const auto& origins = config.server.cors_origins;
+    if (origins.empty() || !req.has_header("Origin")) return "";
+    const std::string origin = req.get_header_value("Origin");
+    for (const auto& o : origins) {
+      if (o == "*" || o == origin) return o == "*" ? "*" : origin;
+    }
+    return "";
+  };
+  http.set_pre_routing_handler([this, cors_origin](const Request& req, Response& res) {
+    if (const std::string origin = cors_origin(req); !origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
+      if (req.method == "OPTIONS") {
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Max-Age", "600");
+        res.status = 204;
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    const auto& keys = config.server.api_keys;
+    if (!keys.empty() && req.path != "/health") {
+      const std::string auth = req.get_header_value("Authorization");
+      bool ok = false;
+      if (auth.rfind("Bearer ", 0) == 0) {
+        const std::string_view given = std::string_view(auth).substr(7);
+        for (const auto& k : keys) ok = ConstantTimeEquals(given, k) || ok;  // no early exit
+      }
+      if (!ok) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        SendJson(res, 401, Dump({{"error", {{"type", "unauthorized"},
+                                            {"message", "missing or wrong API key: send Authorization: Bearer KEY"}}}}));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http.set_error_handler([this](const Request& req, Response& res) {
+    if (!res.body.empty() || res.is_chunked_content_provider_) return;
+    SendJson(res, res.status, Dump(ErrorObject(StatusForHttp(res.status, req, max_body))));
+  });
+  http.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+    std::string what = "unknown";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    Log(LogLevel::kError, "serve", "internal error: " + what);
+    SendError(res, Status::Internal("internal error: " + what));
+  });
+  http.set_logger([](const Request& req, const Response& res) {
+    Log(LogLevel::kDebug, "serve", req.method + " " + req.path + " -> " + std::to_string(res.status));
+  });
+
+  for (const Route& r : routes) {
+    const std::string pattern = PathRegex(r.path);
+    const std::string method = r.method;
+    if (method == "GET") http.Get(pattern, r.handler);
+    else if (method == "POST") http.Post(pattern, r.handler);
+    else if (method == "DELETE") http.Delete(pattern, r.handler);
+  }
+}
+
+std::string Server::Impl::OpenApi() const {
+  json paths = json::object();
+  for (const Route& r : routes) {
+    json op = {{"summary", r.summary}};
+    json params = json::array();
+    const std::string path = r.path;
+    for (const PathParam& p : PathParams(path)) {
+      params.push_back({{"name", p.name}, {"in", "path"}, {"required", true},
+                        {"schema", {{"type", "string"}}}});
+    }
+    for (const Param& p : r.query) {
+      params.push_back({{"name", p.name}, {"in", "query"}, {"required", false},
+                        {"description", p.description}, {"schema", {{"type", p.type}}}});
+    }
+    if (!params.empty()) op["parameters"] = params;
+    if (r.body) {
+      op["requestBody"] = {{"required", true},
+                           {"content", {{kJson, {{"schema", json::parse(r.body)}}}}}};
+    }
+    op["responses"] = {
+        {"200", {{"description", r.response}}},
+        {"default", {{"description", "error",
+                      {"content", {{kJson, {{"schema", {{"$ref", "#/components/schemas/Error"}}}}}}}}}}};
+    op["security"] = r.auth ? json::array({{{"bearer", json::array()}}}) : json::array();
+    std::string m = r.method;
+    for (auto& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    paths[r.path][m] = std::move(op);
+  }
+  json doc = {
+      {"openapi", "3.0.3"},
+      {"info", {{"title", "grag"}, {"version", kVersion},
+                {"description", "GraphRAG engine: index documents into an entity graph with community reports, then answer questions from it."}}},
+      {"paths", paths}};
+  json error_schema = {{"type", "object"}};
+  error_schema["properties"]["error"] = {{"type", "object"}};
+  error_schema["properties"]["error"]["properties"]["type"] = {{"type", "string"}};
+  error_schema["properties"]["error"]["properties"]["message"] = {{"type", "string"}};
+  doc["components"]["schemas"]["Error"] = error_schema;
+  doc["components"]["securitySchemes"]["bearer"] = {{"type", "http"}, {"scheme", "bearer"}};
+  return Dump(doc);
+}
+
+// ---------------------------------------------------------------- handlers
+
+void Server::Impl::Health(const Request&, Response& res) {
+  bool loaded = false;
+  {
+    std::lock_guard<std::mutex> lock(reader_mu);
+    loaded = reader != nullptr;
+  }
+  if (!loaded) {
+    std::error_code ec;
+    loaded = std::filesystem::exists(config.Resolve(config.store.path), ec);
+  }
+  SendJson(res, 200, Dump({{"status", "ok"}, {"version", kVersion}, {"index_loaded", loaded},
+                           {"job_running", jobs->Running()}}));
+}
+
+namespace {
+
+Result<QueryRequest> ParseQuery(const json& body) {
+  QueryRequest q;
+  GRAG_ASSIGN_OR_RETURN(q.question, NeedString(body, "question"));
+  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> method, OptString(body, "method"));
+  if (method) {
+    GRAG_ASSIGN_OR_RETURN(q.method, ParseQueryMethod(*method));
+  }
+  GRAG_ASSIGN_OR_RETURN(q.level, OptInt(body, "level", 0, 1000));
+  GRAG_ASSIGN_OR_RETURN(q.top_k, OptInt(body, "k", 1, 1000));
+  return q;
+}
+
+}  // namespace
+
+void Server::Impl::Query(const Request& req, Response& res) {
+  auto body = ParseBody(req, false);
+  if (!body.ok()) return SendError(res, body.status());
+  auto q = ParseQuery(*body);
+  if (!q.ok()) return SendError(res, q.status());
+  auto stream = OptBool(*body, "stream", false);
+  if (!stream.ok()) return SendError(res, stream.status());
+  if (!body->contains("method")) {  // as grag query: the configured default
+    auto m = ParseQueryMethod(config.query.method);
+    if (m.ok()) q->method = *m;
+  }
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  if (!*stream) {
+    auto result = WithWorker([&] { return (*engine)->Query(*q); });
+    if (!result.ok()) return SendError(res, result.status());
+    return SendJson(res, 200, QueryResultJson(*result, q->question, false));
+  }
+  auto request = std::make_shared<QueryRequest>(std::move(*q));
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, request, engine = *engine](size_t, httplib::DataSink& sink) {
+        bool open = true;
+        bool streamed = false;
+        request->on_answer_delta = [&](std::string_view d) {
+          streamed = true;
+          if (open) open = SinkWrite(sink, SseEvent("delta", Dump({{"text", d}})));
+        };
+        auto result = WithWorker([&] { return engine->Query(*request); });
+        if (!open) return false;
+        if (result.ok()) {
+          // An answer written without a model (extractive) arrives whole: one delta.
+          if (!streamed && !result->answer.empty()) {
+            SinkWrite(sink, SseEvent("delta", Dump({{"text", result->answer}})));
+          }
+          SinkWrite(sink, SseEvent("result", QueryResultJson(*result, request->question, false)));
+        } else {
+          SinkWrite(sink, SseEvent("error", Dump(ErrorObject(result.status()))));
+        }
+        sink.done();
+        return true;
+      });
+}
+
+void Server::Impl::Search(const Request& req, Response& res) {
+  auto body = ParseBody(req, false);
+  if (!body.ok()) return SendError(res, body.status());
+  SearchRequest s;
+  auto question = NeedString(*body, "question");
+  if (!question.ok()) return SendError(res, question.status());
+  s.question = *question;
+  auto method = OptString(*body, "method");
+  if (!method.ok()) return SendError(res, method.status());
+  if (*method) {
+    auto m = ParseRetrievalMethod(**method);
+    if (!m.ok()) return SendError(res, m.status());
+    s.method = *m;
+  }
+  auto k = OptInt(*body, "k", 1, 1000);
+  if (!k.ok()) return SendError(res, k.status());
+  s.top_k = *k;
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  auto result = WithWorker([&] { return (*engine)->Search(s); });
+  if (!result.ok()) return SendError(res, result.status());
+  const RetrievalMethod used = s.method ? *s.method : (*engine)->SearchOptions().method;
+  SendJson(res, 200, RetrievalResultJson(*result, s.question, used, false));
+}
+
+void Server::Impl::Stats(const Request& req, Response& res) {
+  auto top = QueryInt(req, "top", 0, 10000);
+  if (!top.ok()) return SendError(res, top.status());
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  auto stats = (*engine)->Stats(top->value_or(10));
+  if (!stats.ok()) return SendError(res, stats.status());
+  SendJson(res, 200, IndexStatsJson(*stats, false));
+}
+
+void Server::Impl::ListDocuments(const Request&, Response& res) {
+  auto engine = Reader();
+  if (!engine.ok()) {
+    // Nothing indexed yet is an empty list, not an error.
+    if (engine.status().code() == ErrorCode::kUnavailable) return SendJson(res, 200, "[]");
+    return SendError(res, engine.status());
+  }
+  auto docs = (*engine)->Documents();
+  if (!docs.ok()) return SendError(res, docs.status());
+  SendJson(res, 200, DocumentsJson(*docs, false));
+}
+
+void Server::Impl::GetDocument(const Request& req, Response& res) {
+  const std::string id = req.matches[1];
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  auto doc = (*engine)->GetDocument(id);
+  if (!doc.ok()) return SendError(res, doc.status());
+  if (!*doc) {
+    std::error_code ec;
+    const bool saved = ValidateDocumentId(id).ok() &&
+        std::filesystem::is_regular_file(std::filesystem::path(config.Resolve(config.input.dir)) / std::filesystem::u8path(id), ec);
+    return SendError(res, Status::NotFound(
+        "no indexed document \"" + id + "\"" +
+        (saved ? " (it is saved in the input folder: start an index job, POST /v1/index)" : "")));
+  }
+  SendJson(res, 200, DocumentDetailJson(**doc, false));
+}
+
+void Server::Impl::PostDocument(const Request& req, Response& res) {
+  std::string id, title, text;
+  if (req.is_multipart_form_data()) {
+    if (!req.has_file("file")) {
+      return SendError(res, Status::InvalidArgument("multipart upload needs a \"file\" field"));
+    }
+    const auto file = req.get_file_value("file");
+    text = file.content;
+    id = req.has_file("id") ? req.get_file_value("id").content : file.filename;
+    if (req.has_file("title")) title = req.get_file_value("title").content;
+    // A browser sends a bare file name; keep only the last segment of anything path-like.
+    if (!req.has_file("id")) {
+      if (auto slash = id.find_last_of("/\\"); slash != std::string::npos) id = id.substr(slash + 1);
+    }
+  } else {
+    auto body = ParseBody(req, false);
+    if (!body.ok()) return SendError(res, body.status());
+    auto t = NeedString(*body, "text");
+    if (!t.ok()) return SendError(res, t.status());
+    text = std::move(*t);
+    auto i = OptString(*body, "id");
+    if (!i.ok()) return SendError(res, i.status());
+    auto ti = OptString(*body, "title");
+    if (!ti.ok()) return SendError(res, ti.status());
+    id = i->value_or("");
+    title = ti->value_or("");
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return SendError(res, Status::InvalidArgument("the document is empty"));
+  }
+  if (const size_t bad = FindInvalidUtf8(text); bad != std::string::npos) {
+    return SendError(res, Status::InvalidArgument(
+        "the document is not UTF-8 text (invalid byte at offset " + std::to_string(bad) +
+        "); grag reads .txt, .md, .json, .jsonl and .csv"));
+  }
+  if (id.empty()) id = DefaultDocumentId(title, text);
+  auto saved = SaveInputDocument(config, id, text);
+  if (!saved.ok()) return SendError(res, saved.status());
+  Log(LogLevel::kInfo, "serve", "saved document " + saved->id + " (" + std::to_string(text.size()) + " bytes)");
+  const std::string rel = std::filesystem::path(saved->path)
+                              .lexically_relative(config.Resolve("."))
+                              .generic_string();
+  SendJson(res, saved->replaced ? 200 : 201,
+           Dump({{"id", saved->id}, {"path", rel}, {"replaced", saved->replaced},
+                 {"indexed", false}, {"next", "POST /v1/index to index it"}}));
+}
+
+void Server::Impl::DeleteDocument(const Request& req, Response& res) {
+  const std::string id = req.matches[1];
+  auto deleted = DeleteInputDocument(config, id);
+  if (!deleted.ok()) return SendError(res, deleted.status());
+  if (*deleted) {
+    Log(LogLevel::kInfo, "serve", "deleted document " + id + " from the input folder");
+    return SendJson(res, 200, Dump({{"id", id}, {"deleted", true},
+                                    {"next", "POST /v1/index to drop it from the index"}}));
+  }
+  // Not a file of the input folder: indexed from elsewhere, or one record of a JSON/CSV file.
+  auto engine = Reader();
+  if (engine.ok()) {
+    auto doc = (*engine)->GetDocument(id);
+    if (doc.ok() && *doc) {
+      return SendError(res, Status::AlreadyExists(
+          "document \"" + id + "\" is indexed but is not a file of the input folder (indexed "
+          "from elsewhere, or one record of a JSON or CSV file): remove it from the index with "
+          "POST /v1/index {\"remove\": [\"" + id + "\"]}"));
+    }
+  }
+  SendError(res, Status::NotFound("no document \"" + id + "\""));
+}
+
+void Server::Impl::StartIndex(const Request& req, Response& res) {
+  if (stopping) return SendError(res, Status::Unavailable("the server is shutting down"));
+  auto body = ParseBody(req, true);
+  if (!body.ok()) return SendError(res, body.status());
+  IndexRequest request;
+  if (auto it = body->find("remove"); it != body->end() && !it->is_null()) {
+    if (!it->is_array()) return SendError(res, Status::InvalidArgument("\"remove\" must be an array of document ids"));
+    for (const auto& v : *it) {
+      if (!v.is_string()) return SendError(res, Status::InvalidArgument("\"remove\" must be an array of document ids"));
+      request.remove.push_back(v.get<std::string>());
+    }
+  }
+  if (jobs->Running()) {
+    return SendError(res, Status::AlreadyExists("an index job is running; one job at a time"));
+  }
+  EngineOptions options;
+  options.writable = true;
+  options.lock_holder = "grag serve";
+  auto engine = Engine::Open(config, options);
+  if (!engine.ok()) return SendError(res, engine.status());
+  auto id = jobs->Start(std::move(*engine), std::move(request));
+  if (!id.ok()) return SendError(res, id.status());
+  res.set_header("Location", "/v1/jobs/" + std::to_string(*id));
+  auto job = jobs->Get(*id);
+  SendJson(res, 202, job ? server::JobJson(*job) : "{}");
+}
+
+namespace {
+
+Result<int64_t> PathId(const Request& req, const char* what) {
+  const std::string text = req.matches[1];
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0) {
+    return Status::InvalidArgument(std::string(what) + " id must be a number, not \"" + text + "\"");
+  }
+  return static_cast<int64_t>(v);
+}
+
+}  // namespace
+
+void Server::Impl::GetJob(const Request& req, Response& res) {
+  auto id = PathId(req, "job");
+  if (!id.ok()) return SendError(res, id.status());
+  auto job = jobs->Get(*id);
+  if (!job) return SendError(res, Status::NotFound("no job " + std::to_string(*id)));
+  SendJson(res, 200, server::JobJson(*job));
+}
+
+void Server::Impl::JobEvents(const Request& req, Response& res) {
+  auto id = PathId(req, "job");
+  if (!id.ok()) return SendError(res, id.status());
+  if (!jobs->Get(*id)) return SendError(res, Status::NotFound("no job " + std::to_string(*id)));
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream", [this, job_id = *id](size_t, httplib::DataSink& sink) {
+        int64_t seen = -1;
+        while (true) {
+          auto job = jobs->WaitChange(job_id, seen, std::chrono::seconds(15));
+          if (!job) return false;
+          if (job->version == seen) {
+            if (!SinkWrite(sink, ": keep-alive\n\n")) return false;  // a comment line
+            continue;
+          }
+          seen = job->version;
+          const bool over = job->state != server::JobState::kRunning;
+          if (!SinkWrite(sink, SseEvent(over ? "done" : "progress", server::JobJson(*job)))) return false;
+          if (over) break;
+          // Coalesce: progress arrives per chunk; a few events a second are plenty.
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        sink.done();
+        return true;
+      });
+}
+
+void Server::Impl::CancelJob(const Request& req, Response& res) {
+  auto id = PathId(req, "job");
+  if (!id.ok()) return SendError(res, id.status());
+  if (!jobs->Cancel(*id)) return SendError(res, Status::NotFound("no job " + std::to_string(*id)));
+  auto job = jobs->Get(*id);
+  SendJson(res, 202, job ? server::JobJson(*job) : "{}");
+}
+
+void Server::Impl::ListEntities(const Request& req, Response& res) {
+  auto limit = QueryInt(req, "limit", 1, 100000);
+  if (!limit.ok()) return SendError(res, limit.status());
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  auto entities = (*engine)->Entities(req.get_param_value("search"));
+  if (!entities.ok()) return SendError(res, entities.status());
+  SendJson(res, 200, EntitiesJson(*entities, static_cast<size_t>(limit->value_or(50)), false));
+}
+
+void Server::Impl::GetEntity(const Request& req, Response& res) {
+  auto neighbours = QueryInt(req, "neighbours", 0, 100000);
+  if (!neighbours.ok()) return SendError(res, neighbours.status());
+  auto chunks = QueryInt(req, "chunks", 0, 100000);
+  if (!chunks.ok()) return SendError(res, chunks.status());
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  const std::string key = req.matches[1];
+  std::optional<int64_t> id;
+  if (auto n = PathId(req, "entity"); n.ok()) id = *n;
+  if (!id) {
+    auto found = (*engine)->FindEntity(key);
+    if (!found.ok()) return SendError(res, found.status());
+    id = *found;
+  }
+  if (!id) return SendError(res, Status::NotFound("no entity \"" + key + "\""));
+  auto detail = (*engine)->GetEntity(*id, neighbours->value_or(50), chunks->value_or(20));
+  if (!detail.ok()) return SendError(res, detail.status());
+  if (!*detail) return SendError(res, Status::NotFound("no entity " + key));
+  SendJson(res, 200, EntityDetailJson(**detail, false));
+}
+
+void Server::Impl::ListRelationships(const Request& req, Response& res) {
+  auto entity = QueryInt(req, "entity", 0, INT64_MAX);
+  if (!entity.ok()) return SendError(res, entity.status());
+  auto limit = QueryInt(req, "limit", 1, 1000000);
+  if (!limit.ok()) return SendError(res, limit.status());
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  auto rels = (*engine)->Relationships(*entity, limit->value_or(100));
+  if (!rels.ok()) return SendError(res, rels.status());
+  SendJson(res, 200, RelationshipsJson(*rels, false));
+}
+
+void Server::Impl::ListCommunities(const Request& req, Response& res) {
+  auto level = QueryInt(req, "level", 0, 1000);
+  if (!level.ok()) return SendError(res, level.status());
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  auto communities = (*engine)->Communities(*level);
+  if (!communities.ok()) return SendError(res, communities.status());
+  SendJson(res, 200, CommunitiesJson(*communities, false));
+}
+
+void Server::Impl::GetCommunity(const Request& req, Response& res) {
+  auto id = PathId(req, "community");
+  if (!id.ok()) return SendError(res, id.status());
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  auto detail = (*engine)->GetCommunity(*id);
+  if (!detail.ok()) return SendError(res, detail.status());
+  if (!*detail) return SendError(res, Status::NotFound("no community " + std::to_string(*id)));
+  SendJson(res, 200, CommunityDetailJson(**detail, false));
+}
+
+void Server::Impl::GetChunk(const Request& req, Response& res) {
+  const std::string id = req.matches[1];
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  auto chunk = (*engine)->GetChunk(id);
+  if (!chunk.ok()) return SendError(res, chunk.status());
+  if (!*chunk) return SendError(res, Status::NotFound("no chunk \"" + id + "\""));
+  SendJson(res, 200, ChunkJson(**chunk, false));
+}
+
+// ---------------------------------------------------------------- OpenAI compatibility
+
+void Server::Impl::Models(const Request&, Response& res) {
+  json data = json::array();
+  for (const auto& [name, method] : ChatModels()) {
+    data.push_back({{"id", name}, {"object", "model"}, {"created", 1767225600}, {"owned_by", "grag"}});
+  }
+  SendJson(res, 200, Dump({{"object", "list"}, {"data", data}}));
+}
+
+namespace {
+
+// The question of a chat request: the last user message's text.
+Result<std::string> LastUserText(const json& body) {
+  auto it = body.find("messages");
+  if (it == body.end() || !it->is_array() || it->empty()) {
+    return Status::InvalidArgument("\"messages\" must be a non-empty array");
+  }
+  for (auto m = it->rbegin(); m != it->rend(); ++m) {
+    if (!m->is_object() || m->value("role", "") != "user") continue;
+    const json& content = (*m)["content"];
+    if (content.is_string()) return content.get<std::string>();
+    if (content.is_array()) {
+      std::string text;
+      for (const auto& part : content) {
+        if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+            part["text"].is_string()) {
+          if (!text.empty()) text += "\n";
+          text += part["text"].get<std::string>();
+        }
+      }
+      if (!text.empty()) return text;
+    }
+    return Status::InvalidArgument("the last user message has no text content");
+  }
+  return Status::InvalidArgument("\"messages\" holds no user message");
+}
+
+}  // namespace
+
+void Server::Impl::ChatCompletions(const Request& req, Response& res) {
+  auto body = ParseBody(req, false);
+  if (!body.ok()) return SendError(res, body.status());
+  auto model = OptString(*body, "model");
+  if (!model.ok()) return SendError(res, model.status());
+  const std::string model_name = model->value_or("grag-auto");
+  std::optional<QueryMethod> method;
+  for (const auto& [name, m] : ChatModels()) {
+    if (name == model_name) method = m;
+  }
+  if (!method) {
+    return SendError(res, Status::NotFound("the model \"" + model_name +
+                                           "\" does not exist (grag-auto, grag-global, grag-local, "
+                                           "grag-hybrid, grag-basic; GET /v1/models)"));
+  }
+  auto question = LastUserText(*body);
+  if (!question.ok()) return SendError(res, question.status());
+  auto stream = OptBool(*body, "stream", false);
+  if (!stream.ok()) return SendError(res, stream.status());
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+
+  auto request = std::make_shared<QueryRequest>();
+  request->question = *question;
+  request->method = *method;
+  const std::string id = "chatcmpl-" + RandomHex(12);
+  const int64_t created = static_cast<int64_t>(std::time(nullptr));
+
+  if (!*stream) {
+    auto result = WithWorker([&] { return (*engine)->Query(*request); });
+    if (!result.ok()) return SendError(res, result.status());
+    const json full = json::parse(QueryResultJson(*result, request->question, false));
+    const auto [prompt_tokens, completion_tokens] = UsageOf(full);
+    json out = {
+        {"id", id},
+        {"object", "chat.completion"},
+        {"created", created},
+        {"model", model_name},
+        {"choices", json::array({{{"index", 0},
+                                  {"message", {{"role", "assistant"},
+                                               {"content", result->answer + SourcesText(full)}}},
+                                  {"logprobs", nullptr},
+                                  {"finish_reason", "stop"}}})},
+        {"usage", {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
+                   {"total_tokens", prompt_tokens + completion_tokens}}},
+        {"citations", full.value("citations", json::array())},
+        {"grag", {{"method", QueryMethodName(result->method)}}}};
+    return SendJson(res, 200, Dump(out));
+  }
+
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, request, engine = *engine, id, created, model_name](size_t, httplib::DataSink& sink) {
+        auto chunk = [&](const json& delta, const json& finish, json extra) {
+          json c = {{"id", id},
+                    {"object", "chat.completion.chunk"},
+                    {"created", created},
+                    {"model", model_name},
+                    {"choices", json::array({{{"index", 0}, {"delta", delta},
+                                              {"logprobs", nullptr}, {"finish_reason", finish}}})}};
+          for (auto& [k, v] : extra.items()) c[k] = v;
+          return SseEvent("", Dump(c));
+        };
+        bool open = SinkWrite(sink, chunk({{"role", "assistant"}, {"content", ""}}, nullptr, json::object()));
+        bool streamed = false;
+        request->on_answer_delta = [&](std::string_view d) {
+          streamed = true;
+          if (open) open = SinkWrite(sink, chunk({{"content", d}}, nullptr, json::object()));
+        };
+        auto result = WithWorker([&] { return engine->Query(*request); });
+        if (!open) return false;
+        if (!result.ok()) {
+          SinkWrite(sink, SseEvent("", Dump(ErrorObject(result.status()))));
+        } else {
+          const json full = json::parse(QueryResultJson(*result, request->question, false));
+          // An answer written without a model (extractive) arrives whole, with its sources.
+          std::string rest = streamed ? SourcesText(full) : result->answer + SourcesText(full);
+          SinkWrite(sink, chunk({{"content", rest}}, nullptr, json::object()));
+          SinkWrite(sink, chunk(json::object(), "stop",
+                                {{"citations", full.value("citations", json::array())},
+                                 {"grag", {{"method", QueryMethodName(result->method)}}}}));
+        }
+        SinkWrite(sink, "data: [DONE]\n\n");
+        sink.done();
+        return true;
+      });
+}
+
+}  // namespace grag
