@@ -52,5 +52,6 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g);
 Command AddCheckCommand(CLI::App& app, GlobalOptions& g);
 Command AddSearchCommand(CLI::App& app, GlobalOptions& g);
 Command AddEntitiesCommand(CLI::App& app, GlobalOptions& g);
+Command AddMcpCommand(CLI::App& app, GlobalOptions& g);
 
 }  // namespace grag::cli

@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
       AddSearchCommand(app, g),
       AddCheckCommand(app, g),
       AddEntitiesCommand(app, g),
+      AddMcpCommand(app, g),
   };
   try {
     app.parse(argc, argv);
