@@ -458,6 +458,36 @@ TEST_F(E2eMcpTest, AddDocumentIsFoundByTheNextQuestions) {
   EXPECT_EQ(documents.out.find("later/bees.md"), std::string::npos) << documents.out;
 }
 
+TEST_F(E2eMcpTest, AnUpdateFromAShellIsSeenWithoutARestart) {
+  ASSERT_NO_FATAL_FAILURE(IndexTheBook());
+  const std::string search = Call(2, "search", {{"question", "Quillon Brabazon"}, {"top_k", 1}});
+  const std::string again = Call(3, "search", {{"question", "Quillon Brabazon"}, {"top_k", 1}});
+  const std::string file = dir_.Write("quillon.txt", "Quillon Brabazon sailed to Tarvik.\n");
+  const std::string out = dir_ / "out.jsonl";
+  // The client sends the second search only after the first was answered (the graph is then in
+  // the server's memory) and `grag add` has run in another process.
+  const std::string script =
+      "{ printf '%s\\n%s\\n' " + ShellQuote(Initialize(1)) + " " + ShellQuote(search) + "; " +
+      "i=0; while ! grep -q '\"id\":2,' " + ShellQuote(out) + " 2>/dev/null; do " +
+      "i=$((i+1)); [ $i -gt 600 ] && break; sleep 0.1; done; " + Offline("add --no-progress ") +
+      ShellQuote(file) + " >/dev/null 2>&1; printf '%s\\n' " + ShellQuote(again) + "; } | " +
+      Offline("mcp") + " > " + ShellQuote(out);
+  auto r = RunCommand(script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(out);
+  Session s;
+  for (std::string line; std::getline(in, line);) s.lines.push_back(json::parse(line));
+  ASSERT_EQ(s.lines.size(), 3u);
+  const json before = Tool(s.Reply(2)).Json();
+  ASSERT_EQ(before["chunks"].size(), 1u);
+  EXPECT_EQ(before["chunks"][0]["document_id"], "christmas_carol.txt");
+  const json after = Tool(s.Reply(3)).Json();
+  ASSERT_EQ(after["chunks"].size(), 1u);
+  EXPECT_NE(after["chunks"][0]["text"].get<std::string>().find("Quillon Brabazon"),
+            std::string::npos)
+      << after.dump();
+}
+
 TEST_F(E2eMcpTest, AddDocumentWhileAnotherProcessWritesIsAToolError) {
   ASSERT_NO_FATAL_FAILURE(IndexTheBook());
   // This process holds the writer lock, as a running `grag index` would.

@@ -179,6 +179,15 @@ json Schema(json properties, std::vector<std::string> required) {
   return j;
 }
 
+// The latest update of the index that is over (run ids grow with each update), or none. A
+// running one is not counted: its changes are still coming, and the engine is reopened once it
+// ends.
+Result<std::optional<int64_t>> LatestFinishedRun(Engine& engine) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<RunRecord> runs, engine.store().ListRuns(1));
+  if (runs.empty() || runs[0].status == RunStatus::kRunning) return std::optional<int64_t>();
+  return std::optional<int64_t>(runs[0].id);
+}
+
 }  // namespace
 
 // ---- the session
@@ -201,8 +210,10 @@ struct McpServer::Impl {
   std::vector<Tool> tools;
   std::string protocol_version{kProtocolVersions.front()};
   // Opened on first use (an index may not exist yet) and kept: with the graph in memory every
-  // later question is fast. Closed after add_document writes, so the next one sees the change.
+  // later question is fast. Closed after add_document writes, so the next one sees the change,
+  // and reopened when another process (`grag index` in a shell) finished an update since.
   std::unique_ptr<Engine> reader;
+  std::optional<int64_t> reader_run;  // the latest finished update when it was opened
 
   static std::vector<Tool> MakeTools();
 
@@ -422,6 +433,14 @@ json McpServer::Impl::CallTool(const json& id, const json& params) {
 }
 
 Result<Engine*> McpServer::Impl::Reader() {
+  if (reader) {
+    // One small read per tool call, against answers from an index that is no longer there.
+    auto latest = LatestFinishedRun(*reader);
+    if (latest.ok() && *latest && *latest != reader_run) {
+      McpLog(LogLevel::kInfo, "the index was updated: reopening it");
+      reader.reset();
+    }
+  }
   if (!reader) {
     EngineOptions eo;
     eo.keep_graph = true;
@@ -434,6 +453,8 @@ Result<Engine*> McpServer::Impl::Reader() {
       return engine.status();
     }
     reader = std::move(engine).value();
+    auto latest = LatestFinishedRun(*reader);
+    reader_run = latest.ok() ? *latest : std::nullopt;
   }
   return reader.get();
 }
