@@ -53,5 +53,6 @@ Command AddCheckCommand(CLI::App& app, GlobalOptions& g);
 Command AddSearchCommand(CLI::App& app, GlobalOptions& g);
 Command AddEntitiesCommand(CLI::App& app, GlobalOptions& g);
 Command AddServeCommand(CLI::App& app, GlobalOptions& g);
+Command AddMcpCommand(CLI::App& app, GlobalOptions& g);
 
 }  // namespace grag::cli
