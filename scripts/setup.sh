@@ -11,6 +11,8 @@ APT_PACKAGES=(
   libutf8proc-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
 )
 TIKTOKEN_VERSION=1.0.22   # npm package holding the cl100k_base / o200k_base vocabularies
+OPENAI_VERSION=5.23.2     # the official OpenAI client, run against `grag serve` by e2e_openai_client_test
+                          # (7.x and later declare node >= 22; 5.x runs on node 20)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -28,12 +30,19 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Tokenizer vocabularies (and node tiktoken, which the parity test and benchmark compare against).
+# npm packages, pinned: the tokenizer vocabularies (and node tiktoken, which the parity test and
+# benchmark compare against), and the OpenAI client the server's compatibility test drives.
 NPM_DIR=.deps/npm
-if [ ! -f "$NPM_DIR/node_modules/tiktoken/package.json" ] ||
-   ! grep -q "\"version\": \"$TIKTOKEN_VERSION\"" "$NPM_DIR/node_modules/tiktoken/package.json"; then
-  echo "setup: fetching tiktoken@$TIKTOKEN_VERSION from the npm registry" >&2
+npm_wanted=()
+for spec in "tiktoken@$TIKTOKEN_VERSION" "openai@$OPENAI_VERSION"; do
+  manifest="$NPM_DIR/node_modules/${spec%@*}/package.json"
+  if [ ! -f "$manifest" ] || ! grep -q "\"version\": \"${spec##*@}\"" "$manifest"; then
+    npm_wanted+=("$spec")
+  fi
+done
+if ((${#npm_wanted[@]})); then
+  echo "setup: fetching ${npm_wanted[*]} from the npm registry" >&2
   mkdir -p "$NPM_DIR"
-  npm install --silent --no-audit --no-fund --prefix "$NPM_DIR" "tiktoken@$TIKTOKEN_VERSION" >/dev/null
+  npm install --silent --no-audit --no-fund --save-exact --prefix "$NPM_DIR" "${npm_wanted[@]}" >/dev/null
 fi
 echo "setup: all dependencies present" >&2
