@@ -826,6 +826,13 @@ void Server::Impl::DeleteDocument(const Request& req, Response& res) {
   if (engine.ok()) {
     auto doc = (*engine)->GetDocument(id);
     if (doc.ok() && *doc) {
+      std::error_code ec;
+      const std::string file = ResolveSourcePath((*doc)->info.source_path, config.Resolve("."));
+      if (!std::filesystem::exists(file, ec)) {
+        return SendError(res, Status::NotFound(
+            "document \"" + id + "\" has no file any more; the next index job (POST /v1/index) "
+            "drops it from the index"));
+      }
       return SendError(res, Status::AlreadyExists(
           "document \"" + id + "\" is indexed but is not a file of the input folder (indexed "
           "from elsewhere, or one record of a JSON or CSV file): remove it from the index with "

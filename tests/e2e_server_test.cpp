@@ -1,0 +1,452 @@
+// Black-box tests of `grag serve`: the real binary on an ephemeral loopback port, driven over
+// HTTP. Every route, auth on and off, bad input, index jobs (progress stream, cancel, conflict),
+// the OpenAI-compatible endpoint and a clean stop on SIGTERM.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "support/fake_graphrag_llm.h"
+#include "support/run_command.h"
+#include "support/server_process.h"
+#include "support/temp_dir.h"
+
+namespace grag {
+namespace {
+
+using nlohmann::json;
+using testing::RunCommand;
+using testing::ServerProcess;
+using testing::ShellQuote;
+using testing::TempDir;
+
+std::string Grag(const std::string& args) { return ShellQuote(GRAG_BINARY) + " " + args; }
+
+json Parse(const httplib::Result& r) {
+  if (!r) return json();
+  return json::parse(r->body, nullptr, false);
+}
+
+// A project holding A Christmas Carol, indexed without an LLM once for the whole suite.
+class E2eServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    root_ = *dir_ / "carol";
+    auto init = RunCommand(Grag("init " + ShellQuote(root_)));
+    ASSERT_EQ(init.exit_code, 0) << init.err;
+    std::filesystem::copy_file(
+        std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
+        root_ + "/input/christmas_carol.txt");
+    auto index = RunCommand(Grag("--root " + ShellQuote(root_) + " --no-llm index --no-progress"));
+    ASSERT_EQ(index.exit_code, 0) << index.err;
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+
+  // Starts `grag serve` on `root` with `env` and `flags` (global options such as --set).
+  void Serve(const std::string& root, const std::string& env = "", const std::string& flags = "") {
+    ASSERT_TRUE(server_.Start(env + " " + Grag("--root " + ShellQuote(root) + " --no-llm " + flags +
+                                               " serve --port 0")))
+        << server_.log();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
+    client_->set_read_timeout(60, 0);
+  }
+
+  httplib::Result Post(const std::string& path, const json& body) {
+    return client_->Post(path.c_str(), body.dump(), "application/json");
+  }
+
+  static TempDir* dir_;
+  static std::string root_;
+  ServerProcess server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TempDir* E2eServerTest::dir_ = nullptr;
+std::string E2eServerTest::root_;
+
+TEST_F(E2eServerTest, AnswersLikeTheCliAndDescribesItself) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_));
+  auto health = client_->Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_TRUE(Parse(health)["index_loaded"].get<bool>());
+  EXPECT_FALSE(Parse(health)["job_running"].get<bool>());
+
+  // The same JSON as grag query --json (the timings aside).
+  const std::string question = "Who is Marley?";
+  for (const char* method : {"local", "global", "hybrid", "basic"}) {
+    auto r = Post("/v1/query", {{"question", question}, {"method", method}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    json server = Parse(r);
+    auto cli = RunCommand(Grag("--root " + ShellQuote(root_) + " --no-llm query --json --method " +
+                               method + " " + ShellQuote(question)));
+    ASSERT_EQ(cli.exit_code, 0) << cli.err;
+    json local = json::parse(cli.out);
+    EXPECT_EQ(server["method"], method);
+    EXPECT_EQ(server["answer"], local["answer"]) << method;
+    EXPECT_EQ(server["citations"], local["citations"]) << method;
+    EXPECT_FALSE(server["answer"].get<std::string>().empty()) << method;
+  }
+  // auto says what it chose.
+  auto routed = Parse(Post("/v1/query", {{"question", "What are the main themes of the story?"}}));
+  EXPECT_TRUE(routed.contains("route")) << routed.dump();
+
+  // Streaming: deltas, then the full result.
+  auto stream = Post("/v1/query", {{"question", question}, {"method", "local"}, {"stream", true}});
+  ASSERT_TRUE(stream);
+  EXPECT_EQ(stream->get_header_value("Content-Type"), "text/event-stream");
+  EXPECT_NE(stream->body.find("event: delta\ndata: "), std::string::npos) << stream->body;
+  EXPECT_NE(stream->body.find("event: result\ndata: "), std::string::npos);
+
+  auto search = Parse(Post("/v1/search", {{"question", "Marley's ghost"}, {"k", 3}}));
+  ASSERT_EQ(search["chunks"].size(), 3u) << search.dump();
+
+  // The graph, as front ends read it.
+  auto entities = Parse(client_->Get("/v1/entities?search=marley&limit=5"));
+  ASSERT_TRUE(entities.is_array());
+  ASSERT_FALSE(entities.empty());
+  const int64_t marley = entities[0]["id"].get<int64_t>();
+  auto entity = Parse(client_->Get(("/v1/entities/" + std::to_string(marley) + "?neighbours=3&chunks=2").c_str()));
+  EXPECT_EQ(entity["id"], marley);
+  EXPECT_LE(entity["neighbours"].size(), 3u);
+  EXPECT_LE(entity["chunks"].size(), 2u);
+  EXPECT_FALSE(entity["communities"].empty());
+  auto by_name = Parse(client_->Get("/v1/entities/Jacob%20Marley"));
+  EXPECT_EQ(by_name["name"], "Jacob Marley") << by_name.dump();
+  EXPECT_EQ(client_->Get("/v1/entities/Nobody%20At%20All")->status, 404);
+  auto rels = Parse(client_->Get(("/v1/relationships?limit=2&entity=" + std::to_string(marley)).c_str()));
+  ASSERT_EQ(rels.size(), 2u);
+  auto communities = Parse(client_->Get("/v1/communities?level=0"));
+  ASSERT_FALSE(communities.empty());
+  EXPECT_EQ(communities[0]["level"], 0);
+  const int64_t community = communities[0]["id"].get<int64_t>();
+  auto detail = Parse(client_->Get(("/v1/communities/" + std::to_string(community)).c_str()));
+  EXPECT_FALSE(detail["members"].empty());
+  EXPECT_FALSE(detail["report"]["full_content"].get<std::string>().empty());
+  EXPECT_EQ(client_->Get("/v1/communities/999999")->status, 404);
+  const std::string chunk_id = entity["chunks"][0]["id"];
+  auto chunk = Parse(client_->Get(("/v1/chunks/" + chunk_id).c_str()));
+  EXPECT_FALSE(chunk["text"].get<std::string>().empty());
+  auto stats = Parse(client_->Get("/v1/stats"));
+  EXPECT_EQ(stats["documents"], 1);
+  auto docs = Parse(client_->Get("/v1/documents"));
+  ASSERT_EQ(docs.size(), 1u);
+  auto doc = Parse(client_->Get("/v1/documents/christmas_carol.txt"));
+  EXPECT_EQ(doc["chunks"].size(), 42u);
+
+  // OpenAPI lists every route the server answers.
+  auto api = Parse(client_->Get("/openapi.json"));
+  EXPECT_EQ(api["openapi"], "3.0.3");
+  for (const char* path : {"/health", "/v1/query", "/v1/search", "/v1/documents", "/v1/documents/{id}",
+                           "/v1/index", "/v1/jobs/{id}", "/v1/jobs/{id}/events", "/v1/entities",
+                           "/v1/entities/{id}", "/v1/relationships", "/v1/communities",
+                           "/v1/communities/{id}", "/v1/chunks/{id}", "/v1/stats", "/v1/models",
+                           "/v1/chat/completions", "/openapi.json"}) {
+    EXPECT_TRUE(api["paths"].contains(path)) << path;
+  }
+  EXPECT_TRUE(api["paths"]["/v1/documents/{id}"].contains("delete"));
+
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+TEST_F(E2eServerTest, RefusesBadRequestsWithJsonErrors) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "", "--set server.max_body_mb=1"));
+  auto expect_error = [](const httplib::Result& r, int status, const std::string& type) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << r->body;
+    json j = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r->body;
+    EXPECT_EQ(j["error"]["type"], type) << r->body;
+    EXPECT_FALSE(j["error"]["message"].get<std::string>().empty());
+  };
+  expect_error(client_->Post("/v1/query", "{not json", "application/json"), 400, "invalid_argument");
+  expect_error(Post("/v1/query", json::object()), 400, "invalid_argument");
+  expect_error(Post("/v1/query", {{"question", "x"}, {"method", "psychic"}}), 400, "invalid_argument");
+  expect_error(Post("/v1/query", {{"question", "x"}, {"k", 0}}), 400, "invalid_argument");
+  expect_error(Post("/v1/query", {{"question", "x"}, {"method", "global"}, {"level", 99}}), 400,
+               "invalid_argument");
+  expect_error(client_->Get("/v1/no/such/route"), 404, "not_found");
+  expect_error(client_->Get("/v1/jobs/12345"), 404, "not_found");
+  expect_error(client_->Get("/v1/jobs/abc"), 400, "invalid_argument");
+  expect_error(client_->Get("/v1/documents/nope.txt"), 404, "not_found");
+  expect_error(client_->Get("/v1/chunks/nope"), 404, "not_found");
+  expect_error(client_->Get("/v1/entities?limit=-3"), 400, "invalid_argument");
+  // Bodies over server.max_body_mb.
+  expect_error(client_->Post("/v1/documents", std::string(2 << 20, 'a'), "application/json"), 413,
+               "invalid_argument");
+  // Document ids that would leave the input folder, spelled plainly or percent-encoded.
+  for (const char* id : {"../escape.txt", "a/../../escape.txt", "/etc/passwd", ".hidden.txt", "a\\b.txt"}) {
+    expect_error(Post("/v1/documents", {{"id", id}, {"text", "x"}}), 400, "invalid_argument");
+  }
+  expect_error(client_->Delete("/v1/documents/..%2F..%2Fgrag.toml"), 400, "invalid_argument");
+  expect_error(client_->Delete("/v1/documents/%2E%2E/grag.toml"), 400, "invalid_argument");
+  EXPECT_TRUE(std::filesystem::exists(root_ + "/grag.toml"));
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/escape.txt"));
+  // Not text: a binary upload.
+  httplib::MultipartFormDataItems binary = {{"file", std::string("\xff\xfe\x00\x01", 4), "bin.txt", "application/octet-stream"}};
+  expect_error(client_->Post("/v1/documents", binary), 400, "invalid_argument");
+  expect_error(Post("/v1/documents", {{"text", "   "}}), 400, "invalid_argument");
+  expect_error(Post("/v1/chat/completions", {{"model", "gpt-4"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}}),
+               404, "not_found");
+  expect_error(Post("/v1/chat/completions", {{"model", "grag-local"}, {"messages", json::array()}}), 400,
+               "invalid_argument");
+  expect_error(Post("/v1/index", {{"remove", "not-a-list"}}), 400, "invalid_argument");
+  EXPECT_EQ(server_.Stop(SIGINT), 0) << server_.log();
+}
+
+TEST_F(E2eServerTest, ApiKeysGuardEveryRouteButHealth) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "GRAG_API_KEYS='key-one, key-two'"));
+  EXPECT_EQ(client_->Get("/health")->status, 200);
+  auto none = client_->Get("/v1/stats");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_EQ(Parse(none)["error"]["type"], "unauthorized");
+  EXPECT_EQ(none->get_header_value("WWW-Authenticate"), "Bearer");
+  client_->set_bearer_token_auth("key-on");
+  EXPECT_EQ(client_->Get("/v1/stats")->status, 401);
+  EXPECT_EQ(client_->Get("/openapi.json")->status, 401);
+  client_->set_bearer_token_auth("key-two");
+  EXPECT_EQ(client_->Get("/v1/stats")->status, 200);
+  EXPECT_EQ(Post("/v1/query", {{"question", "Who is Scrooge?"}})->status, 200);
+  EXPECT_EQ(server_.Stop(SIGTERM), 0);
+}
+
+TEST_F(E2eServerTest, CorsIsOffUnlessConfigured) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "", "--set server.cors_origins=http://ui.example"));
+  httplib::Headers h = {{"Origin", "http://ui.example"}};
+  auto ok = client_->Get("/v1/stats", h);
+  EXPECT_EQ(ok->get_header_value("Access-Control-Allow-Origin"), "http://ui.example");
+  auto pre = client_->Options("/v1/query", h);
+  ASSERT_TRUE(pre);
+  EXPECT_EQ(pre->status, 204);
+  EXPECT_NE(pre->get_header_value("Access-Control-Allow-Headers").find("Authorization"), std::string::npos);
+  auto other = client_->Get("/v1/stats", {{"Origin", "http://evil.example"}});
+  EXPECT_FALSE(other->has_header("Access-Control-Allow-Origin"));
+  EXPECT_EQ(server_.Stop(SIGTERM), 0);
+}
+
+TEST_F(E2eServerTest, OpenAiCompatibleChat) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_));
+  auto models = Parse(client_->Get("/v1/models"));
+  std::set<std::string> ids;
+  for (const auto& m : models["data"]) ids.insert(m["id"].get<std::string>());
+  EXPECT_EQ(ids, (std::set<std::string>{"grag-auto", "grag-global", "grag-local", "grag-hybrid", "grag-basic"}));
+
+  const json messages = {{{"role", "system"}, {"content", "Be brief."}},
+                         {{"role", "user"}, {"content", "Who is Tiny Tim?"}},
+                         {{"role", "assistant"}, {"content", "..."}},
+                         {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "Who is Marley?"}}})}}};
+  auto chat = Parse(Post("/v1/chat/completions", {{"model", "grag-local"}, {"messages", messages}}));
+  ASSERT_EQ(chat["object"], "chat.completion") << chat.dump();
+  EXPECT_EQ(chat["model"], "grag-local");
+  const std::string content = chat["choices"][0]["message"]["content"];
+  EXPECT_NE(content.find("Marley"), std::string::npos) << content;
+  EXPECT_NE(content.find("Sources:"), std::string::npos);
+  EXPECT_EQ(chat["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(chat["citations"].empty());
+  EXPECT_EQ(chat["grag"]["method"], "local");
+
+  auto stream = Post("/v1/chat/completions", {{"model", "grag-local"}, {"messages", messages}, {"stream", true}});
+  ASSERT_TRUE(stream);
+  ASSERT_EQ(stream->status, 200);
+  const std::string& body = stream->body;
+  ASSERT_GE(body.size(), 14u);
+  EXPECT_EQ(body.substr(body.size() - 14), "data: [DONE]\n\n");
+  std::string joined;
+  std::string finish;
+  size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const size_t end = body.find("\n\n", at);
+    const std::string data = body.substr(at + 6, end - at - 6);
+    at = end;
+    if (data == "[DONE]") break;
+    json c = json::parse(data);
+    EXPECT_EQ(c["object"], "chat.completion.chunk");
+    EXPECT_EQ(c["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+    const json& choice = c["choices"][0];
+    if (choice["delta"].contains("content")) joined += choice["delta"]["content"].get<std::string>();
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+  }
+  EXPECT_EQ(finish, "stop");
+  EXPECT_EQ(joined, content);
+  EXPECT_EQ(server_.Stop(SIGTERM), 0);
+}
+
+// Documents in, an index job with its progress stream, the new text found, then removed.
+TEST_F(E2eServerTest, DocumentsAndIndexJobs) {
+  TempDir fresh;
+  const std::string root = fresh / "p";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(Serve(root));
+  // No index yet: reads say what to do, the document list is empty.
+  auto early = Post("/v1/query", {{"question", "anything"}});
+  EXPECT_EQ(early->status, 503) << early->body;
+  EXPECT_NE(early->body.find("POST /v1/index"), std::string::npos);
+  EXPECT_EQ(Parse(client_->Get("/v1/documents")), json::array());
+
+  const std::string text =
+      "Zorblax the quantum llama lives in Lisbon. Zorblax the quantum llama sings to Mira Okafor. "
+      "Mira Okafor studies Zorblax the quantum llama at the Lisbon Observatory.";
+  auto saved = Post("/v1/documents", {{"id", "notes/größe 1.md"}, {"text", text}});
+  ASSERT_EQ(saved->status, 201) << saved->body;
+  EXPECT_EQ(Parse(saved)["id"], "notes/größe 1.md");
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::u8path(root + "/input/notes/größe 1.md")));
+  // A multipart upload; a name without a known extension becomes .txt; titles give ids.
+  httplib::MultipartFormDataItems items = {
+      {"file", "Mira Okafor met Zorblax the quantum llama in Porto.", "porto", "text/plain"}};
+  auto upload = client_->Post("/v1/documents", items);
+  ASSERT_EQ(upload->status, 201) << upload->body;
+  EXPECT_EQ(Parse(upload)["id"], "porto.txt");
+  auto titled = Parse(Post("/v1/documents", {{"title", "A Day in Faro"}, {"text", "Mira Okafor rested in Faro."}}));
+  EXPECT_EQ(titled["id"], "A Day in Faro.txt");
+
+  auto job = Post("/v1/index", json::object());
+  ASSERT_EQ(job->status, 202) << job->body;
+  const int64_t id = Parse(job)["id"];
+  EXPECT_EQ(job->get_header_value("Location"), "/v1/jobs/" + std::to_string(id));
+  // The progress stream runs to a final "done" event.
+  std::string events;
+  client_->Get(("/v1/jobs/" + std::to_string(id) + "/events").c_str(),
+               [&](const char* data, size_t n) {
+                 events.append(data, n);
+                 return true;
+               });
+  const auto done_at = events.find("event: done\ndata: ");
+  ASSERT_NE(done_at, std::string::npos) << events;
+  json done = json::parse(events.substr(done_at + 18, events.find('\n', done_at + 18) - done_at - 18));
+  EXPECT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(done["summary"]["documents"]["added"], 3);
+  EXPECT_EQ(done["plan"]["documents"]["added"].size(), 3u);
+  auto polled = Parse(client_->Get(("/v1/jobs/" + std::to_string(id)).c_str()));
+  EXPECT_EQ(polled["state"], "succeeded");
+
+  // The new text is searchable at once, through a fresh read engine.
+  auto search = Parse(Post("/v1/search", {{"question", "Zorblax quantum llama"}, {"method", "bm25"}}));
+  ASSERT_FALSE(search["chunks"].empty()) << search.dump();
+  EXPECT_EQ(search["chunks"][0]["document_id"], "notes/größe 1.md");
+  auto doc = Parse(client_->Get("/v1/documents/notes/gr%C3%B6%C3%9Fe%201.md"));
+  EXPECT_EQ(doc["text"], text);
+  EXPECT_EQ(Parse(client_->Get("/v1/documents")).size(), 3u);
+
+  // Deleted from the input folder, gone from the index after the next job.
+  auto del = client_->Delete("/v1/documents/porto.txt");
+  ASSERT_EQ(del->status, 200) << del->body;
+  EXPECT_EQ(client_->Delete("/v1/documents/porto.txt")->status, 404);
+  auto job2 = Parse(Post("/v1/index", json::object()));
+  for (int i = 0; i < 600; ++i) {
+    auto j = Parse(client_->Get(("/v1/jobs/" + job2["id"].dump()).c_str()));
+    if (j["state"] != "running") {
+      EXPECT_EQ(j["state"], "succeeded") << j.dump();
+      EXPECT_EQ(j["summary"]["documents"]["removed"], 1);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(Parse(client_->Get("/v1/documents")).size(), 2u);
+  EXPECT_EQ(client_->Get("/v1/documents/porto.txt")->status, 404);
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+// A job whose model calls hang: it reports progress, refuses a second job, stops cleanly when
+// cancelled, and the next job resumes from what was stored.
+TEST_F(E2eServerTest, CancelledJobStopsCleanlyAndResumes) {
+  TempDir fresh;
+  const std::string root = fresh / "p";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  for (int i = 0; i < 6; ++i) {
+    fresh.Write("p/input/doc" + std::to_string(i) + ".txt",
+                "Document " + std::to_string(i) + ": Ada Lovelace wrote notes on the Analytical "
+                "Engine of Charles Babbage in London.");
+  }
+  std::atomic<bool> hang{true};
+  std::atomic<int> extraction_calls{0};
+  auto normal = testing::FakeGraphRagHandler();
+  testing::FakeOpenAIServer llm([&](const testing::FakeRequest& r) {
+    if (r.IsChat() && hang) {
+      ++extraction_calls;
+      testing::FakeReply slow = normal(r);
+      slow.delay = std::chrono::milliseconds(1500);
+      return slow;
+    }
+    return normal(r);
+  });
+  const std::string env = "GRAG_LLM_BASE_URL=" + llm.base_url() +
+                          " GRAG_LLM_MODEL=fake-model GRAG_LLM_API_KEY=sk-test GRAG_LLM_CONCURRENCY=2";
+  ASSERT_TRUE(server_.Start(env + " " + Grag("--root " + ShellQuote(root) + " serve --port 0"))) << server_.log();
+  client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
+  client_->set_read_timeout(60, 0);
+
+  auto job = Post("/v1/index", json::object());
+  ASSERT_EQ(job->status, 202) << job->body;
+  const std::string path = "/v1/jobs/" + Parse(job)["id"].dump();
+  auto second = Post("/v1/index", json::object());
+  EXPECT_EQ(second->status, 409) << second->body;
+  EXPECT_TRUE(Parse(client_->Get("/health"))["job_running"].get<bool>());
+  for (int i = 0; i < 200 && extraction_calls == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_GT(extraction_calls.load(), 0);
+  auto cancel = client_->Delete(path.c_str());
+  ASSERT_EQ(cancel->status, 202) << cancel->body;
+  EXPECT_TRUE(Parse(cancel)["cancel_requested"].get<bool>());
+  json state;
+  for (int i = 0; i < 400; ++i) {
+    state = Parse(client_->Get(path.c_str()));
+    if (state["state"] != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_EQ(state["state"], "cancelled") << state.dump();
+  EXPECT_EQ(state["error"]["type"], "cancelled");
+
+  hang = false;
+  auto again = Post("/v1/index", json::object());
+  ASSERT_EQ(again->status, 202) << again->body;
+  const std::string path2 = "/v1/jobs/" + Parse(again)["id"].dump();
+  for (int i = 0; i < 1200; ++i) {
+    state = Parse(client_->Get(path2.c_str()));
+    if (state["state"] != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_EQ(state["state"], "succeeded") << state.dump();
+  EXPECT_EQ(state["summary"]["documents"]["added"].get<int>() + state["summary"]["documents"]["unchanged"].get<int>(), 6);
+  EXPECT_GT(state["llm_calls"].get<int>(), 0);
+  EXPECT_EQ(Parse(client_->Get("/v1/stats"))["documents"], 6);
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+TEST_F(E2eServerTest, SigtermStopsARunningJobAndExitsZero) {
+  TempDir fresh;
+  const std::string root = fresh / "p";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  fresh.Write("p/input/a.txt", "Grace Hopper built compilers for the Navy in Arlington.");
+  auto normal = testing::FakeGraphRagHandler();
+  std::atomic<int> calls{0};
+  testing::FakeOpenAIServer llm([&](const testing::FakeRequest& r) {
+    testing::FakeReply reply = normal(r);
+    if (r.IsChat()) {
+      ++calls;
+      reply.delay = std::chrono::milliseconds(1500);
+    }
+    return reply;
+  });
+  const std::string env = "GRAG_LLM_BASE_URL=" + llm.base_url() + " GRAG_LLM_MODEL=fake-model GRAG_LLM_API_KEY=sk-test";
+  ASSERT_TRUE(server_.Start(env + " " + Grag("--root " + ShellQuote(root) + " serve --port 0"))) << server_.log();
+  client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
+  ASSERT_EQ(Post("/v1/index", json::object())->status, 202);
+  for (int i = 0; i < 200 && calls == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+  // The writer lock went with it, and what was stored resumes: the CLI can finish the index.
+  auto finish = RunCommand(env + " " + Grag("--root " + ShellQuote(root) + " index --no-progress --json"));
+  EXPECT_EQ(finish.exit_code, 0) << finish.err;
+}
+
+}  // namespace
+}  // namespace grag
