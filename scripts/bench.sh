@@ -21,7 +21,16 @@ if [ -x "$BUILD/bench/resolution_cost" ]; then
   echo "== entity resolution's cost in a full LLM index (Microsoft's extraction of the book replayed)"
   "$BUILD/bench/resolution_cost"
 fi
+if [ -x "$BUILD/bench/server_load" ]; then
+  echo "== grag serve under load: 200 keep-alive clients during index jobs, beside the engine alone"
+  # A failure (query errors, an unclean stop) fails the run, after the other benchmarks.
+  "$BUILD/bench/server_load" || failed="server_load"
+fi
 if [ -x "$here/scripts/bench_tokenizer.sh" ]; then
   echo "== tokenizer: grag vs node tiktoken"
   bash "$here/scripts/bench_tokenizer.sh" "$BUILD"
+fi
+if [ -n "${failed:-}" ]; then
+  echo "bench: $failed FAILED (see above)" >&2
+  exit 1
 fi
