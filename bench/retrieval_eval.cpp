@@ -79,6 +79,7 @@ void SetOption(RetrievalOptions& o, const std::string& key, const std::string& v
   else if (key == "vector_weight") o.vector_weight = v;
   else if (key == "bm25_weight") o.bm25_weight = v;
   else if (key == "graph_weight") o.graph_weight = v;
+  else if (key == "unanchored_graph_weight") o.unanchored_graph_weight = v;
   else if (key == "lexical_vector_weight") o.lexical_vector_weight = v;
   else if (key == "damping") o.damping = v;
   else if (key == "entity_to_chunk") o.entity_to_chunk = v;

@@ -170,6 +170,7 @@ TEST(ConfigTest, SearchDefaultsAreTheRetrievalDefaults) {
   EXPECT_EQ(c.search.vector_weight, r.vector_weight);
   EXPECT_EQ(c.search.bm25_weight, r.bm25_weight);
   EXPECT_EQ(c.search.graph_weight, r.graph_weight);
+  EXPECT_EQ(c.search.unanchored_graph_weight, r.unanchored_graph_weight);
   EXPECT_EQ(c.search.lexical_vector_weight, r.lexical_vector_weight);
   EXPECT_EQ(c.search.damping, r.damping);
   EXPECT_EQ(c.search.fact_seed_share, r.fact_seed_share);

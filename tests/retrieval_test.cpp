@@ -262,6 +262,43 @@ TEST_F(RetrievalIndexTest, AGenericQuestionWordDoesNotSeedTheWalkInPlaceOfAName)
   EXPECT_EQ(Docs(*r).at(0), "Shirley Temple");
 }
 
+// No entity is named and no fact seed exists: the walk starts from entity descriptions loosely
+// near the question and from the passages themselves. On a book's dense graph such a guess at
+// the anchored weight outvoted the one passage both BM25 and vector rank first.
+TEST(RetrievalUnanchoredTest, AGuessingWalkDoesNotOutvoteTheOtherSignals) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "input");
+  std::filesystem::copy_file(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
+                             dir / "input/christmas_carol.txt");
+  dir.Write("input/zorblax.txt", "Zorblax the Quantum Llama lives in Paris with Marley.");
+  Config config;
+  config.root = dir.path().string();
+  auto store = Store::Open(dir / "output/index.db");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  LexicalEmbedder embedder;
+  IndexContext ctx;
+  ctx.store = store->get();
+  ctx.embedder = &embedder;
+  ASSERT_TRUE(RunIndex(config, {}, ctx).ok());
+  auto retriever = Retriever::Open(**store, &embedder);
+  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+  const std::string q = "Zorblax Quantum Llama";
+  RetrievalOptions o;
+  o.method = RetrievalMethod::kBm25;
+  ASSERT_EQ((*retriever)->Retrieve(q, o)->chunks.at(0).document_id, "zorblax.txt");
+  o.method = RetrievalMethod::kHybrid;
+  auto r = (*retriever)->Retrieve(q, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const auto& s : r->seeds) EXPECT_FALSE(s.by_name || s.by_fact) << s.name_key;
+  EXPECT_EQ(r->chunks.at(0).document_id, "zorblax.txt");
+  EXPECT_THAT(r->diagnostics, ::testing::Contains(::testing::HasSubstr("unanchored_graph_weight")));
+  // At the anchored weight the guess wins: what the option is for.
+  o.unanchored_graph_weight = o.graph_weight;
+  auto guessed = (*retriever)->Retrieve(q, o);
+  ASSERT_TRUE(guessed.ok());
+  EXPECT_NE(guessed->chunks.at(0).document_id, "zorblax.txt");
+}
+
 TEST_F(RetrievalIndexTest, EachMethodRanksWithItsOwnSignal) {
   const std::string q = "Who played Corliss Archer on the radio?";
   for (auto m : {RetrievalMethod::kVector, RetrievalMethod::kBm25, RetrievalMethod::kGraph,

@@ -128,6 +128,7 @@ struct SearchConfig {
   double vector_weight = 1.125;
   double bm25_weight = 1.0;
   double graph_weight = 6.0;
+  double unanchored_graph_weight = 1.0;
   double lexical_vector_weight = 0.5;
   double damping = 0.5;
   double fact_seed_share = 0.3;

@@ -63,6 +63,11 @@ struct RetrievalOptions {
   double vector_weight = 1.125;
   double bm25_weight = 1.0;
   double graph_weight = 6.0;
+  // The graph's weight when nothing anchors its walk: no entity named in the question and no
+  // fact seed in the best passages, only entity descriptions near the question by embedding and
+  // the passages themselves. The walk then guesses; at 6 a guess from one loosely similar
+  // description outranked the only passage both BM25 and vector put first.
+  double unanchored_graph_weight = 1.0;
   // With the built-in lexical embedder the vector signal is a second keyword signal: it gets
   // this weight instead of vector_weight.
   double lexical_vector_weight = 0.5;

@@ -100,6 +100,7 @@ std::vector<Setting> Settings(Config& c) {
       {"search.vector_weight", "", "Fusion weight of the vector signal (with a neural embedding model)", &c.search.vector_weight},
       {"search.bm25_weight", "", "Fusion weight of the BM25 signal", &c.search.bm25_weight},
       {"search.graph_weight", "", "Fusion weight of the graph signal (personalised PageRank over the entity graph)", &c.search.graph_weight},
+      {"search.unanchored_graph_weight", "", "The graph signal's weight when no entity of the question is found by name or in the best passages (the walk then only guesses)", &c.search.unanchored_graph_weight},
       {"search.lexical_vector_weight", "", "Fusion weight of the vector signal with the built-in lexical embedder (another keyword signal)", &c.search.lexical_vector_weight},
       {"search.damping", "", "Graph signal: probability that the walk takes one more step", &c.search.damping},
       {"search.fact_seed_share", "", "Graph signal: seed share of the entities named in the best passages' sentences that match the question", &c.search.fact_seed_share},
@@ -298,7 +299,7 @@ Status ValidateConfig(const Config& c) {
   }
   if (c.search.top_k < 1 || c.search.candidates < 1) return Status::InvalidArgument("search.top_k and search.candidates must be at least 1");
   if (!(c.search.damping > 0 && c.search.damping < 1)) return Status::InvalidArgument("search.damping must be between 0 and 1");
-  if (c.search.rrf_k < 0 || c.search.vector_weight < 0 || c.search.bm25_weight < 0 || c.search.graph_weight < 0 || c.search.lexical_vector_weight < 0) return Status::InvalidArgument("search.rrf_k and the search weights must not be negative");
+  if (c.search.rrf_k < 0 || c.search.vector_weight < 0 || c.search.bm25_weight < 0 || c.search.graph_weight < 0 || c.search.unanchored_graph_weight < 0 || c.search.lexical_vector_weight < 0) return Status::InvalidArgument("search.rrf_k and the search weights must not be negative");
   if (c.search.fact_seed_share < 0 || c.search.passage_seed_share < 0 || c.search.fact_seed_share + c.search.passage_seed_share > 1) return Status::InvalidArgument("search.fact_seed_share and search.passage_seed_share must be at least 0 and sum to at most 1");
   if (c.search.titled_chunk_share < 0 || c.search.titled_chunk_share > 1 || c.search.min_name_specificity < 0 || c.search.min_name_specificity > 1) return Status::InvalidArgument("search.titled_chunk_share and search.min_name_specificity must be between 0 and 1");
   if (c.search.context_budget_tokens < 100) return Status::InvalidArgument("search.context_budget_tokens must be at least 100");

@@ -142,6 +142,7 @@ RetrievalOptions Engine::SearchOptions() const {
   o.vector_weight = s.vector_weight;
   o.bm25_weight = s.bm25_weight;
   o.graph_weight = s.graph_weight;
+  o.unanchored_graph_weight = s.unanchored_graph_weight;
   o.lexical_vector_weight = s.lexical_vector_weight;
   o.damping = s.damping;
   o.fact_seed_share = s.fact_seed_share;

@@ -117,7 +117,7 @@ Status CheckOptions(const RetrievalOptions& o) {
   if (o.top_k < 1) return bad("top_k must be at least 1");
   if (o.candidates < 1) return bad("candidates must be at least 1");
   if (!(o.rrf_k >= 0)) return bad("rrf_k must not be negative");
-  for (double w : {o.vector_weight, o.bm25_weight, o.graph_weight, o.lexical_vector_weight}) {
+  for (double w : {o.vector_weight, o.bm25_weight, o.graph_weight, o.unanchored_graph_weight, o.lexical_vector_weight}) {
     if (!(w >= 0) || !std::isfinite(w)) return bad("signal weights must be finite and >= 0");
   }
   if (!(o.damping > 0 && o.damping < 1)) return bad("damping must be within (0, 1)");
@@ -679,6 +679,7 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
   }
 
   // ---- graph
+  bool graph_anchored = false;  // a seed named in the question or found as a fact
   if (want_graph && im.total_chunks > 0) {
     const auto t = SteadyClock::now();
     GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> named, im.NamedSeeds(question, o));
@@ -784,6 +785,8 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     }
     std::sort(seeds.begin(), seeds.end(),
               [](const SeedEntity& a, const SeedEntity& b) { return a.weight > b.weight; });
+    graph_anchored = std::any_of(seeds.begin(), seeds.end(),
+                                 [](const SeedEntity& s) { return s.by_name || s.by_fact; });
     result.seeds = seeds;
     if (!seed_nodes.empty()) {
       query::PprOptions po;
@@ -836,9 +839,15 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
       break;
     }
     case RetrievalMethod::kHybrid:
+      if (!graph_anchored && !lists[2].empty()) {
+        result.diagnostics.push_back(
+            "no entity of the question was found by name or in the best passages: the graph "
+            "signal counts less (search.unanchored_graph_weight)");
+      }
       ranked = ReciprocalRankFusion(
           {lists[0], lists[1], lists[2]},
-          {lexical ? o.lexical_vector_weight : o.vector_weight, o.bm25_weight, o.graph_weight},
+          {lexical ? o.lexical_vector_weight : o.vector_weight, o.bm25_weight,
+           graph_anchored ? o.graph_weight : o.unanchored_graph_weight},
           o.rrf_k);
       break;
   }
