@@ -311,10 +311,23 @@ struct IndexDriver {
       }
       ++started;
       need_doc = true;
-      const int64_t id = json::parse(r->body).value("id", int64_t{-1});
+      int64_t id = json::parse(r->body).value("id", int64_t{-1});
       // Poll until it ends (the job goes on if we stop polling: the server cancels it at SIGTERM).
+      bool retriggered = false;
       while (!stop) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (!retriggered) {  // once per job, while it runs: 409 expected
+          retriggered = true;
+          auto again = c->Post("/v1/index", "{}", "application/json");
+          if (again && again->status == 409) {
+            ++conflicts;
+          } else if (again && again->status == 202) {  // the first one had already ended
+            ++started;
+            id = json::parse(again->body).value("id", int64_t{-1});
+          } else {
+            Problem("POST /v1/index during a job: " + Describe(again));
+          }
+        }
         auto j = c->Get("/v1/jobs/" + std::to_string(id));
         if (!j || j->status != 200) {
           Problem("GET /v1/jobs/" + std::to_string(id) + ": " + Describe(j));
