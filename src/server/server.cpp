@@ -4,15 +4,19 @@
 #include <httplib.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <mutex>
-#include <semaphore>
+#include <condition_variable>
 #include <thread>
 
 #include "grag/engine.h"
@@ -245,6 +249,34 @@ std::string RandomHex(size_t bytes) {
   return out.substr(0, bytes * 2);
 }
 
+// cpp-httplib as Debian builds it listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG is
+// compiled into the shared library): a burst of new clients overflows it and the kernel drops
+// their connections. listen() again on the bound socket raises the backlog; the library does
+// not hand out the socket, so it is found among this process's descriptors by its port.
+void RaiseListenBacklog(int port, int backlog) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    try {
+      fd = std::stoi(entry.path().filename().string());
+    } catch (const std::exception&) {
+      continue;
+    }
+    int accepting = 0;
+    socklen_t len = sizeof accepting;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || accepting == 0) continue;
+    sockaddr_storage addr{};
+    socklen_t addr_len = sizeof addr;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) continue;
+    int bound = -1;
+    if (addr.ss_family == AF_INET) bound = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    if (bound == port && ::listen(fd, backlog) != 0) {
+      Log(LogLevel::kWarn, "serve", "could not raise the listen backlog: " + std::string(std::strerror(errno)));
+    }
+  }
+}
+
 bool IsLoopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
@@ -287,13 +319,42 @@ std::pair<int64_t, int64_t> UsageOf(const json& result) {
 
 }  // namespace
 
+// Engine slots handed out first come, first served: a plain semaphore lets a late request
+// overtake ones that have waited for seconds, which stretches the tail under load.
+class FairSlots {
+ public:
+  explicit FairSlots(int64_t slots) : free_(slots) {}
+  void Acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const int64_t ticket = next_ticket_++;
+    cv_.wait(lock, [&] { return free_ > 0 && ticket == serving_; });
+    ++serving_;
+    --free_;
+    cv_.notify_all();  // the next in line may take another free slot
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++free_;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t free_;
+  int64_t next_ticket_ = 0;
+  int64_t serving_ = 0;
+};
+
 // ---------------------------------------------------------------- the server
 
 struct Server::Impl {
   Config config;
   httplib::Server http;
   std::vector<Route> routes;
-  std::unique_ptr<std::counting_semaphore<4096>> workers;
+  std::unique_ptr<FairSlots> workers;
   size_t max_body = 0;
   std::atomic<bool> stopping{false};
 
@@ -334,10 +395,10 @@ struct Server::Impl {
   // Runs `f` holding one of the server.workers engine slots.
   template <typename F>
   auto WithWorker(F&& f) {
-    workers->acquire();
+    workers->Acquire();
     struct Release {
-      std::counting_semaphore<4096>* s;
-      ~Release() { s->release(); }
+      FairSlots* s;
+      ~Release() { s->Release(); }
     } release{workers.get()};
     return f();
   }
@@ -380,7 +441,7 @@ Result<std::unique_ptr<Server>> Server::Create(Config config) {
   impl->config = std::move(config);
   const ServerConfig& sc = impl->config.server;
   int64_t workers = sc.workers > 0 ? sc.workers : std::max<int64_t>(1, std::thread::hardware_concurrency());
-  impl->workers = std::make_unique<std::counting_semaphore<4096>>(std::min<int64_t>(workers, 4096));
+  impl->workers = std::make_unique<FairSlots>(workers);
   impl->max_body = static_cast<size_t>(sc.max_body_mb) << 20;
   Impl* raw = impl.get();
   impl->jobs = std::make_unique<server::JobManager>([raw](server::JobState) { raw->ReloadReader(); });
@@ -400,6 +461,7 @@ Status Server::Run(const std::function<void(const std::string& host, int port)>&
     return Status::Unavailable("cannot listen on " + sc.host + ":" + std::to_string(port) +
                                " (in use, or not an address of this machine)");
   }
+  RaiseListenBacklog(port, std::max<int>(1024, static_cast<int>(sc.threads) * 4));
   if (!IsLoopback(sc.host) && sc.api_keys.empty()) {
     Log(LogLevel::kWarn, "serve",
         "listening on " + sc.host + " without API keys: anyone who can reach this port can read "
@@ -513,6 +575,9 @@ void Server::Impl::Register() {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(sc.request_timeout * 1000));
   http.set_read_timeout(timeout);
   http.set_write_timeout(timeout);
+  // Replies go out at once: with Nagle's algorithm a keep-alive client waited ~40 ms per reply
+  // for the delayed acknowledgement of the previous one.
+  http.set_tcp_nodelay(true);
   http.set_keep_alive_timeout(5);
   http.set_keep_alive_max_count(1000);
 
