@@ -446,7 +446,8 @@ TEST_F(E2eMcpTest, AddDocumentIsFoundByTheNextQuestions) {
   ASSERT_FALSE(saved.is_error) << saved.Text();
   EXPECT_EQ(saved.Json()["indexed"], false);
   EXPECT_TRUE(std::filesystem::is_regular_file(root_ + "/input/later/bees.md"));
-  for (const auto& c : Tool(s.Reply(10)).Json()["chunks"]) {
+  const auto unindexed = Tool(s.Reply(10)).Json();  // kept: a loop over a temporary's member dangles
+  for (const auto& c : unindexed["chunks"]) {
     EXPECT_NE(c["document_id"], "later/bees.md");
   }
 
