@@ -6,7 +6,11 @@
 // careful LLM would say), summaries and reports with short canned texts. Every call goes through
 // the pipeline as a real one would; the driver counts them by kind.
 //
-//   build-release/bench/resolution_cost [--json]
+//   build-release/bench/resolution_cost [--json] [--set key=value]...
+//
+// --set applies a setting to both runs (communities.llm_report_min_size=0 and
+// summaries.max_descriptions=4 give the calls before small communities went extractive and
+// summaries waited for the token limit).
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -189,6 +193,8 @@ struct Outcome {
   double seconds = 0;
 };
 
+std::vector<std::pair<std::string, std::string>> g_settings;  // --set, for both runs
+
 Outcome IndexBook(const Book& book, bool resolve) {
   const fs::path root = fs::temp_directory_path() / fmt::format("grag-resolution-cost-{}", resolve);
   fs::remove_all(root);
@@ -202,6 +208,10 @@ Outcome IndexBook(const Book& book, bool resolve) {
   config.chunks.overlap = 0;
   config.llm.concurrency = 8;
   config.resolution.enabled = resolve;
+  for (const auto& [key, value] : g_settings) {
+    const Status st = ApplySetting(config, key, value);
+    if (!st.ok()) throw std::runtime_error(st.message());
+  }
   auto store = std::move(Store::Open(config.Resolve(config.store.path))).value();
   ReplayModel model(book, &store->ReplyCache());
   LexicalEmbedder embedder;
@@ -238,7 +248,20 @@ Outcome IndexBook(const Book& book, bool resolve) {
 }
 
 int Main(int argc, char** argv) {
-  bool json_out = argc > 1 && std::string(argv[1]) == "--json";
+  bool json_out = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json") {
+      json_out = true;
+    } else if (a == "--set" && i + 1 < argc) {
+      const std::string kv = argv[++i];
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos) throw std::runtime_error("--set expects key=value");
+      g_settings.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    } else {
+      throw std::runtime_error("usage: resolution_cost [--json] [--set key=value]...");
+    }
+  }
   const Book book = LoadBook();
   const Outcome off = IndexBook(book, false);
   const Outcome on = IndexBook(book, true);
@@ -247,7 +270,10 @@ int Main(int argc, char** argv) {
     auto side = [](const Outcome& o) {
       return json{{"calls", o.calls}, {"total", o.total}, {"entities", o.summary.entities},
                   {"relationships", o.summary.relationships},
-                  {"reports", o.summary.reports_generated}, {"merged_names", o.merged_names},
+                  {"reports", o.summary.reports_generated},
+                  {"reports_extractive", o.summary.reports_extractive},
+                  {"calls_per_chunk", static_cast<double>(o.total) / 42.0},
+                  {"merged_names", o.merged_names},
                   {"merged_right", o.merged_right},
                   {"adjudicated_pairs", o.summary.resolution_adjudicated}, {"seconds", o.seconds}};
     };
@@ -269,7 +295,10 @@ int Main(int argc, char** argv) {
   std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "all calls", off.total, on.total);
   std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "entities", off.summary.entities, on.summary.entities);
   std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "relationships", off.summary.relationships, on.summary.relationships);
+  std::cout << fmt::format("{:<22}{:>14.2f}{:>14.2f}\n", "calls per chunk", static_cast<double>(off.total) / 42.0,
+                           static_cast<double>(on.total) / 42.0);
   std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "reports written", off.summary.reports_generated, on.summary.reports_generated);
+  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", " of them extractive", off.summary.reports_extractive, on.summary.reports_extractive);
   std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "pairs adjudicated", 0, on.summary.resolution_adjudicated);
   std::cout << fmt::format("{:<22}{:>14.2f}{:>14.2f}\n", "seconds", off.seconds, on.seconds);
   std::cout << fmt::format("\nnames folded into another entity: {} ({} of them into an entity of the same gold cluster)\n",

@@ -1,5 +1,6 @@
 // Settings: defaults < config file < environment < flags; clear errors; the init file round-trips.
 #include "grag/config.h"
+#include "grag/merge.h"
 #include "grag/llm.h"
 #include "grag/retrieval.h"
 #include "grag/resolve.h"
@@ -171,6 +172,10 @@ TEST(ConfigTest, SearchDefaultsAreTheRetrievalDefaults) {
   EXPECT_EQ(c.search.bm25_weight, r.bm25_weight);
   EXPECT_EQ(c.search.graph_weight, r.graph_weight);
   EXPECT_EQ(c.search.unanchored_graph_weight, r.unanchored_graph_weight);
+  const SummarizeOptions so;
+  EXPECT_EQ(static_cast<size_t>(c.summaries.max_joined_tokens), so.max_joined_tokens);
+  EXPECT_EQ(static_cast<size_t>(c.summaries.max_descriptions), so.max_descriptions);
+  EXPECT_EQ(c.summaries.max_summary_tokens, so.max_summary_tokens);
   EXPECT_EQ(c.search.lexical_vector_weight, r.lexical_vector_weight);
   EXPECT_EQ(c.search.damping, r.damping);
   EXPECT_EQ(c.search.fact_seed_share, r.fact_seed_share);

@@ -112,6 +112,40 @@ TEST(IndexPipelineTest, IndexesEveryStageAndEveryEntityHasACommunityAndReport) {
   EXPECT_FALSE(chunks->empty());
 }
 
+// Communities below communities.llm_report_min_size get an extractive report (no call); the
+// others an LLM report; at 0 every community gets an LLM report.
+TEST(IndexPipelineTest, SmallCommunitiesGetExtractiveReportsWithoutACall) {
+  for (int64_t min_size : {0, 3}) {
+    Harness h;
+    h.config.communities.llm_report_min_size = min_size;
+    auto s = h.Index();
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    const auto communities = h.store->ListCommunities().value();
+    int64_t small = 0, report_calls = 0;
+    for (const auto& c : communities) {
+      const auto report = h.store->GetReport(c.id).value();
+      ASSERT_TRUE(report.has_value()) << "community " << c.id;
+      const bool is_small = c.size < min_size;
+      small += is_small ? 1 : 0;
+      EXPECT_EQ(report->generator, is_small ? ReportGenerator::kExtractive : ReportGenerator::kLlm)
+          << "community " << c.id << " of " << c.size << " members, min " << min_size;
+    }
+    for (const auto& r : h.model->Requests()) {
+      report_calls += PromptKind(r.messages.back().content) == "report" ? 1 : 0;
+    }
+    EXPECT_EQ(report_calls, static_cast<int64_t>(communities.size()) - small) << min_size;
+    EXPECT_EQ(s->reports_extractive, small);
+    if (min_size > 0) {
+      EXPECT_GT(small, 0) << "the corpus should have communities below 3 members";
+    }
+    // An unchanged re-run writes nothing and calls nothing.
+    auto again = h.Index();
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->reports_generated, 0);
+    EXPECT_EQ(again->usage.calls, 0);
+  }
+}
+
 TEST(IndexPipelineTest, TwoRunsGiveIdenticalCommunities) {
   Harness a;
   Harness b;
@@ -239,6 +273,7 @@ TEST(IndexPipelineTest, WithoutAnLlmEveryStageRunsOnTheBuiltInExtractorAndReport
 
 TEST(IndexPipelineTest, ConfiguringAModelLaterReExtractsWithItAndGoingBackReusesTheNlpResults) {
   Harness h(4);
+  h.config.communities.llm_report_min_size = 0;  // every report by the model, to tell them apart
   IndexContext offline;
   offline.store = h.store.get();
   auto first = RunIndex(h.config, {}, offline);

@@ -86,8 +86,17 @@ struct ResolutionConfig {
   int64_t max_block = 100;          // a name token shared by more entities is not compared on
 };
 
+// Merged descriptions (grag/merge.h SummarizeOptions).
+struct SummaryConfig {
+  int64_t max_joined_tokens = 500;  // joined descriptions above this are summarised by the LLM
+  int64_t max_descriptions = 0;     // more descriptions than this are summarised too; 0: no limit
+  int64_t max_summary_tokens = 300;  // a summary's length limit
+};
+
 struct CommunityConfig {
   int64_t max_cluster_size = 10;  // communities larger than this are split again
+  // With an LLM, communities of fewer members get an extractive report (no call); 0: all LLM.
+  int64_t llm_report_min_size = 4;
   double resolution = 1.0;        // Leiden modularity resolution
   int64_t seed = 0xDEADBEEF;      // fixed seed: same graph, same communities
   bool incremental = true;        // warm-start Leiden from the previous partition
@@ -171,6 +180,7 @@ struct Config {
   LlmConfig llm;
   EmbeddingConfig embeddings;
   ExtractionConfig extraction;
+  SummaryConfig summaries;
   ResolutionConfig resolution;
   CommunityConfig communities;
   GlobalSearchConfig global_search;

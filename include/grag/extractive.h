@@ -70,6 +70,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -109,6 +110,8 @@ struct ExtractiveReportOptions {
   // Borrowed; when it becomes true no new community starts and kCancelled is returned (what was
   // stored stays). nullptr: never cancelled.
   const std::atomic<bool>* cancel = nullptr;
+  // The communities to write reports for (an LLM writes the others); empty: every community.
+  std::function<bool(const CommunityRecord&)> include;
 };
 
 // Writes an extractive report (or, for a community without members, a gap) for every community,

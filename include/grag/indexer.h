@@ -95,6 +95,7 @@ struct IndexSummary {
   std::string community_note;           // why a full re-detection was done, if one was
   int64_t reports_generated = 0;
   int64_t reports_reused = 0;
+  int64_t reports_extractive = 0;  // with an LLM: small communities reported without a call
   int64_t report_gaps = 0;
   int64_t embeddings_written = 0;
   LlmUsage usage;  // this run's chat and embedding usage

@@ -56,10 +56,12 @@ size_t CollapseResolved(MergedGraph& graph,
                         const std::unordered_map<std::string, std::string>& canonical_of);
 
 struct SummarizeOptions {
-  // Up to this many distinct descriptions are joined as they are; more go to the summarizer
-  // (Microsoft GraphRAG summarises from 2; we keep short lists verbatim, which loses nothing).
-  size_t max_descriptions = 4;
-  size_t max_joined_tokens = 500;  // joined descriptions above this go to the summarizer too
+  // Descriptions are joined as they are while they fit max_joined_tokens (nano-graphrag's and
+  // Microsoft GraphRAG's rule: a summary call only when the joined list is too long; short
+  // lists kept verbatim lose nothing). With max_descriptions > 0, more distinct descriptions
+  // than that go to the summarizer too; 0: their number alone never does.
+  size_t max_descriptions = 0;
+  size_t max_joined_tokens = 500;  // joined descriptions above this go to the summarizer
   int max_summary_tokens = 300;    // the summary's length limit (max_tokens of the call)
   TokenCounter count_tokens;       // empty: EstimateTokens
 };

@@ -86,6 +86,9 @@ struct ReportOptions {
   // Borrowed; when it becomes true no new community starts, the calls in flight finish and are
   // stored, and GenerateReports returns kCancelled (Ctrl-C). nullptr: never cancelled.
   const std::atomic<bool>* cancel = nullptr;
+  // The communities this run writes reports for (the others are left as they are, and their
+  // stored ok reports still stand in for children); empty: every community.
+  std::function<bool(const CommunityRecord&)> include;
 };
 
 // A parsed reply: what a report holds before it is rendered to markdown.
@@ -172,6 +175,7 @@ struct ReportStageSummary {
   int64_t completion_tokens = 0;
   int64_t used_child_reports = 0;                // communities whose prompt drew on child reports
   int64_t truncated = 0;                         // communities whose prompt was cut to fit
+  int64_t extractive = 0;  // of all communities, those with an extractive report (no call)
   std::vector<CommunityReportOutcome> outcomes;  // finest level first, by community id
 };
 

@@ -92,6 +92,9 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
   std::cout << "\nreports: " << s.reports_generated << " written, " << s.reports_reused
             << " unchanged";
   if (s.report_gaps) std::cout << ", " << s.report_gaps << " gaps (retried next run)";
+  if (s.reports_extractive && !s.no_llm) {
+    std::cout << "; " << s.reports_extractive << " of small communities extractive (no call)";
+  }
   if (s.embeddings_written) std::cout << "\nembeddings: " << s.embeddings_written << " written";
   if (!s.embedding_model.empty()) {
     std::cout << "\nembedding model: " << s.embedding_model

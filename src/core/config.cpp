@@ -73,6 +73,10 @@ std::vector<Setting> Settings(Config& c) {
       {"resolution.no_llm_merge_threshold", "", "Without a chat model: pairs scoring at least this merge (tuned for the lexical embedder)", &c.resolution.no_llm_merge_threshold},
       {"resolution.adjudication_batch", "", "Candidate pairs judged per LLM call", &c.resolution.adjudication_batch},
       {"resolution.max_block", "", "A name token shared by more entities than this is too common to pair them on", &c.resolution.max_block},
+      {"summaries.max_joined_tokens", "", "An entity's or relationship's descriptions joined beyond this many tokens are summarised by the LLM (below: kept verbatim, no call)", &c.summaries.max_joined_tokens},
+      {"summaries.max_descriptions", "", "More distinct descriptions than this are summarised too, however short (0: only the token limit counts)", &c.summaries.max_descriptions},
+      {"summaries.max_summary_tokens", "", "Length limit of one summary (the call's max_tokens)", &c.summaries.max_summary_tokens},
+      {"communities.llm_report_min_size", "", "With an LLM: communities with fewer members get an extractive report (no call) instead of an LLM report; 0: every community gets an LLM report", &c.communities.llm_report_min_size},
       {"communities.max_cluster_size", "", "Communities larger than this are split into a finer level", &c.communities.max_cluster_size},
       {"communities.resolution", "", "Leiden modularity resolution (higher: smaller communities)", &c.communities.resolution},
       {"communities.seed", "", "Leiden random seed: the same graph gives the same communities", &c.communities.seed},
@@ -274,6 +278,10 @@ Status ValidateConfig(const Config& c) {
   if (c.server.request_timeout <= 0) return Status::InvalidArgument("server.request_timeout must be positive");
   if (c.server.threads < 2) return Status::InvalidArgument("server.threads must be at least 2");
   if (c.server.workers < 0) return Status::InvalidArgument("server.workers must be at least 0");
+  if (c.summaries.max_joined_tokens < 1) return Status::InvalidArgument("summaries.max_joined_tokens must be at least 1");
+  if (c.summaries.max_descriptions < 0) return Status::InvalidArgument("summaries.max_descriptions must be at least 0");
+  if (c.summaries.max_summary_tokens < 1) return Status::InvalidArgument("summaries.max_summary_tokens must be at least 1");
+  if (c.communities.llm_report_min_size < 0) return Status::InvalidArgument("communities.llm_report_min_size must be at least 0");
   if (c.communities.max_cluster_size < 1) return Status::InvalidArgument("communities.max_cluster_size must be at least 1");
   if (c.communities.resolution <= 0) return Status::InvalidArgument("communities.resolution must be positive");
   if (c.extraction.nlp.min_edge_weight_pct < 0 || c.extraction.nlp.min_edge_weight_pct > 100) return Status::InvalidArgument("extraction.nlp.min_edge_weight_pct must be between 0 and 100");

@@ -255,7 +255,7 @@ std::string IndexSummaryJson(const IndexSummary& s, const IndexPlan* plan, bool 
       {"communities_per_level", levels},
       {"modularity", s.modularity},
       {"reports", {{"generated", s.reports_generated}, {"reused", s.reports_reused},
-                   {"gaps", s.report_gaps}}},
+                   {"gaps", s.report_gaps}, {"extractive", s.reports_extractive}}},
       {"embeddings_written", s.embeddings_written},
       {"llm", {{"calls", s.usage.calls}, {"cache_hits", s.usage.cache_hits},
                {"http_requests", s.usage.http_requests}, {"retries", s.usage.retries},

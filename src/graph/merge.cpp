@@ -197,7 +197,7 @@ std::string JoinDescriptionsWithin(const std::vector<std::string>& descriptions,
   std::string out;
   size_t kept = 0;
   for (const auto& d : descriptions) {
-    if (kept == options.max_descriptions) break;
+    if (options.max_descriptions > 0 && kept == options.max_descriptions) break;
     std::string next = kept == 0 ? d : out + "\n" + d;
     const size_t tokens = options.count_tokens ? options.count_tokens(next) : EstimateTokens(next);
     if (kept > 0 && tokens > options.max_joined_tokens) break;
@@ -208,7 +208,7 @@ std::string JoinDescriptionsWithin(const std::vector<std::string>& descriptions,
 }
 
 bool NeedsSummary(const std::vector<std::string>& descriptions, const SummarizeOptions& options) {
-  if (descriptions.size() > options.max_descriptions) return true;
+  if (options.max_descriptions > 0 && descriptions.size() > options.max_descriptions) return true;
   if (descriptions.size() < 2) return false;
   const std::string joined = JoinDescriptions(descriptions);
   const size_t tokens = options.count_tokens ? options.count_tokens(joined) : EstimateTokens(joined);

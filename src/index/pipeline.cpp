@@ -512,6 +512,10 @@ struct DescriptionJob {
 
 Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, IndexSummary& s) {
   SummarizeOptions so;
+  const SummaryConfig& sc = run.config().summaries;
+  so.max_joined_tokens = static_cast<size_t>(sc.max_joined_tokens);
+  so.max_descriptions = static_cast<size_t>(sc.max_descriptions);
+  so.max_summary_tokens = static_cast<int>(sc.max_summary_tokens);
   const Tokenizer* tok = Tokenizer::Get(run.config().chunks.encoding).value_or(nullptr);
   if (tok != nullptr) so.count_tokens = [tok](std::string_view t) { return tok->Count(t); };
   std::vector<size_t> llm_jobs;
@@ -968,17 +972,31 @@ Status DetectCommunities(Run& run, IndexSummary& s) {
 Result<ReportStageSummary> WriteReports(Run& run, const Tokenizer& tok) {
   const Config& c = run.config();
   auto progress = [&run](const ReportProgress& p) { run.Progress("reports", p.done, p.total); };
-  if (run.chat() == nullptr) {
-    ExtractiveReportOptions eo;
-    eo.cancel = run.cancel_flag();
-    return GenerateExtractiveReports(run.store(), tok, eo, progress);
-  }
+  ExtractiveReportOptions eo;
+  eo.cancel = run.cancel_flag();
+  if (run.chat() == nullptr) return GenerateExtractiveReports(run.store(), tok, eo, progress);
+  // A community of a few entities (an island of two or three) is worth no call: its report is
+  // assembled from its own sentences, so every entity still has a reported community.
+  const int64_t min_size = c.communities.llm_report_min_size;
+  eo.include = [min_size](const CommunityRecord& community) { return community.size < min_size; };
   ReportOptions ro;
   GRAG_ASSIGN_OR_RETURN(ro.prompt, LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kCommunityReport));
   ro.concurrency = static_cast<int>(c.llm.concurrency);
   ro.json_mode = c.llm.json_mode;
   ro.cancel = run.cancel_flag();  // Ctrl-C: no new community starts
-  return GenerateReports(run.store(), *run.chat(), tok, ro, progress);
+  ro.include = [min_size](const CommunityRecord& community) { return community.size >= min_size; };
+  // Small ones first: they are children a larger community's prompt may draw on.
+  ReportStageSummary small;
+  if (min_size > 0) {
+    GRAG_ASSIGN_OR_RETURN(small, GenerateExtractiveReports(run.store(), tok, eo, progress));
+  }
+  GRAG_ASSIGN_OR_RETURN(ReportStageSummary out, GenerateReports(run.store(), *run.chat(), tok, ro, progress));
+  out.communities += small.communities;
+  out.generated += small.generated;
+  out.reused += small.reused;
+  out.gaps += small.gaps;
+  out.extractive = small.generated + small.reused;
+  return out;
 }
 
 Status Reports(Run& run, IndexSummary& s) {
@@ -986,6 +1004,7 @@ Status Reports(Run& run, IndexSummary& s) {
   GRAG_ASSIGN_OR_RETURN(ReportStageSummary rs, WriteReports(run, *tok));
   s.reports_generated = rs.generated;
   s.reports_reused = rs.reused;
+  s.reports_extractive = rs.extractive;
   s.report_gaps = rs.gaps;
   if (run.cancelled()) return Status::Cancelled("interrupted");
   return Status::Ok();

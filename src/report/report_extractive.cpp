@@ -760,10 +760,14 @@ std::vector<size_t> FinestFirst(const std::vector<CommunityRecord>& communities)
 Result<ReportStageSummary> Reporter::Run(const ReportProgressFn& progress) {
   const auto start = std::chrono::steady_clock::now();
   ReportStageSummary summary;
-  summary.communities = static_cast<int64_t>(communities_.size());
+  std::vector<size_t> order = FinestFirst(communities_);
+  if (options_.include) {
+    std::erase_if(order, [&](size_t i) { return !options_.include(communities_[i]); });
+  }
+  summary.communities = static_cast<int64_t>(order.size());
   ReportProgress prog;
   prog.total = summary.communities;
-  for (size_t index : FinestFirst(communities_)) {
+  for (size_t index : order) {
     if (options_.cancel != nullptr && options_.cancel->load()) {
       Log(LogLevel::kInfo, kComponent, "extractive report stage interrupted");
       return Status::Cancelled("report stage interrupted");

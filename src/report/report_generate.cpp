@@ -42,9 +42,11 @@ Status CheckOptions(const ReportOptions& o) {
 }
 
 // Community ids of each level, finest level first; within a level by id.
-std::vector<std::vector<size_t>> LevelsFinestFirst(const ReportGraph& graph) {
+std::vector<std::vector<size_t>> LevelsFinestFirst(const ReportGraph& graph,
+                                                   const ReportOptions& options) {
   std::map<int64_t, std::vector<size_t>, std::greater<>> by_level;
   for (size_t i = 0; i < graph.communities.size(); ++i) {
+    if (options.include && !options.include(graph.communities[i])) continue;
     by_level[graph.communities[i].level].push_back(i);
   }
   std::vector<std::vector<size_t>> out;
@@ -185,7 +187,7 @@ Result<std::vector<PlannedReport>> PlanReports(Store& store, const Tokenizer& to
   GRAG_ASSIGN_OR_RETURN(auto stored, LoadStored(store, &ok_reports));
   std::vector<PlannedReport> out;
   std::unordered_set<int64_t> stale;
-  for (const std::vector<size_t>& level : LevelsFinestFirst(graph)) {
+  for (const std::vector<size_t>& level : LevelsFinestFirst(graph, options)) {
     for (size_t index : level) {
       PlannedReport p;
       p.input = BuildReportInput(graph, graph.communities[index], ok_reports, tokenizer, options,
@@ -212,15 +214,16 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
   GRAG_ASSIGN_OR_RETURN(auto stored, LoadStored(store, &ok_reports));
   const std::string model_name = model.model();
 
+  const std::vector<std::vector<size_t>> levels = LevelsFinestFirst(graph, options);
   ReportStageSummary summary;
-  summary.communities = static_cast<int64_t>(graph.communities.size());
+  for (const auto& level : levels) summary.communities += static_cast<int64_t>(level.size());
   std::mutex mu;
   ReportProgress prog;  // guarded by mu
   Status fatal;         // guarded by mu: the first error that stops the run
   prog.total = summary.communities;
   std::atomic<bool> stop{false};
 
-  for (const std::vector<size_t>& level : LevelsFinestFirst(graph)) {
+  for (const std::vector<size_t>& level : levels) {
     const int64_t level_number = graph.communities[level.front()].level;
     std::vector<CommunityReportOutcome> outcomes(level.size());
     std::vector<std::optional<ChildReport>> fresh(level.size());  // new ok reports
