@@ -221,6 +221,17 @@ TEST_F(E2eServerTest, ApiKeysGuardEveryRouteButHealth) {
   EXPECT_EQ(server_.Stop(SIGTERM), 0);
 }
 
+TEST_F(E2eServerTest, ASecondServerOnTheSamePortIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_));
+  auto second = RunCommand("timeout 20 " + Grag("--root " + ShellQuote(root_) + " --no-llm serve --port " +
+                                                std::to_string(server_.port())));
+  EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
+  EXPECT_NE(second.err.find("cannot listen on 127.0.0.1:" + std::to_string(server_.port())), std::string::npos)
+      << second.err;
+  EXPECT_EQ(client_->Get("/health")->status, 200);  // the first one is untouched
+  EXPECT_EQ(server_.Stop(SIGTERM), 0);
+}
+
 TEST_F(E2eServerTest, CorsIsOffUnlessConfigured) {
   ASSERT_NO_FATAL_FAILURE(Serve(root_, "", "--set server.cors_origins=http://ui.example"));
   httplib::Headers h = {{"Origin", "http://ui.example"}};

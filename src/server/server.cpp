@@ -575,6 +575,12 @@ void Server::Impl::Register() {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(sc.request_timeout * 1000));
   http.set_read_timeout(timeout);
   http.set_write_timeout(timeout);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on the
+  // same port binds without error and the kernel splits the connections between the two.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   // Replies go out at once: with Nagle's algorithm a keep-alive client waited ~40 ms per reply
   // for the delayed acknowledgement of the previous one.
   http.set_tcp_nodelay(true);
