@@ -36,6 +36,8 @@ std::string CommunitiesJson(const std::vector<CommunityInfo>& communities, bool 
 std::string CommunityDetailJson(const CommunityDetail& detail, bool pretty);
 std::string ChunkJson(const ChunkRecord& chunk, bool pretty);
 std::string DocumentDetailJson(const DocumentDetail& detail, bool pretty);
+// grag export: the files written and what each holds.
+std::string ExportSummaryJson(const ExportSummary& summary, bool pretty);
 std::string InitJson(const InitResult& result, std::string_view root, bool pretty);
 
 }  // namespace grag

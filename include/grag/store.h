@@ -210,6 +210,10 @@ class Store {
   // each word, in order.
   Result<std::vector<int64_t>> CountChunksWithWords(const std::vector<std::string>& words);
 
+  // Every entity-chunk and relationship-chunk link, read in one snapshot (what exports list as
+  // text unit ids).
+  Result<ChunkLinks> ListChunkLinks();
+
   // Recomputes the derived columns from the links: entity degree and frequency, relationship
   // frequency. Call after the merge stage has written entities, relationships and links.
   Status RecomputeGraphStats();

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace grag {
@@ -227,6 +228,13 @@ struct GraphSnapshot {
   std::vector<Link> links;             // entity-chunk links (entity_chunks)
   // Extracted names resolved into another entity (entity_aliases): alias key, entity id.
   std::vector<std::pair<std::string, int64_t>> aliases;
+};
+
+// Every entity-chunk and relationship-chunk link (entity_chunks, relationship_chunks): owner id
+// and chunk id, by owner then by document and position.
+struct ChunkLinks {
+  std::vector<std::pair<int64_t, std::string>> entities;
+  std::vector<std::pair<int64_t, std::string>> relationships;
 };
 
 // ---------------------------------------------------------------- entity resolution

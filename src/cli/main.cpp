@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
       AddSearchCommand(app, g),
       AddCheckCommand(app, g),
       AddEntitiesCommand(app, g),
+      AddExportCommand(app, g),
       AddServeCommand(app, g),
       AddMcpCommand(app, g),
   };

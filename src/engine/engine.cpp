@@ -392,6 +392,10 @@ Result<IndexStats> Engine::Stats(int64_t top_entities) {
 
 Result<std::vector<DocumentInfo>> Engine::Documents() { return impl_->store->ListDocuments(); }
 
+Result<ExportSummary> Engine::Export(const ExportOptions& options) {
+  return ExportIndex(*impl_->store, options);
+}
+
 // ---------------------------------------------------------------- entity resolution
 
 namespace {

@@ -377,6 +377,15 @@ std::string SettingsJson(const std::vector<SettingInfo>& settings, bool pretty) 
   return Dump(out, pretty);
 }
 
+std::string ExportSummaryJson(const ExportSummary& summary, bool pretty) {
+  json files = json::array();
+  for (const auto& f : summary.files) files.push_back({{"path", f.path}, {"counts", f.counts}});
+  return Dump({{"format", ExportFormatName(summary.format)},
+               {"out", summary.out_dir},
+               {"files", files}},
+              pretty);
+}
+
 std::string InitJson(const InitResult& result, std::string_view root, bool pretty) {
   return Dump({{"root", root}, {"written", result.written}, {"kept", result.kept}}, pretty);
 }
