@@ -1,4 +1,5 @@
-// Exports of an index for other tools (grag export).
+// Exports of an index for other tools (grag export), and the text forms of read-only SQL
+// results (grag sql).
 //
 // Formats (README "Exports and SQL" lists the files and columns):
 //   graphml  graph.graphml: entities as nodes (name, label, type, description, degree,
@@ -52,7 +53,7 @@ struct ExportSummary {
 // written), kIoError, the store's.
 Result<ExportSummary> ExportIndex(Store& store, const ExportOptions& options);
 
-// ---- text forms
+// ---- text forms shared by the writers and grag sql
 
 // One CSV field (RFC 4180): quoted when it holds a comma, quote, CR, LF or edge spaces.
 std::string CsvField(std::string_view text);
@@ -60,5 +61,13 @@ std::string CsvField(std::string_view text);
 // and the characters XML 1.0 forbids (controls other than tab, LF, CR; U+FFFE, U+FFFF)
 // dropped.
 std::string XmlEscape(std::string_view text);
+
+// A value as text: "" for NULL, integers in decimal, reals shortest round-trip.
+std::string SqlValueText(const SqlValue& value);
+// An aligned table with a header rule; cells cut to `max_width` characters (0: no cut) with
+// newlines shown as spaces. Says "(N rows)" or, when truncated, that more were left out.
+std::string FormatSqlTable(const SqlRows& rows, size_t max_width = 60);
+// A header line and one line per row; NULL is an empty field.
+std::string FormatSqlCsv(const SqlRows& rows);
 
 }  // namespace grag

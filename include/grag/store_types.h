@@ -315,6 +315,25 @@ struct StageProgress {
   std::string updated_at;  // read-only
 };
 
+// ---------------------------------------------------------------- read-only SQL
+
+// One value of a result row: NULL, an integer, a real or text (a BLOB is shown as
+// "<blob: N bytes>").
+struct SqlValue {
+  enum class Kind { kNull, kInteger, kReal, kText };
+  Kind kind = Kind::kNull;
+  int64_t integer = 0;
+  double real = 0;
+  std::string text;
+};
+
+// What Store::RunReadOnlySql returned.
+struct SqlRows {
+  std::vector<std::string> columns;
+  std::vector<std::vector<SqlValue>> rows;
+  bool truncated = false;  // more rows than max_rows: the rest were not read
+};
+
 // ---------------------------------------------------------------- statistics
 
 struct CacheModelStats {

@@ -55,5 +55,6 @@ Command AddEntitiesCommand(CLI::App& app, GlobalOptions& g);
 Command AddServeCommand(CLI::App& app, GlobalOptions& g);
 Command AddMcpCommand(CLI::App& app, GlobalOptions& g);
 Command AddExportCommand(CLI::App& app, GlobalOptions& g);
+Command AddSqlCommand(CLI::App& app, GlobalOptions& g);
 
 }  // namespace grag::cli

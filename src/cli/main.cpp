@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
       AddCheckCommand(app, g),
       AddEntitiesCommand(app, g),
       AddExportCommand(app, g),
+      AddSqlCommand(app, g),
       AddServeCommand(app, g),
       AddMcpCommand(app, g),
   };

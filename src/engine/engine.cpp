@@ -396,6 +396,10 @@ Result<ExportSummary> Engine::Export(const ExportOptions& options) {
   return ExportIndex(*impl_->store, options);
 }
 
+Result<SqlRows> Engine::Sql(std::string_view sql, int64_t max_rows) {
+  return impl_->store->RunReadOnlySql(sql, max_rows);
+}
+
 // ---------------------------------------------------------------- entity resolution
 
 namespace {
