@@ -157,6 +157,7 @@ TEST_F(StoreSqlTest, WritesOfEveryKindAreRefusedAndTheFileDoesNotChange) {
            "INSERT INTO main.meta (key, value) VALUES ('x', 'y')",
            "INSERT INTO entities (name) VALUES ('x')",
            "UPDATE main.entities SET name = 'x'",
+           "SELECT * FROM pragma_query_only",
            "DELETE FROM main.entities",
            "DROP TABLE main.entities",
            "DROP VIEW entities",
@@ -184,7 +185,8 @@ TEST_F(StoreSqlTest, WritesOfEveryKindAreRefusedAndTheFileDoesNotChange) {
         << sql << ": " << r.status().message();
   }
   // Errors in the SQL itself are the caller's too, and say what SQLite said.
-  for (const char* sql : {"SELECT * FROM nosuch", "SELEKT 1", "", "  -- nothing"}) {
+  for (const char* sql : {"SELECT * FROM nosuch", "SELEKT 1", "", "  -- nothing",
+                          "UPDATE main.sqlite_master SET sql = ''"}) {
     auto r = store_->RunReadOnlySql(sql, 10);
     ASSERT_FALSE(r.ok()) << sql;
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << sql;
@@ -209,6 +211,11 @@ TEST_F(StoreSqlTest, ReadsTrailingSemicolonsCtesAndIntrospection) {
                 .rows.size(),
             5u);
   EXPECT_GT(Run("PRAGMA table_info(entities)").rows.size(), 5u);
+  EXPECT_GT(Run("SELECT name FROM pragma_table_info('relationships')").rows.size(), 5u);
+  EXPECT_EQ(Run("SELECT value FROM json_each('[1, 2, 3]')").rows.size(), 3u);
+  EXPECT_GT(Run("SELECT f.value ->> 'summary' FROM reports r, json_each(r.findings) AS f")
+                .rows.size(),
+            0u);
   EXPECT_GT(Run("SELECT count(*) FROM main.entity_chunks").rows[0][0].integer, 0);
 }
 
