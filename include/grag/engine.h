@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "grag/config.h"
+#include "grag/export.h"
 #include "grag/global_search.h"
 #include "grag/indexer.h"
 #include "grag/llm.h"
@@ -204,6 +205,10 @@ class Engine {
   Result<IndexPlan> Plan(const IndexRequest& request);
   Result<IndexStats> Stats(int64_t top_entities);
   Result<std::vector<DocumentInfo>> Documents();
+  // Writes the index in another tool's format (grag export): ExportIndex (grag/export.h).
+  Result<ExportSummary> Export(const ExportOptions& options);
+  // Runs one read-only SELECT over the documented views (grag sql): Store::RunReadOnlySql.
+  Result<SqlRows> Sql(std::string_view sql, int64_t max_rows);
 
   // ---- entity resolution (a person's corrections take effect at the next Index; run one with
   // request.graph_only to apply them at once)

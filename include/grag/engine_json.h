@@ -36,6 +36,11 @@ std::string CommunitiesJson(const std::vector<CommunityInfo>& communities, bool 
 std::string CommunityDetailJson(const CommunityDetail& detail, bool pretty);
 std::string ChunkJson(const ChunkRecord& chunk, bool pretty);
 std::string DocumentDetailJson(const DocumentDetail& detail, bool pretty);
+// grag export: the files written and what each holds.
+std::string ExportSummaryJson(const ExportSummary& summary, bool pretty);
+// grag sql: the rows as an array of objects keyed by column (NULL as null). The truncation is
+// not in the array; callers say it elsewhere (stderr).
+std::string SqlRowsJson(const SqlRows& rows, bool pretty);
 std::string InitJson(const InitResult& result, std::string_view root, bool pretty);
 
 }  // namespace grag

@@ -210,6 +210,10 @@ class Store {
   // each word, in order.
   Result<std::vector<int64_t>> CountChunksWithWords(const std::vector<std::string>& words);
 
+  // Every entity-chunk and relationship-chunk link, read in one snapshot (what exports list as
+  // text unit ids).
+  Result<ChunkLinks> ListChunkLinks();
+
   // Recomputes the derived columns from the links: entity degree and frequency, relationship
   // frequency. Call after the merge stage has written entities, relationships and links.
   Status RecomputeGraphStats();
@@ -312,6 +316,19 @@ class Store {
   // without members or at the wrong level under their parent, entities in no community).
   // Each check lists at most `max_per_check` problems. An error only when no check could run.
   Result<IntegrityReport> Check(int max_per_check = 20);
+
+  // ---- read-only SQL (grag sql)
+
+  // Runs one SELECT written by a person on its own connection to the index file, opened
+  // SQLITE_OPEN_READONLY with PRAGMA query_only on, over TEMP views of that connection that
+  // docs/schema.md documents (entities, relationships, entity_communities, communities,
+  // reports, chunks, documents: they shadow the tables of the same names; main.<table> reads a
+  // table). Nothing in the file changes, its schema included. Refused with kInvalidArgument:
+  // more than one statement, anything that writes (sqlite3_stmt_readonly), and everything an
+  // authorizer does not allow (only SELECT, reads, functions, recursive CTEs and introspection
+  // pragmas such as table_info). An SQL error (syntax, no such column) is kInvalidArgument too.
+  // At most `max_rows` rows are read (truncated says when there were more); max_rows < 0: all.
+  Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows);
 
   // Internal: the implementation, defined in src/store. Only the store module can make one.
   struct Impl;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace grag {
@@ -229,6 +230,13 @@ struct GraphSnapshot {
   std::vector<std::pair<std::string, int64_t>> aliases;
 };
 
+// Every entity-chunk and relationship-chunk link (entity_chunks, relationship_chunks): owner id
+// and chunk id, by owner then by document and position.
+struct ChunkLinks {
+  std::vector<std::pair<int64_t, std::string>> entities;
+  std::vector<std::pair<int64_t, std::string>> relationships;
+};
+
 // ---------------------------------------------------------------- entity resolution
 
 // One extracted name (by key) and the entity it resolved to.
@@ -305,6 +313,25 @@ struct StageProgress {
   int64_t total = 0;       // 0 when unknown
   std::string checkpoint;  // opaque to the store: whatever the stage needs to resume
   std::string updated_at;  // read-only
+};
+
+// ---------------------------------------------------------------- read-only SQL
+
+// One value of a result row: NULL, an integer, a real or text (a BLOB is shown as
+// "<blob: N bytes>").
+struct SqlValue {
+  enum class Kind { kNull, kInteger, kReal, kText };
+  Kind kind = Kind::kNull;
+  int64_t integer = 0;
+  double real = 0;
+  std::string text;
+};
+
+// What Store::RunReadOnlySql returned.
+struct SqlRows {
+  std::vector<std::string> columns;
+  std::vector<std::vector<SqlValue>> rows;
+  bool truncated = false;  // more rows than max_rows: the rest were not read
 };
 
 // ---------------------------------------------------------------- statistics

@@ -54,5 +54,7 @@ Command AddSearchCommand(CLI::App& app, GlobalOptions& g);
 Command AddEntitiesCommand(CLI::App& app, GlobalOptions& g);
 Command AddServeCommand(CLI::App& app, GlobalOptions& g);
 Command AddMcpCommand(CLI::App& app, GlobalOptions& g);
+Command AddExportCommand(CLI::App& app, GlobalOptions& g);
+Command AddSqlCommand(CLI::App& app, GlobalOptions& g);
 
 }  // namespace grag::cli

@@ -81,6 +81,8 @@ int main(int argc, char** argv) {
       AddSearchCommand(app, g),
       AddCheckCommand(app, g),
       AddEntitiesCommand(app, g),
+      AddExportCommand(app, g),
+      AddSqlCommand(app, g),
       AddServeCommand(app, g),
       AddMcpCommand(app, g),
   };

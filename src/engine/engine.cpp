@@ -392,6 +392,14 @@ Result<IndexStats> Engine::Stats(int64_t top_entities) {
 
 Result<std::vector<DocumentInfo>> Engine::Documents() { return impl_->store->ListDocuments(); }
 
+Result<ExportSummary> Engine::Export(const ExportOptions& options) {
+  return ExportIndex(*impl_->store, options);
+}
+
+Result<SqlRows> Engine::Sql(std::string_view sql, int64_t max_rows) {
+  return impl_->store->RunReadOnlySql(sql, max_rows);
+}
+
 // ---------------------------------------------------------------- entity resolution
 
 namespace {

@@ -377,6 +377,35 @@ std::string SettingsJson(const std::vector<SettingInfo>& settings, bool pretty) 
   return Dump(out, pretty);
 }
 
+std::string ExportSummaryJson(const ExportSummary& summary, bool pretty) {
+  json files = json::array();
+  for (const auto& f : summary.files) files.push_back({{"path", f.path}, {"counts", f.counts}});
+  return Dump({{"format", ExportFormatName(summary.format)},
+               {"out", summary.out_dir},
+               {"files", files}},
+              pretty);
+}
+
+std::string SqlRowsJson(const SqlRows& rows, bool pretty) {
+  // ordered_json: each object's keys in the query's column order
+  using ordered = nlohmann::ordered_json;
+  ordered out = ordered::array();
+  for (const auto& row : rows.rows) {
+    ordered o = ordered::object();
+    for (size_t i = 0; i < row.size() && i < rows.columns.size(); ++i) {
+      const SqlValue& v = row[i];
+      switch (v.kind) {
+        case SqlValue::Kind::kNull: o[rows.columns[i]] = nullptr; break;
+        case SqlValue::Kind::kInteger: o[rows.columns[i]] = v.integer; break;
+        case SqlValue::Kind::kReal: o[rows.columns[i]] = v.real; break;
+        case SqlValue::Kind::kText: o[rows.columns[i]] = v.text; break;
+      }
+    }
+    out.push_back(std::move(o));
+  }
+  return out.dump(pretty ? 2 : -1, ' ', false, ordered::error_handler_t::replace);
+}
+
 std::string InitJson(const InitResult& result, std::string_view root, bool pretty) {
   return Dump({{"root", root}, {"written", result.written}, {"kept", result.kept}}, pretty);
 }

@@ -447,6 +447,8 @@ std::string FileUri(const std::string& path, std::string_view query) {
   return uri;
 }
 
+}  // namespace
+
 // Opens for reading. An index on read-only media has no -shm file and none can be made, which a
 // WAL database needs to be read; it is then opened as immutable (no writer can exist there).
 Result<sqlite::Connection> OpenForReading(const std::string& path) {
@@ -460,8 +462,6 @@ Result<sqlite::Connection> OpenForReading(const std::string& path) {
   }
   return sqlite::Connection::Open(FileUri(path, "immutable=1"), flags | SQLITE_OPEN_URI);
 }
-
-}  // namespace
 
 Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOptions& options_in,
                                          std::span<const Migration> migrations) {

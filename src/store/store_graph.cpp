@@ -342,6 +342,32 @@ Result<std::vector<std::string>> Store::GetEntityChunks(int64_t entity_id) {
   return TextColumn(stmt);
 }
 
+Result<ChunkLinks> Store::ListChunkLinks() {
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
+  sqlite::Connection& conn = impl_->conn;
+  ChunkLinks links;
+  auto read = [&](std::string_view sql,
+                  std::vector<std::pair<int64_t, std::string>>& out) -> Status {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, conn.Prepare(sql));
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      out.emplace_back(stmt.Int(0), stmt.Text(1));
+    }
+    return Status::Ok();
+  };
+  GRAG_RETURN_IF_ERROR(read("SELECT l.entity_id, l.chunk_id FROM entity_chunks l JOIN chunks c "
+                            "ON c.id = l.chunk_id ORDER BY l.entity_id, c.document_id, "
+                            "c.chunk_index",
+                            links.entities));
+  GRAG_RETURN_IF_ERROR(read("SELECT l.relationship_id, l.chunk_id FROM relationship_chunks l "
+                            "JOIN chunks c ON c.id = l.chunk_id ORDER BY l.relationship_id, "
+                            "c.document_id, c.chunk_index",
+                            links.relationships));
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return links;
+}
+
 Result<GraphSnapshot> Store::LoadGraphSnapshot() {
   // One read transaction: the four lists describe the same graph.
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
