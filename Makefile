@@ -5,7 +5,7 @@ BUILD ?= build
 # The demo and benchmarks: optimised.
 RELEASE ?= build-release
 
-.PHONY: setup build release test demo bench format clean
+.PHONY: setup build release test demo bench format format-check clean
 
 setup:
 	@bash scripts/setup.sh
@@ -33,6 +33,9 @@ bench: release
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+format-check:
+	bash scripts/format_check.sh
 
 clean:
 	rm -rf $(BUILD) $(RELEASE)

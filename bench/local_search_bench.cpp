@@ -112,8 +112,8 @@ void Run(benchmark::State& state, const grag::VectorIndex* index,
     const std::string& question = f.questions.texts[q++ % f.questions.texts.size()];
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = grag::bench::ThreadCpuMicros();
-    auto ctx = grag::BuildLocalContext(*f.store, f.questions.embedder.get(), *f.tokenizer,
-                                       question, options, index, retriever);
+    auto ctx = grag::BuildLocalContext(*f.store, f.questions.embedder.get(), *f.tokenizer, question,
+                                       options, index, retriever);
     micros.push_back(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     cpu_micros.push_back(grag::bench::ThreadCpuMicros() - c0);

@@ -59,7 +59,8 @@ Book LoadBook() {
   const json texts = ReadJson(data + "christmas_carol/ms_text_units.json");
   const json ids = ReadJson(data + "ms_christmas_carol/text_units.json");
   std::map<std::string, size_t> unit_of_id;
-  for (const auto& t : ids) unit_of_id[t["id"].get<std::string>()] = t["human_readable_id"].get<size_t>();
+  for (const auto& t : ids)
+    unit_of_id[t["id"].get<std::string>()] = t["human_readable_id"].get<size_t>();
   b.units.resize(texts.size());
   for (const auto& t : texts) {
     const auto i = t["human_readable_id"].get<size_t>();
@@ -79,7 +80,8 @@ Book LoadBook() {
   for (const auto& e : ReadJson(data + "ms_christmas_carol/entities.json")) {
     const json& g = gold.at(e["id"].get<std::string>());
     std::string first = g["description"];
-    first = first.substr(0, first.find(". ") == std::string::npos ? first.size() : first.find(". ") + 1);
+    first = first.substr(
+        0, first.find(". ") == std::string::npos ? first.size() : first.find(". ") + 1);
     for (const auto& tu : e["text_unit_ids"]) {
       const size_t u = unit_of_id.at(tu.get<std::string>());
       b.units[u].extraction["entities"].push_back(
@@ -170,8 +172,10 @@ class ReplayModel {
     }
     if (kind == "report") {
       json finding = {{"summary", "A finding"}, {"explanation", "What the community shows."}};
-      return json{{"title", "A community"}, {"summary", "What these entities share."},
-                  {"rating", 5}, {"rating_explanation", "moderate"},
+      return json{{"title", "A community"},
+                  {"summary", "What these entities share."},
+                  {"rating", 5},
+                  {"rating_explanation", "moderate"},
                   {"findings", json::array({finding, finding, finding})}}
           .dump();
     }
@@ -235,11 +239,12 @@ Outcome IndexBook(const Book& book, bool resolve) {
     ++o.merged_names;
     auto x = book.cluster_of_name.find(a.name);
     auto y = book.cluster_of_name.find(name_of[a.canonical_key]);
-    if (x != book.cluster_of_name.end() && y != book.cluster_of_name.end() && x->second == y->second) {
+    if (x != book.cluster_of_name.end() && y != book.cluster_of_name.end() &&
+        x->second == y->second) {
       ++o.merged_right;
     } else if (std::getenv("GRAG_EXPLAIN") != nullptr) {
-      std::cerr << "not in one gold cluster: " << a.name << " -> " << name_of[a.canonical_key] << " ("
-                << a.method << " " << a.score << ": " << a.reason << ")\n";
+      std::cerr << "not in one gold cluster: " << a.name << " -> " << name_of[a.canonical_key]
+                << " (" << a.method << " " << a.score << ": " << a.reason << ")\n";
     }
   }
   store.reset();
@@ -268,22 +273,28 @@ int Main(int argc, char** argv) {
   const int64_t adjudicate = on.calls.count("adjudicate") ? on.calls.at("adjudicate") : 0;
   if (json_out) {
     auto side = [](const Outcome& o) {
-      return json{{"calls", o.calls}, {"total", o.total}, {"entities", o.summary.entities},
+      return json{{"calls", o.calls},
+                  {"total", o.total},
+                  {"entities", o.summary.entities},
                   {"relationships", o.summary.relationships},
                   {"reports", o.summary.reports_generated},
                   {"reports_extractive", o.summary.reports_extractive},
                   {"calls_per_chunk", static_cast<double>(o.total) / 42.0},
                   {"merged_names", o.merged_names},
                   {"merged_right", o.merged_right},
-                  {"adjudicated_pairs", o.summary.resolution_adjudicated}, {"seconds", o.seconds}};
+                  {"adjudicated_pairs", o.summary.resolution_adjudicated},
+                  {"seconds", o.seconds}};
     };
-    std::cout << json{{"off", side(off)}, {"on", side(on)},
-                      {"adjudication_share", static_cast<double>(adjudicate) / static_cast<double>(on.total)}}
+    std::cout << json{{"off", side(off)},
+                      {"on", side(on)},
+                      {"adjudication_share",
+                       static_cast<double>(adjudicate) / static_cast<double>(on.total)}}
                      .dump(1)
               << "\n";
     return 0;
   }
-  std::cout << "A Christmas Carol, Microsoft GraphRAG's extraction replayed (42 chunks), full LLM index\n\n";
+  std::cout << "A Christmas Carol, Microsoft GraphRAG's extraction replayed (42 chunks), full LLM "
+               "index\n\n";
   std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "", "resolution off", "resolution on");
   std::set<std::string> kinds;
   for (const auto& [k, n] : off.calls) kinds.insert(k);
@@ -293,18 +304,27 @@ int Main(int argc, char** argv) {
     std::cout << fmt::format("{:<22}{:>14}{:>14}\n", k + " calls", get(off), get(on));
   }
   std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "all calls", off.total, on.total);
-  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "entities", off.summary.entities, on.summary.entities);
-  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "relationships", off.summary.relationships, on.summary.relationships);
-  std::cout << fmt::format("{:<22}{:>14.2f}{:>14.2f}\n", "calls per chunk", static_cast<double>(off.total) / 42.0,
+  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "entities", off.summary.entities,
+                           on.summary.entities);
+  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "relationships", off.summary.relationships,
+                           on.summary.relationships);
+  std::cout << fmt::format("{:<22}{:>14.2f}{:>14.2f}\n", "calls per chunk",
+                           static_cast<double>(off.total) / 42.0,
                            static_cast<double>(on.total) / 42.0);
-  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "reports written", off.summary.reports_generated, on.summary.reports_generated);
-  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", " of them extractive", off.summary.reports_extractive, on.summary.reports_extractive);
-  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "pairs adjudicated", 0, on.summary.resolution_adjudicated);
+  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "reports written", off.summary.reports_generated,
+                           on.summary.reports_generated);
+  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", " of them extractive",
+                           off.summary.reports_extractive, on.summary.reports_extractive);
+  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "pairs adjudicated", 0,
+                           on.summary.resolution_adjudicated);
   std::cout << fmt::format("{:<22}{:>14.2f}{:>14.2f}\n", "seconds", off.seconds, on.seconds);
-  std::cout << fmt::format("\nnames folded into another entity: {} ({} of them into an entity of the same gold cluster)\n",
-                           on.merged_names, on.merged_right);
+  std::cout << fmt::format(
+      "\nnames folded into another entity: {} ({} of them into an entity of the same gold "
+      "cluster)\n",
+      on.merged_names, on.merged_right);
   std::cout << fmt::format("adjudication: {} calls = {:.1f}% of the index's {} calls\n", adjudicate,
-                           100.0 * static_cast<double>(adjudicate) / static_cast<double>(on.total), on.total);
+                           100.0 * static_cast<double>(adjudicate) / static_cast<double>(on.total),
+                           on.total);
   return 0;
 }
 

@@ -106,7 +106,8 @@ ScriptedChatModel::Responder Oracle(const GoldFile& gold) {
       const std::string name = line.substr(p + 6, (t != std::string::npos ? t : d) - p - 6);
       const std::string type = t != std::string::npos ? line.substr(t + 9, d - t - 9) : "";
       std::string desc = line.substr(d + 16);
-      if (desc.size() > 3 && desc.compare(desc.size() - 3, 3, "...") == 0) desc.resize(desc.size() - 3);
+      if (desc.size() > 3 && desc.compare(desc.size() - 3, 3, "...") == 0)
+        desc.resize(desc.size() - 3);
       const GoldEntity* found = nullptr;
       auto range = by_name->equal_range(name + "\x1f" + type);
       for (auto it = range.first; it != range.second; ++it) {
@@ -116,8 +117,8 @@ ScriptedChatModel::Responder Oracle(const GoldFile& gold) {
     }
     json verdicts = json::array();
     for (size_t k = 0; k + 1 < side.size(); k += 2) {
-      const bool same = side[k] != nullptr && side[k + 1] != nullptr &&
-                        side[k]->cluster == side[k + 1]->cluster;
+      const bool same =
+          side[k] != nullptr && side[k + 1] != nullptr && side[k]->cluster == side[k + 1]->cluster;
       verdicts.push_back({{"pair", k / 2 + 1}, {"same", same}, {"reason", "gold"}});
     }
     return json{{"verdicts", verdicts}}.dump();
@@ -138,9 +139,15 @@ std::string Diagnose(const ResolveInput& input, size_t i, size_t j) {
 
 struct Score {
   int64_t tp = 0, fp = 0, gold = 0, gold_nd = 0, tp_nd = 0;
-  double precision() const { return tp + fp == 0 ? 1.0 : static_cast<double>(tp) / static_cast<double>(tp + fp); }
-  double recall() const { return gold == 0 ? 1.0 : static_cast<double>(tp) / static_cast<double>(gold); }
-  double recall_nd() const { return gold_nd == 0 ? 1.0 : static_cast<double>(tp_nd) / static_cast<double>(gold_nd); }
+  double precision() const {
+    return tp + fp == 0 ? 1.0 : static_cast<double>(tp) / static_cast<double>(tp + fp);
+  }
+  double recall() const {
+    return gold == 0 ? 1.0 : static_cast<double>(tp) / static_cast<double>(gold);
+  }
+  double recall_nd() const {
+    return gold_nd == 0 ? 1.0 : static_cast<double>(tp_nd) / static_cast<double>(gold_nd);
+  }
   double f1() const {
     const double p = precision(), r = recall();
     return p + r == 0 ? 0 : 2 * p * r / (p + r);
@@ -160,17 +167,28 @@ bool SetOption(ResolveOptions* o, const std::string& kv) {
   if (eq == std::string::npos) return false;
   const std::string k = kv.substr(0, eq);
   const double v = std::atof(kv.c_str() + eq + 1);
-  if (k == "name_weight") o->name_weight = v;
-  else if (k == "embedding_weight") o->embedding_weight = v;
-  else if (k == "merge_threshold") o->merge_threshold = v;
-  else if (k == "adjudicate_threshold") o->adjudicate_threshold = v;
-  else if (k == "no_llm_merge_threshold") o->no_llm_merge_threshold = v;
-  else if (k == "adjudication_batch") o->adjudication_batch = static_cast<size_t>(v);
-  else if (k == "max_block") o->max_block = static_cast<size_t>(v);
-  else if (k == "cosine_low") o->cosine_low = v;
-  else if (k == "adjudicate_name_threshold") o->adjudicate_name_threshold = v;
-  else if (k == "cosine_high") o->cosine_high = v;
-  else return false;
+  if (k == "name_weight")
+    o->name_weight = v;
+  else if (k == "embedding_weight")
+    o->embedding_weight = v;
+  else if (k == "merge_threshold")
+    o->merge_threshold = v;
+  else if (k == "adjudicate_threshold")
+    o->adjudicate_threshold = v;
+  else if (k == "no_llm_merge_threshold")
+    o->no_llm_merge_threshold = v;
+  else if (k == "adjudication_batch")
+    o->adjudication_batch = static_cast<size_t>(v);
+  else if (k == "max_block")
+    o->max_block = static_cast<size_t>(v);
+  else if (k == "cosine_low")
+    o->cosine_low = v;
+  else if (k == "adjudicate_name_threshold")
+    o->adjudicate_name_threshold = v;
+  else if (k == "cosine_high")
+    o->cosine_high = v;
+  else
+    return false;
   return true;
 }
 
@@ -182,17 +200,22 @@ int Main(int argc, char** argv) {
   ResolveOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--data" && i + 1 < argc) data = argv[++i];
-    else if (a == "--json") json_out = true;
-    else if (a == "--dump") dump = true;
-    else if (a == "--explain" && i + 1 < argc) explain = argv[++i];
+    if (a == "--data" && i + 1 < argc)
+      data = argv[++i];
+    else if (a == "--json")
+      json_out = true;
+    else if (a == "--dump")
+      dump = true;
+    else if (a == "--explain" && i + 1 < argc)
+      explain = argv[++i];
     else if (a == "--opt" && i + 1 < argc) {
       if (!SetOption(&options, argv[++i])) {
         std::fprintf(stderr, "unknown option %s\n", argv[i]);
         return 2;
       }
     } else {
-      std::fprintf(stderr, "usage: resolution_eval [--data DIR] [--json] [--explain MODE] [--opt k=v]...\n");
+      std::fprintf(
+          stderr, "usage: resolution_eval [--data DIR] [--json] [--explain MODE] [--opt k=v]...\n");
       return 2;
     }
   }
@@ -207,7 +230,9 @@ int Main(int argc, char** argv) {
   if (dump) {  // name similarity, guard and cosine of every plausible clean pair, for tuning
     for (const auto& file : files) {
       ResolveInput in;
-      for (const auto& g : file.entities) in.entities.push_back({NormalizeEntityName(g.name), g.name, g.type, g.description, 1, true, {}});
+      for (const auto& g : file.entities)
+        in.entities.push_back(
+            {NormalizeEntityName(g.name), g.name, g.type, g.description, 1, true, {}});
       std::vector<std::vector<float>> v;
       for (const auto& e : in.entities) v.push_back(LexicalEmbed(e.description, 384));
       for (size_t i = 0; i < in.entities.size(); ++i) {
@@ -245,9 +270,11 @@ int Main(int argc, char** argv) {
       ChatModel* judge = mode == "llm" ? &oracle : nullptr;
       const auto t0 = std::chrono::steady_clock::now();
       auto r = ResolveEntities(input, options, embedder, judge);
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!r.ok()) {
-        std::fprintf(stderr, "%s %s: %s\n", file.label.c_str(), mode.c_str(), r.status().ToString().c_str());
+        std::fprintf(stderr, "%s %s: %s\n", file.label.c_str(), mode.c_str(),
+                     r.status().ToString().c_str());
         return 1;
       }
       Row row;
@@ -272,14 +299,16 @@ int Main(int argc, char** argv) {
               ++row.score.tp;
               if (level < 2) ++row.score.tp_nd;
             } else if (show && level < 2) {
-              std::printf("  MISS %-28s | %-28s (%s) %s\n", ents[i].name.c_str(), ents[j].name.c_str(),
-                          level == 0 ? "name" : "description", Diagnose(input, i, j).c_str());
+              std::printf("  MISS %-28s | %-28s (%s) %s\n", ents[i].name.c_str(),
+                          ents[j].name.c_str(), level == 0 ? "name" : "description",
+                          Diagnose(input, i, j).c_str());
             }
           } else if (pred) {
             ++row.score.fp;
             if (show) {
-              std::printf("  FP   %-28s | %-28s -> %s %s\n", ents[i].name.c_str(), ents[j].name.c_str(),
-                          ents[r->canonical[i]].name.c_str(), Diagnose(input, i, j).c_str());
+              std::printf("  FP   %-28s | %-28s -> %s %s\n", ents[i].name.c_str(),
+                          ents[j].name.c_str(), ents[r->canonical[i]].name.c_str(),
+                          Diagnose(input, i, j).c_str());
             }
           }
         }
@@ -290,47 +319,52 @@ int Main(int argc, char** argv) {
   if (json_out) {
     json out = json::array();
     for (const auto& row : rows) {
-      out.push_back({{"file", row.file},
-                     {"mode", row.mode},
-                     {"entities", row.entities},
-                     {"precision", row.score.precision()},
-                     {"recall", row.score.recall()},
-                     {"recall_name_description", row.score.recall_nd()},
-                     {"f1", row.score.f1()},
-                     {"true_positive_pairs", row.score.tp},
-                     {"false_positive_pairs", row.score.fp},
-                     {"gold_pairs", row.score.gold},
-                     {"gold_name_description_pairs", row.score.gold_nd},
-                     {"pairs_compared", row.stats.pairs_compared},
-                     {"pairs_adjudicated", row.stats.adjudicated},
-                     {"llm_calls", row.stats.llm_calls},
-                     {"llm_calls_per_1000_entities",
-                      1000.0 * static_cast<double>(row.stats.llm_calls) / static_cast<double>(row.entities)},
-                     {"guarded", row.stats.guarded},
-                     {"merged", row.stats.merged},
-                     {"seconds", row.seconds}});
+      out.push_back(
+          {{"file", row.file},
+           {"mode", row.mode},
+           {"entities", row.entities},
+           {"precision", row.score.precision()},
+           {"recall", row.score.recall()},
+           {"recall_name_description", row.score.recall_nd()},
+           {"f1", row.score.f1()},
+           {"true_positive_pairs", row.score.tp},
+           {"false_positive_pairs", row.score.fp},
+           {"gold_pairs", row.score.gold},
+           {"gold_name_description_pairs", row.score.gold_nd},
+           {"pairs_compared", row.stats.pairs_compared},
+           {"pairs_adjudicated", row.stats.adjudicated},
+           {"llm_calls", row.stats.llm_calls},
+           {"llm_calls_per_1000_entities",
+            1000.0 * static_cast<double>(row.stats.llm_calls) / static_cast<double>(row.entities)},
+           {"guarded", row.stats.guarded},
+           {"merged", row.stats.merged},
+           {"seconds", row.seconds}});
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("%-24s %-7s %6s %6s %6s %6s %5s/%-5s %8s %6s %9s %7s\n", "file", "mode", "prec", "rec",
-              "rec_nd", "F1", "tp", "fp", "compared", "adjud", "calls/1k", "ms");
+  std::printf("%-24s %-7s %6s %6s %6s %6s %5s/%-5s %8s %6s %9s %7s\n", "file", "mode", "prec",
+              "rec", "rec_nd", "F1", "tp", "fp", "compared", "adjud", "calls/1k", "ms");
   for (const auto& row : rows) {
-    std::printf("%-24s %-7s %6.3f %6.3f %6.3f %6.3f %5lld/%-5lld %8lld %6lld %9.1f %7.1f\n",
-                row.file.c_str(), row.mode.c_str(), row.score.precision(), row.score.recall(),
-                row.score.recall_nd(), row.score.f1(), static_cast<long long>(row.score.tp),
-                static_cast<long long>(row.score.fp), static_cast<long long>(row.stats.pairs_compared),
-                static_cast<long long>(row.stats.adjudicated),
-                1000.0 * static_cast<double>(row.stats.llm_calls) / static_cast<double>(row.entities),
-                row.seconds * 1000);
+    std::printf(
+        "%-24s %-7s %6.3f %6.3f %6.3f %6.3f %5lld/%-5lld %8lld %6lld %9.1f %7.1f\n",
+        row.file.c_str(), row.mode.c_str(), row.score.precision(), row.score.recall(),
+        row.score.recall_nd(), row.score.f1(), static_cast<long long>(row.score.tp),
+        static_cast<long long>(row.score.fp), static_cast<long long>(row.stats.pairs_compared),
+        static_cast<long long>(row.stats.adjudicated),
+        1000.0 * static_cast<double>(row.stats.llm_calls) / static_cast<double>(row.entities),
+        row.seconds * 1000);
   }
-  std::printf("gold pairs: %s\n", [&] {
-    std::string s;
-    for (size_t k = 0; k < rows.size(); k += 3) {
-      s += fmt::format("{} {} (name+description {}); ", rows[k].file, rows[k].score.gold, rows[k].score.gold_nd);
-    }
-    return s;
-  }().c_str());
+  std::printf("gold pairs: %s\n",
+              [&] {
+                std::string s;
+                for (size_t k = 0; k < rows.size(); k += 3) {
+                  s += fmt::format("{} {} (name+description {}); ", rows[k].file,
+                                   rows[k].score.gold, rows[k].score.gold_nd);
+                }
+                return s;
+              }()
+                  .c_str());
   return 0;
 }
 

@@ -73,28 +73,50 @@ json ReadJson(const std::string& path) {
 // Sets one RetrievalOptions field by name.
 void SetOption(RetrievalOptions& o, const std::string& key, const std::string& value) {
   const double v = std::stod(value);
-  if (key == "top_k") o.top_k = static_cast<int>(v);
-  else if (key == "candidates") o.candidates = static_cast<int>(v);
-  else if (key == "rrf_k") o.rrf_k = v;
-  else if (key == "vector_weight") o.vector_weight = v;
-  else if (key == "bm25_weight") o.bm25_weight = v;
-  else if (key == "graph_weight") o.graph_weight = v;
-  else if (key == "unanchored_graph_weight") o.unanchored_graph_weight = v;
-  else if (key == "lexical_vector_weight") o.lexical_vector_weight = v;
-  else if (key == "damping") o.damping = v;
-  else if (key == "entity_to_chunk") o.entity_to_chunk = v;
-  else if (key == "min_name_specificity") o.min_name_specificity = v;
-  else if (key == "max_embedding_seeds") o.max_embedding_seeds = static_cast<int>(v);
-  else if (key == "lexical_similarity_floor") o.lexical_similarity_floor = v;
-  else if (key == "passage_seed_share") o.passage_seed_share = v;
-  else if (key == "passage_seeds") o.passage_seeds = static_cast<int>(v);
-  else if (key == "max_name_words") o.max_name_words = static_cast<int>(v);
-  else if (key == "fact_seed_share") o.fact_seed_share = v;
-  else if (key == "titled_chunk_share") o.titled_chunk_share = v;
-  else if (key == "fact_sentences") o.fact_sentences = static_cast<int>(v);
-  else if (key == "specific_entities_first") o.specific_entities_first = v != 0;
-  else if (key == "exclude_seed_mass") o.exclude_seed_mass = v != 0;
-  else Die("unknown option " + key);
+  if (key == "top_k")
+    o.top_k = static_cast<int>(v);
+  else if (key == "candidates")
+    o.candidates = static_cast<int>(v);
+  else if (key == "rrf_k")
+    o.rrf_k = v;
+  else if (key == "vector_weight")
+    o.vector_weight = v;
+  else if (key == "bm25_weight")
+    o.bm25_weight = v;
+  else if (key == "graph_weight")
+    o.graph_weight = v;
+  else if (key == "unanchored_graph_weight")
+    o.unanchored_graph_weight = v;
+  else if (key == "lexical_vector_weight")
+    o.lexical_vector_weight = v;
+  else if (key == "damping")
+    o.damping = v;
+  else if (key == "entity_to_chunk")
+    o.entity_to_chunk = v;
+  else if (key == "min_name_specificity")
+    o.min_name_specificity = v;
+  else if (key == "max_embedding_seeds")
+    o.max_embedding_seeds = static_cast<int>(v);
+  else if (key == "lexical_similarity_floor")
+    o.lexical_similarity_floor = v;
+  else if (key == "passage_seed_share")
+    o.passage_seed_share = v;
+  else if (key == "passage_seeds")
+    o.passage_seeds = static_cast<int>(v);
+  else if (key == "max_name_words")
+    o.max_name_words = static_cast<int>(v);
+  else if (key == "fact_seed_share")
+    o.fact_seed_share = v;
+  else if (key == "titled_chunk_share")
+    o.titled_chunk_share = v;
+  else if (key == "fact_sentences")
+    o.fact_sentences = static_cast<int>(v);
+  else if (key == "specific_entities_first")
+    o.specific_entities_first = v != 0;
+  else if (key == "exclude_seed_mass")
+    o.exclude_seed_mass = v != 0;
+  else
+    Die("unknown option " + key);
 }
 
 // What one method ranked for one question: document ids best first and their text sizes.
@@ -143,13 +165,20 @@ int Main(int argc, char** argv) {
       if (i + 1 >= argc) Die(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--data") a.data = next();
-    else if (arg == "--budget") a.budgets.push_back(std::stoll(next()));
-    else if (arg == "--questions") a.questions = std::stoul(next());
-    else if (arg == "--keep") a.keep = next();
-    else if (arg == "--json") a.json_out = true;
-    else if (arg == "--explain") a.explain = true;
-    else if (arg == "--lazy") a.lazy = true;
+    if (arg == "--data")
+      a.data = next();
+    else if (arg == "--budget")
+      a.budgets.push_back(std::stoll(next()));
+    else if (arg == "--questions")
+      a.questions = std::stoul(next());
+    else if (arg == "--keep")
+      a.keep = next();
+    else if (arg == "--json")
+      a.json_out = true;
+    else if (arg == "--explain")
+      a.explain = true;
+    else if (arg == "--lazy")
+      a.lazy = true;
     else if (arg == "--opt") {
       const std::string kv = next();
       const auto eq = kv.find('=');
@@ -201,11 +230,13 @@ int Main(int argc, char** argv) {
     ctx.embedder = &embedder;
     auto s = RunIndex(config, {}, ctx);
     if (!s.ok()) Die("index: " + s.status().ToString());
-    std::fprintf(stderr, "indexed %lld documents, %lld chunks, %lld entities, %lld relationships in %.1f s\n",
-                 static_cast<long long>(s->documents_added + s->documents_unchanged),
-                 static_cast<long long>(s->chunks), static_cast<long long>(s->entities),
-                 static_cast<long long>(s->relationships),
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t_index).count());
+    std::fprintf(
+        stderr,
+        "indexed %lld documents, %lld chunks, %lld entities, %lld relationships in %.1f s\n",
+        static_cast<long long>(s->documents_added + s->documents_unchanged),
+        static_cast<long long>(s->chunks), static_cast<long long>(s->entities),
+        static_cast<long long>(s->relationships),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_index).count());
   }
   auto tok = Tokenizer::Get(config.chunks.encoding);
   if (!tok.ok()) Die(tok.status().ToString());
@@ -228,7 +259,8 @@ int Main(int argc, char** argv) {
     for (const auto& [k, v] : a.opts) SetOption(lo.retrieval, k, v);
     lo.retrieval.top_k = 100;
     auto ctx = BuildLocalContext(**store, &embedder, **tok, q, lo, nullptr, retriever->get());
-    r.micros = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
+    r.micros =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
     if (!ctx.ok()) Die("local: " + ctx.status().ToString());
     int64_t chars = 0;
     for (const auto& item : ctx->items) {
@@ -264,8 +296,8 @@ int Main(int argc, char** argv) {
     }
     if (!sp.items.empty()) splits.push_back(std::move(sp));
   }
-  splits.push_back({"all", fmt::format("questions 1-{}", questions.size()),
-                    range(0, questions.size())});
+  splits.push_back(
+      {"all", fmt::format("questions 1-{}", questions.size()), range(0, questions.size())});
   std::map<std::string, std::map<std::string, Tally>> tallies;  // split -> method -> tally
   std::map<std::string, double> local_chars_sum;
   std::vector<int64_t> budgets = a.budgets;
@@ -287,7 +319,8 @@ int Main(int argc, char** argv) {
       const auto t = std::chrono::steady_clock::now();
       auto r = (*retriever)->Retrieve(q, o);
       Ranking rk;
-      rk.micros = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
+      rk.micros =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
       if (!r.ok()) Die(m + ": " + r.status().ToString());
       for (const auto& c : r->chunks) {
         rk.docs.push_back(c.document_id);
@@ -300,15 +333,17 @@ int Main(int argc, char** argv) {
         std::printf("\n  seeds:");
         for (const auto& s : r->seeds) {
           std::printf(" %s(%.2f%s)", s.name_key.c_str(), s.weight,
-                      s.by_name ? fmt::format(" spec {:.2f}", s.specificity).c_str()
-                      : s.by_fact ? " fact" : " emb");
+                      s.by_name   ? fmt::format(" spec {:.2f}", s.specificity).c_str()
+                      : s.by_fact ? " fact"
+                                  : " emb");
         }
         std::printf("\n");
         for (const auto& mm : {"bm25", "vector", "graph", "hybrid"}) {
           const Ranking& rr = rankings[i][mm];
           std::printf("  %-7s", mm);
           for (size_t k = 0; k < std::min<size_t>(5, rr.docs.size()); ++k) {
-            std::printf(" %s%s;", questions[i].gold.count(rr.docs[k]) ? "*" : "", rr.docs[k].c_str());
+            std::printf(" %s%s;", questions[i].gold.count(rr.docs[k]) ? "*" : "",
+                        rr.docs[k].c_str());
           }
           std::printf("\n");
         }
@@ -353,7 +388,8 @@ int Main(int argc, char** argv) {
     const std::string& split = sp.name;
     std::printf("\n== %s: %s (%zu)\n", split.c_str(), sp.what.c_str(), sp.items.size());
     std::printf("%-8s %7s %7s %8s %8s", "method", "R@2", "R@5", "R@10", "All@5");
-    for (int64_t b : budgets) std::printf("  R@%-6lld All@%-5lld", static_cast<long long>(b), static_cast<long long>(b));
+    for (int64_t b : budgets)
+      std::printf("  R@%-6lld All@%-5lld", static_cast<long long>(b), static_cast<long long>(b));
     std::printf("  p50 ms\n");
     for (const auto& m : methods) {
       Tally t = tallies[split][m];
@@ -362,8 +398,11 @@ int Main(int argc, char** argv) {
       const double p50 = t.micros.empty() ? 0 : t.micros[t.micros.size() / 2] / 1000;
       std::printf("%-8s %7.3f %7.3f %8.3f %8.3f", m.c_str(), t.recall2 / n, t.recall5 / n,
                   t.recall10 / n, t.all5 / n);
-      json jm = {{"recall@2", t.recall2 / n}, {"recall@5", t.recall5 / n},
-                 {"recall@10", t.recall10 / n}, {"all_supports@5", t.all5 / n}, {"p50_ms", p50}};
+      json jm = {{"recall@2", t.recall2 / n},
+                 {"recall@5", t.recall5 / n},
+                 {"recall@10", t.recall10 / n},
+                 {"all_supports@5", t.all5 / n},
+                 {"p50_ms", p50}};
       for (int64_t b : budgets) {
         std::printf("  %8.3f %10.3f", t.recall_at_budget[b] / n, t.all_at_budget[b] / n);
         jm["recall_within_" + std::to_string(b)] = t.recall_at_budget[b] / n;
@@ -379,16 +418,18 @@ int Main(int argc, char** argv) {
     const Tally& lt = tallies[split]["local"];
     const Tally& bt = tallies[split]["bm25"];
     const double n = std::max(1, lt.n);
-    std::printf("local's whole context (entities, relationships, reports, chunks; %lld characters "
-                "on average) holds %.3f of the gold passages (all of them: %.3f); BM25 cut at "
-                "that size: %.3f (%.3f)\n",
-                static_cast<long long>(mean_local), lt.context_recall / n, lt.context_all / n,
-                bt.recall_at_budget.count(mean_local) ? bt.recall_at_budget.at(mean_local) / n : 0.0,
-                bt.all_at_budget.count(mean_local) ? bt.all_at_budget.at(mean_local) / n : 0.0);
+    std::printf(
+        "local's whole context (entities, relationships, reports, chunks; %lld characters "
+        "on average) holds %.3f of the gold passages (all of them: %.3f); BM25 cut at "
+        "that size: %.3f (%.3f)\n",
+        static_cast<long long>(mean_local), lt.context_recall / n, lt.context_all / n,
+        bt.recall_at_budget.count(mean_local) ? bt.recall_at_budget.at(mean_local) / n : 0.0,
+        bt.all_at_budget.count(mean_local) ? bt.all_at_budget.at(mean_local) / n : 0.0);
   }
-  std::printf("\nbudgets are characters of chunk text in rank order; local's rows cut its chunk "
-              "lane (its own budget: %lld tokens of context)\n",
-              static_cast<long long>(config.local_search.context_budget_tokens));
+  std::printf(
+      "\nbudgets are characters of chunk text in rank order; local's rows cut its chunk "
+      "lane (its own budget: %lld tokens of context)\n",
+      static_cast<long long>(config.local_search.context_budget_tokens));
   if (a.json_out) std::printf("%s\n", out.dump(2).c_str());
   if (a.keep.empty()) {
     retriever->reset();

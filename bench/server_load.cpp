@@ -63,11 +63,11 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   std::string grag = GRAG_BINARY;
   int clients = 200;
-  double seconds = 6;    // per load phase (then the requests in flight finish)
-  int64_t requests = 0;  // per client and phase; 0: --seconds decides
-  int baseline = 100;    // single-client requests per method (engine and server)
-  int64_t workers = 0;   // server.workers; 0: the server's default (one per core)
-  std::string keep;      // keep the project here
+  double seconds = 6;      // per load phase (then the requests in flight finish)
+  int64_t requests = 0;    // per client and phase; 0: --seconds decides
+  int baseline = 100;      // single-client requests per method (engine and server)
+  int64_t workers = 0;     // server.workers; 0: the server's default (one per core)
+  std::string keep;        // keep the project here
   bool index_jobs = true;  // --no-index: the load alone, to tell the two costs apart
   bool verbose = false;
 };
@@ -92,8 +92,10 @@ const std::vector<std::string> kGlobalQuestions = {
 std::string Quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -181,8 +183,8 @@ struct ServerChild {
         }
       }
     }
-    Die("grag serve did not say where it listens; stdout: " + seen + "\nstderr: " +
-        ReadFile(stderr_path));
+    Die("grag serve did not say where it listens; stdout: " + seen +
+        "\nstderr: " + ReadFile(stderr_path));
   }
 
   // SIGTERM, then the exit code (-1: had to be killed after `timeout`) and how long it took.
@@ -233,7 +235,8 @@ std::string QueryBody(const std::string& question, const char* method) {
 struct ErrorLog {
   std::mutex mu;
   int64_t count = 0;
-  int64_t on_new_connection = 0;  // the request that opened a connection (the first, or the one after an error)
+  int64_t on_new_connection =
+      0;  // the request that opened a connection (the first, or the one after an error)
   std::vector<std::string> first;
   void Add(const std::string& what, bool new_connection = false) {
     std::lock_guard<std::mutex> lock(mu);
@@ -264,8 +267,8 @@ struct IndexDriver {
   std::string Doc(int64_t k) const {
     const size_t len = 5000;
     const size_t at = static_cast<size_t>(k * 7919 * 13) % (book.size() - len);
-    return "Reading notes " + std::to_string(k) + "\n\nA passage of the story, copied for study.\n\n" +
-           book.substr(at, len);
+    return "Reading notes " + std::to_string(k) +
+           "\n\nA passage of the story, copied for study.\n\n" + book.substr(at, len);
   }
 
   void Problem(const std::string& p) {
@@ -342,7 +345,8 @@ struct IndexDriver {
           job_seconds.push_back(job.value("elapsed_seconds", 0.0));
         } else {
           ++failed;
-          if (problems.size() < 10) problems.push_back("job " + std::to_string(id) + " " + j->body.substr(0, 400));
+          if (problems.size() < 10)
+            problems.push_back("job " + std::to_string(id) + " " + j->body.substr(0, 400));
         }
         break;
       }
@@ -358,7 +362,8 @@ struct IndexDriver {
   }
   int64_t FinishedBetween(Clock::time_point a, Clock::time_point b) {
     std::lock_guard<std::mutex> lock(mu);
-    return std::count_if(finished.begin(), finished.end(), [&](auto t) { return t >= a && t <= b; });
+    return std::count_if(finished.begin(), finished.end(),
+                         [&](auto t) { return t >= a && t <= b; });
   }
 };
 
@@ -398,8 +403,10 @@ PhaseResult LoadPhase(const Args& args, int port, const char* method,
         auto r = c->Post("/v1/query", body, "application/json");
         const double ms = Ms(Clock::now() - t0);
         if (!r || r->status != 200 || r->body.empty() || r->body[0] != '{') {
-          errors.Add(fmt::format("{} request {} of client {}, {:.0f} ms after sending, {:.1f} s into the phase: {} -> {}",
-                                 method, n + 1, i, ms, std::chrono::duration<double>(Clock::now() - phase_start).count(),
+          errors.Add(fmt::format("{} request {} of client {}, {:.0f} ms after sending, {:.1f} s "
+                                 "into the phase: {} -> {}",
+                                 method, n + 1, i, ms,
+                                 std::chrono::duration<double>(Clock::now() - phase_start).count(),
                                  body, Describe(r)),
                      fresh);
           if (!r) fresh = true;  // httplib reconnects after a failed exchange
@@ -413,7 +420,8 @@ PhaseResult LoadPhase(const Args& args, int port, const char* method,
   while (ready < args.clients) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const auto t0 = Clock::now();
   phase_start = t0;
-  deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(args.seconds));
+  deadline =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(args.seconds));
   go = true;
   for (auto& t : threads) t.join();
   const auto t1 = Clock::now();
@@ -440,18 +448,29 @@ Args ParseArgs(int argc, char** argv) {
       if (i + 1 >= argc) Die(f + " needs a value");
       return argv[++i];
     };
-    if (f == "--grag") a.grag = next();
-    else if (f == "--clients") a.clients = std::stoi(next());
-    else if (f == "--seconds") a.seconds = std::stod(next());
-    else if (f == "--requests") a.requests = std::stoll(next());
-    else if (f == "--baseline") a.baseline = std::stoi(next());
-    else if (f == "--workers") a.workers = std::stoll(next());
-    else if (f == "--keep") a.keep = next();
-    else if (f == "--verbose") a.verbose = true;
-    else if (f == "--no-index") a.index_jobs = false;
+    if (f == "--grag")
+      a.grag = next();
+    else if (f == "--clients")
+      a.clients = std::stoi(next());
+    else if (f == "--seconds")
+      a.seconds = std::stod(next());
+    else if (f == "--requests")
+      a.requests = std::stoll(next());
+    else if (f == "--baseline")
+      a.baseline = std::stoi(next());
+    else if (f == "--workers")
+      a.workers = std::stoll(next());
+    else if (f == "--keep")
+      a.keep = next();
+    else if (f == "--verbose")
+      a.verbose = true;
+    else if (f == "--no-index")
+      a.index_jobs = false;
     else if (f == "--help" || f == "-h") {
-      std::printf("usage: server_load [--grag PATH] [--clients N] [--seconds S] [--requests M]\n"
-                  "                   [--baseline N] [--workers N] [--keep DIR] [--no-index] [--verbose]\n");
+      std::printf(
+          "usage: server_load [--grag PATH] [--clients N] [--seconds S] [--requests M]\n"
+          "                   [--baseline N] [--workers N] [--keep DIR] [--no-index] "
+          "[--verbose]\n");
       std::exit(0);
     } else {
       Die("unknown argument " + f);
@@ -471,7 +490,8 @@ int Main(int argc, char** argv) {
   if (!args.keep.empty()) {
     root = args.keep;
     fs::remove_all(root);
-    fs::create_directories(fs::path(root).parent_path().empty() ? "." : fs::path(root).parent_path());
+    fs::create_directories(fs::path(root).parent_path().empty() ? "."
+                                                                : fs::path(root).parent_path());
   } else {
     std::string tmpl = (fs::temp_directory_path() / "grag-server-load-XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) Die("mkdtemp failed");
@@ -480,8 +500,10 @@ int Main(int argc, char** argv) {
   const std::string grag = Quote(args.grag);
   const std::string quiet = args.verbose ? "" : " >/dev/null";
   Run(grag + " init " + Quote(root) + quiet);
-  const std::string book_path = std::string(GRAG_SOURCE_DIR) + "/tests/data/christmas_carol/christmas_carol.txt";
-  fs::copy_file(book_path, root + "/input/christmas_carol.txt", fs::copy_options::overwrite_existing);
+  const std::string book_path =
+      std::string(GRAG_SOURCE_DIR) + "/tests/data/christmas_carol/christmas_carol.txt";
+  fs::copy_file(book_path, root + "/input/christmas_carol.txt",
+                fs::copy_options::overwrite_existing);
   auto t = Clock::now();
   Run(grag + " --root " + Quote(root) + " --no-llm index --no-progress" + quiet +
       (args.verbose ? "" : " 2>/dev/null"));
@@ -517,11 +539,13 @@ int Main(int argc, char** argv) {
       r.question = q;
       r.method = m.method;
       auto res = (*engine)->Query(r);
-      if (!res.ok()) Die(std::string("engine ") + m.name + " \"" + q + "\": " + res.status().message());
+      if (!res.ok())
+        Die(std::string("engine ") + m.name + " \"" + q + "\": " + res.status().message());
       return std::move(*res);
     };
     for (const auto& q : *m.questions) {  // warm: the retriever, the graph, the caches
-      if (ask(q).answer.size() < 200) Die(std::string(m.name) + " \"" + q + "\" finds next to nothing: fix the question set");
+      if (ask(q).answer.size() < 200)
+        Die(std::string(m.name) + " \"" + q + "\" finds next to nothing: fix the question set");
     }
     std::vector<double> alone, with_json;
     size_t bytes = 0;
@@ -544,8 +568,8 @@ int Main(int argc, char** argv) {
 
   // ---- 3. the server, one client
   const int64_t threads = args.clients + 56;
-  std::vector<std::string> serve_argv = {args.grag, "--root", root, "--no-llm",
-                                   "--set", "server.threads=" + std::to_string(threads)};
+  std::vector<std::string> serve_argv = {
+      args.grag, "--root", root, "--no-llm", "--set", "server.threads=" + std::to_string(threads)};
   if (args.workers > 0) {
     serve_argv.push_back("--set");
     serve_argv.push_back("server.workers=" + std::to_string(args.workers));
@@ -606,8 +630,10 @@ int Main(int argc, char** argv) {
   {
     const double overhead = server_lat["local"].p50 - engine_lat["local"].p50;
     const double overhead_global = server_lat["global"].p50 - engine_lat["global"].p50;
-    std::printf("  goal: server adds <= 2 ms p50 over the engine call: %s (local %+.2f ms, global %+.2f ms)\n",
-                std::max(overhead, overhead_global) <= 2 ? "met" : "MISSED", overhead, overhead_global);
+    std::printf(
+        "  goal: server adds <= 2 ms p50 over the engine call: %s (local %+.2f ms, global %+.2f "
+        "ms)\n",
+        std::max(overhead, overhead_global) <= 2 ? "met" : "MISSED", overhead, overhead_global);
     std::printf("  goal: warm extractive local <= 10 ms p50 through the server: %s (%.2f ms)\n",
                 server_lat["local"].p50 <= 10 ? "met" : "MISSED", server_lat["local"].p50);
   }
@@ -637,11 +663,12 @@ int Main(int argc, char** argv) {
   {
     std::vector<double> js = indexer.job_seconds;
     const Latencies j = Summarise(js);
-    std::printf("index jobs: %lld started, %zu succeeded (p50 %.2f s, max %.2f s), %lld failed, "
-                "%lld POST /v1/index answered 409 (one already running), %lld documents added\n",
-                static_cast<long long>(indexer.started), indexer.job_seconds.size(), j.p50, j.max,
-                static_cast<long long>(indexer.failed), static_cast<long long>(indexer.conflicts),
-                static_cast<long long>(indexer.docs));
+    std::printf(
+        "index jobs: %lld started, %zu succeeded (p50 %.2f s, max %.2f s), %lld failed, "
+        "%lld POST /v1/index answered 409 (one already running), %lld documents added\n",
+        static_cast<long long>(indexer.started), indexer.job_seconds.size(), j.p50, j.max,
+        static_cast<long long>(indexer.failed), static_cast<long long>(indexer.conflicts),
+        static_cast<long long>(indexer.docs));
   }
   std::printf("server peak RSS: %lld MB\n", static_cast<long long>(peak_rss_mb));
 
@@ -651,7 +678,8 @@ int Main(int argc, char** argv) {
 
   int64_t total_errors = errors.count;
   std::printf("\nquery errors: %lld (%lld of them on a request that opened a connection)\n",
-              static_cast<long long>(total_errors), static_cast<long long>(errors.on_new_connection));
+              static_cast<long long>(total_errors),
+              static_cast<long long>(errors.on_new_connection));
   for (const auto& e : errors.first) std::printf("  %s\n", e.c_str());
   for (const auto& p : indexer.problems) std::printf("  index driver: %s\n", p.c_str());
   const bool ok = total_errors == 0 && code == 0 && indexer.failed == 0 && indexer.problems.empty();

@@ -38,9 +38,9 @@ TEST(CliTest, InitWritesConfigAndSeedPromptsAndKeepsExistingFiles) {
   const std::string root = dir / "proj";
   auto r = RunCommand(Grag("init " + ShellQuote(root)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* f : {"grag.toml", "prompts/extract_graph.md", "prompts/community_report.md",
-                        "prompts/global_map.md", "prompts/global_reduce.md",
-                        "prompts/local_search.md"}) {
+  for (const char* f :
+       {"grag.toml", "prompts/extract_graph.md", "prompts/community_report.md",
+        "prompts/global_map.md", "prompts/global_reduce.md", "prompts/local_search.md"}) {
     EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(root) / f)) << f;
   }
   EXPECT_TRUE(std::filesystem::is_directory(std::filesystem::path(root) / "input"));
@@ -55,9 +55,9 @@ TEST(CliTest, InitWritesConfigAndSeedPromptsAndKeepsExistingFiles) {
 TEST(CliTest, ConfigShowsPrecedenceAndHidesKeys) {
   TempDir dir;
   dir.Write("grag.toml", "[llm]\nmodel = \"file-model\"\napi_key = \"sk-secret\"\n");
-  auto r = RunCommand("GRAG_LLM_BASE_URL=http://env:1/v1 " +
-                      Grag("--root " + ShellQuote(dir.path().string()) +
-                           " --set chunks.size=300 config --json"));
+  auto r = RunCommand(
+      "GRAG_LLM_BASE_URL=http://env:1/v1 " +
+      Grag("--root " + ShellQuote(dir.path().string()) + " --set chunks.size=300 config --json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   std::map<std::string, std::string> values;

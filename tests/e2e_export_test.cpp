@@ -49,9 +49,7 @@ class E2eExportTest : public ::testing::Test {
     delete dir_;
   }
 
-  static std::string Grag(const std::string& args) {
-    return ShellQuote(GRAG_BINARY) + " " + args;
-  }
+  static std::string Grag(const std::string& args) { return ShellQuote(GRAG_BINARY) + " " + args; }
   static std::string In(const std::string& args) {
     return Grag("--root " + ShellQuote(*root_) + " " + args);
   }
@@ -59,10 +57,11 @@ class E2eExportTest : public ::testing::Test {
 
   // Data rows of a CSV file, by Python's csv module.
   static int64_t CsvRows(const std::string& path) {
-    auto r = RunCommand("python3 -c " +
-                        ShellQuote("import sys, csv; print(sum(1 for _ in csv.reader(open(sys.argv[1], "
-                                   "newline='', encoding='utf-8'))) - 1)") +
-                        " " + ShellQuote(path));
+    auto r =
+        RunCommand("python3 -c " +
+                   ShellQuote("import sys, csv; print(sum(1 for _ in csv.reader(open(sys.argv[1], "
+                              "newline='', encoding='utf-8'))) - 1)") +
+                   " " + ShellQuote(path));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return std::stoll(r.out);
   }
@@ -107,16 +106,16 @@ TEST_F(E2eExportTest, GraphmlJsonAndNeo4jParseBack) {
   auto g = RunCommand(In("export --format graphml --out " + ShellQuote(out_ / "g")));
   ASSERT_EQ(g.exit_code, 0) << g.err;
   EXPECT_NE(g.out.find("graph.graphml"), std::string::npos) << g.out;
-  auto parsed = RunCommand(
-      "python3 -c " +
-      ShellQuote("import sys, xml.etree.ElementTree as ET\n"
-                 "ns = {'g': 'http://graphml.graphdrawing.org/xmlns'}\n"
-                 "g = ET.parse(sys.argv[1]).getroot().find('g:graph', ns)\n"
-                 "print(len(g.findall('g:node', ns)), len(g.findall('g:edge', ns)))") +
-      " " + ShellQuote(out_ / "g/graph.graphml"));
+  auto parsed =
+      RunCommand("python3 -c " +
+                 ShellQuote("import sys, xml.etree.ElementTree as ET\n"
+                            "ns = {'g': 'http://graphml.graphdrawing.org/xmlns'}\n"
+                            "g = ET.parse(sys.argv[1]).getroot().find('g:graph', ns)\n"
+                            "print(len(g.findall('g:node', ns)), len(g.findall('g:edge', ns)))") +
+                 " " + ShellQuote(out_ / "g/graph.graphml"));
   ASSERT_EQ(parsed.exit_code, 0) << parsed.err;
-  EXPECT_EQ(parsed.out, std::to_string(Stat("entities")) + " " +
-                            std::to_string(Stat("relationships")) + "\n");
+  EXPECT_EQ(parsed.out,
+            std::to_string(Stat("entities")) + " " + std::to_string(Stat("relationships")) + "\n");
 
   auto j = RunCommand(In("export --format json --out " + ShellQuote(out_ / "j")));
   ASSERT_EQ(j.exit_code, 0) << j.err;
@@ -160,8 +159,9 @@ TEST_F(E2eExportTest, SqlAnswersOnEveryViewInEachForm) {
   ASSERT_EQ(count.exit_code, 0) << count.err;
   EXPECT_EQ(json::parse(count.out)[0]["n"].get<int64_t>(), Stat("relationships"));
 
-  auto table = RunCommand(In("sql \"SELECT name, degree FROM entities ORDER BY degree DESC\" "
-                             "--max-rows 5"));
+  auto table =
+      RunCommand(In("sql \"SELECT name, degree FROM entities ORDER BY degree DESC\" "
+                    "--max-rows 5"));
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_EQ(table.out.substr(0, 4), "name");
   EXPECT_NE(table.out.find("Scrooge"), std::string::npos) << table.out;
@@ -178,10 +178,10 @@ TEST_F(E2eExportTest, SqlRefusesWritesWithExitTwoAndLeavesTheIndexAlone) {
   const std::string db = *root_ + "/output/index.db";
   const std::string before = Sha256Hex(ReadFile(db));
   const std::string stats_before = RunCommand(In("stats --json")).out;
-  for (const char* sql : {"INSERT INTO main.meta (key, value) VALUES ('a', 'b')",
-                          "DROP TABLE main.entities", "ATTACH DATABASE '/tmp/x.db' AS x",
-                          "PRAGMA user_version = 1", "PRAGMA query_only = OFF",
-                          "SELECT 1; DELETE FROM main.entities", "DELETE FROM main.reports"}) {
+  for (const char* sql :
+       {"INSERT INTO main.meta (key, value) VALUES ('a', 'b')", "DROP TABLE main.entities",
+        "ATTACH DATABASE '/tmp/x.db' AS x", "PRAGMA user_version = 1", "PRAGMA query_only = OFF",
+        "SELECT 1; DELETE FROM main.entities", "DELETE FROM main.reports"}) {
     auto r = RunCommand(In("sql " + ShellQuote(sql)));
     EXPECT_EQ(r.exit_code, 2) << sql << ": " << r.err;
     EXPECT_NE(r.err.find("refused"), std::string::npos) << sql << ": " << r.err;

@@ -264,7 +264,8 @@ TEST_F(E2eIndexTest, KilledMidUpdateTheNextRunCompletesIt) {
   // The reference: the same update, uninterrupted.
   const std::string ref = dir_ / "ref";
   ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(ref))).exit_code, 0);
-  std::filesystem::copy_file(root_ + "/input/christmas_carol.txt", ref + "/input/christmas_carol.txt");
+  std::filesystem::copy_file(root_ + "/input/christmas_carol.txt",
+                             ref + "/input/christmas_carol.txt");
   const std::string at_ref = "--root " + ShellQuote(ref) + " ";
   ASSERT_EQ(RunCommand(Env() + Grag(at_ref + "index --no-progress")).exit_code, 0);
   auto ref_add = RunCommand(Env() + Grag(at_ref + "add --no-progress " + ShellQuote(extra)));
@@ -293,7 +294,8 @@ TEST_F(E2eIndexTest, KilledMidUpdateTheNextRunCompletesIt) {
 
   auto resumed = RunCommand(Env() + Grag(at + "add --no-progress " + ShellQuote(extra)));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_EQ(IndexFingerprint(root_ + "/output/index.db"), IndexFingerprint(ref + "/output/index.db"));
+  EXPECT_EQ(IndexFingerprint(root_ + "/output/index.db"),
+            IndexFingerprint(ref + "/output/index.db"));
   // And it is settled: another run has nothing left to do.
   const int settled = server_.request_count();
   ASSERT_EQ(RunCommand(Env() + Grag(at + "add --no-progress " + ShellQuote(extra))).exit_code, 0);

@@ -127,7 +127,8 @@ class E2eMcpTest : public ::testing::Test {
   Session Run(const std::vector<std::string>& messages) {
     std::string script;
     for (const auto& m : messages) script += m + "\n";
-    const std::string file = dir_.Write("session-" + std::to_string(++sessions_) + ".jsonl", script);
+    const std::string file =
+        dir_.Write("session-" + std::to_string(++sessions_) + ".jsonl", script);
     auto r = RunCommand(Offline("mcp") + " < " + ShellQuote(file));
     Session s;
     s.exit_code = r.exit_code;
@@ -141,7 +142,8 @@ class E2eMcpTest : public ::testing::Test {
         ADD_FAILURE() << "a stdout line is not JSON: " << line;
         continue;
       }
-      for (const auto& m : s.lines.back().is_array() ? s.lines.back() : json::array({s.lines.back()})) {
+      for (const auto& m :
+           s.lines.back().is_array() ? s.lines.back() : json::array({s.lines.back()})) {
         EXPECT_EQ(m["jsonrpc"], "2.0") << line;
         EXPECT_TRUE(m.contains("id")) << line;
         EXPECT_NE(m.contains("result"), m.contains("error")) << line;
@@ -172,8 +174,10 @@ TEST_F(E2eMcpTest, SpeaksTheProtocolAndReportsErrorsBeforeAnyIndexExists) {
       Call(12, "query", {{"questoin", "Who?"}}),
       Call(13, "get_entity", json::object()),
       Request(14, "tools/call", {{"arguments", json::object()}}),
-      json{{"jsonrpc", "2.0"}, {"method", "tools/call"},
-           {"params", {{"name", "query"}, {"arguments", {{"question", "x"}}}}}}.dump(),
+      json{{"jsonrpc", "2.0"},
+           {"method", "tools/call"},
+           {"params", {{"name", "query"}, {"arguments", {{"question", "x"}}}}}}
+          .dump(),
       Notification("notifications/whatever"),
       "{\"id\": 15, \"method\": \"ping\"}",  // no "jsonrpc"
       Request("abc", "ping"),
@@ -396,9 +400,8 @@ TEST_F(E2eMcpTest, AddDocumentIsFoundByTheNextQuestions) {
       Call(6, "get_entity", {{"name", "Zorblax Quindle"}}),
       Call(7, "add_document", {{"text", "escape"}, {"id", "../x"}}),
       Call(8, "add_document", {{"text", "escape"}, {"id", "/tmp/x.txt"}}),
-      Call(9, "add_document", {{"text", "Plimsoll Varnacle kept bees."},
-                               {"id", "later/bees.md"},
-                               {"index", false}}),
+      Call(9, "add_document",
+           {{"text", "Plimsoll Varnacle kept bees."}, {"id", "later/bees.md"}, {"index", false}}),
       Call(10, "search", {{"question", "Plimsoll Varnacle bees"}, {"top_k", 3}}),
   });
   ASSERT_EQ(s.exit_code, 0) << s.err;
@@ -446,7 +449,8 @@ TEST_F(E2eMcpTest, AddDocumentIsFoundByTheNextQuestions) {
   ASSERT_FALSE(saved.is_error) << saved.Text();
   EXPECT_EQ(saved.Json()["indexed"], false);
   EXPECT_TRUE(std::filesystem::is_regular_file(root_ + "/input/later/bees.md"));
-  const auto unindexed = Tool(s.Reply(10)).Json();  // kept: a loop over a temporary's member dangles
+  const auto unindexed =
+      Tool(s.Reply(10)).Json();  // kept: a loop over a temporary's member dangles
   for (const auto& c : unindexed["chunks"]) {
     EXPECT_NE(c["document_id"], "later/bees.md");
   }

@@ -129,7 +129,8 @@ TEST_F(E2eNoLlmTest, SearchAndEveryQueryMethodWorkOnTheBook) {
   for (const auto& seed : s["seeds"]) marley_seed |= seed["name_key"] == "jacob marley";
   EXPECT_TRUE(marley_seed) << s["seeds"];
   for (const std::string m : {"vector", "bm25", "graph"}) {
-    auto one = RunCommand(Offline("search --json --method " + m + " --k 3 \"Who is Jacob Marley?\""));
+    auto one =
+        RunCommand(Offline("search --json --method " + m + " --k 3 \"Who is Jacob Marley?\""));
     ASSERT_EQ(one.exit_code, 0) << one.err;
     auto j = nlohmann::json::parse(one.out);
     EXPECT_EQ(j["method"], m);

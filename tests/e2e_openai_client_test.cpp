@@ -136,16 +136,16 @@ TEST(E2eOpenAiClientTest, OfficialClientListsModelsAnswersStreamsAndIsRefusedAWr
   const std::string grag = ShellQuote(GRAG_BINARY);
   auto init = RunCommand(grag + " init " + ShellQuote(root));
   ASSERT_EQ(init.exit_code, 0) << init.err;
-  std::filesystem::copy_file(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
-                             root + "/input/christmas_carol.txt");
+  std::filesystem::copy_file(
+      std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
+      root + "/input/christmas_carol.txt");
   auto index = RunCommand(grag + " --root " + ShellQuote(root) + " --no-llm index --no-progress");
   ASSERT_EQ(index.exit_code, 0) << index.err;
 
   Serve serve;
-  const std::string started =
-      serve.Start({GRAG_BINARY, "--root", root, "--no-llm", "--set", "server.api_keys=" + kKey,
-                   "serve", "--port", "0"},
-                  dir / "serve.stderr");
+  const std::string started = serve.Start({GRAG_BINARY, "--root", root, "--no-llm", "--set",
+                                           "server.api_keys=" + kKey, "serve", "--port", "0"},
+                                          dir / "serve.stderr");
   ASSERT_EQ(started, "");
   ASSERT_GT(serve.port(), 0);
 
@@ -172,9 +172,9 @@ TEST(E2eOpenAiClientTest, OfficialClientListsModelsAnswersStreamsAndIsRefusedAWr
   EXPECT_EQ(out.value("finish_reason", std::string()), "stop");
   EXPECT_GT(answer.size(), 40u) << answer;
   EXPECT_NE(answer.find("Marley"), std::string::npos) << answer;
-  EXPECT_TRUE(answer.find("Scrooge") != std::string::npos ||
-              answer.find("partner") != std::string::npos ||
-              answer.find("ghost") != std::string::npos || answer.find("Ghost") != std::string::npos)
+  EXPECT_TRUE(
+      answer.find("Scrooge") != std::string::npos || answer.find("partner") != std::string::npos ||
+      answer.find("ghost") != std::string::npos || answer.find("Ghost") != std::string::npos)
       << answer;
 
   // Streaming: the same answer, in chunks, ended by finish_reason stop and `data: [DONE]`.

@@ -43,9 +43,7 @@ class E2eRobustnessTest : public ::testing::Test {
     fs::copy_file(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt", book_);
   }
 
-  static std::string Grag(const std::string& args) {
-    return ShellQuote(GRAG_BINARY) + " " + args;
-  }
+  static std::string Grag(const std::string& args) { return ShellQuote(GRAG_BINARY) + " " + args; }
   std::string At(const std::string& args) const {
     return Grag("--root " + ShellQuote(root_) + " " + args);
   }
@@ -57,7 +55,9 @@ class E2eRobustnessTest : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
   }
-  void AppendInvalidByte() const { std::ofstream(book_, std::ios::app | std::ios::binary) << '\xFF'; }
+  void AppendInvalidByte() const {
+    std::ofstream(book_, std::ios::app | std::ios::binary) << '\xFF';
+  }
   void RestoreBook() const {
     fs::copy_file(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt", book_,
                   fs::copy_options::overwrite_existing);
@@ -133,7 +133,8 @@ TEST_F(E2eRobustnessTest, ASecondWriterIsRefusedOrWaits) {
   // --wait queues: the command is seen waiting, then runs once the holder lets go.
   const std::string err_file = dir_ / "wait.err";
   CommandResult waited;
-  std::thread t([&] { waited = RunCommand(At("index --no-progress --wait 2> " + ShellQuote(err_file))); });
+  std::thread t(
+      [&] { waited = RunCommand(At("index --no-progress --wait 2> " + ShellQuote(err_file))); });
   std::string err;
   for (int i = 0; i < 2000 && err.find("waiting for") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -193,7 +194,7 @@ TEST_F(E2eRobustnessTest, ADamagedIndexIsReportedByEveryCommandThatReadsIt) {
     for (int i = 0; i < 20000; ++i) f.put(static_cast<char>(rng() & 0xFF));
   }
   for (const std::string command : {"stats", "query --method local 'Who is Marley?'",
-                                     "query 'What are the themes?'", "index --no-progress"}) {
+                                    "query 'What are the themes?'", "index --no-progress"}) {
     auto r = RunCommand(At(command));
     EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find("is damaged"), std::string::npos) << command << "\n" << r.err;
@@ -236,9 +237,9 @@ TEST_F(E2eRobustnessTest, SigtermStopsCleanlyAndTheNextRunRepeatsNothing) {
     }
     return normal(r);
   });
-  auto stopped = RunCommand(Llm(server) + "sh -c " +
-                            ShellQuote("echo $$ > " + ShellQuote(pid_file) + "; exec " +
-                                       At("index --no-progress")));
+  auto stopped = RunCommand(
+      Llm(server) + "sh -c " +
+      ShellQuote("echo $$ > " + ShellQuote(pid_file) + "; exec " + At("index --no-progress")));
   EXPECT_EQ(stopped.exit_code, 143) << stopped.err;
   EXPECT_NE(stopped.err.find("interrupted: the work done so far is stored"), std::string::npos)
       << stopped.err;
@@ -276,8 +277,8 @@ TEST_F(E2eRobustnessTest, BadQuestionsAndFlagsAreRefusedBeforeAnyCall) {
   auto long_r = RunCommand(Llm(server) + At("query - < " + ShellQuote(long_question)));
   EXPECT_EQ(long_r.exit_code, 2) << long_r.err;
   EXPECT_NE(long_r.err.find("query.max_question_tokens"), std::string::npos) << long_r.err;
-  for (const std::string flags : {"--level 99", "--level -1", "--method local --k 0",
-                                   "--method local --k -1"}) {
+  for (const std::string flags :
+       {"--level 99", "--level -1", "--method local --k 0", "--method local --k -1"}) {
     auto r = RunCommand(Llm(server) + At("query " + flags + " 'Who is Marley?'"));
     EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.err;
     EXPECT_NE(r.err.find("range"), std::string::npos) << flags << "\n" << r.err;
@@ -300,7 +301,8 @@ TEST_F(E2eRobustnessTest, AnEndpointThatDoesNotAnswerFailsAtOnce) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("http://127.0.0.1:9/v1/chat/completions"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("does not answer"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("retry"), std::string::npos) << "retried instead of failing fast:\n" << r.err;
+  EXPECT_EQ(r.err.find("retry"), std::string::npos) << "retried instead of failing fast:\n"
+                                                    << r.err;
 }
 
 TEST_F(E2eRobustnessTest, AWebPageInsteadOfAnApiFailsAtTheFirstCall) {

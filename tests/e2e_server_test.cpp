@@ -53,8 +53,8 @@ class E2eServerTest : public ::testing::Test {
 
   // Starts `grag serve` on `root` with `env` and `flags` (global options such as --set).
   void Serve(const std::string& root, const std::string& env = "", const std::string& flags = "") {
-    ASSERT_TRUE(server_.Start(env + " " + Grag("--root " + ShellQuote(root) + " --no-llm " + flags +
-                                               " serve --port 0")))
+    ASSERT_TRUE(server_.Start(
+        env + " " + Grag("--root " + ShellQuote(root) + " --no-llm " + flags + " serve --port 0")))
         << server_.log();
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
     client_->set_read_timeout(60, 0);
@@ -116,7 +116,8 @@ TEST_F(E2eServerTest, AnswersLikeTheCliAndDescribesItself) {
   ASSERT_TRUE(entities.is_array());
   ASSERT_FALSE(entities.empty());
   const int64_t marley = entities[0]["id"].get<int64_t>();
-  auto entity = Parse(client_->Get(("/v1/entities/" + std::to_string(marley) + "?neighbours=3&chunks=2").c_str()));
+  auto entity = Parse(
+      client_->Get(("/v1/entities/" + std::to_string(marley) + "?neighbours=3&chunks=2").c_str()));
   EXPECT_EQ(entity["id"], marley);
   EXPECT_LE(entity["neighbours"].size(), 3u);
   EXPECT_LE(entity["chunks"].size(), 2u);
@@ -124,7 +125,8 @@ TEST_F(E2eServerTest, AnswersLikeTheCliAndDescribesItself) {
   auto by_name = Parse(client_->Get("/v1/entities/Jacob%20Marley"));
   EXPECT_EQ(by_name["name"], "Jacob Marley") << by_name.dump();
   EXPECT_EQ(client_->Get("/v1/entities/Nobody%20At%20All")->status, 404);
-  auto rels = Parse(client_->Get(("/v1/relationships?limit=2&entity=" + std::to_string(marley)).c_str()));
+  auto rels =
+      Parse(client_->Get(("/v1/relationships?limit=2&entity=" + std::to_string(marley)).c_str()));
   ASSERT_EQ(rels.size(), 2u);
   auto communities = Parse(client_->Get("/v1/communities?level=0"));
   ASSERT_FALSE(communities.empty());
@@ -147,11 +149,11 @@ TEST_F(E2eServerTest, AnswersLikeTheCliAndDescribesItself) {
   // OpenAPI lists every route the server answers.
   auto api = Parse(client_->Get("/openapi.json"));
   EXPECT_EQ(api["openapi"], "3.0.3");
-  for (const char* path : {"/health", "/v1/query", "/v1/search", "/v1/documents", "/v1/documents/{id}",
-                           "/v1/index", "/v1/jobs/{id}", "/v1/jobs/{id}/events", "/v1/entities",
-                           "/v1/entities/{id}", "/v1/relationships", "/v1/communities",
-                           "/v1/communities/{id}", "/v1/chunks/{id}", "/v1/stats", "/v1/models",
-                           "/v1/chat/completions", "/openapi.json"}) {
+  for (const char* path :
+       {"/health", "/v1/query", "/v1/search", "/v1/documents", "/v1/documents/{id}", "/v1/index",
+        "/v1/jobs/{id}", "/v1/jobs/{id}/events", "/v1/entities", "/v1/entities/{id}",
+        "/v1/relationships", "/v1/communities", "/v1/communities/{id}", "/v1/chunks/{id}",
+        "/v1/stats", "/v1/models", "/v1/chat/completions", "/openapi.json"}) {
     EXPECT_TRUE(api["paths"].contains(path)) << path;
   }
   EXPECT_TRUE(api["paths"]["/v1/documents/{id}"].contains("delete"));
@@ -169,9 +171,11 @@ TEST_F(E2eServerTest, RefusesBadRequestsWithJsonErrors) {
     EXPECT_EQ(j["error"]["type"], type) << r->body;
     EXPECT_FALSE(j["error"]["message"].get<std::string>().empty());
   };
-  expect_error(client_->Post("/v1/query", "{not json", "application/json"), 400, "invalid_argument");
+  expect_error(client_->Post("/v1/query", "{not json", "application/json"), 400,
+               "invalid_argument");
   expect_error(Post("/v1/query", json::object()), 400, "invalid_argument");
-  expect_error(Post("/v1/query", {{"question", "x"}, {"method", "psychic"}}), 400, "invalid_argument");
+  expect_error(Post("/v1/query", {{"question", "x"}, {"method", "psychic"}}), 400,
+               "invalid_argument");
   expect_error(Post("/v1/query", {{"question", "x"}, {"k", 0}}), 400, "invalid_argument");
   expect_error(Post("/v1/query", {{"question", "x"}, {"method", "global"}, {"level", 99}}), 400,
                "invalid_argument");
@@ -185,7 +189,8 @@ TEST_F(E2eServerTest, RefusesBadRequestsWithJsonErrors) {
   expect_error(client_->Post("/v1/documents", std::string(2 << 20, 'a'), "application/json"), 413,
                "invalid_argument");
   // Document ids that would leave the input folder, spelled plainly or percent-encoded.
-  for (const char* id : {"../escape.txt", "a/../../escape.txt", "/etc/passwd", ".hidden.txt", "a\\b.txt"}) {
+  for (const char* id :
+       {"../escape.txt", "a/../../escape.txt", "/etc/passwd", ".hidden.txt", "a\\b.txt"}) {
     expect_error(Post("/v1/documents", {{"id", id}, {"text", "x"}}), 400, "invalid_argument");
   }
   expect_error(client_->Delete("/v1/documents/..%2F..%2Fgrag.toml"), 400, "invalid_argument");
@@ -193,13 +198,15 @@ TEST_F(E2eServerTest, RefusesBadRequestsWithJsonErrors) {
   EXPECT_TRUE(std::filesystem::exists(root_ + "/grag.toml"));
   EXPECT_FALSE(std::filesystem::exists(root_ + "/escape.txt"));
   // Not text: a binary upload.
-  httplib::MultipartFormDataItems binary = {{"file", std::string("\xff\xfe\x00\x01", 4), "bin.txt", "application/octet-stream"}};
+  httplib::MultipartFormDataItems binary = {
+      {"file", std::string("\xff\xfe\x00\x01", 4), "bin.txt", "application/octet-stream"}};
   expect_error(client_->Post("/v1/documents", binary), 400, "invalid_argument");
   expect_error(Post("/v1/documents", {{"text", "   "}}), 400, "invalid_argument");
-  expect_error(Post("/v1/chat/completions", {{"model", "gpt-4"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}}),
+  expect_error(Post("/v1/chat/completions",
+                    {{"model", "gpt-4"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}}),
                404, "not_found");
-  expect_error(Post("/v1/chat/completions", {{"model", "grag-local"}, {"messages", json::array()}}), 400,
-               "invalid_argument");
+  expect_error(Post("/v1/chat/completions", {{"model", "grag-local"}, {"messages", json::array()}}),
+               400, "invalid_argument");
   expect_error(Post("/v1/index", {{"remove", "not-a-list"}}), 400, "invalid_argument");
   EXPECT_EQ(server_.Stop(SIGINT), 0) << server_.log();
 }
@@ -223,10 +230,12 @@ TEST_F(E2eServerTest, ApiKeysGuardEveryRouteButHealth) {
 
 TEST_F(E2eServerTest, ASecondServerOnTheSamePortIsRefused) {
   ASSERT_NO_FATAL_FAILURE(Serve(root_));
-  auto second = RunCommand("timeout 20 " + Grag("--root " + ShellQuote(root_) + " --no-llm serve --port " +
-                                                std::to_string(server_.port())));
+  auto second =
+      RunCommand("timeout 20 " + Grag("--root " + ShellQuote(root_) + " --no-llm serve --port " +
+                                      std::to_string(server_.port())));
   EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
-  EXPECT_NE(second.err.find("cannot listen on 127.0.0.1:" + std::to_string(server_.port())), std::string::npos)
+  EXPECT_NE(second.err.find("cannot listen on 127.0.0.1:" + std::to_string(server_.port())),
+            std::string::npos)
       << second.err;
   EXPECT_EQ(client_->Get("/health")->status, 200);  // the first one is untouched
   EXPECT_EQ(server_.Stop(SIGTERM), 0);
@@ -240,7 +249,8 @@ TEST_F(E2eServerTest, CorsIsOffUnlessConfigured) {
   auto pre = client_->Options("/v1/query", h);
   ASSERT_TRUE(pre);
   EXPECT_EQ(pre->status, 204);
-  EXPECT_NE(pre->get_header_value("Access-Control-Allow-Headers").find("Authorization"), std::string::npos);
+  EXPECT_NE(pre->get_header_value("Access-Control-Allow-Headers").find("Authorization"),
+            std::string::npos);
   auto other = client_->Get("/v1/stats", {{"Origin", "http://evil.example"}});
   EXPECT_FALSE(other->has_header("Access-Control-Allow-Origin"));
   EXPECT_EQ(server_.Stop(SIGTERM), 0);
@@ -251,13 +261,17 @@ TEST_F(E2eServerTest, OpenAiCompatibleChat) {
   auto models = Parse(client_->Get("/v1/models"));
   std::set<std::string> ids;
   for (const auto& m : models["data"]) ids.insert(m["id"].get<std::string>());
-  EXPECT_EQ(ids, (std::set<std::string>{"grag-auto", "grag-global", "grag-local", "grag-hybrid", "grag-basic"}));
+  EXPECT_EQ(ids, (std::set<std::string>{"grag-auto", "grag-global", "grag-local", "grag-hybrid",
+                                        "grag-basic"}));
 
-  const json messages = {{{"role", "system"}, {"content", "Be brief."}},
-                         {{"role", "user"}, {"content", "Who is Tiny Tim?"}},
-                         {{"role", "assistant"}, {"content", "..."}},
-                         {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "Who is Marley?"}}})}}};
-  auto chat = Parse(Post("/v1/chat/completions", {{"model", "grag-local"}, {"messages", messages}}));
+  const json messages = {
+      {{"role", "system"}, {"content", "Be brief."}},
+      {{"role", "user"}, {"content", "Who is Tiny Tim?"}},
+      {{"role", "assistant"}, {"content", "..."}},
+      {{"role", "user"},
+       {"content", json::array({{{"type", "text"}, {"text", "Who is Marley?"}}})}}};
+  auto chat =
+      Parse(Post("/v1/chat/completions", {{"model", "grag-local"}, {"messages", messages}}));
   ASSERT_EQ(chat["object"], "chat.completion") << chat.dump();
   EXPECT_EQ(chat["model"], "grag-local");
   const std::string content = chat["choices"][0]["message"]["content"];
@@ -267,7 +281,8 @@ TEST_F(E2eServerTest, OpenAiCompatibleChat) {
   EXPECT_FALSE(chat["citations"].empty());
   EXPECT_EQ(chat["grag"]["method"], "local");
 
-  auto stream = Post("/v1/chat/completions", {{"model", "grag-local"}, {"messages", messages}, {"stream", true}});
+  auto stream = Post("/v1/chat/completions",
+                     {{"model", "grag-local"}, {"messages", messages}, {"stream", true}});
   ASSERT_TRUE(stream);
   ASSERT_EQ(stream->status, 200);
   const std::string& body = stream->body;
@@ -285,7 +300,8 @@ TEST_F(E2eServerTest, OpenAiCompatibleChat) {
     EXPECT_EQ(c["object"], "chat.completion.chunk");
     EXPECT_EQ(c["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
     const json& choice = c["choices"][0];
-    if (choice["delta"].contains("content")) joined += choice["delta"]["content"].get<std::string>();
+    if (choice["delta"].contains("content"))
+      joined += choice["delta"]["content"].get<std::string>();
     if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
   }
   EXPECT_EQ(finish, "stop");
@@ -318,7 +334,8 @@ TEST_F(E2eServerTest, DocumentsAndIndexJobs) {
   auto upload = client_->Post("/v1/documents", items);
   ASSERT_EQ(upload->status, 201) << upload->body;
   EXPECT_EQ(Parse(upload)["id"], "porto.txt");
-  auto titled = Parse(Post("/v1/documents", {{"title", "A Day in Faro"}, {"text", "Mira Okafor rested in Faro."}}));
+  auto titled = Parse(
+      Post("/v1/documents", {{"title", "A Day in Faro"}, {"text", "Mira Okafor rested in Faro."}}));
   EXPECT_EQ(titled["id"], "A Day in Faro.txt");
 
   auto job = Post("/v1/index", json::object());
@@ -334,7 +351,8 @@ TEST_F(E2eServerTest, DocumentsAndIndexJobs) {
                });
   const auto done_at = events.find("event: done\ndata: ");
   ASSERT_NE(done_at, std::string::npos) << events;
-  json done = json::parse(events.substr(done_at + 18, events.find('\n', done_at + 18) - done_at - 18));
+  json done =
+      json::parse(events.substr(done_at + 18, events.find('\n', done_at + 18) - done_at - 18));
   EXPECT_EQ(done["state"], "succeeded") << done.dump();
   EXPECT_EQ(done["summary"]["documents"]["added"], 3);
   EXPECT_EQ(done["plan"]["documents"]["added"].size(), 3u);
@@ -342,7 +360,8 @@ TEST_F(E2eServerTest, DocumentsAndIndexJobs) {
   EXPECT_EQ(polled["state"], "succeeded");
 
   // The new text is searchable at once, through a fresh read engine.
-  auto search = Parse(Post("/v1/search", {{"question", "Zorblax quantum llama"}, {"method", "bm25"}}));
+  auto search =
+      Parse(Post("/v1/search", {{"question", "Zorblax quantum llama"}, {"method", "bm25"}}));
   ASSERT_FALSE(search["chunks"].empty()) << search.dump();
   EXPECT_EQ(search["chunks"][0]["document_id"], "notes/größe 1.md");
   auto doc = Parse(client_->Get("/v1/documents/notes/gr%C3%B6%C3%9Fe%201.md"));
@@ -376,8 +395,9 @@ TEST_F(E2eServerTest, CancelledJobStopsCleanlyAndResumes) {
   ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
   for (int i = 0; i < 6; ++i) {
     fresh.Write("p/input/doc" + std::to_string(i) + ".txt",
-                "Document " + std::to_string(i) + ": Ada Lovelace wrote notes on the Analytical "
-                "Engine of Charles Babbage in London.");
+                "Document " + std::to_string(i) +
+                    ": Ada Lovelace wrote notes on the Analytical "
+                    "Engine of Charles Babbage in London.");
   }
   std::atomic<bool> hang{true};
   std::atomic<int> extraction_calls{0};
@@ -391,9 +411,11 @@ TEST_F(E2eServerTest, CancelledJobStopsCleanlyAndResumes) {
     }
     return normal(r);
   });
-  const std::string env = "GRAG_LLM_BASE_URL=" + llm.base_url() +
-                          " GRAG_LLM_MODEL=fake-model GRAG_LLM_API_KEY=sk-test GRAG_LLM_CONCURRENCY=2";
-  ASSERT_TRUE(server_.Start(env + " " + Grag("--root " + ShellQuote(root) + " serve --port 0"))) << server_.log();
+  const std::string env =
+      "GRAG_LLM_BASE_URL=" + llm.base_url() +
+      " GRAG_LLM_MODEL=fake-model GRAG_LLM_API_KEY=sk-test GRAG_LLM_CONCURRENCY=2";
+  ASSERT_TRUE(server_.Start(env + " " + Grag("--root " + ShellQuote(root) + " serve --port 0")))
+      << server_.log();
   client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
   client_->set_read_timeout(60, 0);
 
@@ -403,7 +425,8 @@ TEST_F(E2eServerTest, CancelledJobStopsCleanlyAndResumes) {
   auto second = Post("/v1/index", json::object());
   EXPECT_EQ(second->status, 409) << second->body;
   EXPECT_TRUE(Parse(client_->Get("/health"))["job_running"].get<bool>());
-  for (int i = 0; i < 200 && extraction_calls == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 200 && extraction_calls == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_GT(extraction_calls.load(), 0);
   auto cancel = client_->Delete(path.c_str());
   ASSERT_EQ(cancel->status, 202) << cancel->body;
@@ -427,7 +450,9 @@ TEST_F(E2eServerTest, CancelledJobStopsCleanlyAndResumes) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   EXPECT_EQ(state["state"], "succeeded") << state.dump();
-  EXPECT_EQ(state["summary"]["documents"]["added"].get<int>() + state["summary"]["documents"]["unchanged"].get<int>(), 6);
+  EXPECT_EQ(state["summary"]["documents"]["added"].get<int>() +
+                state["summary"]["documents"]["unchanged"].get<int>(),
+            6);
   EXPECT_GT(state["llm_calls"].get<int>(), 0);
   EXPECT_EQ(Parse(client_->Get("/v1/stats"))["documents"], 6);
   EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
@@ -448,14 +473,18 @@ TEST_F(E2eServerTest, SigtermStopsARunningJobAndExitsZero) {
     }
     return reply;
   });
-  const std::string env = "GRAG_LLM_BASE_URL=" + llm.base_url() + " GRAG_LLM_MODEL=fake-model GRAG_LLM_API_KEY=sk-test";
-  ASSERT_TRUE(server_.Start(env + " " + Grag("--root " + ShellQuote(root) + " serve --port 0"))) << server_.log();
+  const std::string env =
+      "GRAG_LLM_BASE_URL=" + llm.base_url() + " GRAG_LLM_MODEL=fake-model GRAG_LLM_API_KEY=sk-test";
+  ASSERT_TRUE(server_.Start(env + " " + Grag("--root " + ShellQuote(root) + " serve --port 0")))
+      << server_.log();
   client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
   ASSERT_EQ(Post("/v1/index", json::object())->status, 202);
-  for (int i = 0; i < 200 && calls == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 200 && calls == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
   // The writer lock went with it, and what was stored resumes: the CLI can finish the index.
-  auto finish = RunCommand(env + " " + Grag("--root " + ShellQuote(root) + " index --no-progress --json"));
+  auto finish =
+      RunCommand(env + " " + Grag("--root " + ShellQuote(root) + " index --no-progress --json"));
   EXPECT_EQ(finish.exit_code, 0) << finish.err;
 }
 

@@ -61,17 +61,18 @@ const std::map<std::string, std::vector<std::string>>& MsColumns() {
        {"id", "human_readable_id", "community", "level", "parent", "children", "title",
         "entity_ids", "relationship_ids", "text_unit_ids", "period", "size"}},
       {"community_reports",
-       {"id", "human_readable_id", "community", "level", "parent", "children", "title",
-        "summary", "full_content", "rank", "rating_explanation", "findings", "full_content_json",
-        "period", "size"}},
+       {"id", "human_readable_id", "community", "level", "parent", "children", "title", "summary",
+        "full_content", "rank", "rating_explanation", "findings", "full_content_json", "period",
+        "size"}},
   };
   return columns;
 }
 
 // The keys of the first record of a JSON table written by Microsoft GraphRAG, in file order.
 std::vector<std::string> KeysInOrder(const std::string& path) {
-  return json::parse(Python("import sys, json; print(json.dumps(list(json.load(open(sys.argv[1]))[0])))",
-                            path))
+  return json::parse(
+             Python("import sys, json; print(json.dumps(list(json.load(open(sys.argv[1]))[0])))",
+                    path))
       .get<std::vector<std::string>>();
 }
 
@@ -79,8 +80,8 @@ TEST(MsColumnsTest, MatchMicrosoftsRealOutput) {
   // The trimmed copies kept in the repository: every column they keep is one of ours.
   for (const char* table :
        {"text_units", "entities", "relationships", "communities", "community_reports"}) {
-    const auto ms = KeysInOrder(std::string(GRAG_TEST_DATA_DIR) + "/ms_christmas_carol/" + table +
-                                ".json");
+    const auto ms =
+        KeysInOrder(std::string(GRAG_TEST_DATA_DIR) + "/ms_christmas_carol/" + table + ".json");
     const auto& ours = MsColumns().at(table);
     for (const auto& c : ms) {
       EXPECT_NE(std::find(ours.begin(), ours.end(), c), ours.end()) << table << "." << c;
@@ -311,12 +312,10 @@ TEST_F(ExportTest, Neo4jFilesHaveImportHeadersAndALoadCsvScript) {
   auto summary = Export(ExportFormat::kNeo4j, out_ / "neo");
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   const json shape = CsvShape(out_ / "neo");
-  EXPECT_EQ(shape["entities"]["header"],
-            json({"id:ID", "name", "type", "description", "degree:int", "frequency:int",
-                  "communities:long[]", ":LABEL"}));
-  EXPECT_EQ(shape["relationships"]["header"],
-            json({":START_ID", ":END_ID", "weight:double", "description", "frequency:int",
-                  ":TYPE"}));
+  EXPECT_EQ(shape["entities"]["header"], json({"id:ID", "name", "type", "description", "degree:int",
+                                               "frequency:int", "communities:long[]", ":LABEL"}));
+  EXPECT_EQ(shape["relationships"]["header"], json({":START_ID", ":END_ID", "weight:double",
+                                                    "description", "frequency:int", ":TYPE"}));
   EXPECT_EQ(shape["entities"]["rows"], stats_->entities);
   EXPECT_EQ(shape["relationships"]["rows"], stats_->relationships);
   EXPECT_EQ(shape["entities"]["widths"].size(), 1u);
@@ -360,8 +359,14 @@ TEST(ExportTextTest, XmlEscapeMakesAnyBytesValidXml) {
   EXPECT_EQ(XmlEscape("a & <b> \"c\" 'd'"), "a &amp; &lt;b&gt; &quot;c&quot; &apos;d&apos;");
   // Controls other than tab/LF/CR, U+FFFE/U+FFFF, surrogates and broken UTF-8 are dropped.
   EXPECT_EQ(XmlEscape(std::string("x\x01\x1f\ty\nz", 7)), "x\ty\nz");
-  EXPECT_EQ(XmlEscape("a\xEF\xBF\xBE" "b\xEF\xBF\xBF" "c"), "abc");
-  EXPECT_EQ(XmlEscape("a\xED\xA0\x80" "b\xFF" "c\xC3"), "abc");
+  EXPECT_EQ(XmlEscape("a\xEF\xBF\xBE"
+                      "b\xEF\xBF\xBF"
+                      "c"),
+            "abc");
+  EXPECT_EQ(XmlEscape("a\xED\xA0\x80"
+                      "b\xFF"
+                      "c\xC3"),
+            "abc");
   EXPECT_EQ(XmlEscape("caf\xC3\xA9 \xF0\x9F\x8E\x84"), "caf\xC3\xA9 \xF0\x9F\x8E\x84");
   EXPECT_EQ(XmlEscape("a\rb"), "a&#13;b");
   // Python's parser agrees.

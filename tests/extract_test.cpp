@@ -41,7 +41,8 @@ TEST(ParseExtractionReplyTest, AcceptsFencesProseAndStringNumbers) {
   EXPECT_DOUBLE_EQ(plain->relationships[0].strength, 7);
   EXPECT_EQ(plain->relationships[0].target_key, "london");
 
-  auto fenced = ParseExtractionReply(std::string("Here you go:\n```json\n") + kReply + "\n```\nDone.");
+  auto fenced =
+      ParseExtractionReply(std::string("Here you go:\n```json\n") + kReply + "\n```\nDone.");
   ASSERT_TRUE(fenced.ok());
   EXPECT_EQ(fenced->entities.size(), 2u);
   auto prose = ParseExtractionReply(std::string("Sure! ") + kReply + " Hope this helps.");
@@ -50,7 +51,8 @@ TEST(ParseExtractionReplyTest, AcceptsFencesProseAndStringNumbers) {
 }
 
 TEST(ParseExtractionReplyTest, DropsUnusableEntriesAndClampsStrength) {
-  auto r = ParseExtractionReply(R"({"entities": [{"name": ""}, {"type": "person"}, 5, {"name": "A"}],
+  auto r =
+      ParseExtractionReply(R"({"entities": [{"name": ""}, {"type": "person"}, 5, {"name": "A"}],
     "relationships": [{"source": "A", "target": "A"}, {"source": "A", "target": "B", "strength": 99},
                       {"source": "A", "target": "C"}]})");
   ASSERT_TRUE(r.ok());
@@ -123,7 +125,8 @@ TEST(ExtractChunkTest, ModelErrorsOtherThanParseAreReturned) {
 TEST(ExtractChunkTest, GleaningMergesWhatWasMissedInTheSameConversation) {
   ScriptedChatModel model;
   model.Push(std::string(kReply));
-  model.Push(std::string(R"({"entities": [{"name": "Bob Cratchit", "type": "person", "description": "A clerk"},
+  model.Push(std::string(
+      R"({"entities": [{"name": "Bob Cratchit", "type": "person", "description": "A clerk"},
     {"name": "London", "type": "geo", "description": "A city"}],
     "relationships": [{"source": "Bob Cratchit", "target": "Ebenezer Scrooge", "description": "works for", "strength": 8}]})"));
   model.Push(std::string(R"({"entities": [], "relationships": []})"));

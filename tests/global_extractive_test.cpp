@@ -47,9 +47,8 @@ class ExtractiveGlobalTest : public ::testing::Test {
   void SetUp() override {
     std::vector<std::string> texts;
     for (int i = 0; i < 10; ++i) texts.push_back("chunk text " + std::to_string(i));
-    auto store = testing::OpenStoreWithChunks(
-        dir_ / "index.db", "doc.txt", texts,
-        [](size_t i) { return "chunk" + std::to_string(i); });
+    auto store = testing::OpenStoreWithChunks(dir_ / "index.db", "doc.txt", texts,
+                                              [](size_t i) { return "chunk" + std::to_string(i); });
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
 

@@ -29,10 +29,10 @@ constexpr int kDocs = 50;
 // 125 distinct two-word names, five per group.
 std::string Person(int group, int member) {
   static const char* kFirst[] = {"Abel", "Berta", "Cyril", "Delia", "Emil"};
-  static const char* kLast[] = {"Amsel", "Birke", "Corvin", "Dorn", "Eibe", "Falk", "Gerste",
-                                "Hagen", "Ilse", "Jordan", "Kiefer", "Linde", "Moos", "Nessel",
-                                "Olm", "Pappel", "Quitte", "Rabe", "Salbei", "Tanne", "Ulme",
-                                "Veit", "Weide", "Xaver", "Ysop"};
+  static const char* kLast[] = {"Amsel", "Birke",  "Corvin", "Dorn",   "Eibe",   "Falk",  "Gerste",
+                                "Hagen", "Ilse",   "Jordan", "Kiefer", "Linde",  "Moos",  "Nessel",
+                                "Olm",   "Pappel", "Quitte", "Rabe",   "Salbei", "Tanne", "Ulme",
+                                "Veit",  "Weide",  "Xaver",  "Ysop"};
   return std::string(kFirst[member]) + " " + kLast[group];
 }
 
@@ -293,10 +293,11 @@ TEST(IncrementalUpdateTest, AddingOneDocumentExtractsOnlyItsChunksAndRewritesOnl
   EXPECT_EQ(Snapshot(*p.store), FromScratch(kDocs, WriteNewDocument));
   EXPECT_TRUE(p.store->GetEntityByKey("zora quill").value().has_value());
 
-  std::cout << "[ figures ] full index: " << full->usage.calls << " LLM calls; adding 1 document: "
-            << added->usage.calls << " calls (" << p.model->Calls("extract") << " extract, "
-            << p.model->Calls("glean") << " glean, " << p.model->Calls("summarize")
-            << " summarize, " << changed << " of " << reports_after.size() << " reports)\n";
+  std::cout << "[ figures ] full index: " << full->usage.calls
+            << " LLM calls; adding 1 document: " << added->usage.calls << " calls ("
+            << p.model->Calls("extract") << " extract, " << p.model->Calls("glean") << " glean, "
+            << p.model->Calls("summarize") << " summarize, " << changed << " of "
+            << reports_after.size() << " reports)\n";
 }
 
 TEST(IncrementalUpdateTest, RemovingADocumentDropsItsExclusiveEntitiesAndRewritesAffectedReports) {

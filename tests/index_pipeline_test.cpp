@@ -35,7 +35,8 @@ void WriteCorpus(const TempDir& dir, int docs, uint32_t seed = 1) {
       const auto& a = g[rng() % g.size()];
       const auto& b = g[rng() % g.size()];
       text += "Yesterday " + a + " met " + b + " near the old harbour and they talked for hours. ";
-      if (s % 13 == 0) text += "Later " + groups[(static_cast<size_t>(d) + 1) % groups.size()][0] + " arrived. ";
+      if (s % 13 == 0)
+        text += "Later " + groups[(static_cast<size_t>(d) + 1) % groups.size()][0] + " arrived. ";
     }
     dir.Write("proj/input/doc" + std::to_string(d) + ".txt", text);
   }
@@ -105,7 +106,8 @@ TEST(IndexPipelineTest, IndexesEveryStageAndEveryEntityHasACommunityAndReport) {
     ASSERT_TRUE(report.ok());
     EXPECT_TRUE(report->has_value()) << "community " << c.id << " has neither report nor gap";
   }
-  for (const auto& e : *entities) EXPECT_TRUE(in_level0.count(e.id)) << e.name << " has no community";
+  for (const auto& e : *entities)
+    EXPECT_TRUE(in_level0.count(e.id)) << e.name << " has no community";
   // Entities remember their chunks, for local search.
   auto chunks = h.store->GetEntityChunks(entities->front().id);
   ASSERT_TRUE(chunks.ok());

@@ -202,10 +202,10 @@ TEST(LeidenTest, MatchClusterIdsNeedsEnoughOverlapAndUsesEachIdOnce) {
   h.clusters.push_back({1, 0, -1, {4, 5}, {}});
   h.clusters.push_back({2, 0, -1, {6, 7, 8, 9}, {}});
   std::vector<PriorCluster> prior = {
-      {7, 0, {0, 1, 2}},           // Jaccard 3/4 with cluster 0
-      {9, 0, {3, 4, 5, 10, 11}},   // 2/6 with cluster 1: below 0.5
-      {12, 0, {6, 7, 8, 9}},       // identical to cluster 2
-      {3, 1, {0, 1, 2, 3}},        // another level: never matched at level 0
+      {7, 0, {0, 1, 2}},          // Jaccard 3/4 with cluster 0
+      {9, 0, {3, 4, 5, 10, 11}},  // 2/6 with cluster 1: below 0.5
+      {12, 0, {6, 7, 8, 9}},      // identical to cluster 2
+      {3, 1, {0, 1, 2, 3}},       // another level: never matched at level 0
   };
   const auto ids = MatchClusterIds(h, prior);
   EXPECT_EQ(ids, (std::vector<int64_t>{7, 13, 12}));

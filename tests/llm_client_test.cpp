@@ -375,8 +375,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Every refusal by the endpoint is a service failure (exit code 1), never a usage error.
         ClientErrorCase{401, "Incorrect API key provided: sk-bad", ErrorCode::kPermissionDenied},
         ClientErrorCase{400, "'messages' must contain the word 'json'", ErrorCode::kUnavailable},
-        ClientErrorCase{403, "Project does not have access to model",
-                        ErrorCode::kPermissionDenied},
+        ClientErrorCase{403, "Project does not have access to model", ErrorCode::kPermissionDenied},
         ClientErrorCase{404, "The model `gpt-9` does not exist", ErrorCode::kUnavailable},
         ClientErrorCase{422, "Unprocessable", ErrorCode::kUnavailable},
         ClientErrorCase{501, "Not Implemented", ErrorCode::kUnavailable}));
@@ -476,7 +475,8 @@ TEST(LlmClientTest, AWebPageIsNotTakenForAnAnswer) {
   EXPECT_EQ(server.request_count(), 1);
   EXPECT_EQ(cache.size(), 0u);
   // Plain text that is not JSON either; JSON labelled text/plain is accepted.
-  server.SetHandler([](const FakeRequest&) { return RawReply(200, "Hello from nginx", "text/plain"); });
+  server.SetHandler(
+      [](const FakeRequest&) { return RawReply(200, "Hello from nginx", "text/plain"); });
   EXPECT_THAT(client->Chat(Ask("hi")).status().message(), HasSubstr("not an OpenAI-compatible"));
   server.SetHandler([](const FakeRequest&) {
     return RawReply(200, R"({"choices":[{"message":{"content":"fine"}}]})", "text/plain");

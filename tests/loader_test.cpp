@@ -88,11 +88,14 @@ TEST(LoaderTest, InvalidUtf8SkippedOrRepaired) {
 TEST(LoaderTest, Utf8Validation) {
   EXPECT_EQ(FindInvalidUtf8("plain ascii"), std::string::npos);
   EXPECT_EQ(FindInvalidUtf8("日本語 😀"), std::string::npos);
-  EXPECT_EQ(FindInvalidUtf8("ab\xC0\xAF"), 2u);           // overlong '/'
-  EXPECT_EQ(FindInvalidUtf8("x\xED\xA0\x80"), 1u);        // UTF-16 surrogate
-  EXPECT_EQ(FindInvalidUtf8("\xF4\x90\x80\x80"), 0u);     // above U+10FFFF
-  EXPECT_EQ(FindInvalidUtf8("ok\xE6\x97"), 2u);           // truncated at the end
-  EXPECT_EQ(RepairUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(FindInvalidUtf8("ab\xC0\xAF"), 2u);        // overlong '/'
+  EXPECT_EQ(FindInvalidUtf8("x\xED\xA0\x80"), 1u);     // UTF-16 surrogate
+  EXPECT_EQ(FindInvalidUtf8("\xF4\x90\x80\x80"), 0u);  // above U+10FFFF
+  EXPECT_EQ(FindInvalidUtf8("ok\xE6\x97"), 2u);        // truncated at the end
+  EXPECT_EQ(RepairUtf8("a\xFF"
+                       "b"),
+            "a\xEF\xBF\xBD"
+            "b");
 }
 
 TEST(LoaderTest, JsonArrayWithConfigurableFields) {
@@ -135,8 +138,7 @@ TEST(LoaderTest, JsonlSkipsBadLinesWithOffset) {
   EXPECT_EQ(r->documents[1].id, "b");
   ASSERT_EQ(r->issues.size(), 1u);
   EXPECT_NE(r->issues[0].message.find("line 3"), std::string::npos) << r->issues[0].message;
-  EXPECT_NE(r->issues[0].message.find("byte offset 23"), std::string::npos)
-      << r->issues[0].message;
+  EXPECT_NE(r->issues[0].message.find("byte offset 23"), std::string::npos) << r->issues[0].message;
 }
 
 TEST(LoaderTest, InvalidJsonIsAnIssueNotACrash) {

@@ -45,9 +45,8 @@ class ExtractiveLocalTest : public ::testing::Test {
         "The fog was thick.",
         "Bob Cratchit shivered in the tank. Tiny Tim sat by the fire.",
         "He was as dead as a door-nail. Nobody doubted it."};
-    auto store = testing::OpenStoreWithChunks(
-        dir_ / "index.db", "carol.txt", texts,
-        [](size_t i) { return "chunk" + std::to_string(i); });
+    auto store = testing::OpenStoreWithChunks(dir_ / "index.db", "carol.txt", texts,
+                                              [](size_t i) { return "chunk" + std::to_string(i); });
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
     marley_ = Entity("Jacob Marley", "person", "Scrooge's late business partner.",

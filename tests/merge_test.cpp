@@ -49,9 +49,10 @@ TEST(MergeTest, CaseAndPunctuationVariantsMergeIntoOneEntity) {
 }
 
 TEST(MergeTest, TypeConflictTakesTheMostFrequentAndLosesNothing) {
-  auto g = MergeMentions({E("c1", "Fezziwig", "person", "d1"), E("c2", "Fezziwig", "organization", "d2"),
-                          E("c3", "Fezziwig", "person", "d3")},
-                         {});
+  auto g =
+      MergeMentions({E("c1", "Fezziwig", "person", "d1"), E("c2", "Fezziwig", "organization", "d2"),
+                     E("c3", "Fezziwig", "person", "d3")},
+                    {});
   ASSERT_EQ(g.entities.size(), 1u);
   EXPECT_EQ(g.entities[0].type, "person");
   EXPECT_EQ(g.entities[0].type_counts.at("person"), 2);
@@ -60,8 +61,9 @@ TEST(MergeTest, TypeConflictTakesTheMostFrequentAndLosesNothing) {
 }
 
 TEST(MergeTest, RelationshipsAreUndirectedWithSummedWeights) {
-  auto g = MergeMentions({E("c1", "A", "person", ""), E("c1", "B", "person", "")},
-                         {R("c1", "A", "B", 3, "x"), R("c2", "b", "a", 4, "y"), R("c3", "A", "B", 2, "x")});
+  auto g = MergeMentions(
+      {E("c1", "A", "person", ""), E("c1", "B", "person", "")},
+      {R("c1", "A", "B", 3, "x"), R("c2", "b", "a", 4, "y"), R("c3", "A", "B", 2, "x")});
   ASSERT_EQ(g.relationships.size(), 1u);
   EXPECT_DOUBLE_EQ(g.relationships[0].weight, 9);
   EXPECT_EQ(g.relationships[0].source_key, "a");
@@ -70,7 +72,8 @@ TEST(MergeTest, RelationshipsAreUndirectedWithSummedWeights) {
 }
 
 TEST(MergeTest, ARelationshipToAnUnextractedEntityCreatesIt) {
-  auto g = MergeMentions({E("c1", "Scrooge", "person", "miser")}, {R("c1", "Scrooge", "Marley's Ghost", 5)});
+  auto g = MergeMentions({E("c1", "Scrooge", "person", "miser")},
+                         {R("c1", "Scrooge", "Marley's Ghost", 5)});
   ASSERT_EQ(g.entities.size(), 2u);
   ASSERT_EQ(g.relationships.size(), 1u);
   const auto& ghost = g.entities[0].name_key == "marley s ghost" ? g.entities[0] : g.entities[1];
@@ -126,25 +129,27 @@ TEST(SummarizeTest, HashIgnoresOrderButNotContent) {
 // ---- CollapseResolved: resolution's clusters folded into one entity each
 
 TEST(MergeTest, CollapseFoldsAliasesIntoTheCanonicalEntity) {
-  auto g = MergeMentions({E("c1", "Jacob Marley", "person", "Scrooge's late partner"),
-                          E("c2", "Marley", "person", "Dead as a door-nail"),
-                          E("c3", "Marley", "person", "Scrooge's late partner"),
-                          E("c3", "Scrooge", "person", "A miser"),
-                          E("c4", "Fred", "person", "The nephew")},
-                         {R("c2", "Marley", "Scrooge", 2, "partners"),
-                          R("c1", "Jacob Marley", "Scrooge", 3, "partners in the firm"),
-                          R("c3", "Marley", "Jacob Marley", 1, "the same man"),
-                          R("c4", "Fred", "Scrooge", 1, "uncle and nephew")});
+  auto g = MergeMentions(
+      {E("c1", "Jacob Marley", "person", "Scrooge's late partner"),
+       E("c2", "Marley", "person", "Dead as a door-nail"),
+       E("c3", "Marley", "person", "Scrooge's late partner"),
+       E("c3", "Scrooge", "person", "A miser"), E("c4", "Fred", "person", "The nephew")},
+      {R("c2", "Marley", "Scrooge", 2, "partners"),
+       R("c1", "Jacob Marley", "Scrooge", 3, "partners in the firm"),
+       R("c3", "Marley", "Jacob Marley", 1, "the same man"),
+       R("c4", "Fred", "Scrooge", 1, "uncle and nephew")});
   ASSERT_EQ(g.entities.size(), 4u);
   const size_t folded = CollapseResolved(g, {{"marley", "jacob marley"}});
   EXPECT_EQ(folded, 1u);
   ASSERT_EQ(g.entities.size(), 3u);
-  const auto& jm = *std::find_if(g.entities.begin(), g.entities.end(),
-                                 [](const MergedEntity& e) { return e.name_key == "jacob marley"; });
+  const auto& jm = *std::find_if(g.entities.begin(), g.entities.end(), [](const MergedEntity& e) {
+    return e.name_key == "jacob marley";
+  });
   EXPECT_EQ(jm.name, "Jacob Marley");  // the canonical's spelling
   EXPECT_EQ(jm.type_counts.at("person"), 3);
   // The canonical's descriptions lead, then the alias's, each once.
-  EXPECT_EQ(jm.descriptions, (std::vector<std::string>{"Scrooge's late partner", "Dead as a door-nail"}));
+  EXPECT_EQ(jm.descriptions,
+            (std::vector<std::string>{"Scrooge's late partner", "Dead as a door-nail"}));
   EXPECT_EQ(jm.chunk_ids, (std::vector<std::string>{"c1", "c2", "c3"}));
   // The self-loop the merge made is gone; the two Marley-Scrooge edges are one, weights summed.
   ASSERT_EQ(g.relationships.size(), 2u);
@@ -157,8 +162,9 @@ TEST(MergeTest, CollapseFoldsAliasesIntoTheCanonicalEntity) {
   EXPECT_EQ(partners.descriptions.size(), 2u);
   EXPECT_EQ(partners.chunk_ids, (std::vector<std::string>{"c1", "c2"}));
   // Sorted by key, as MergeMentions leaves them.
-  EXPECT_TRUE(std::is_sorted(g.entities.begin(), g.entities.end(),
-                             [](const MergedEntity& a, const MergedEntity& b) { return a.name_key < b.name_key; }));
+  EXPECT_TRUE(std::is_sorted(
+      g.entities.begin(), g.entities.end(),
+      [](const MergedEntity& a, const MergedEntity& b) { return a.name_key < b.name_key; }));
 }
 
 TEST(MergeTest, CollapseWithNothingToFoldChangesNothing) {

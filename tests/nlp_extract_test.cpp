@@ -371,7 +371,7 @@ TEST(NlpPruneTest, EdgesBelowTheWeightPercentileAreDropped) {
   auto g = Star(10);  // weights 1..10: numpy.percentile(40) = 1 + 0.4 * 9 = 4.6
   NlpPruneOptions o;
   o.keep_sole_names = false;  // these tests are about the counts alone
-  o.pmi_weights = false;  // raw counts, to check the threshold
+  o.pmi_weights = false;      // raw counts, to check the threshold
   auto stats = PruneNlpGraph(g, o);
   EXPECT_DOUBLE_EQ(stats.edge_weight_threshold, 4.6);
   ASSERT_EQ(g.relationships.size(), 6u);
@@ -461,8 +461,8 @@ TEST(NlpPruneTest, TitlesAndTheSoleNameOfAChunkStay) {
   // "solo" is the only name of chunk 3 and "t" a document title: both seen once, both kept.
   auto title = E("2", "t");
   title.mention.type = std::string(kNlpTitleType);
-  auto g = MergeMentions({E("1", "a"), E("2", "a"), E("1", "b"), E("2", "b"), title,
-                          E("3", "solo"), E("3", "rare"), E("3", "rare")},
+  auto g = MergeMentions({E("1", "a"), E("2", "a"), E("1", "b"), E("2", "b"), title, E("3", "solo"),
+                          E("3", "rare"), E("3", "rare")},
                          {R("1", "a", "b", 1), R("2", "a", "b", 1)});
   // "rare" twice in chunk 3 is still one chunk: the most frequent name is picked by chunks, the
   // tie by key order ("rare" < "solo").

@@ -16,9 +16,9 @@
 namespace grag {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FakeOpenAIServer;
 using testing::FakeRequest;
+using ::testing::HasSubstr;
 using testing::RawReply;
 using testing::TempDir;
 
@@ -37,8 +37,9 @@ class PassageSearchTest : public ::testing::Test {
         {"Charles Babbage",
          "Charles Babbage was an English polymath and mechanical engineer who originated the "
          "concept of a digital programmable computer."},
-        {"Bread", "Bread is a staple food prepared from a dough of flour and water, usually by "
-                  "baking. Sourdough bread uses wild yeast."},
+        {"Bread",
+         "Bread is a staple food prepared from a dough of flour and water, usually by "
+         "baking. Sourdough bread uses wild yeast."},
     };
     std::filesystem::create_directories(dir_.path() / "input");
     std::ofstream out(dir_ / "input/docs.jsonl");
@@ -76,7 +77,8 @@ TEST_F(PassageSearchTest, ExtractiveAnswerQuotesTheBestSentencesWithCitations) {
   std::string streamed;
   PassageSearchOptions o;
   o.on_answer_delta = [&](std::string_view d) { streamed += d; };
-  auto r = PassageSearch(*store_, *retriever, nullptr, Tok(), "Who designed the Analytical Engine?", o);
+  auto r =
+      PassageSearch(*store_, *retriever, nullptr, Tok(), "Who designed the Analytical Engine?", o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->llm);
   EXPECT_FALSE(r->nothing_found);
@@ -100,7 +102,8 @@ TEST_F(PassageSearchTest, TheModelGetsThePassagesInRankOrderAndItsCitationsResol
   chat.Push(std::string("Charles Babbage designed it [S1]; Ada Lovelace wrote for it (S2). [S99]"));
   PassageSearchOptions o;
   o.retrieval.method = RetrievalMethod::kVector;  // basic search
-  auto r = PassageSearch(*store_, *retriever, &chat, Tok(), "Who designed the Analytical Engine?", o);
+  auto r =
+      PassageSearch(*store_, *retriever, &chat, Tok(), "Who designed the Analytical Engine?", o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->llm);
   ASSERT_EQ(chat.RequestCount(), 1u);
@@ -115,7 +118,8 @@ TEST_F(PassageSearchTest, TheModelGetsThePassagesInRankOrderAndItsCitationsResol
   // A tight budget places fewer passages, never half of one.
   o.context_budget_tokens = 60;
   chat.Push(std::string("ok"));
-  auto tight = PassageSearch(*store_, *retriever, &chat, Tok(), "Who designed the Analytical Engine?", o);
+  auto tight =
+      PassageSearch(*store_, *retriever, &chat, Tok(), "Who designed the Analytical Engine?", o);
   ASSERT_TRUE(tight.ok());
   EXPECT_EQ(tight->placed, 1u);
   o.prompt = "no placeholders";
@@ -131,7 +135,8 @@ TEST_F(PassageSearchTest, TheRerankerReordersTheHeadThroughTheRealClient) {
     nlohmann::json results = nlohmann::json::array();
     for (size_t i = 0; i < docs.size(); ++i) {
       const size_t index = docs.size() - 1 - i;
-      results.push_back({{"index", index}, {"relevance_score", 1.0 - 0.1 * static_cast<double>(i)}});
+      results.push_back(
+          {{"index", index}, {"relevance_score", 1.0 - 0.1 * static_cast<double>(i)}});
     }
     return RawReply(200, nlohmann::json{{"results", results}}.dump());
   });

@@ -29,9 +29,11 @@ struct Ent {
 };
 
 // What the scripted extractor finds in each document (found by its "[dN]" marker).
-const std::map<std::string, std::pair<std::vector<Ent>, std::vector<std::pair<std::string, std::string>>>>&
+const std::map<std::string,
+               std::pair<std::vector<Ent>, std::vector<std::pair<std::string, std::string>>>>&
 Extractions() {
-  static const auto* m = new std::map<std::string, std::pair<std::vector<Ent>, std::vector<std::pair<std::string, std::string>>>>{
+  static const auto* m = new std::map<
+      std::string, std::pair<std::vector<Ent>, std::vector<std::pair<std::string, std::string>>>>{
       {"[d0]",
        {{{"Jacob Marley", "Jacob Marley was Scrooge's business partner; he died seven years ago."},
          {"Ebenezer Scrooge", "Ebenezer Scrooge is a miserly London businessman."}},
@@ -90,11 +92,14 @@ class Model {
             nlohmann::json j{{"entities", nlohmann::json::array()},
                              {"relationships", nlohmann::json::array()}};
             for (const auto& e : found.first) {
-              j["entities"].push_back({{"name", e.name}, {"type", "person"}, {"description", e.description}});
+              j["entities"].push_back(
+                  {{"name", e.name}, {"type", "person"}, {"description", e.description}});
             }
             for (const auto& [a, b] : found.second) {
-              j["relationships"].push_back(
-                  {{"source", a}, {"target", b}, {"description", a + " knows " + b}, {"strength", 2}});
+              j["relationships"].push_back({{"source", a},
+                                            {"target", b},
+                                            {"description", a + " knows " + b},
+                                            {"strength", 2}});
             }
             return j.dump();
           }
@@ -130,7 +135,8 @@ class Model {
         return prompt.substr(from, prompt.find(" |", from) - from);
       };
       const bool same = LastWord(name_of("A: ")) == LastWord(name_of("B: "));
-      verdicts.push_back({{"pair", pair}, {"same", same}, {"reason", same ? "same surname" : "different"}});
+      verdicts.push_back(
+          {{"pair", pair}, {"same", same}, {"reason", same ? "same surname" : "different"}});
       ++pos;
     }
     return nlohmann::json{{"verdicts", verdicts}}.dump();
@@ -157,8 +163,9 @@ struct Project {
     model = std::make_unique<Model>(&store->ReplyCache());
   }
   std::string WriteDoc(int d) const {
-    return dir.Write("proj/input/doc" + std::to_string(d) + ".txt",
-                     "[d" + std::to_string(d) + "] A passage of the story, number " + std::to_string(d) + ".");
+    return dir.Write(
+        "proj/input/doc" + std::to_string(d) + ".txt",
+        "[d" + std::to_string(d) + "] A passage of the story, number " + std::to_string(d) + ".");
   }
   Result<IndexSummary> Run(IndexRequest request = {}) {
     IndexContext ctx;
@@ -189,12 +196,15 @@ TEST(ResolutionPipelineTest, VariantsBecomeOneEntityAndAnyNameFindsIt) {
   Project p;
   auto s = p.Run();
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->resolution_fresh, 6);  // jacob marley, ebenezer scrooge, marley, scrooge, bob cratchit, fred
+  EXPECT_EQ(s->resolution_fresh,
+            6);  // jacob marley, ebenezer scrooge, marley, scrooge, bob cratchit, fred
   EXPECT_EQ(s->resolution_merged, 2);
-  EXPECT_EQ(p.EntityKeys(), (std::set<std::string>{"bob cratchit", "ebenezer scrooge", "fred", "jacob marley"}));
+  EXPECT_EQ(p.EntityKeys(),
+            (std::set<std::string>{"bob cratchit", "ebenezer scrooge", "fred", "jacob marley"}));
   const auto clusters = p.Clusters();
   EXPECT_EQ(clusters.at("jacob marley"), (std::set<std::string>{"jacob marley", "marley"}));
-  EXPECT_EQ(clusters.at("ebenezer scrooge"), (std::set<std::string>{"ebenezer scrooge", "scrooge"}));
+  EXPECT_EQ(clusters.at("ebenezer scrooge"),
+            (std::set<std::string>{"ebenezer scrooge", "scrooge"}));
 
   // The merged entity holds every variant's descriptions, chunks and relationships.
   auto jm = p.store->GetEntityByKey("marley");
@@ -285,7 +295,8 @@ TEST(ResolutionPipelineTest, APersonsMergeAndSplitWinAndSurviveReResolution) {
   EXPECT_EQ(RecordEntityMerge(*p.store, "Fred", "Nobody").status().code(), ErrorCode::kNotFound);
   EXPECT_EQ(RecordEntitySplit(*p.store, "Jacob Marley", "Fred").status().code(),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(RecordEntityMerge(*p.store, "Fred", "fred").status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(RecordEntityMerge(*p.store, "Fred", "fred").status().code(),
+            ErrorCode::kInvalidArgument);
 }
 
 TEST(ResolutionPipelineTest, TurnedOffNothingMergesButAPersonsMergeStillApplies) {

@@ -53,7 +53,8 @@ size_t PairsIn(const ChatRequest& req) {
 ScriptedChatModel::Responder AllSame(bool same) {
   return [same](const ChatRequest& req) -> Result<std::string> {
     nlohmann::json v = nlohmann::json::array();
-    for (size_t k = 1; k <= PairsIn(req); ++k) v.push_back({{"pair", k}, {"same", same}, {"reason", "test"}});
+    for (size_t k = 1; k <= PairsIn(req); ++k)
+      v.push_back({{"pair", k}, {"same", same}, {"reason", "test"}});
     return nlohmann::json{{"verdicts", v}}.dump();
   };
 }
@@ -61,10 +62,11 @@ ScriptedChatModel::Responder AllSame(bool same) {
 // ---- blocking ----
 
 TEST(ResolveBlockingTest, AcronymsContainmentAndAffixesAreCompared) {
-  auto r = ResolveEntities(In({E("FTC", "organization"), E("Federal Trade Commission", "organization"),
-                               E("Jacob Marley", "person"), E("Marley", "person"),
-                               E("The Acme Corp.", "organization"), E("Acme", "organization")}),
-                           {}, nullptr, nullptr);
+  auto r =
+      ResolveEntities(In({E("FTC", "organization"), E("Federal Trade Commission", "organization"),
+                          E("Jacob Marley", "person"), E("Marley", "person"),
+                          E("The Acme Corp.", "organization"), E("Acme", "organization")}),
+                      {}, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stats.pairs_compared, 3);  // exactly the three plausible pairs
   EXPECT_DOUBLE_EQ(NameSimilarity("I.B.M.", "IBM"), 1.0);
@@ -78,14 +80,15 @@ TEST(ResolveBlockingTest, AcronymsContainmentAndAffixesAreCompared) {
 }
 
 TEST(ResolveBlockingTest, IncompatibleTypesAreNeverCompared) {
-  auto r = ResolveEntities(In({E("Jordan", "geo"), E("Jordan", "person"), E("Michael Jordan", "person")}),
-                           {}, nullptr, nullptr);
+  auto r = ResolveEntities(
+      In({E("Jordan", "geo"), E("Jordan", "person"), E("Michael Jordan", "person")}), {}, nullptr,
+      nullptr);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->stats.pairs_compared, 1);  // geo Jordan meets neither person
   EXPECT_FALSE(Same(*r, 0, 1));
   // The NLP extractor's types and an empty type are compatible with anything.
-  auto g = ResolveEntities(In({E("Jordan", "proper noun"), E("Jordan", "person"), E("Jordan", "")}), {},
-                           nullptr, nullptr);
+  auto g = ResolveEntities(In({E("Jordan", "proper noun"), E("Jordan", "person"), E("Jordan", "")}),
+                           {}, nullptr, nullptr);
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->stats.pairs_compared, 3);
 }
@@ -97,8 +100,8 @@ TEST(ResolveBlockingTest, OnlyPairsWithAFreshEntityAreCompared) {
   EXPECT_EQ(old_only->stats.pairs_compared, 0);
   EXPECT_EQ(old_only->stats.fresh, 0);
   auto one = ResolveEntities(
-      In({E("Acme", "", "", false), E("Acme Corp", "", "", false), E("ACME Inc.", "", "", true)}), {},
-      nullptr, nullptr);
+      In({E("Acme", "", "", false), E("Acme Corp", "", "", false), E("ACME Inc.", "", "", true)}),
+      {}, nullptr, nullptr);
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one->stats.pairs_compared, 2);
   EXPECT_EQ(one->stats.fresh, 1);
@@ -106,7 +109,8 @@ TEST(ResolveBlockingTest, OnlyPairsWithAFreshEntityAreCompared) {
 
 TEST(ResolveBlockingTest, AFrequentTokenIsNotABlockingKey) {
   std::vector<ResolveEntity> es;
-  for (int i = 0; i < 30; ++i) es.push_back(E("Street " + std::to_string(1000 + i * 7) + " Zq" + std::to_string(i)));
+  for (int i = 0; i < 30; ++i)
+    es.push_back(E("Street " + std::to_string(1000 + i * 7) + " Zq" + std::to_string(i)));
   ResolveOptions o;
   o.max_block = 10;
   auto r = ResolveEntities(In(es), o, nullptr, nullptr);
@@ -152,8 +156,9 @@ TEST(ResolveGuardTest, ConflictsKeepPairsApart) {
 
 TEST(ResolveGuardTest, AShortNameFittingSeveralEntitiesJoinsNone) {
   ScriptedChatModel judge(AllSame(true));
-  auto r = ResolveEntities(In({E("Smith", "person"), E("John Smith", "person"), E("Jane Smith", "person")}),
-                           {}, nullptr, &judge);
+  auto r = ResolveEntities(
+      In({E("Smith", "person"), E("John Smith", "person"), E("Jane Smith", "person")}), {}, nullptr,
+      &judge);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(Same(*r, 0, 1));
   EXPECT_FALSE(Same(*r, 0, 2));
@@ -161,7 +166,8 @@ TEST(ResolveGuardTest, AShortNameFittingSeveralEntitiesJoinsNone) {
   EXPECT_GE(r->stats.guarded, 1);
   // With only one Smith, the short name joins it.
   ScriptedChatModel judge2(AllSame(true));
-  auto one = ResolveEntities(In({E("Smith", "person"), E("John Smith", "person")}), {}, nullptr, &judge2);
+  auto one =
+      ResolveEntities(In({E("Smith", "person"), E("John Smith", "person")}), {}, nullptr, &judge2);
   ASSERT_TRUE(one.ok());
   EXPECT_TRUE(Same(*one, 0, 1));
 }
@@ -183,10 +189,11 @@ TEST(ResolveGuardTest, SoftGuardsGoToTheJudgeOnlyWhenThereIsOne) {
   EXPECT_TRUE(MergeConflict(E("Young Scrooge", "person"), E("Older Scrooge", "person")));
   EXPECT_TRUE(MergeConflict(E("Mrs. Cratchit", "person"), E("Cratchit's wife", "person")));
   auto people = [] {
-    return In({E("Young Scrooge", "person", "Young Scrooge is the earlier version of Ebenezer Scrooge."),
-               E("Older Scrooge", "person", "Older Scrooge is the later version of Ebenezer Scrooge."),
-               E("Mrs. Cratchit", "person", "Mrs. Cratchit is the wife of Bob Cratchit."),
-               E("Cratchit's wife", "person", "Cratchit's wife is the mother in the Cratchit family.")});
+    return In(
+        {E("Young Scrooge", "person", "Young Scrooge is the earlier version of Ebenezer Scrooge."),
+         E("Older Scrooge", "person", "Older Scrooge is the later version of Ebenezer Scrooge."),
+         E("Mrs. Cratchit", "person", "Mrs. Cratchit is the wife of Bob Cratchit."),
+         E("Cratchit's wife", "person", "Cratchit's wife is the mother in the Cratchit family.")});
   };
   LexicalEmbedder embedder;
   auto without = ResolveEntities(people(), {}, &embedder, nullptr);
@@ -205,10 +212,11 @@ TEST(ResolveGuardTest, SoftGuardsGoToTheJudgeOnlyWhenThereIsOne) {
   EXPECT_GE(refused->stats.adjudicated, 2);
   // Hard guards still block with a judge: given names, numbers.
   ScriptedChatModel yes2(AllSame(true));
-  auto hard = ResolveEntities(In({E("John Smith", "person"), E("Jane Smith", "person"),
-                                  E("Windows 10", "product", "Windows 10, also known as Windows 11."),
-                                  E("Windows 11", "product")}),
-                              {}, nullptr, &yes2);
+  auto hard =
+      ResolveEntities(In({E("John Smith", "person"), E("Jane Smith", "person"),
+                          E("Windows 10", "product", "Windows 10, also known as Windows 11."),
+                          E("Windows 11", "product")}),
+                      {}, nullptr, &yes2);
   ASSERT_TRUE(hard.ok());
   EXPECT_FALSE(Same(*hard, 0, 1));
   EXPECT_FALSE(Same(*hard, 2, 3));
@@ -216,12 +224,14 @@ TEST(ResolveGuardTest, SoftGuardsGoToTheJudgeOnlyWhenThereIsOne) {
 
 TEST(ResolveMentionTest, ADescriptionNamingAnotherEntityReachesTheJudge) {
   auto in = [] {
-    return In({E("Phantom", "person",
-                 "PHANTOM, also referred to as the Ghost of Christmas Yet to Come, is a silent spirit."),
-               E("Ghost of Christmas Yet to Come", "person", "The third spirit to visit the miser."),
-               E("Scrooge's clerk", "person", "Scrooge's clerk, later identified as Bob Cratchit, is poor."),
-               E("Bob Cratchit", "person", "Bob Cratchit works for Ebenezer Scrooge in the office."),
-               E("Ebenezer Scrooge", "person", "A miser of London.")});
+    return In(
+        {E("Phantom", "person",
+           "PHANTOM, also referred to as the Ghost of Christmas Yet to Come, is a silent spirit."),
+         E("Ghost of Christmas Yet to Come", "person", "The third spirit to visit the miser."),
+         E("Scrooge's clerk", "person",
+           "Scrooge's clerk, later identified as Bob Cratchit, is poor."),
+         E("Bob Cratchit", "person", "Bob Cratchit works for Ebenezer Scrooge in the office."),
+         E("Ebenezer Scrooge", "person", "A miser of London.")});
   };
   // Without a judge a mention never merges.
   auto without = ResolveEntities(in(), {}, nullptr, nullptr);
@@ -251,8 +261,9 @@ TEST(ResolveMentionTest, MentionsScaleLinearly) {
   std::vector<ResolveEntity> es;
   for (int i = 0; i < 20000; ++i) {
     es.push_back(E("Zorblat" + std::to_string(i) + " Quenton", "person",
-                   "Zorblat" + std::to_string(i) + " Quenton works with Zorblat" + std::to_string((i + 1) % 20000) +
-                       " Quenton and Zorblat" + std::to_string((i + 7) % 20000) + " Quenton in the city."));
+                   "Zorblat" + std::to_string(i) + " Quenton works with Zorblat" +
+                       std::to_string((i + 1) % 20000) + " Quenton and Zorblat" +
+                       std::to_string((i + 7) % 20000) + " Quenton in the city."));
   }
   ResolveOptions o;
   o.max_block = 10;
@@ -271,8 +282,8 @@ TEST(ResolveBandTest, OnlyTheMiddleBandIsAdjudicatedInBatches) {
       In({E("Acme Corp", "organization"), E("ACME Inc.", "organization"),  // same name: merged
           E("Jacob Marley", "person"), E("Marley", "person"),              // middle band
           E("Tim Cook", "person"), E("Cook", "person"),                    // middle band
-          E("Priya Raman", "person"), E("P. Raman", "person"),            // middle band
-          E("Banana", "product")}),                                         // no partner
+          E("Priya Raman", "person"), E("P. Raman", "person"),             // middle band
+          E("Banana", "product")}),                                        // no partner
       o, nullptr, &judge);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stats.adjudicated, 3);
@@ -295,16 +306,17 @@ TEST(ResolveBandTest, OnlyTheMiddleBandIsAdjudicatedInBatches) {
   bool llm_link = false;
   for (const auto& l : r->links) llm_link = llm_link || l.method == ResolveMethod::kLlm;
   EXPECT_TRUE(llm_link);
-  EXPECT_EQ(EstimateAdjudicationCalls(In({E("Jacob Marley", "person"), E("Marley", "person"),
-                                          E("Tim Cook", "person"), E("Cook", "person"),
-                                          E("Priya Raman", "person"), E("P. Raman", "person")}),
-                                      o),
+  EXPECT_EQ(EstimateAdjudicationCalls(
+                In({E("Jacob Marley", "person"), E("Marley", "person"), E("Tim Cook", "person"),
+                    E("Cook", "person"), E("Priya Raman", "person"), E("P. Raman", "person")}),
+                o),
             2);
 }
 
 TEST(ResolveBandTest, WithoutAJudgeTheMiddleBandStaysApart) {
-  auto r = ResolveEntities(In({E("Jacob Marley", "person"), E("Marley", "person"), E("Acme Corp"), E("ACME Inc.")}),
-                           {}, nullptr, nullptr);
+  auto r = ResolveEntities(
+      In({E("Jacob Marley", "person"), E("Marley", "person"), E("Acme Corp"), E("ACME Inc.")}), {},
+      nullptr, nullptr);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(Same(*r, 0, 1));  // 0.83 by name alone is below the no-LLM band
   EXPECT_TRUE(Same(*r, 2, 3));
@@ -314,8 +326,11 @@ TEST(ResolveBandTest, ABadReplyIsRetriedNotCachedAndNotFatal) {
   InMemoryCache cache;
   ScriptedModelOptions mo;
   mo.cache = &cache;
-  ScriptedChatModel judge([](const ChatRequest&) -> Result<std::string> { return std::string("sure, they match"); }, mo);
-  auto r = ResolveEntities(In({E("Jacob Marley", "person"), E("Marley", "person")}), {}, nullptr, &judge);
+  ScriptedChatModel judge(
+      [](const ChatRequest&) -> Result<std::string> { return std::string("sure, they match"); },
+      mo);
+  auto r = ResolveEntities(In({E("Jacob Marley", "person"), E("Marley", "person")}), {}, nullptr,
+                           &judge);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stats.llm_calls, 2);  // the call and one retry
   EXPECT_FALSE(Same(*r, 0, 1));      // no verdict: apart
@@ -328,8 +343,8 @@ TEST(ResolveBandTest, AReplyMissingPairsKeepsTheAnsweredOnes) {
   });
   ResolveOptions o;
   o.adjudication_batch = 10;
-  auto r = ResolveEntities(In({E("Jacob Marley", "person"), E("Marley", "person"), E("Tim Cook", "person"),
-                               E("Cook", "person")}),
+  auto r = ResolveEntities(In({E("Jacob Marley", "person"), E("Marley", "person"),
+                               E("Tim Cook", "person"), E("Cook", "person")}),
                            o, nullptr, &judge);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->stats.llm_calls, 2);
@@ -338,20 +353,20 @@ TEST(ResolveBandTest, AReplyMissingPairsKeepsTheAnsweredOnes) {
 }
 
 TEST(ResolveBandTest, ATransportFailureIsReturned) {
-  ScriptedChatModel judge([](const ChatRequest&) -> Result<std::string> {
-    return Status::Unavailable("server down");
-  });
-  auto r = ResolveEntities(In({E("Jacob Marley", "person"), E("Marley", "person")}), {}, nullptr, &judge);
+  ScriptedChatModel judge(
+      [](const ChatRequest&) -> Result<std::string> { return Status::Unavailable("server down"); });
+  auto r = ResolveEntities(In({E("Jacob Marley", "person"), E("Marley", "person")}), {}, nullptr,
+                           &judge);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
 }
 
 TEST(ResolveBandTest, AnEmbeddingFailureIsReturned) {
-  ScriptedEmbeddingModel broken([](const std::string&) -> Result<std::vector<float>> {
-    return Status::Timeout("slow");
-  });
-  auto r = ResolveEntities(In({E("Acme Corp", "", "a maker of tools"), E("ACME Inc.", "", "tools")}), {},
-                           &broken, nullptr);
+  ScriptedEmbeddingModel broken(
+      [](const std::string&) -> Result<std::vector<float>> { return Status::Timeout("slow"); });
+  auto r =
+      ResolveEntities(In({E("Acme Corp", "", "a maker of tools"), E("ACME Inc.", "", "tools")}), {},
+                      &broken, nullptr);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kTimeout);
 }
@@ -370,7 +385,8 @@ TEST(ResolveLinksTest, PriorLinksAreKeptAndNotRepeated) {
 }
 
 TEST(ResolveLinksTest, MustLinkBeatsGuardsAndCannotLinkBeatsEverything) {
-  ResolveInput in = In({E("John Smith", "person"), E("Jane Smith", "person"), E("Acme Corp"), E("ACME Inc.")});
+  ResolveInput in =
+      In({E("John Smith", "person"), E("Jane Smith", "person"), E("Acme Corp"), E("ACME Inc.")});
   in.must_link.push_back({0, 1});
   in.cannot_link.push_back({2, 3});
   auto r = ResolveEntities(in, {}, nullptr, nullptr);
@@ -388,7 +404,8 @@ TEST(ResolveLinksTest, MustLinkBeatsGuardsAndCannotLinkBeatsEverything) {
   EXPECT_FALSE(Same(*b, 0, 2));
   ResolveInput bad = In({E("A1")});
   bad.must_link.push_back({0, 5});
-  EXPECT_EQ(ResolveEntities(bad, {}, nullptr, nullptr).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ResolveEntities(bad, {}, nullptr, nullptr).status().code(),
+            ErrorCode::kInvalidArgument);
 }
 
 // ---- determinism and canonical names ----
@@ -410,7 +427,8 @@ std::set<std::set<std::string>> ClustersOf(const ResolveInput& in, const Resolve
 
 TEST(ResolveDeterminismTest, TheResultDoesNotDependOnInputOrderOrThreads) {
   std::vector<ResolveEntity> es = {
-      E("Acme Corp", "organization", "Acme Corp makes fasteners and hand tools in Dayton.", true, 5),
+      E("Acme Corp", "organization", "Acme Corp makes fasteners and hand tools in Dayton.", true,
+        5),
       E("ACME Corporation", "organization", "ACME Corporation, the Dayton tool maker.", true, 2),
       E("Acme", "organization", "Acme sells tools.", true, 9),
       E("Fabrikam", "organization", "Fabrikam makes coatings and textiles."),
@@ -461,17 +479,20 @@ ResolveEntity Described(std::string name, std::string type, std::string desc) {
 
 TEST(ResolveShapeTest, AnExtensionByCommonWordsOrAPrepositionIsNotAutoMerged) {
   auto in = [] {
-    return In({Described("FULL PROJECT GUTENBERG LICENSE", "organization",
-                         "The full license of the project, with the terms of use of the works."),
-               Described("PROJECT GUTENBERG LICENSE", "organization",
-                         "The license of the project, with the terms of use of the works; a full copy."),
-               Described("CITY OF LONDON", "geo", "The city of London where the story takes place."),
-               Described("LONDON", "geo", "London, the city where the story takes place."),
-               Described("SPIRIT OF TINY TIM", "person", "The spirit of Tiny Tim lives on in the family."),
-               Described("TINY TIM", "person", "Tiny Tim, the youngest child of the family."),
-               Described("ROYALTY PAYMENT TO ACME FOUNDATION", "organization",
-                         "A royalty payment due to the Acme Foundation each year."),
-               Described("ACME FOUNDATION", "organization", "The Acme Foundation receives a payment each year.")});
+    return In(
+        {Described("FULL PROJECT GUTENBERG LICENSE", "organization",
+                   "The full license of the project, with the terms of use of the works."),
+         Described("PROJECT GUTENBERG LICENSE", "organization",
+                   "The license of the project, with the terms of use of the works; a full copy."),
+         Described("CITY OF LONDON", "geo", "The city of London where the story takes place."),
+         Described("LONDON", "geo", "London, the city where the story takes place."),
+         Described("SPIRIT OF TINY TIM", "person",
+                   "The spirit of Tiny Tim lives on in the family."),
+         Described("TINY TIM", "person", "Tiny Tim, the youngest child of the family."),
+         Described("ROYALTY PAYMENT TO ACME FOUNDATION", "organization",
+                   "A royalty payment due to the Acme Foundation each year."),
+         Described("ACME FOUNDATION", "organization",
+                   "The Acme Foundation receives a payment each year.")});
   };
   LexicalEmbedder embedder;
   auto without = ResolveEntities(in(), {}, &embedder, nullptr);
@@ -491,7 +512,8 @@ TEST(ResolveShapeTest, AnExtensionByCommonWordsOrAPrepositionIsNotAutoMerged) {
   for (const auto& l : with->links) EXPECT_EQ(l.method, ResolveMethod::kLlm);
   // A given name still extends a name into the same name without a judge.
   auto marley = ResolveEntities(
-      In({Described("JACOB MARLEY", "person", "Jacob Marley was the partner of Scrooge, dead seven years."),
+      In({Described("JACOB MARLEY", "person",
+                    "Jacob Marley was the partner of Scrooge, dead seven years."),
           Described("MARLEY", "person", "Marley was the partner of Scrooge, dead seven years.")}),
       {}, &embedder, nullptr);
   ASSERT_TRUE(marley.ok());
@@ -500,10 +522,11 @@ TEST(ResolveShapeTest, AnExtensionByCommonWordsOrAPrepositionIsNotAutoMerged) {
 
 TEST(ResolveShapeTest, CommonNounsUpToAnArticleAreJudgedNotMerged) {
   auto in = [] {
-    return In({Described("THE BABY", "person", "The baby sleeps in the cradle by the fire."),
-               Described("BABY", "person", "The baby sleeps in the cradle by the fire, quiet."),
-               Described("THE FTC", "organization", "The FTC regulates trade and enforces the rules."),
-               Described("FTC", "organization", "The FTC regulates trade and enforces the rules.")});
+    return In(
+        {Described("THE BABY", "person", "The baby sleeps in the cradle by the fire."),
+         Described("BABY", "person", "The baby sleeps in the cradle by the fire, quiet."),
+         Described("THE FTC", "organization", "The FTC regulates trade and enforces the rules."),
+         Described("FTC", "organization", "The FTC regulates trade and enforces the rules.")});
   };
   LexicalEmbedder embedder;
   auto without = ResolveEntities(in(), {}, &embedder, nullptr);
@@ -528,8 +551,10 @@ TEST(ResolveShapeTest, AFemaleHonorificAgainstABareNameIsForTheJudge) {
   EXPECT_FALSE(MergeConflict(E("Mr. Scrooge", "person"), E("Scrooge", "person")));
   EXPECT_FALSE(MergeConflict(E("Mrs. Cratchit", "person"), E("Mrs Cratchit", "person")));
   auto in = [] {
-    return In({Described("MRS. FEZZIWIG", "person", "Fezziwig hosts the Christmas ball at the warehouse."),
-               Described("FEZZIWIG", "person", "Fezziwig hosts the Christmas ball at the warehouse.")});
+    return In(
+        {Described("MRS. FEZZIWIG", "person",
+                   "Fezziwig hosts the Christmas ball at the warehouse."),
+         Described("FEZZIWIG", "person", "Fezziwig hosts the Christmas ball at the warehouse.")});
   };
   LexicalEmbedder embedder;
   auto without = ResolveEntities(in(), {}, &embedder, nullptr);
@@ -554,11 +579,14 @@ TEST(ResolveShapeTest, PairsThatRarelyJoinDoNotReachTheJudge) {
           Described("SHOP", "geo", "The shop sells goods; a shop on the street."),
           Described("BACK-SHOP", "geo", "The back room of the shop on the street."),
           // A name followed by common words names another thing (people, events)...
-          Described("CHRISTMAS", "event", "Christmas is kept by everyone in the town, a day of feasting."),
-          Described("CHRISTMAS DAY", "event", "Christmas Day, when the dinner is served in the town."),
+          Described("CHRISTMAS", "event",
+                    "Christmas is kept by everyone in the town, a day of feasting."),
+          Described("CHRISTMAS DAY", "event",
+                    "Christmas Day, when the dinner is served in the town."),
           // ...but organisations drop descriptors from their names: judged.
           Described("Delta", "organization", "Delta flies passengers; an airline."),
-          Described("Delta Air Lines", "organization", "Delta Air Lines flies passengers; an airline."),
+          Described("Delta Air Lines", "organization",
+                    "Delta Air Lines flies passengers; an airline."),
           // Lead modifiers of two common-noun names.
           Described("THE DEAD MAN", "person", "The dead man lies on the bed, unwatched."),
           Described("THE OLD MAN", "person", "The old man sits by the fire in the shop."),
@@ -575,16 +603,18 @@ TEST(ResolveShapeTest, PairsThatRarelyJoinDoNotReachTheJudge) {
   EXPECT_FALSE(Same(*r, 8, 9));
   // A parenthesis gives another name: judged even with a common word.
   ScriptedChatModel judge2(AllSame(true));
-  auto aside = ResolveEntities(In({Described("BOY (IGNORANCE)", "person", "A boy, wretched, named Ignorance."),
-                                   Described("IGNORANCE", "person", "Ignorance, a boy, wretched.")}),
-                               {}, &embedder, &judge2);
+  auto aside = ResolveEntities(
+      In({Described("BOY (IGNORANCE)", "person", "A boy, wretched, named Ignorance."),
+          Described("IGNORANCE", "person", "Ignorance, a boy, wretched.")}),
+      {}, &embedder, &judge2);
   ASSERT_TRUE(aside.ok());
   EXPECT_EQ(aside->stats.adjudicated, 1);
   EXPECT_TRUE(Same(*aside, 0, 1));
-  EXPECT_EQ(EstimateAdjudicationCalls(In({Described("SHOP", "geo", "The shop sells goods; a shop."),
-                                          Described("BACK-SHOP", "geo", "The back room of the shop.")}),
-                                      {}),
-            0);
+  EXPECT_EQ(
+      EstimateAdjudicationCalls(In({Described("SHOP", "geo", "The shop sells goods; a shop."),
+                                    Described("BACK-SHOP", "geo", "The back room of the shop.")}),
+                                {}),
+      0);
 }
 
 // ---- the no-LLM band on NLP-extracted names (A Christmas Carol) ----
@@ -594,11 +624,13 @@ TEST(ResolveNlpTest, ChristmasCarolNamesResolveWithoutAModel) {
   ResolveInput in = In({
       E("Jacob Marley", pn,
         "Marley was dead, to begin with. Jacob Marley was Scrooge's partner. 'In life I was your "
-        "partner, Jacob Marley.' Old Marley was as dead as a door-nail.", true, 12),
+        "partner, Jacob Marley.' Old Marley was as dead as a door-nail.",
+        true, 12),
       E("Marley", pn,
         "Marley was dead, to begin with. There is no doubt that Marley was dead. Scrooge and he "
         "were partners for I don't know how many years; Scrooge was his sole executor. Old Marley "
-        "was as dead as a door-nail.", true, 40),
+        "was as dead as a door-nail.",
+        true, 40),
       E("Ebenezer Scrooge", pn,
         "Ebenezer Scrooge, a squeezing, wrenching, grasping, scraping, clutching, covetous old "
         "sinner. Scrooge signed the register of Marley's burial; Scrooge was his sole mourner.",
@@ -606,16 +638,20 @@ TEST(ResolveNlpTest, ChristmasCarolNamesResolveWithoutAModel) {
       E("Scrooge", pn,
         "Oh! but he was a tight-fisted hand at the grindstone, Scrooge! a squeezing, wrenching, "
         "grasping, scraping, clutching, covetous old sinner! Scrooge signed it. Scrooge never "
-        "painted out Old Marley's name.", true, 300),
+        "painted out Old Marley's name.",
+        true, 300),
       E("Ghost of Christmas Past", pn,
         "'I am the Ghost of Christmas Past.' 'Long Past?' 'No. Your past.' The Ghost of Christmas "
-        "Past, a phantom showing things past, took Scrooge to the school.", true, 4),
+        "Past, a phantom showing things past, took Scrooge to the school.",
+        true, 4),
       E("Ghost of Christmas Present", pn,
         "'I am the Ghost of Christmas Present,' said the Spirit. 'Look upon me!' The Ghost of "
-        "Christmas Present rose, a jolly Giant, glorious to see.", true, 4),
+        "Christmas Present rose, a jolly Giant, glorious to see.",
+        true, 4),
       E("Ghost of Christmas Yet to Come", pn,
         "The Ghost of Christmas Yet to Come, a phantom showing the shadows of things that have "
-        "not happened. 'I am in the presence of the Ghost of Christmas Yet To Come?'", true, 3),
+        "not happened. 'I am in the presence of the Ghost of Christmas Yet To Come?'",
+        true, 3),
   });
   LexicalEmbedder embedder;
   auto r = ResolveEntities(in, {}, &embedder, nullptr);
@@ -640,28 +676,35 @@ ResolveInput ChristmasCarolNlpNames() {
       E("Jacob Marley", pn, "'In life I was your partner, Jacob Marley.'", true, 7),
       E("Marley", pn,
         "Ebenezer Scrooge, a grasping, covetous old man, the surviving partner of the firm of "
-        "Scrooge and Marley.", true, 10),
+        "Scrooge and Marley.",
+        true, 10),
       E("Old Jacob Marley", pn, "'Old Jacob Marley, tell me more!", true, 1),
       E("Ghost of Jacob Marley", pn,
         "Ghost of Jacob Marley, a spectre of Scrooge's former partner in business.", true, 2),
       E("Ebenezer Scrooge", pn, "Bob Cratchit, clerk to Ebenezer Scrooge.", true, 5),
-      E("Scrooge", pn, "[Illustration: _\"How now?\" said Scrooge, caustic and cold as ever.", true, 36),
+      E("Scrooge", pn, "[Illustration: _\"How now?\" said Scrooge, caustic and cold as ever.", true,
+        36),
       E("Uncle Scrooge", pn,
         "He may rail at Christmas till he dies, but he can't help thinking better of it--I defy "
         "him--if he finds me going there, in good temper, year after year, and saying, \"Uncle "
-        "Scrooge, how are you?\"", true, 2),
+        "Scrooge, how are you?\"",
+        true, 2),
       E("Whereat Scrooge", pn,
         "Whereat Scrooge's niece's sister--the plump one with the lace tucker: not the one with "
-        "the roses--blushed.", true, 1),
+        "the roses--blushed.",
+        true, 1),
       E("Scrooge Scrooge", pn,
         "Sometimes people new to the business called Scrooge Scrooge, and sometimes Marley, but "
-        "he answered to both names.", true, 1),
-      E("Ghost of Christmas Past", pn, "Ghost of Christmas Past, a phantom showing things past.", true, 4),
+        "he answered to both names.",
+        true, 1),
+      E("Ghost of Christmas Past", pn, "Ghost of Christmas Past, a phantom showing things past.",
+        true, 4),
       E("Ghost of Christmas Present", pn,
         "Ghost of Christmas Present, a spirit of a kind, generous, and hearty nature.", true, 6),
       E("Ghost of Christmas Yet to Come", pn,
         "Ghost of Christmas Yet to Come, an apparition showing the shadows of things which yet may "
-        "happen.", true, 3),
+        "happen.",
+        true, 3),
   });
 }
 
@@ -691,22 +734,27 @@ TEST(ResolveNlpTest, AShortNameJoinsItsBestFitWhenTheFitsDoNotFirmlyConflict) {
 
   // Fits that firmly conflict keep the short name apart from all of them: given names.
   ResolveInput smiths = ChristmasCarolNlpNames();
-  smiths.entities.push_back(E("Fan Scrooge", "proper noun", "'I have come to bring you home, dear brother!' said Fan Scrooge to Ebenezer.", true, 2));
+  smiths.entities.push_back(
+      E("Fan Scrooge", "proper noun",
+        "'I have come to bring you home, dear brother!' said Fan Scrooge to Ebenezer.", true, 2));
   auto s = ResolveEntities(smiths, {}, &embedder, nullptr);
   ASSERT_TRUE(s.ok());
   EXPECT_FALSE(Same(*s, 4, 5));
   EXPECT_FALSE(Same(*s, 5, 12));
   EXPECT_TRUE(Same(*s, 0, 1)) << "the Marleys are not affected";
   // Without a judge "Smith" stays apart from John and Jane Smith, and joins a lone John Smith.
-  auto apart = ResolveEntities(In({E("Smith", "person"), E("John Smith", "person"), E("Jane Smith", "person")}),
-                               {}, nullptr, nullptr);
+  auto apart = ResolveEntities(
+      In({E("Smith", "person"), E("John Smith", "person"), E("Jane Smith", "person")}), {}, nullptr,
+      nullptr);
   ASSERT_TRUE(apart.ok());
   EXPECT_FALSE(Same(*apart, 0, 1));
   EXPECT_FALSE(Same(*apart, 0, 2));
   // A possessor or a common word is no given name.
-  auto owner = ResolveEntities(In({E("Churchyard", "geo", "He walked past the Churchyard at night."),
-                                   E("St. Paul's Churchyard", "geo", "Books were sold in St. Paul's Churchyard, said Paul.")}),
-                               {}, &embedder, nullptr);
+  auto owner =
+      ResolveEntities(In({E("Churchyard", "geo", "He walked past the Churchyard at night."),
+                          E("St. Paul's Churchyard", "geo",
+                            "Books were sold in St. Paul's Churchyard, said Paul.")}),
+                      {}, &embedder, nullptr);
   ASSERT_TRUE(owner.ok());
   EXPECT_FALSE(Same(*owner, 0, 1));
 }
@@ -714,7 +762,9 @@ TEST(ResolveNlpTest, AShortNameJoinsItsBestFitWhenTheFitsDoNotFirmlyConflict) {
 TEST(ResolveNlpTest, AKinshipTitleIsAFormOfAddress) {
   // "Uncle Scrooge" (Fred: "Uncle Scrooge, how are you?") is a form of "Scrooge", not another
   // given name; the title still carries its gender.
-  auto conflict = [](const char* a, const char* b) { return MergeConflict(E(a, "person"), E(b, "person")); };
+  auto conflict = [](const char* a, const char* b) {
+    return MergeConflict(E(a, "person"), E(b, "person"));
+  };
   EXPECT_FALSE(conflict("Uncle Scrooge", "Scrooge"));
   EXPECT_FALSE(conflict("Uncle Scrooge", "Ebenezer Scrooge"));
   EXPECT_DOUBLE_EQ(NameSimilarity("Uncle Scrooge", "Scrooge"), 1.0);

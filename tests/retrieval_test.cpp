@@ -37,7 +37,8 @@ RandomGraph MakeRandomGraph(int nodes, int extra_edges, uint32_t seed) {
   std::uniform_int_distribution<int> pick(0, nodes - 1);
   std::uniform_real_distribution<double> weight(0.5, 4.0);
   std::vector<std::vector<std::pair<int, double>>> out(static_cast<size_t>(nodes));
-  for (int u = 0; u < nodes; ++u) out[static_cast<size_t>(u)].push_back({(u + 1) % nodes, weight(rng)});
+  for (int u = 0; u < nodes; ++u)
+    out[static_cast<size_t>(u)].push_back({(u + 1) % nodes, weight(rng)});
   for (int i = 0; i < extra_edges; ++i) {
     const int u = pick(rng);
     const int v = pick(rng);
@@ -179,14 +180,16 @@ class RetrievalIndexTest : public ::testing::Test {
       docs.push_back({"Film number " + std::to_string(i),
                       "Film number " + std::to_string(i) + " is a film made in " +
                           std::to_string(1930 + i) + ". The film was directed by Director " +
-                          std::string(1, static_cast<char>('A' + i)) + " Smithson and the film "
+                          std::string(1, static_cast<char>('A' + i)) +
+                          " Smithson and the film "
                           "starred many actors in a comedy about parents."});
     }
     std::filesystem::create_directories(dir_.path() / "input");
     std::ofstream jsonl(dir_ / "input/passages.jsonl");
     for (const auto& [title, text] : docs) {
-      jsonl << nlohmann::json{{"id", title}, {"title", title}, {"text", title + "\n\n" + text}}.dump()
-            << "\n";
+      jsonl
+          << nlohmann::json{{"id", title}, {"title", title}, {"text", title + "\n\n" + text}}.dump()
+          << "\n";
     }
     jsonl.close();
     config_.root = dir_.path().string();
@@ -226,7 +229,8 @@ TEST_F(RetrievalIndexTest, TheWalkReachesAPassageNoQuestionWordNames) {
   ASSERT_TRUE(bm25.ok()) << bm25.status().ToString();
   const auto keyword = Docs(*bm25);
   // Keywords find it only through function words ("was", "the"), if at all, behind others.
-  const auto keyword_rank = std::find(keyword.begin(), keyword.end(), "Shirley Temple") - keyword.begin();
+  const auto keyword_rank =
+      std::find(keyword.begin(), keyword.end(), "Shirley Temple") - keyword.begin();
   EXPECT_GE(keyword_rank, 2) << "the keyword signal should not rank it near the top on its own";
 
   o.method = RetrievalMethod::kGraph;
@@ -237,7 +241,8 @@ TEST_F(RetrievalIndexTest, TheWalkReachesAPassageNoQuestionWordNames) {
   EXPECT_THAT(std::vector<std::string>(walked.begin(), walked.begin() + 2),
               ::testing::UnorderedElementsAre("Kiss and Tell (1945 film)", "Shirley Temple"));
   bool named_kiss_and_tell = false;
-  for (const auto& s : graph->seeds) named_kiss_and_tell |= s.by_name && s.name_key == "kiss and tell";
+  for (const auto& s : graph->seeds)
+    named_kiss_and_tell |= s.by_name && s.name_key == "kiss and tell";
   EXPECT_TRUE(named_kiss_and_tell);
 
   o.method = RetrievalMethod::kHybrid;
@@ -268,8 +273,9 @@ TEST_F(RetrievalIndexTest, AGenericQuestionWordDoesNotSeedTheWalkInPlaceOfAName)
 TEST(RetrievalUnanchoredTest, AGuessingWalkDoesNotOutvoteTheOtherSignals) {
   TempDir dir;
   std::filesystem::create_directories(dir.path() / "input");
-  std::filesystem::copy_file(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
-                             dir / "input/christmas_carol.txt");
+  std::filesystem::copy_file(
+      std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
+      dir / "input/christmas_carol.txt");
   dir.Write("input/zorblax.txt", "Zorblax the Quantum Llama lives in Paris with Marley.");
   Config config;
   config.root = dir.path().string();
@@ -310,8 +316,7 @@ TEST_F(RetrievalIndexTest, EachMethodRanksWithItsOwnSignal) {
     ASSERT_TRUE(r.ok()) << RetrievalMethodName(m) << ": " << r.status().ToString();
     ASSERT_FALSE(r->chunks.empty()) << RetrievalMethodName(m);
     EXPECT_LE(r->chunks.size(), 3u);
-    EXPECT_THAT(r->chunks[0].document_id,
-                ::testing::AnyOf("Meet Corliss Archer", "Corliss Archer"))
+    EXPECT_THAT(r->chunks[0].document_id, ::testing::AnyOf("Meet Corliss Archer", "Corliss Archer"))
         << RetrievalMethodName(m);
     if (m != RetrievalMethod::kHybrid) {
       const size_t s = m == RetrievalMethod::kVector ? 0 : m == RetrievalMethod::kBm25 ? 1 : 2;

@@ -772,13 +772,13 @@ TEST_F(StoreDataTest, AFailedCallInsideATransactionUndoesOnlyItsOwnPart) {
 TEST_F(StoreDataTest, AliasesLinksAndOverridesRoundTripAndAliasesFindTheirEntity) {
   const int64_t jm = AddEntity("jacob marley");
   AddEntity("scrooge");
-  ASSERT_TRUE(store_
-                  ->ReplaceResolution(
-                      {{"jacob marley", "Jacob Marley", "jacob marley", 1, "", ""},
-                       {"marley", "Marley", "jacob marley", 0.91, "similarity", "surname"},
-                       {"scrooge", "Scrooge", "scrooge", 1, "", ""}},
-                      {{"marley", "jacob marley", 0.91, "similarity", "surname"}})
-                  .ok());
+  ASSERT_TRUE(
+      store_
+          ->ReplaceResolution({{"jacob marley", "Jacob Marley", "jacob marley", 1, "", ""},
+                               {"marley", "Marley", "jacob marley", 0.91, "similarity", "surname"},
+                               {"scrooge", "Scrooge", "scrooge", 1, "", ""}},
+                              {{"marley", "jacob marley", 0.91, "similarity", "surname"}})
+          .ok());
   auto aliases = store_->ListAliases();
   ASSERT_TRUE(aliases.ok()) << aliases.status().ToString();
   ASSERT_EQ(aliases->size(), 3u);

@@ -35,7 +35,8 @@ void MakeIndex(const std::string& path, int documents = 200) {
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   for (int i = 0; i < documents; ++i) {
     const std::string id = "doc" + std::to_string(i);
-    const std::string text = "Text number " + std::to_string(i) + " " + std::string(500, 'a' + i % 26);
+    const std::string text =
+        "Text number " + std::to_string(i) + " " + std::string(500, 'a' + i % 26);
     ASSERT_TRUE((*store)->UpsertDocument(Doc(id, text)).ok());
     ASSERT_TRUE((*store)->ReplaceDocumentChunks(id, {{id + "#0", id, 0, text, 100, 0}}).ok());
   }
@@ -275,7 +276,7 @@ TEST(StoreDamageTest, TheScreenRunsOnlyWhenTheFilesChanged) {
 
   // Damage that leaves size and modification time as recorded is not looked for (that is the
   // point: a full read per open would cost seconds on a large index)...
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   Overwrite(path, fs::file_size(path) / 2, 20'000);
   const struct timespec times[2] = {st.st_atim, st.st_mtim};
@@ -301,17 +302,18 @@ TEST(StoreCheckTest, ASoundIndexPassesAndOrphansAreReported) {
     auto report = (*store)->Check();
     ASSERT_TRUE(report.ok());
     EXPECT_TRUE(report->ok()) << report->problems.at(0).detail;
-    EXPECT_EQ(report->checks_run,
-              (std::vector<std::string>{"sqlite", "foreign_keys", "fts", "orphans", "communities"}));
+    EXPECT_EQ(report->checks_run, (std::vector<std::string>{"sqlite", "foreign_keys", "fts",
+                                                            "orphans", "communities"}));
   }
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db,
-                           "INSERT INTO embeddings (owner_kind, owner_id, model, dimension, vector) "
-                           "VALUES ('entity', '999', 'm', 1, x'00000000')",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(db,
+                     "INSERT INTO embeddings (owner_kind, owner_id, model, dimension, vector) "
+                     "VALUES ('entity', '999', 'm', 1, x'00000000')",
+                     nullptr, nullptr, nullptr),
+        SQLITE_OK);
     sqlite3_close(db);
   }
   StoreOptions o;

@@ -96,8 +96,7 @@ TEST_F(StoreSqlTest, EveryViewAnswersWithItsDocumentedColumns) {
       {"chunks",
        {"id", "document_id", "document_title", "chunk_index", "n_tokens", "start_token", "text",
         "entity_count"}},
-      {"documents",
-       {"id", "title", "source_path", "content_hash", "characters", "chunk_count"}},
+      {"documents", {"id", "title", "source_path", "content_hash", "characters", "chunk_count"}},
   };
   for (const auto& [view, columns] : views) {
     SqlRows rows = Run("SELECT * FROM " + view);
@@ -122,14 +121,15 @@ TEST_F(StoreSqlTest, EveryViewAnswersWithItsDocumentedColumns) {
 
 TEST_F(StoreSqlTest, TheIssuesExampleAgreesWithTheGraph) {
   // Every entity connected to more than three entities of type X (docs/schema.md).
-  const std::string type = Run("SELECT type FROM entities GROUP BY type ORDER BY count(*) DESC")
-                               .rows.at(0)[0]
-                               .text;
-  SqlRows rows = Run(
-      "SELECT e.name, count(DISTINCT o.id) AS n FROM entities e "
-      "JOIN relationships r ON e.id IN (r.source_id, r.target_id) "
-      "JOIN entities o ON o.id = CASE WHEN r.source_id = e.id THEN r.target_id ELSE r.source_id END "
-      "WHERE o.type = '" + type + "' GROUP BY e.id HAVING n > 3 ORDER BY e.name");
+  const std::string type =
+      Run("SELECT type FROM entities GROUP BY type ORDER BY count(*) DESC").rows.at(0)[0].text;
+  SqlRows rows =
+      Run("SELECT e.name, count(DISTINCT o.id) AS n FROM entities e "
+          "JOIN relationships r ON e.id IN (r.source_id, r.target_id) "
+          "JOIN entities o ON o.id = CASE WHEN r.source_id = e.id THEN r.target_id ELSE "
+          "r.source_id END "
+          "WHERE o.type = '" +
+          type + "' GROUP BY e.id HAVING n > 3 ORDER BY e.name");
   // The same through the Store API.
   auto entities = store_->ListEntities();
   auto relationships = store_->ListRelationships();
@@ -213,9 +213,9 @@ TEST_F(StoreSqlTest, ReadsTrailingSemicolonsCtesAndIntrospection) {
   EXPECT_GT(Run("PRAGMA table_info(entities)").rows.size(), 5u);
   EXPECT_GT(Run("SELECT name FROM pragma_table_info('relationships')").rows.size(), 5u);
   EXPECT_EQ(Run("SELECT value FROM json_each('[1, 2, 3]')").rows.size(), 3u);
-  EXPECT_GT(Run("SELECT f.value ->> 'summary' FROM reports r, json_each(r.findings) AS f")
-                .rows.size(),
-            0u);
+  EXPECT_GT(
+      Run("SELECT f.value ->> 'summary' FROM reports r, json_each(r.findings) AS f").rows.size(),
+      0u);
   EXPECT_GT(Run("SELECT count(*) FROM main.entity_chunks").rows[0][0].integer, 0);
 }
 

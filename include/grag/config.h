@@ -26,10 +26,10 @@ struct InputConfig {
 };
 
 struct ChunkConfig {
-  int64_t size = 1200;                // tokens per chunk (Microsoft GraphRAG's default)
-  int64_t overlap = 100;              // tokens shared by consecutive chunks (ditto)
+  int64_t size = 1200;                  // tokens per chunk (Microsoft GraphRAG's default)
+  int64_t overlap = 100;                // tokens shared by consecutive chunks (ditto)
   std::string encoding = "o200k_base";  // cl100k_base | o200k_base
-  bool prepend_title = false;         // start every chunk with "title: <title>.\n" (as Microsoft)
+  bool prepend_title = false;           // start every chunk with "title: <title>.\n" (as Microsoft)
 };
 
 struct StoreConfig {
@@ -39,33 +39,34 @@ struct StoreConfig {
 struct LlmConfig {
   std::string base_url;  // empty: no LLM (the offline no-LLM mode)
   std::string model;
-  std::string api_key;   // falls back to OPENAI_API_KEY
+  std::string api_key;               // falls back to OPENAI_API_KEY
   std::string api_style = "openai";  // openai | azure
-  std::string azure_api_version = "2024-10-21";  // OpenAIOptions's default (a test keeps them equal)
-  std::string extra_body;  // JSON object merged into every request body, e.g. {"seed": 1}
-  int64_t concurrency = 16;          // requests in flight at once
-  int64_t requests_per_minute = 0;   // 0: unlimited
-  int64_t tokens_per_minute = 0;     // 0: unlimited
-  double timeout_seconds = 120;      // per call, including the whole reply
-  int64_t max_retries = 6;           // on 429, 5xx and network errors
-  bool json_mode = true;             // ask for response_format json_object where JSON is wanted
-  double temperature = 0;            // deterministic extraction and reports
+  std::string azure_api_version =
+      "2024-10-21";                 // OpenAIOptions's default (a test keeps them equal)
+  std::string extra_body;           // JSON object merged into every request body, e.g. {"seed": 1}
+  int64_t concurrency = 16;         // requests in flight at once
+  int64_t requests_per_minute = 0;  // 0: unlimited
+  int64_t tokens_per_minute = 0;    // 0: unlimited
+  double timeout_seconds = 120;     // per call, including the whole reply
+  int64_t max_retries = 6;          // on 429, 5xx and network errors
+  bool json_mode = true;            // ask for response_format json_object where JSON is wanted
+  double temperature = 0;           // deterministic extraction and reports
 };
 
 struct EmbeddingConfig {
-  std::string base_url;  // empty: the LLM's base_url
-  std::string model;     // empty: the built-in lexical embedder (no network)
-  std::string api_key;   // empty: the LLM's key
+  std::string base_url;     // empty: the LLM's base_url
+  std::string model;        // empty: the built-in lexical embedder (no network)
+  std::string api_key;      // empty: the LLM's key
   int64_t batch_size = 16;  // inputs per request (Microsoft GraphRAG's default)
 };
 
 // The built-in extractor of the no-LLM mode (see nlp_extract.h for what each knob does).
 struct NlpConfig {
-  int64_t sentence_window = 1;        // co-occurrence window in sentences; -1: whole chunk
+  int64_t sentence_window = 1;             // co-occurrence window in sentences; -1: whole chunk
   std::vector<std::string> exclude_words;  // more stop words
-  int64_t min_node_freq = 2;          // phrases in fewer chunks are pruned
-  double min_edge_weight_pct = 40;    // edges below this weight percentile are pruned
-  bool pmi_weights = true;            // PMI-normalised edge weights
+  int64_t min_node_freq = 2;               // phrases in fewer chunks are pruned
+  double min_edge_weight_pct = 40;         // edges below this weight percentile are pruned
+  bool pmi_weights = true;                 // PMI-normalised edge weights
 };
 
 struct ExtractionConfig {
@@ -77,19 +78,19 @@ struct ExtractionConfig {
 // Entity resolution (grag/resolve.h): names of one real thing become one entity.
 struct ResolutionConfig {
   bool enabled = true;
-  double name_weight = 0.5;         // similarity = name_weight x name + embedding_weight x cosine
+  double name_weight = 0.5;  // similarity = name_weight x name + embedding_weight x cosine
   double embedding_weight = 0.5;
-  double merge_threshold = 0.85;    // with a chat model: merge at or above
-  double adjudicate_threshold = 0.6;  // with a chat model: [this, merge_threshold) asks the LLM
+  double merge_threshold = 0.85;        // with a chat model: merge at or above
+  double adjudicate_threshold = 0.6;    // with a chat model: [this, merge_threshold) asks the LLM
   double no_llm_merge_threshold = 0.9;  // without a chat model: merge at or above
-  int64_t adjudication_batch = 25;  // candidate pairs per LLM call
-  int64_t max_block = 100;          // a name token shared by more entities is not compared on
+  int64_t adjudication_batch = 25;      // candidate pairs per LLM call
+  int64_t max_block = 100;              // a name token shared by more entities is not compared on
 };
 
 // Merged descriptions (grag/merge.h SummarizeOptions).
 struct SummaryConfig {
-  int64_t max_joined_tokens = 500;  // joined descriptions above this are summarised by the LLM
-  int64_t max_descriptions = 0;     // more descriptions than this are summarised too; 0: no limit
+  int64_t max_joined_tokens = 500;   // joined descriptions above this are summarised by the LLM
+  int64_t max_descriptions = 0;      // more descriptions than this are summarised too; 0: no limit
   int64_t max_summary_tokens = 300;  // a summary's length limit
 };
 
@@ -104,27 +105,27 @@ struct CommunityConfig {
 };
 
 struct GlobalSearchConfig {
-  int64_t level = 2;                    // community level searched (0 = coarsest; Microsoft's default 2)
-  int64_t map_batch_tokens = 12000;     // tokens of one map prompt
-  int64_t max_map_calls = 50;           // bounds a query's cost at fine levels
-  int64_t reduce_budget_tokens = 12000; // tokens of ranked points in the reduce prompt
-  double map_timeout_seconds = 120;     // a map call slower than this drops out
+  int64_t level = 2;  // community level searched (0 = coarsest; Microsoft's default 2)
+  int64_t map_batch_tokens = 12000;      // tokens of one map prompt
+  int64_t max_map_calls = 50;            // bounds a query's cost at fine levels
+  int64_t reduce_budget_tokens = 12000;  // tokens of ranked points in the reduce prompt
+  double map_timeout_seconds = 120;      // a map call slower than this drops out
 };
 
 struct LocalSearchConfig {
-  int64_t top_k = 10;               // matched entities at most
-  double similarity_floor = 0.5;    // cosine similarity an entity must clear
+  int64_t top_k = 10;                     // matched entities at most
+  double similarity_floor = 0.5;          // cosine similarity an entity must clear
   double lexical_similarity_floor = 0.2;  // the same, with the built-in lexical embedder
   int64_t context_budget_tokens = 12000;
-  double chunk_share = 0.5;         // of the budget, for source chunks
+  double chunk_share = 0.5;  // of the budget, for source chunks
   double relationship_share = 0.25;
   double report_share = 0.25;
 };
 
 struct QueryConfig {
   int64_t max_question_tokens = 2000;  // longer questions are refused (they ride in every prompt)
-  std::string method = "auto";         // grag query's default: auto | global | local | basic | hybrid
-  std::string router = "rules";        // how auto decides: rules | llm (one small cached call)
+  std::string method = "auto";   // grag query's default: auto | global | local | basic | hybrid
+  std::string router = "rules";  // how auto decides: rules | llm (one small cached call)
 };
 
 // Retrieval: grag search, basic and hybrid search, and local search's chunk lane. The defaults
@@ -163,15 +164,15 @@ struct ServerConfig {
   // When set, every route but /health needs `Authorization: Bearer KEY`. Better kept in the
   // environment (GRAG_API_KEYS, comma-separated) than in grag.toml.
   std::vector<std::string> api_keys;
-  int64_t max_body_mb = 32;           // larger request bodies get 413
-  double request_timeout = 300;       // seconds a request may take to read, answer or stream
+  int64_t max_body_mb = 32;               // larger request bodies get 413
+  double request_timeout = 300;           // seconds a request may take to read, answer or stream
   std::vector<std::string> cors_origins;  // origins allowed by CORS; empty: off; "*": any
-  int64_t threads = 64;   // connections served at once (keep-alive clients hold one each)
-  int64_t workers = 0;    // engine calls (queries, searches) at once; 0: one per CPU core
+  int64_t threads = 64;  // connections served at once (keep-alive clients hold one each)
+  int64_t workers = 0;   // engine calls (queries, searches) at once; 0: one per CPU core
 };
 
 struct Config {
-  std::string root = ".";             // the project folder (--root)
+  std::string root = ".";               // the project folder (--root)
   std::string prompts_dir = "prompts";  // editable prompt files written by `grag init`
   std::string log_level = "info";
   InputConfig input;
@@ -196,8 +197,8 @@ struct Config {
 
 // One declared setting, for help texts, `grag init` and `grag config`.
 struct SettingInfo {
-  std::string key;         // "llm.model"
-  std::string env;         // "GRAG_LLM_MODEL", or empty
+  std::string key;  // "llm.model"
+  std::string env;  // "GRAG_LLM_MODEL", or empty
   std::string help;
   std::string value_text;  // the current value, TOML-formatted
 };

@@ -92,9 +92,10 @@ struct IndexStats {
   StoreStats store;
   std::map<std::string, int64_t> spent;  // run counters summed: llm_calls, tokens_in, ...
   std::vector<EntityRecord> top_entities;
-  std::vector<std::pair<std::string, EmbeddingSpace>> embeddings;  // by owner: entity, chunk, report
-  int64_t resolved_names = 0;    // extracted names entity resolution placed
-  int64_t merged_names = 0;      // of which folded into another entity
+  std::vector<std::pair<std::string, EmbeddingSpace>>
+      embeddings;                                   // by owner: entity, chunk, report
+  int64_t resolved_names = 0;                       // extracted names entity resolution placed
+  int64_t merged_names = 0;                         // of which folded into another entity
   std::map<std::string, int64_t> merged_by_method;  // rule, similarity, llm, user
 };
 
@@ -118,9 +119,9 @@ struct AliasListing {
     bool merge = true;
     std::string at;
   };
-  std::vector<Alias> aliases;      // names folded into another entity
+  std::vector<Alias> aliases;  // names folded into another entity
   std::vector<Override> overrides;
-  bool empty_index = false;        // no name resolved at all
+  bool empty_index = false;  // no name resolved at all
 };
 
 // ---- reading the graph (the HTTP API, the MCP server and the web UI show it)
@@ -215,11 +216,12 @@ class Engine {
   Result<std::vector<EntityListing>> Entities(std::string_view search);  // highest degree first
   Result<AliasListing> Aliases(std::string_view search);
   Result<bool> MergeEntities(std::string_view a, std::string_view b);  // RecordEntityMerge
-  Result<int64_t> SplitEntity(std::string_view entity, std::string_view alias);  // RecordEntitySplit
+  Result<int64_t> SplitEntity(std::string_view entity,
+                              std::string_view alias);  // RecordEntitySplit
 
   // ---- the graph, for front ends. A missing id is std::nullopt, not an error.
   Result<std::optional<EntityDetail>> GetEntity(int64_t id, int64_t max_neighbours = 50,
-                                             int64_t max_chunks = 20);
+                                                int64_t max_chunks = 20);
   // The entity a name (or any extracted name resolved into it) denotes, as the index matches
   // names (case and punctuation folded).
   Result<std::optional<int64_t>> FindEntity(std::string_view name);
@@ -235,8 +237,8 @@ class Engine {
   const Config& config() const;
   Store& store();
   const Tokenizer& tokenizer() const;
-  ChatModel* chat();                  // nullptr: no LLM (extractive answers)
-  EmbeddingModel* embedder();         // the configured model, or the lexical embedder
+  ChatModel* chat();           // nullptr: no LLM (extractive answers)
+  EmbeddingModel* embedder();  // the configured model, or the lexical embedder
   // The retrieval indexes, built on first use and kept. Errors: the store's.
   Result<const Retriever*> retriever();
 

@@ -25,7 +25,7 @@ std::string NormalizeEntityName(std::string_view name);
 std::vector<std::string> SplitNormalizedName(std::string_view normalized);
 
 struct ParsedExtraction {
-  std::vector<EntityMention> entities;            // name_key filled, type lower-cased
+  std::vector<EntityMention> entities;             // name_key filled, type lower-cased
   std::vector<RelationshipMention> relationships;  // keys filled, strength in [1, 10]
 };
 
@@ -34,16 +34,16 @@ struct ParsedExtraction {
 Result<ParsedExtraction> ParseExtractionReply(std::string_view reply);
 
 struct ExtractorOptions {
-  std::string prompt;                       // the extraction prompt template (seed 000's)
-  std::vector<std::string> entity_types;    // filled into {{entity_types}}
-  int gleanings = 1;                        // extra "what did you miss?" rounds
-  bool json_mode = true;                    // ask the server for a JSON object
-  std::optional<int> max_tokens;            // per reply; nullopt: the server's default
+  std::string prompt;                     // the extraction prompt template (seed 000's)
+  std::vector<std::string> entity_types;  // filled into {{entity_types}}
+  int gleanings = 1;                      // extra "what did you miss?" rounds
+  bool json_mode = true;                  // ask the server for a JSON object
+  std::optional<int> max_tokens;          // per reply; nullopt: the server's default
 };
 
 struct ChunkExtraction {
   bool skipped = false;
-  std::string reason;     // why it was skipped
+  std::string reason;       // why it was skipped
   int gleaning_rounds = 0;  // rounds that ran
   int calls = 0;            // model calls made (cache hits included)
   ParsedExtraction result;

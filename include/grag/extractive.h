@@ -182,13 +182,10 @@ struct ExtractiveLocalOptions {
 // renders the answer from it without a model (see the file comment). nothing_found when no
 // entity matched (answer: options.nothing_found_answer). `prompt` stays empty and `response`
 // default; options.on_answer_delta is called once with the whole answer.
-Result<LocalSearchResult> ExtractiveLocalSearch(Store& store, EmbeddingModel* embedder,
-                                                const Tokenizer& tokenizer,
-                                                std::string_view question,
-                                                const LocalSearchOptions& options = {},
-                                                const ExtractiveLocalOptions& extractive = {},
-                                                const VectorIndex* entity_index = nullptr,
-                                                const Retriever* retriever = nullptr);
+Result<LocalSearchResult> ExtractiveLocalSearch(
+    Store& store, EmbeddingModel* embedder, const Tokenizer& tokenizer, std::string_view question,
+    const LocalSearchOptions& options = {}, const ExtractiveLocalOptions& extractive = {},
+    const VectorIndex* entity_index = nullptr, const Retriever* retriever = nullptr);
 
 // ---------------------------------------------------------------------------------------------
 // Text helpers the three share (public so the NLP extractor and tests can use them too)

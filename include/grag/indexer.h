@@ -67,7 +67,7 @@ struct IndexSummary {
   int64_t run_id = 0;
   bool no_llm = false;          // built-in extractor, extractive reports (no chat model)
   std::string embedding_model;  // empty: none
-  IndexPlan plan;  // as worked out at the start of the run
+  IndexPlan plan;               // as worked out at the start of the run
   int64_t documents_added = 0;
   int64_t documents_changed = 0;
   int64_t documents_unchanged = 0;
@@ -91,8 +91,8 @@ struct IndexSummary {
   bool communities_warm_start = false;  // Leiden started from the previous partition
   int64_t communities_kept = 0;         // matched a previous community and kept its id
   int64_t communities_new = 0;
-  int64_t communities_removed = 0;      // previous communities with no successor
-  std::string community_note;           // why a full re-detection was done, if one was
+  int64_t communities_removed = 0;  // previous communities with no successor
+  std::string community_note;       // why a full re-detection was done, if one was
   int64_t reports_generated = 0;
   int64_t reports_reused = 0;
   int64_t reports_extractive = 0;  // with an LLM: small communities reported without a call
@@ -105,11 +105,11 @@ struct IndexSummary {
 // What the pipeline works with. Borrowed; all must outlive the call.
 struct IndexContext {
   Store* store = nullptr;
-  ChatModel* chat = nullptr;           // nullptr: no LLM configured
-  EmbeddingModel* embedder = nullptr;  // nullptr: no embeddings
+  ChatModel* chat = nullptr;                              // nullptr: no LLM configured
+  EmbeddingModel* embedder = nullptr;                     // nullptr: no embeddings
   std::function<void(const IndexProgress&)> on_progress;  // called from worker threads too
   std::function<void(const IndexPlan&)> on_plan;  // once, after loading and before any model call
-  const std::atomic<bool>* cancel = nullptr;  // set to stop early (e.g. on Ctrl-C)
+  const std::atomic<bool>* cancel = nullptr;      // set to stop early (e.g. on Ctrl-C)
 };
 
 // Brings the index in line with the input and runs every stage. A model failure other than an

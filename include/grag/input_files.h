@@ -24,8 +24,8 @@ Status ValidateDocumentId(std::string_view id);
 std::string DefaultDocumentId(std::string_view title, std::string_view text);
 
 struct SavedInput {
-  std::string id;    // the document id the next update gives it (== the relative file path)
-  std::string path;  // the file written
+  std::string id;         // the document id the next update gives it (== the relative file path)
+  std::string path;       // the file written
   bool replaced = false;  // a file of that name was there before
 };
 

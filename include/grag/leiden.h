@@ -33,8 +33,8 @@ struct LeidenOptions {
 };
 
 struct Cluster {
-  int32_t id = 0;      // index into ClusterHierarchy::clusters
-  int32_t level = 0;   // 0 = coarsest
+  int32_t id = 0;     // index into ClusterHierarchy::clusters
+  int32_t level = 0;  // 0 = coarsest
   int32_t parent = -1;
   std::vector<uint32_t> members;  // node ids, ascending
   std::vector<int32_t> children;

@@ -46,9 +46,9 @@ struct LoadOptions {
 
 // Something that went wrong with one file or record; loading goes on.
 struct LoadIssue {
-  std::string path;     // as given or found, for messages
-  std::string message;  // names the problem and, where it applies, the byte offset or record
-  bool skipped = true;  // false: the document was still loaded (e.g. repaired UTF-8)
+  std::string path;         // as given or found, for messages
+  std::string message;      // names the problem and, where it applies, the byte offset or record
+  bool skipped = true;      // false: the document was still loaded (e.g. repaired UTF-8)
   std::string source_path;  // the file, as Document::source_path would name it
 };
 

@@ -37,7 +37,7 @@ struct MergedRelationship {
 };
 
 struct MergedGraph {
-  std::vector<MergedEntity> entities;            // sorted by name_key
+  std::vector<MergedEntity> entities;             // sorted by name_key
   std::vector<MergedRelationship> relationships;  // sorted by (source_key, target_key)
 };
 

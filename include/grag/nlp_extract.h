@@ -98,8 +98,7 @@ std::string NlpExtractorFingerprint(const NlpExtractorOptions& options);
 //
 // Errors: kInvalidArgument for options out of range (max_name_words or max_word_chars < 1,
 // max_description_bytes < 16). Thread-safe.
-Result<ParsedExtraction> ExtractNlp(std::string_view chunk_text,
-                                    const NlpExtractorOptions& options,
+Result<ParsedExtraction> ExtractNlp(std::string_view chunk_text, const NlpExtractorOptions& options,
                                     std::string_view title = {});
 
 // The entity a document title names: `title` without a trailing parenthetical qualifier ("Kiss

@@ -47,7 +47,7 @@ struct PassageSearchOptions {
 };
 
 struct PassageCitation {
-  std::string id;   // "S2", as the answer cites it
+  std::string id;    // "S2", as the answer cites it
   size_t chunk = 0;  // index into PassageSearchResult::retrieval.chunks
 };
 
@@ -66,9 +66,8 @@ struct PassageSearchResult {
 // Retrieves with `retriever` and answers with `chat` (nullptr: extractively). Errors: the
 // retriever's, kInvalidArgument for a prompt without its placeholders, the chat model's
 // (prefixed "passage search answer").
-Result<PassageSearchResult> PassageSearch(Store& store, const Retriever& retriever,
-                                          ChatModel* chat, const Tokenizer& tokenizer,
-                                          std::string_view question,
+Result<PassageSearchResult> PassageSearch(Store& store, const Retriever& retriever, ChatModel* chat,
+                                          const Tokenizer& tokenizer, std::string_view question,
                                           const PassageSearchOptions& options = {});
 
 }  // namespace grag

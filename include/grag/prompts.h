@@ -26,9 +26,9 @@ enum class PromptId {
 
 struct PromptInfo {
   PromptId id;
-  std::string_view file_name;     // "extract_graph.md"
-  std::string_view purpose;       // one line for `grag init` and docs
-  std::string_view default_text;  // seed 000's prompt, verbatim
+  std::string_view file_name;                  // "extract_graph.md"
+  std::string_view purpose;                    // one line for `grag init` and docs
+  std::string_view default_text;               // seed 000's prompt, verbatim
   std::vector<std::string_view> placeholders;  // every one must appear in an edited file
 };
 

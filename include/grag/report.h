@@ -173,9 +173,9 @@ struct ReportStageSummary {
   int64_t cache_hits = 0;     // of those, answered from the reply cache
   int64_t prompt_tokens = 0;  // as the model reported them
   int64_t completion_tokens = 0;
-  int64_t used_child_reports = 0;                // communities whose prompt drew on child reports
-  int64_t truncated = 0;                         // communities whose prompt was cut to fit
-  int64_t extractive = 0;  // of all communities, those with an extractive report (no call)
+  int64_t used_child_reports = 0;  // communities whose prompt drew on child reports
+  int64_t truncated = 0;           // communities whose prompt was cut to fit
+  int64_t extractive = 0;          // of all communities, those with an extractive report (no call)
   std::vector<CommunityReportOutcome> outcomes;  // finest level first, by community id
 };
 

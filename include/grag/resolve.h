@@ -81,16 +81,17 @@ struct ResolveEntity {
 struct ResolveOptions {
   // The judge's prompt, with {{pairs}} (the resolve_entities.md prompt file; the pipeline passes
   // LoadPrompt(prompts_dir, PromptId::kResolveEntities)).
-  std::string adjudication_prompt = std::string(GetPromptInfo(PromptId::kResolveEntities).default_text);
+  std::string adjudication_prompt =
+      std::string(GetPromptInfo(PromptId::kResolveEntities).default_text);
   double name_weight = 0.5;
   double embedding_weight = 0.5;
-  double merge_threshold = 0.85;       // with an adjudicating LLM
-  double adjudicate_threshold = 0.6;   // with an adjudicating LLM
+  double merge_threshold = 0.85;        // with an adjudicating LLM
+  double adjudicate_threshold = 0.6;    // with an adjudicating LLM
   double no_llm_merge_threshold = 0.9;  // without one (tuned for the lexical embedder)
-  size_t adjudication_batch = 25;      // candidate pairs per LLM call
-  size_t max_block = 100;              // a blocking key held by more names is not used
-  size_t max_description_chars = 600;  // per entity, in an adjudication prompt
-  int llm_concurrency = 4;             // adjudication calls in flight
+  size_t adjudication_batch = 25;       // candidate pairs per LLM call
+  size_t max_block = 100;               // a blocking key held by more names is not used
+  size_t max_description_chars = 600;   // per entity, in an adjudication prompt
+  int llm_concurrency = 4;              // adjudication calls in flight
   // The description cosine is rescaled linearly from [cosine_low, cosine_high] to [0, 1] (and
   // clamped) before it is weighted. Negative: chosen by the embedder, 0.05-0.4 for the lexical
   // embedder (whose vectors score low, see lexical_embedder.h), 0.3-0.85 for neural models.
@@ -99,9 +100,9 @@ struct ResolveOptions {
   double adjudicate_name_threshold = 0.8;
   double cosine_low = -1;
   double cosine_high = -1;
-  size_t embedding_batch = 256;        // descriptions per Embed call
-  size_t max_embedding_chars = 2000;   // of each description, for its embedding
-  size_t max_fits = 32;                // a short name fitting more entities than this is ambiguous
+  size_t embedding_batch = 256;       // descriptions per Embed call
+  size_t max_embedding_chars = 2000;  // of each description, for its embedding
+  size_t max_fits = 32;               // a short name fitting more entities than this is ambiguous
 };
 
 enum class ResolveMethod { kRule, kSimilarity, kLlm, kUser };
@@ -126,13 +127,13 @@ struct ResolveInput {
 };
 
 struct ResolveStats {
-  int64_t fresh = 0;            // entities resolved this run
-  int64_t pairs_compared = 0;   // candidate pairs scored
-  int64_t guarded = 0;          // pairs kept apart by a guard
-  int64_t adjudicated = 0;      // pairs sent to the LLM
-  int64_t llm_calls = 0;        // adjudication calls (cache hits included)
-  int64_t merged = 0;           // new links made this run
-  int64_t embedded = 0;         // descriptions embedded
+  int64_t fresh = 0;           // entities resolved this run
+  int64_t pairs_compared = 0;  // candidate pairs scored
+  int64_t guarded = 0;         // pairs kept apart by a guard
+  int64_t adjudicated = 0;     // pairs sent to the LLM
+  int64_t llm_calls = 0;       // adjudication calls (cache hits included)
+  int64_t merged = 0;          // new links made this run
+  int64_t embedded = 0;        // descriptions embedded
 };
 
 struct ResolveResult {

@@ -126,10 +126,10 @@ struct RetrievalOptions {
 struct SeedEntity {
   int64_t entity_id = 0;
   std::string name_key;
-  double weight = 0;          // its share of the seed mass (0-1)
-  bool by_name = false;       // named in the question
-  bool by_fact = false;       // named in a sentence of a best passage that matches the question
-  double specificity = 0;     // of its name (0-1), when named
+  double weight = 0;            // its share of the seed mass (0-1)
+  bool by_name = false;         // named in the question
+  bool by_fact = false;         // named in a sentence of a best passage that matches the question
+  double specificity = 0;       // of its name (0-1), when named
   int64_t chunk_frequency = 0;  // chunks whose text holds its name, when named
   std::optional<double> similarity;  // when matched by embedding
 };
@@ -147,8 +147,8 @@ struct RetrievedChunk {
 };
 
 struct RetrievalStats {
-  int64_t chunks = 0;    // in the index
-  int64_t entities = 0;  // in the graph
+  int64_t chunks = 0;                              // in the index
+  int64_t entities = 0;                            // in the graph
   std::array<int64_t, kSignalCount> candidates{};  // each signal's list length
   std::array<std::chrono::microseconds, kSignalCount> signal_time{};
   std::chrono::microseconds total_time{0};

@@ -19,16 +19,16 @@ enum class ErrorCode {
   kInvalidArgument,  // the caller's input is wrong (bad flag, bad file, bad config)
   kNotFound,         // a file, document, index or record does not exist
   kAlreadyExists,
-  kIoError,          // the OS refused a read or write
-  kCorruption,       // stored data is not what it should be
-  kUnavailable,      // a remote service failed (network error, 5xx after retries)
-  kTimeout,          // a deadline passed
-  kRateLimited,      // 429 after retries
-  kPermissionDenied, // a service refused the credentials (HTTP 401/403)
-  kParse,            // a reply or a file could not be parsed
+  kIoError,           // the OS refused a read or write
+  kCorruption,        // stored data is not what it should be
+  kUnavailable,       // a remote service failed (network error, 5xx after retries)
+  kTimeout,           // a deadline passed
+  kRateLimited,       // 429 after retries
+  kPermissionDenied,  // a service refused the credentials (HTTP 401/403)
+  kParse,             // a reply or a file could not be parsed
   kCancelled,
   kUnimplemented,
-  kInternal,         // a bug in grag
+  kInternal,  // a bug in grag
 };
 
 // Short, stable name of an error kind ("invalid_argument", ...), used in JSON output.
@@ -40,7 +40,9 @@ class [[nodiscard]] Status {
   Status(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return {}; }
-  static Status InvalidArgument(std::string m) { return {ErrorCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {ErrorCode::kInvalidArgument, std::move(m)};
+  }
   static Status NotFound(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }
   static Status AlreadyExists(std::string m) { return {ErrorCode::kAlreadyExists, std::move(m)}; }
   static Status IoError(std::string m) { return {ErrorCode::kIoError, std::move(m)}; }
@@ -74,7 +76,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok() && "Result built from an OK status carries no value");
   }
@@ -112,7 +114,8 @@ class [[nodiscard]] Result {
 #define GRAG_CONCAT_INNER_(a, b) a##b
 #define GRAG_CONCAT_(a, b) GRAG_CONCAT_INNER_(a, b)
 // `GRAG_ASSIGN_OR_RETURN(auto x, Foo());` assigns Foo()'s value or returns its error.
-#define GRAG_ASSIGN_OR_RETURN(lhs, expr) GRAG_ASSIGN_OR_RETURN_IMPL_(GRAG_CONCAT_(grag_result_, __LINE__), lhs, expr)
+#define GRAG_ASSIGN_OR_RETURN(lhs, expr) \
+  GRAG_ASSIGN_OR_RETURN_IMPL_(GRAG_CONCAT_(grag_result_, __LINE__), lhs, expr)
 #define GRAG_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.status();               \

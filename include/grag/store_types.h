@@ -164,7 +164,7 @@ struct ClusteringRecord {
   // Modularity of a fresh (not warm-started) run on the same graph, when one was made to check
   // the warm start's drift.
   std::optional<double> fresh_modularity;
-  std::string created_at;            // read-only
+  std::string created_at;  // read-only
 };
 
 struct CommunityRecord {
@@ -221,11 +221,11 @@ struct GraphSnapshot {
     int64_t entity_id = 0;
     uint32_t chunk = 0;  // index into chunk_ids
   };
-  std::vector<Entity> entities;        // by id
-  std::vector<Edge> edges;             // relationships, each pair once
-  std::vector<std::string> chunk_ids;  // every chunk, by document and position
+  std::vector<Entity> entities;           // by id
+  std::vector<Edge> edges;                // relationships, each pair once
+  std::vector<std::string> chunk_ids;     // every chunk, by document and position
   std::vector<std::string> chunk_titles;  // the title of each chunk's document
-  std::vector<Link> links;             // entity-chunk links (entity_chunks)
+  std::vector<Link> links;                // entity-chunk links (entity_chunks)
   // Extracted names resolved into another entity (entity_aliases): alias key, entity id.
   std::vector<std::pair<std::string, int64_t>> aliases;
 };

@@ -43,7 +43,8 @@ Command AddChunkCommand(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--size", o->size, "Tokens per chunk (default: chunks.size, 1200)");
   cmd->add_option("--overlap", o->overlap, "Tokens of overlap (default: chunks.overlap, 100)");
   cmd->add_option("--encoding", o->encoding, "o200k_base | cl100k_base (default: chunks.encoding)");
-  cmd->add_flag("--title", o->title, "Prefix each chunk with \"title: <title>.\\n\" (Microsoft style)");
+  cmd->add_flag("--title", o->title,
+                "Prefix each chunk with \"title: <title>.\\n\" (Microsoft style)");
   cmd->add_flag("--no-title", o->no_title, "No title prefix");
   cmd->add_flag("--text", o->text, "Print each chunk's full text");
   cmd->add_flag("--json", o->json, "Print documents and chunks as JSON (with text)");

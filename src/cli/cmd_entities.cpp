@@ -99,13 +99,17 @@ Command AddEntitiesCommand(CLI::App& app, GlobalOptions& g) {
     IndexFlags flags;
   };
   auto o = std::make_shared<Opts>();
-  auto* list = cmd->add_subcommand("list", "Entities by degree, with the other names resolved into each");
+  auto* list =
+      cmd->add_subcommand("list", "Entities by degree, with the other names resolved into each");
   list->add_option("--search", o->search, "Only entities one of whose names holds this text");
-  list->add_option("--limit", o->limit, "Entities shown at most")->default_val(50)->check(CLI::Range(1, 1000000));
+  list->add_option("--limit", o->limit, "Entities shown at most")
+      ->default_val(50)
+      ->check(CLI::Range(1, 1000000));
   list->add_flag("--json", o->json, "Print as JSON");
   auto* aliases = cmd->add_subcommand(
-      "aliases", "Every extracted name resolved into another entity, how (rule, similarity, llm, "
-                 "user) and why, then the merges and splits people recorded");
+      "aliases",
+      "Every extracted name resolved into another entity, how (rule, similarity, llm, "
+      "user) and why, then the merges and splits people recorded");
   aliases->add_option("--search", o->search, "Only names holding this text");
   aliases->add_flag("--json", o->json, "Print as JSON");
   auto* merge = cmd->add_subcommand("merge", "Make the things named A and B one entity");
@@ -113,8 +117,9 @@ Command AddEntitiesCommand(CLI::App& app, GlobalOptions& g) {
   merge->add_option("B", o->b, "Another")->required();
   AddApplyFlags(merge, o->flags);
   auto* split = cmd->add_subcommand(
-      "split", "Undo resolution for an entity: with --alias, that one name stands alone again; "
-               "without, every name of the entity does");
+      "split",
+      "Undo resolution for an entity: with --alias, that one name stands alone again; "
+      "without, every name of the entity does");
   split->add_option("ENTITY", o->a, "The entity's name (or one of its names)")->required();
   split->add_option("--alias", o->alias, "The name to split off");
   AddApplyFlags(split, o->flags);
@@ -124,25 +129,25 @@ Command AddEntitiesCommand(CLI::App& app, GlobalOptions& g) {
             IndexRequest request;
             request.graph_only = true;
             if (merge->parsed()) {
-              return RunUpdate(g, "entities merge", request, o->flags,
-                               [o](Engine& engine) -> Result<std::string> {
-                                 GRAG_ASSIGN_OR_RETURN(bool changed,
-                                                       engine.MergeEntities(o->a, o->b));
-                                 return std::string(changed ? "recorded: " : "already one entity; recorded: ") +
-                                        "\"" + o->a + "\" and \"" + o->b + "\" are one entity";
-                               });
+              return RunUpdate(
+                  g, "entities merge", request, o->flags,
+                  [o](Engine& engine) -> Result<std::string> {
+                    GRAG_ASSIGN_OR_RETURN(bool changed, engine.MergeEntities(o->a, o->b));
+                    return std::string(changed ? "recorded: " : "already one entity; recorded: ") +
+                           "\"" + o->a + "\" and \"" + o->b + "\" are one entity";
+                  });
             }
-            return RunUpdate(g, "entities split", request, o->flags,
-                             [o](Engine& engine) -> Result<std::string> {
-                               GRAG_ASSIGN_OR_RETURN(int64_t n, engine.SplitEntity(o->a, o->alias));
-                               if (n == 0) {
-                                 std::cout << "\"" << o->a << "\" has no other name to split off\n";
-                                 return std::string();
-                               }
-                               return "recorded: " +
-                                      (o->alias.empty() ? "every name of \"" + o->a + "\" stands alone"
-                                                        : "\"" + o->alias + "\" is not \"" + o->a + "\"");
-                             });
+            return RunUpdate(
+                g, "entities split", request, o->flags, [o](Engine& engine) -> Result<std::string> {
+                  GRAG_ASSIGN_OR_RETURN(int64_t n, engine.SplitEntity(o->a, o->alias));
+                  if (n == 0) {
+                    std::cout << "\"" << o->a << "\" has no other name to split off\n";
+                    return std::string();
+                  }
+                  return "recorded: " + (o->alias.empty()
+                                             ? "every name of \"" + o->a + "\" stands alone"
+                                             : "\"" + o->alias + "\" is not \"" + o->a + "\"");
+                });
           }};
 }
 

@@ -63,7 +63,8 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
     std::cout << "documents: " << s.documents_added << " added, " << s.documents_changed
               << " changed, " << s.documents_unchanged << " unchanged, " << s.documents_removed
               << " removed";
-    if (!s.load_issues.empty()) std::cout << " (" << s.load_issues.size() << " files with problems, see above)";
+    if (!s.load_issues.empty())
+      std::cout << " (" << s.load_issues.size() << " files with problems, see above)";
     std::cout << "\nchunks: " << s.chunks << " (" << s.chunks_added << " new, " << s.chunks_removed
               << " removed); extracted " << s.chunks_extracted << " this run";
     if (s.chunks_skipped) std::cout << ", " << s.chunks_skipped << " skipped (retried next run)";
@@ -71,22 +72,23 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
   }
   std::cout << "graph: " << s.entities << " entities, " << s.relationships << " relationships";
   std::cout << "\nresolution: " << s.resolution_fresh << " new "
-            << (s.resolution_fresh == 1 ? "name" : "names") << " resolved, "
-            << s.resolution_merged << " names folded into another entity";
+            << (s.resolution_fresh == 1 ? "name" : "names") << " resolved, " << s.resolution_merged
+            << " names folded into another entity";
   if (s.resolution_adjudicated > 0) {
     std::cout << " (" << s.resolution_adjudicated << " pairs judged by the LLM in "
               << s.resolution_llm_calls << " calls)";
   }
-  if (s.descriptions_summarized) std::cout << ", " << s.descriptions_summarized << " descriptions summarised";
+  if (s.descriptions_summarized)
+    std::cout << ", " << s.descriptions_summarized << " descriptions summarised";
   std::cout << "\ncommunities:";
-  for (const auto& [l, n] : s.communities_per_level) std::cout << " level " << l << ": " << n << ";";
+  for (const auto& [l, n] : s.communities_per_level)
+    std::cout << " level " << l << ": " << n << ";";
   std::cout << " modularity " << s.modularity;
   if (s.communities_unchanged) {
     std::cout << " (graph unchanged: kept as they were)";
   } else if (s.communities_kept + s.communities_removed > 0) {
     std::cout << " (" << (s.communities_warm_start ? "warm start: " : "") << s.communities_kept
-              << " kept, " << s.communities_new << " new, " << s.communities_removed
-              << " gone)";
+              << " kept, " << s.communities_new << " new, " << s.communities_removed << " gone)";
   }
   if (!s.community_note.empty()) std::cout << "\n  " << s.community_note;
   std::cout << "\nreports: " << s.reports_generated << " written, " << s.reports_reused
@@ -108,8 +110,8 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
   }
   std::cout << "\nLLM: " << s.usage.calls << " calls (" << s.usage.cache_hits << " from cache), "
             << FormatCount(s.usage.prompt_tokens) << " tokens in, "
-            << FormatCount(s.usage.completion_tokens) << " out\ntime: "
-            << FormatDuration(s.elapsed_seconds) << "\n";
+            << FormatCount(s.usage.completion_tokens)
+            << " out\ntime: " << FormatDuration(s.elapsed_seconds) << "\n";
 }
 
 }  // namespace

@@ -30,7 +30,8 @@ Command AddInitCommand(CLI::App& app, GlobalOptions& g) {
               return kExitOk;
             }
             for (const auto& f : r->written) std::cout << "wrote " << f << "\n";
-            for (const auto& f : r->kept) std::cout << "kept  " << f << " (exists; --force overwrites)\n";
+            for (const auto& f : r->kept)
+              std::cout << "kept  " << f << " (exists; --force overwrites)\n";
             std::cout << "\nNext: put documents in " << dir
                       << "/input, set llm.base_url and llm.model in grag.toml (or leave them "
                          "empty for the offline mode), then run `grag index`.\n";

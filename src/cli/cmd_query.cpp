@@ -68,7 +68,8 @@ void PrintLocal(const LocalSearchResult& r) {
     std::cout << "\nmatched entities:";
     for (const auto& m : ctx.matches) {
       std::cout << " " << m.name;
-      if (m.similarity) std::cout << " (" << static_cast<int>(*m.similarity * 100 + 0.5) / 100.0 << ")";
+      if (m.similarity)
+        std::cout << " (" << static_cast<int>(*m.similarity * 100 + 0.5) / 100.0 << ")";
       std::cout << ";";
     }
     std::cout << "\ncontext: " << ctx.items.size() << " items, " << ctx.used_tokens << "/"
@@ -110,8 +111,9 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("QUESTION", o->question,
                   "The question; - reads it from standard input (for long or scripted questions)")
       ->required();
-  cmd->add_option("-m,--method", o->method, "auto | global | local | basic | hybrid (default "
-                                            "query.method, auto)")
+  cmd->add_option("-m,--method", o->method,
+                  "auto | global | local | basic | hybrid (default "
+                  "query.method, auto)")
       ->check(CLI::IsMember({"auto", "global", "local", "basic", "hybrid"}));
   cmd->add_option("--level", o->level,
                   "global: community level, 0 (coarsest) to the index's deepest (default "
@@ -149,10 +151,9 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
                 std::cout << QueryRouteJson(*route, o->question, pretty) << "\n";
               } else {
                 std::cout << QueryMethodName(route->method) << " ("
-                          << QuestionKindName(route->decision.kind) << "): "
-                          << route->decision.reason << "; about " << route->estimated_calls
-                          << " LLM calls, " << FormatCount(route->estimated_tokens)
-                          << " tokens\n";
+                          << QuestionKindName(route->decision.kind)
+                          << "): " << route->decision.reason << "; about " << route->estimated_calls
+                          << " LLM calls, " << FormatCount(route->estimated_tokens) << " tokens\n";
               }
               return kExitOk;
             }

@@ -28,7 +28,8 @@ Command AddSearchCommand(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<Opts>();
   cmd->add_option("QUESTION", o->question, "The question; - reads it from standard input")
       ->required();
-  cmd->add_option("-m,--method", o->method, "vector | bm25 | graph | hybrid (default search.method)")
+  cmd->add_option("-m,--method", o->method,
+                  "vector | bm25 | graph | hybrid (default search.method)")
       ->check(CLI::IsMember({"vector", "bm25", "graph", "hybrid"}));
   cmd->add_option("--k", o->top_k, "Chunks returned, 1 to 1000 (default search.top_k)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));

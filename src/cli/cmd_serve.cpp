@@ -57,8 +57,10 @@ Command AddServeCommand(CLI::App& app, GlobalOptions& g) {
               (*server)->Shutdown();
             });
             const Status st = (*server)->Run([&](const std::string& host, int port) {
-              Log(LogLevel::kInfo, "serve", "index " + index + "; model: " +
-                  (config->llm.model.empty() ? std::string("none (extractive answers)") : config->llm.model));
+              Log(LogLevel::kInfo, "serve",
+                  "index " + index + "; model: " +
+                      (config->llm.model.empty() ? std::string("none (extractive answers)")
+                                                 : config->llm.model));
               std::cout << "grag serve: listening on http://" << host << ":" << port
                         << (config->server.api_keys.empty() ? "" : " (API keys required)")
                         << std::endl;

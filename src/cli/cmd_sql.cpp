@@ -21,8 +21,9 @@ Command AddSqlCommand(CLI::App& app, GlobalOptions& g) {
     int64_t max_rows = 1000;
   };
   auto o = std::make_shared<Opts>();
-  cmd->add_option("SQL", o->sql, "The statement, e.g. \"SELECT name, degree FROM entities "
-                                 "ORDER BY degree DESC LIMIT 10\"")
+  cmd->add_option("SQL", o->sql,
+                  "The statement, e.g. \"SELECT name, degree FROM entities "
+                  "ORDER BY degree DESC LIMIT 10\"")
       ->required();
   cmd->add_flag("--csv", o->csv, "Print CSV (a header line, then the rows)");
   cmd->add_flag("--json", o->json, "Print a JSON array of objects, one per row");

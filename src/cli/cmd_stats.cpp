@@ -91,8 +91,9 @@ Command AddStatsCommand(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<Opts>();
   cmd->add_option("--top", o->top, "How many top entities to list")->default_val(10);
   cmd->add_flag("--json", o->json, "Print as JSON");
-  cmd->add_flag("--documents", o->documents,
-                "List the indexed documents (id, chunks, title) instead: the ids `grag remove` takes");
+  cmd->add_flag(
+      "--documents", o->documents,
+      "List the indexed documents (id, chunks, title) instead: the ids `grag remove` takes");
   return {cmd, [o, &g]() {
             auto config = LoadProjectConfig(g);
             if (!config.ok()) return Fail(config.status());

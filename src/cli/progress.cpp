@@ -56,7 +56,8 @@ void ProgressPrinter::Update(const ProgressLine& p) {
   std::string line = p.stage;
   line.resize(std::max<size_t>(line.size(), 14), ' ');
   if (p.total > 0) {
-    line += std::to_string(p.done) + "/" + std::to_string(p.total) + " (" + std::to_string(percent) + "%)";
+    line += std::to_string(p.done) + "/" + std::to_string(p.total) + " (" +
+            std::to_string(percent) + "%)";
   } else {
     line += std::to_string(p.done);
   }

@@ -26,103 +26,254 @@ struct Setting {
 // The one declaration of every setting. Defaults live in the structs in config.h.
 std::vector<Setting> Settings(Config& c) {
   return {
-      {"prompts_dir", "", "Folder of editable prompt files (written by `grag init`)", &c.prompts_dir},
+      {"prompts_dir", "", "Folder of editable prompt files (written by `grag init`)",
+       &c.prompts_dir},
       {"log_level", "GRAG_LOG_LEVEL", "trace | debug | info | warn | error | off", &c.log_level},
-      {"input.dir", "GRAG_INPUT_DIR", "Folder that `grag index` reads when given no paths", &c.input.dir},
-      {"input.invalid_utf8", "", "skip | repair: a file that is not valid UTF-8 is left out, or loaded with bad bytes replaced by U+FFFD", &c.input.invalid_utf8},
-      {"input.json_text_field", "", "JSON/JSONL field holding a document's text", &c.input.json_text_field},
-      {"input.json_id_field", "", "JSON/JSONL field holding a document's id", &c.input.json_id_field},
-      {"input.json_title_field", "", "JSON/JSONL field holding a document's title", &c.input.json_title_field},
-      {"input.csv_text_column", "", "CSV column holding a document's text", &c.input.csv_text_column},
+      {"input.dir", "GRAG_INPUT_DIR", "Folder that `grag index` reads when given no paths",
+       &c.input.dir},
+      {"input.invalid_utf8", "",
+       "skip | repair: a file that is not valid UTF-8 is left out, or loaded with bad bytes "
+       "replaced by U+FFFD",
+       &c.input.invalid_utf8},
+      {"input.json_text_field", "", "JSON/JSONL field holding a document's text",
+       &c.input.json_text_field},
+      {"input.json_id_field", "", "JSON/JSONL field holding a document's id",
+       &c.input.json_id_field},
+      {"input.json_title_field", "", "JSON/JSONL field holding a document's title",
+       &c.input.json_title_field},
+      {"input.csv_text_column", "", "CSV column holding a document's text",
+       &c.input.csv_text_column},
       {"input.csv_id_column", "", "CSV column holding a document's id", &c.input.csv_id_column},
-      {"input.csv_title_column", "", "CSV column holding a document's title", &c.input.csv_title_column},
+      {"input.csv_title_column", "", "CSV column holding a document's title",
+       &c.input.csv_title_column},
       {"chunks.size", "", "Tokens per chunk (Microsoft GraphRAG's default: 1200)", &c.chunks.size},
-      {"chunks.overlap", "", "Tokens shared by consecutive chunks (default 100)", &c.chunks.overlap},
-      {"chunks.encoding", "GRAG_ENCODING", "Tokenizer: o200k_base (GPT-4o and later) or cl100k_base (GPT-4, GPT-3.5)", &c.chunks.encoding},
-      {"chunks.prepend_title", "", "Start every chunk with \"title: <document title>.\\n\" as Microsoft GraphRAG can", &c.chunks.prepend_title},
-      {"store.path", "GRAG_INDEX_PATH", "The SQLite file that holds the whole index", &c.store.path},
-      {"llm.base_url", "GRAG_LLM_BASE_URL", "OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://localhost:11434/v1 (Ollama); empty = no LLM", &c.llm.base_url},
-      {"llm.model", "GRAG_LLM_MODEL", "Chat model name, e.g. gpt-4o-mini or llama3.1 (for Azure: the deployment name)", &c.llm.model},
-      {"llm.api_key", "GRAG_LLM_API_KEY", "API key (falls back to OPENAI_API_KEY); better kept in the environment than in this file", &c.llm.api_key},
-      {"llm.api_style", "GRAG_LLM_API_STYLE", "openai | azure (Azure OpenAI URL layout and api-key header)", &c.llm.api_style},
-      {"llm.azure_api_version", "", "api-version query parameter for Azure OpenAI", &c.llm.azure_api_version},
-      {"llm.extra_body", "", "JSON object merged into every request body, e.g. {\"seed\": 1}", &c.llm.extra_body},
+      {"chunks.overlap", "", "Tokens shared by consecutive chunks (default 100)",
+       &c.chunks.overlap},
+      {"chunks.encoding", "GRAG_ENCODING",
+       "Tokenizer: o200k_base (GPT-4o and later) or cl100k_base (GPT-4, GPT-3.5)",
+       &c.chunks.encoding},
+      {"chunks.prepend_title", "",
+       "Start every chunk with \"title: <document title>.\\n\" as Microsoft GraphRAG can",
+       &c.chunks.prepend_title},
+      {"store.path", "GRAG_INDEX_PATH", "The SQLite file that holds the whole index",
+       &c.store.path},
+      {"llm.base_url", "GRAG_LLM_BASE_URL",
+       "OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://localhost:11434/v1 "
+       "(Ollama); empty = no LLM",
+       &c.llm.base_url},
+      {"llm.model", "GRAG_LLM_MODEL",
+       "Chat model name, e.g. gpt-4o-mini or llama3.1 (for Azure: the deployment name)",
+       &c.llm.model},
+      {"llm.api_key", "GRAG_LLM_API_KEY",
+       "API key (falls back to OPENAI_API_KEY); better kept in the environment than in this file",
+       &c.llm.api_key},
+      {"llm.api_style", "GRAG_LLM_API_STYLE",
+       "openai | azure (Azure OpenAI URL layout and api-key header)", &c.llm.api_style},
+      {"llm.azure_api_version", "", "api-version query parameter for Azure OpenAI",
+       &c.llm.azure_api_version},
+      {"llm.extra_body", "", "JSON object merged into every request body, e.g. {\"seed\": 1}",
+       &c.llm.extra_body},
       {"llm.concurrency", "GRAG_LLM_CONCURRENCY", "Requests in flight at once", &c.llm.concurrency},
-      {"llm.requests_per_minute", "", "Request rate limit; 0 = unlimited", &c.llm.requests_per_minute},
+      {"llm.requests_per_minute", "", "Request rate limit; 0 = unlimited",
+       &c.llm.requests_per_minute},
       {"llm.tokens_per_minute", "", "Token rate limit; 0 = unlimited", &c.llm.tokens_per_minute},
-      {"llm.timeout_seconds", "", "Per-call timeout, including the whole reply", &c.llm.timeout_seconds},
-      {"llm.max_retries", "", "Retries on 429, 5xx and network errors (exponential backoff, Retry-After honoured)", &c.llm.max_retries},
-      {"llm.json_mode", "", "Ask for JSON replies (response_format) where JSON is expected", &c.llm.json_mode},
-      {"llm.temperature", "", "Sampling temperature; 0 keeps extraction and reports reproducible", &c.llm.temperature},
-      {"embeddings.base_url", "GRAG_EMBEDDING_BASE_URL", "Embedding endpoint; empty = llm.base_url", &c.embeddings.base_url},
-      {"embeddings.model", "GRAG_EMBEDDING_MODEL", "Embedding model, e.g. text-embedding-3-small or nomic-embed-text; empty = the built-in lexical embedder (hashed words and character 3-grams, no network)", &c.embeddings.model},
-      {"embeddings.api_key", "GRAG_EMBEDDING_API_KEY", "Embedding API key; empty = the LLM's key", &c.embeddings.api_key},
+      {"llm.timeout_seconds", "", "Per-call timeout, including the whole reply",
+       &c.llm.timeout_seconds},
+      {"llm.max_retries", "",
+       "Retries on 429, 5xx and network errors (exponential backoff, Retry-After honoured)",
+       &c.llm.max_retries},
+      {"llm.json_mode", "", "Ask for JSON replies (response_format) where JSON is expected",
+       &c.llm.json_mode},
+      {"llm.temperature", "", "Sampling temperature; 0 keeps extraction and reports reproducible",
+       &c.llm.temperature},
+      {"embeddings.base_url", "GRAG_EMBEDDING_BASE_URL", "Embedding endpoint; empty = llm.base_url",
+       &c.embeddings.base_url},
+      {"embeddings.model", "GRAG_EMBEDDING_MODEL",
+       "Embedding model, e.g. text-embedding-3-small or nomic-embed-text; empty = the built-in "
+       "lexical embedder (hashed words and character 3-grams, no network)",
+       &c.embeddings.model},
+      {"embeddings.api_key", "GRAG_EMBEDDING_API_KEY", "Embedding API key; empty = the LLM's key",
+       &c.embeddings.api_key},
       {"embeddings.batch_size", "", "Inputs per embedding request", &c.embeddings.batch_size},
-      {"extraction.entity_types", "", "Closed set of entity types the extractor may use", &c.extraction.entity_types},
-      {"extraction.gleanings", "", "Extra rounds asking the model for entities it missed", &c.extraction.gleanings},
-      {"extraction.nlp.sentence_window", "", "No-LLM mode: phrases this many sentences apart or closer are related (0: same sentence; -1: anywhere in the chunk)", &c.extraction.nlp.sentence_window},
-      {"extraction.nlp.exclude_words", "", "No-LLM mode: more words that never form or start a phrase", &c.extraction.nlp.exclude_words},
-      {"extraction.nlp.min_node_freq", "", "No-LLM mode: phrases found in fewer chunks are left out of the graph", &c.extraction.nlp.min_node_freq},
-      {"extraction.nlp.min_edge_weight_pct", "", "No-LLM mode: relationships below this percentile of weights are dropped (0-100)", &c.extraction.nlp.min_edge_weight_pct},
-      {"extraction.nlp.pmi_weights", "", "No-LLM mode: weight relationships by pointwise mutual information rather than raw co-occurrence counts", &c.extraction.nlp.pmi_weights},
-      {"resolution.enabled", "", "Join names of one real thing into one entity (\"Marley\" and \"Jacob Marley\")", &c.resolution.enabled},
-      {"resolution.name_weight", "", "Weight of name similarity in a candidate pair's score", &c.resolution.name_weight},
-      {"resolution.embedding_weight", "", "Weight of the cosine of the two descriptions' embeddings in a pair's score", &c.resolution.embedding_weight},
-      {"resolution.merge_threshold", "", "With a chat model: pairs scoring at least this merge without asking", &c.resolution.merge_threshold},
-      {"resolution.adjudicate_threshold", "", "With a chat model: pairs scoring from this up to merge_threshold are judged by the LLM", &c.resolution.adjudicate_threshold},
-      {"resolution.no_llm_merge_threshold", "", "Without a chat model: pairs scoring at least this merge (tuned for the lexical embedder)", &c.resolution.no_llm_merge_threshold},
-      {"resolution.adjudication_batch", "", "Candidate pairs judged per LLM call", &c.resolution.adjudication_batch},
-      {"resolution.max_block", "", "A name token shared by more entities than this is too common to pair them on", &c.resolution.max_block},
-      {"summaries.max_joined_tokens", "", "An entity's or relationship's descriptions joined beyond this many tokens are summarised by the LLM (below: kept verbatim, no call)", &c.summaries.max_joined_tokens},
-      {"summaries.max_descriptions", "", "More distinct descriptions than this are summarised too, however short (0: only the token limit counts)", &c.summaries.max_descriptions},
-      {"summaries.max_summary_tokens", "", "Length limit of one summary (the call's max_tokens)", &c.summaries.max_summary_tokens},
-      {"communities.llm_report_min_size", "", "With an LLM: communities with fewer members get an extractive report (no call) instead of an LLM report; 0: every community gets an LLM report", &c.communities.llm_report_min_size},
-      {"communities.max_cluster_size", "", "Communities larger than this are split into a finer level", &c.communities.max_cluster_size},
-      {"communities.resolution", "", "Leiden modularity resolution (higher: smaller communities)", &c.communities.resolution},
-      {"communities.seed", "", "Leiden random seed: the same graph gives the same communities", &c.communities.seed},
-      {"communities.incremental", "", "Start Leiden from the previous partition, so untouched regions keep their communities and reports", &c.communities.incremental},
-      {"communities.drift_threshold", "", "When the warm-started partition's modularity is this far below a fresh run's, the fresh run is used instead", &c.communities.drift_threshold},
-      {"global_search.level", "", "Community level global search reads (0 = coarsest, fewest reports)", &c.global_search.level},
-      {"global_search.map_batch_tokens", "", "Tokens of community reports per map call", &c.global_search.map_batch_tokens},
-      {"global_search.max_map_calls", "", "Map calls per query at most; beyond, the lowest-weight reports are left out", &c.global_search.max_map_calls},
-      {"global_search.reduce_budget_tokens", "", "Tokens of ranked points the reduce call gets", &c.global_search.reduce_budget_tokens},
-      {"global_search.map_timeout_seconds", "", "A map call slower than this drops out of the answer", &c.global_search.map_timeout_seconds},
+      {"extraction.entity_types", "", "Closed set of entity types the extractor may use",
+       &c.extraction.entity_types},
+      {"extraction.gleanings", "", "Extra rounds asking the model for entities it missed",
+       &c.extraction.gleanings},
+      {"extraction.nlp.sentence_window", "",
+       "No-LLM mode: phrases this many sentences apart or closer are related (0: same sentence; "
+       "-1: anywhere in the chunk)",
+       &c.extraction.nlp.sentence_window},
+      {"extraction.nlp.exclude_words", "",
+       "No-LLM mode: more words that never form or start a phrase",
+       &c.extraction.nlp.exclude_words},
+      {"extraction.nlp.min_node_freq", "",
+       "No-LLM mode: phrases found in fewer chunks are left out of the graph",
+       &c.extraction.nlp.min_node_freq},
+      {"extraction.nlp.min_edge_weight_pct", "",
+       "No-LLM mode: relationships below this percentile of weights are dropped (0-100)",
+       &c.extraction.nlp.min_edge_weight_pct},
+      {"extraction.nlp.pmi_weights", "",
+       "No-LLM mode: weight relationships by pointwise mutual information rather than raw "
+       "co-occurrence counts",
+       &c.extraction.nlp.pmi_weights},
+      {"resolution.enabled", "",
+       "Join names of one real thing into one entity (\"Marley\" and \"Jacob Marley\")",
+       &c.resolution.enabled},
+      {"resolution.name_weight", "", "Weight of name similarity in a candidate pair's score",
+       &c.resolution.name_weight},
+      {"resolution.embedding_weight", "",
+       "Weight of the cosine of the two descriptions' embeddings in a pair's score",
+       &c.resolution.embedding_weight},
+      {"resolution.merge_threshold", "",
+       "With a chat model: pairs scoring at least this merge without asking",
+       &c.resolution.merge_threshold},
+      {"resolution.adjudicate_threshold", "",
+       "With a chat model: pairs scoring from this up to merge_threshold are judged by the LLM",
+       &c.resolution.adjudicate_threshold},
+      {"resolution.no_llm_merge_threshold", "",
+       "Without a chat model: pairs scoring at least this merge (tuned for the lexical embedder)",
+       &c.resolution.no_llm_merge_threshold},
+      {"resolution.adjudication_batch", "", "Candidate pairs judged per LLM call",
+       &c.resolution.adjudication_batch},
+      {"resolution.max_block", "",
+       "A name token shared by more entities than this is too common to pair them on",
+       &c.resolution.max_block},
+      {"summaries.max_joined_tokens", "",
+       "An entity's or relationship's descriptions joined beyond this many tokens are summarised "
+       "by the LLM (below: kept verbatim, no call)",
+       &c.summaries.max_joined_tokens},
+      {"summaries.max_descriptions", "",
+       "More distinct descriptions than this are summarised too, however short (0: only the token "
+       "limit counts)",
+       &c.summaries.max_descriptions},
+      {"summaries.max_summary_tokens", "", "Length limit of one summary (the call's max_tokens)",
+       &c.summaries.max_summary_tokens},
+      {"communities.llm_report_min_size", "",
+       "With an LLM: communities with fewer members get an extractive report (no call) instead of "
+       "an LLM report; 0: every community gets an LLM report",
+       &c.communities.llm_report_min_size},
+      {"communities.max_cluster_size", "",
+       "Communities larger than this are split into a finer level",
+       &c.communities.max_cluster_size},
+      {"communities.resolution", "", "Leiden modularity resolution (higher: smaller communities)",
+       &c.communities.resolution},
+      {"communities.seed", "", "Leiden random seed: the same graph gives the same communities",
+       &c.communities.seed},
+      {"communities.incremental", "",
+       "Start Leiden from the previous partition, so untouched regions keep their communities and "
+       "reports",
+       &c.communities.incremental},
+      {"communities.drift_threshold", "",
+       "When the warm-started partition's modularity is this far below a fresh run's, the fresh "
+       "run is used instead",
+       &c.communities.drift_threshold},
+      {"global_search.level", "",
+       "Community level global search reads (0 = coarsest, fewest reports)",
+       &c.global_search.level},
+      {"global_search.map_batch_tokens", "", "Tokens of community reports per map call",
+       &c.global_search.map_batch_tokens},
+      {"global_search.max_map_calls", "",
+       "Map calls per query at most; beyond, the lowest-weight reports are left out",
+       &c.global_search.max_map_calls},
+      {"global_search.reduce_budget_tokens", "", "Tokens of ranked points the reduce call gets",
+       &c.global_search.reduce_budget_tokens},
+      {"global_search.map_timeout_seconds", "",
+       "A map call slower than this drops out of the answer", &c.global_search.map_timeout_seconds},
       {"local_search.top_k", "", "Entities matched to the question at most", &c.local_search.top_k},
-      {"local_search.similarity_floor", "", "Cosine similarity an entity's description must reach to match", &c.local_search.similarity_floor},
-      {"local_search.lexical_similarity_floor", "", "The same with the built-in lexical embedder, whose similarities run lower", &c.local_search.lexical_similarity_floor},
-      {"local_search.context_budget_tokens", "", "Tokens of context for the answer", &c.local_search.context_budget_tokens},
-      {"local_search.chunk_share", "", "Share of the context for source chunks", &c.local_search.chunk_share},
-      {"local_search.relationship_share", "", "Share of the context for relationships", &c.local_search.relationship_share},
-      {"local_search.report_share", "", "Share of the context for community reports", &c.local_search.report_share},
-      {"query.max_question_tokens", "", "Questions longer than this many tokens are refused (every map prompt and the answer prompt carry the whole question); 0 = no limit", &c.query.max_question_tokens},
-      {"query.method", "GRAG_QUERY_METHOD", "grag query's default method: auto (the router picks global, local or hybrid), global, local, basic (vector only) or hybrid", &c.query.method},
-      {"query.router", "", "How --method auto decides: rules (free, instant) or llm (one small cached call per new question)", &c.query.router},
-      {"search.method", "", "grag search's default signal: vector, bm25, graph or hybrid (their weighted reciprocal rank fusion)", &c.search.method},
+      {"local_search.similarity_floor", "",
+       "Cosine similarity an entity's description must reach to match",
+       &c.local_search.similarity_floor},
+      {"local_search.lexical_similarity_floor", "",
+       "The same with the built-in lexical embedder, whose similarities run lower",
+       &c.local_search.lexical_similarity_floor},
+      {"local_search.context_budget_tokens", "", "Tokens of context for the answer",
+       &c.local_search.context_budget_tokens},
+      {"local_search.chunk_share", "", "Share of the context for source chunks",
+       &c.local_search.chunk_share},
+      {"local_search.relationship_share", "", "Share of the context for relationships",
+       &c.local_search.relationship_share},
+      {"local_search.report_share", "", "Share of the context for community reports",
+       &c.local_search.report_share},
+      {"query.max_question_tokens", "",
+       "Questions longer than this many tokens are refused (every map prompt and the answer prompt "
+       "carry the whole question); 0 = no limit",
+       &c.query.max_question_tokens},
+      {"query.method", "GRAG_QUERY_METHOD",
+       "grag query's default method: auto (the router picks global, local or hybrid), global, "
+       "local, basic (vector only) or hybrid",
+       &c.query.method},
+      {"query.router", "",
+       "How --method auto decides: rules (free, instant) or llm (one small cached call per new "
+       "question)",
+       &c.query.router},
+      {"search.method", "",
+       "grag search's default signal: vector, bm25, graph or hybrid (their weighted reciprocal "
+       "rank fusion)",
+       &c.search.method},
       {"search.top_k", "", "Chunks grag search returns", &c.search.top_k},
-      {"search.candidates", "", "Chunks each signal contributes to the fusion", &c.search.candidates},
-      {"search.rrf_k", "", "Reciprocal rank fusion constant: score = sum of weight / (rrf_k + rank)", &c.search.rrf_k},
-      {"search.vector_weight", "", "Fusion weight of the vector signal (with a neural embedding model)", &c.search.vector_weight},
+      {"search.candidates", "", "Chunks each signal contributes to the fusion",
+       &c.search.candidates},
+      {"search.rrf_k", "",
+       "Reciprocal rank fusion constant: score = sum of weight / (rrf_k + rank)", &c.search.rrf_k},
+      {"search.vector_weight", "",
+       "Fusion weight of the vector signal (with a neural embedding model)",
+       &c.search.vector_weight},
       {"search.bm25_weight", "", "Fusion weight of the BM25 signal", &c.search.bm25_weight},
-      {"search.graph_weight", "", "Fusion weight of the graph signal (personalised PageRank over the entity graph)", &c.search.graph_weight},
-      {"search.unanchored_graph_weight", "", "The graph signal's weight when no entity of the question is found by name or in the best passages (the walk then only guesses)", &c.search.unanchored_graph_weight},
-      {"search.lexical_vector_weight", "", "Fusion weight of the vector signal with the built-in lexical embedder (another keyword signal)", &c.search.lexical_vector_weight},
-      {"search.damping", "", "Graph signal: probability that the walk takes one more step", &c.search.damping},
-      {"search.fact_seed_share", "", "Graph signal: seed share of the entities named in the best passages' sentences that match the question", &c.search.fact_seed_share},
-      {"search.passage_seed_share", "", "Graph signal: seed share of the best vector and BM25 passages", &c.search.passage_seed_share},
-      {"search.titled_chunk_share", "", "Graph signal: of an entity's mass for chunks, the share for the chunks of documents it is the title of", &c.search.titled_chunk_share},
-      {"search.min_name_specificity", "", "Graph signal: names in too many chunks (specificity below this, 0-1) do not seed the walk", &c.search.min_name_specificity},
-      {"search.context_budget_tokens", "", "Basic and hybrid search: tokens of passages in the answer prompt", &c.search.context_budget_tokens},
-      {"server.host", "GRAG_SERVER_HOST", "grag serve: address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)", &c.server.host},
-      {"server.port", "GRAG_SERVER_PORT", "grag serve: TCP port (0: any free port, printed at start)", &c.server.port},
-      {"server.api_keys", "GRAG_API_KEYS", "grag serve: keys clients send as `Authorization: Bearer KEY` (empty: no auth); better kept in the environment", &c.server.api_keys},
-      {"server.max_body_mb", "", "grag serve: largest request body in MiB (larger: 413)", &c.server.max_body_mb},
-      {"server.request_timeout", "", "grag serve: seconds a request may take to be read or written", &c.server.request_timeout},
-      {"server.cors_origins", "", "grag serve: origins browsers may call the API from (empty: no CORS; \"*\": any)", &c.server.cors_origins},
+      {"search.graph_weight", "",
+       "Fusion weight of the graph signal (personalised PageRank over the entity graph)",
+       &c.search.graph_weight},
+      {"search.unanchored_graph_weight", "",
+       "The graph signal's weight when no entity of the question is found by name or in the best "
+       "passages (the walk then only guesses)",
+       &c.search.unanchored_graph_weight},
+      {"search.lexical_vector_weight", "",
+       "Fusion weight of the vector signal with the built-in lexical embedder (another keyword "
+       "signal)",
+       &c.search.lexical_vector_weight},
+      {"search.damping", "", "Graph signal: probability that the walk takes one more step",
+       &c.search.damping},
+      {"search.fact_seed_share", "",
+       "Graph signal: seed share of the entities named in the best passages' sentences that match "
+       "the question",
+       &c.search.fact_seed_share},
+      {"search.passage_seed_share", "",
+       "Graph signal: seed share of the best vector and BM25 passages",
+       &c.search.passage_seed_share},
+      {"search.titled_chunk_share", "",
+       "Graph signal: of an entity's mass for chunks, the share for the chunks of documents it is "
+       "the title of",
+       &c.search.titled_chunk_share},
+      {"search.min_name_specificity", "",
+       "Graph signal: names in too many chunks (specificity below this, 0-1) do not seed the walk",
+       &c.search.min_name_specificity},
+      {"search.context_budget_tokens", "",
+       "Basic and hybrid search: tokens of passages in the answer prompt",
+       &c.search.context_budget_tokens},
+      {"server.host", "GRAG_SERVER_HOST",
+       "grag serve: address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)",
+       &c.server.host},
+      {"server.port", "GRAG_SERVER_PORT",
+       "grag serve: TCP port (0: any free port, printed at start)", &c.server.port},
+      {"server.api_keys", "GRAG_API_KEYS",
+       "grag serve: keys clients send as `Authorization: Bearer KEY` (empty: no auth); better kept "
+       "in the environment",
+       &c.server.api_keys},
+      {"server.max_body_mb", "", "grag serve: largest request body in MiB (larger: 413)",
+       &c.server.max_body_mb},
+      {"server.request_timeout", "", "grag serve: seconds a request may take to be read or written",
+       &c.server.request_timeout},
+      {"server.cors_origins", "",
+       "grag serve: origins browsers may call the API from (empty: no CORS; \"*\": any)",
+       &c.server.cors_origins},
       {"server.threads", "", "grag serve: connections served at once", &c.server.threads},
-      {"server.workers", "", "grag serve: queries and searches run at once (0: one per CPU core)", &c.server.workers},
-      {"rerank.base_url", "GRAG_RERANK_BASE_URL", "Reranker endpoint (Cohere-style /v1/rerank); empty = llm.base_url", &c.rerank.base_url},
-      {"rerank.model", "GRAG_RERANK_MODEL", "Reranker model, e.g. BAAI/bge-reranker-v2-m3; empty = no reranking", &c.rerank.model},
-      {"rerank.api_key", "GRAG_RERANK_API_KEY", "Reranker API key; empty = the LLM's key", &c.rerank.api_key},
+      {"server.workers", "", "grag serve: queries and searches run at once (0: one per CPU core)",
+       &c.server.workers},
+      {"rerank.base_url", "GRAG_RERANK_BASE_URL",
+       "Reranker endpoint (Cohere-style /v1/rerank); empty = llm.base_url", &c.rerank.base_url},
+      {"rerank.model", "GRAG_RERANK_MODEL",
+       "Reranker model, e.g. BAAI/bge-reranker-v2-m3; empty = no reranking", &c.rerank.model},
+      {"rerank.api_key", "GRAG_RERANK_API_KEY", "Reranker API key; empty = the LLM's key",
+       &c.rerank.api_key},
       {"rerank.top_n", "", "Fused chunks the reranker reorders", &c.rerank.top_n},
   };
 }
@@ -131,11 +282,20 @@ std::string Quote(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
     switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default: out += ch;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += ch;
     }
   }
   return out + "\"";
@@ -189,9 +349,12 @@ Status ParseText(const Setting& s, const std::string& text) {
           if (text.empty() || *end != '\0' || errno != 0) return bad("a number");
           *p = v;
         } else if constexpr (std::is_same_v<T, bool>) {
-          if (text == "true" || text == "1" || text == "yes") *p = true;
-          else if (text == "false" || text == "0" || text == "no") *p = false;
-          else return bad("true or false");
+          if (text == "true" || text == "1" || text == "yes")
+            *p = true;
+          else if (text == "false" || text == "0" || text == "no")
+            *p = false;
+          else
+            return bad("true or false");
         } else {
           p->clear();
           std::stringstream ss(text);
@@ -258,62 +421,107 @@ Status ValidateConfig(const Config& c) {
     return Status::InvalidArgument("llm.api_style must be \"openai\" or \"azure\"");
   }
   if (c.llm.concurrency < 1) return Status::InvalidArgument("llm.concurrency must be at least 1");
-  if (c.llm.timeout_seconds <= 0) return Status::InvalidArgument("llm.timeout_seconds must be positive");
+  if (c.llm.timeout_seconds <= 0)
+    return Status::InvalidArgument("llm.timeout_seconds must be positive");
   if (c.llm.max_retries < 0) return Status::InvalidArgument("llm.max_retries must be at least 0");
-  if (c.embeddings.batch_size < 1) return Status::InvalidArgument("embeddings.batch_size must be at least 1");
-  if (c.extraction.gleanings < 0) return Status::InvalidArgument("extraction.gleanings must be at least 0");
-  if (c.extraction.entity_types.empty()) return Status::InvalidArgument("extraction.entity_types must not be empty");
+  if (c.embeddings.batch_size < 1)
+    return Status::InvalidArgument("embeddings.batch_size must be at least 1");
+  if (c.extraction.gleanings < 0)
+    return Status::InvalidArgument("extraction.gleanings must be at least 0");
+  if (c.extraction.entity_types.empty())
+    return Status::InvalidArgument("extraction.entity_types must not be empty");
   {
     const auto& r = c.resolution;
-    if (r.name_weight < 0 || r.embedding_weight < 0 || r.name_weight + r.embedding_weight <= 0) return Status::InvalidArgument("resolution.name_weight and resolution.embedding_weight must be at least 0, and not both 0");
+    if (r.name_weight < 0 || r.embedding_weight < 0 || r.name_weight + r.embedding_weight <= 0)
+      return Status::InvalidArgument(
+          "resolution.name_weight and resolution.embedding_weight must be at least 0, and not both "
+          "0");
     for (double t : {r.merge_threshold, r.adjudicate_threshold, r.no_llm_merge_threshold}) {
-      if (t < 0 || t > 1) return Status::InvalidArgument("resolution thresholds must be between 0 and 1");
+      if (t < 0 || t > 1)
+        return Status::InvalidArgument("resolution thresholds must be between 0 and 1");
     }
-    if (r.adjudicate_threshold > r.merge_threshold) return Status::InvalidArgument("resolution.adjudicate_threshold must not exceed resolution.merge_threshold");
-    if (r.adjudication_batch < 1) return Status::InvalidArgument("resolution.adjudication_batch must be at least 1");
+    if (r.adjudicate_threshold > r.merge_threshold)
+      return Status::InvalidArgument(
+          "resolution.adjudicate_threshold must not exceed resolution.merge_threshold");
+    if (r.adjudication_batch < 1)
+      return Status::InvalidArgument("resolution.adjudication_batch must be at least 1");
     if (r.max_block < 2) return Status::InvalidArgument("resolution.max_block must be at least 2");
   }
-  if (c.server.port < 0 || c.server.port > 65535) return Status::InvalidArgument("server.port must be between 0 and 65535");
-  if (c.server.max_body_mb < 1) return Status::InvalidArgument("server.max_body_mb must be at least 1");
-  if (c.server.request_timeout <= 0) return Status::InvalidArgument("server.request_timeout must be positive");
+  if (c.server.port < 0 || c.server.port > 65535)
+    return Status::InvalidArgument("server.port must be between 0 and 65535");
+  if (c.server.max_body_mb < 1)
+    return Status::InvalidArgument("server.max_body_mb must be at least 1");
+  if (c.server.request_timeout <= 0)
+    return Status::InvalidArgument("server.request_timeout must be positive");
   if (c.server.threads < 2) return Status::InvalidArgument("server.threads must be at least 2");
   if (c.server.workers < 0) return Status::InvalidArgument("server.workers must be at least 0");
-  if (c.summaries.max_joined_tokens < 1) return Status::InvalidArgument("summaries.max_joined_tokens must be at least 1");
-  if (c.summaries.max_descriptions < 0) return Status::InvalidArgument("summaries.max_descriptions must be at least 0");
-  if (c.summaries.max_summary_tokens < 1) return Status::InvalidArgument("summaries.max_summary_tokens must be at least 1");
-  if (c.communities.llm_report_min_size < 0) return Status::InvalidArgument("communities.llm_report_min_size must be at least 0");
-  if (c.communities.max_cluster_size < 1) return Status::InvalidArgument("communities.max_cluster_size must be at least 1");
-  if (c.communities.resolution <= 0) return Status::InvalidArgument("communities.resolution must be positive");
-  if (c.extraction.nlp.min_edge_weight_pct < 0 || c.extraction.nlp.min_edge_weight_pct > 100) return Status::InvalidArgument("extraction.nlp.min_edge_weight_pct must be between 0 and 100");
-  if (c.communities.drift_threshold < 0) return Status::InvalidArgument("communities.drift_threshold must not be negative");
-  if (c.global_search.level < 0) return Status::InvalidArgument("global_search.level must be at least 0");
-  if (c.global_search.map_batch_tokens < 500) return Status::InvalidArgument("global_search.map_batch_tokens must be at least 500");
-  if (c.global_search.max_map_calls < 1) return Status::InvalidArgument("global_search.max_map_calls must be at least 1");
-  if (c.global_search.reduce_budget_tokens < 100) return Status::InvalidArgument("global_search.reduce_budget_tokens must be at least 100");
-  if (c.global_search.map_timeout_seconds <= 0) return Status::InvalidArgument("global_search.map_timeout_seconds must be positive");
-  if (c.query.max_question_tokens < 0) return Status::InvalidArgument("query.max_question_tokens must be at least 0");
+  if (c.summaries.max_joined_tokens < 1)
+    return Status::InvalidArgument("summaries.max_joined_tokens must be at least 1");
+  if (c.summaries.max_descriptions < 0)
+    return Status::InvalidArgument("summaries.max_descriptions must be at least 0");
+  if (c.summaries.max_summary_tokens < 1)
+    return Status::InvalidArgument("summaries.max_summary_tokens must be at least 1");
+  if (c.communities.llm_report_min_size < 0)
+    return Status::InvalidArgument("communities.llm_report_min_size must be at least 0");
+  if (c.communities.max_cluster_size < 1)
+    return Status::InvalidArgument("communities.max_cluster_size must be at least 1");
+  if (c.communities.resolution <= 0)
+    return Status::InvalidArgument("communities.resolution must be positive");
+  if (c.extraction.nlp.min_edge_weight_pct < 0 || c.extraction.nlp.min_edge_weight_pct > 100)
+    return Status::InvalidArgument("extraction.nlp.min_edge_weight_pct must be between 0 and 100");
+  if (c.communities.drift_threshold < 0)
+    return Status::InvalidArgument("communities.drift_threshold must not be negative");
+  if (c.global_search.level < 0)
+    return Status::InvalidArgument("global_search.level must be at least 0");
+  if (c.global_search.map_batch_tokens < 500)
+    return Status::InvalidArgument("global_search.map_batch_tokens must be at least 500");
+  if (c.global_search.max_map_calls < 1)
+    return Status::InvalidArgument("global_search.max_map_calls must be at least 1");
+  if (c.global_search.reduce_budget_tokens < 100)
+    return Status::InvalidArgument("global_search.reduce_budget_tokens must be at least 100");
+  if (c.global_search.map_timeout_seconds <= 0)
+    return Status::InvalidArgument("global_search.map_timeout_seconds must be positive");
+  if (c.query.max_question_tokens < 0)
+    return Status::InvalidArgument("query.max_question_tokens must be at least 0");
   {
     const auto& m = c.query.method;
     if (m != "auto" && m != "global" && m != "local" && m != "basic" && m != "hybrid") {
-      return Status::InvalidArgument("query.method must be auto, global, local, basic or hybrid, not \"" + m + "\"");
+      return Status::InvalidArgument(
+          "query.method must be auto, global, local, basic or hybrid, not \"" + m + "\"");
     }
     if (c.query.router != "rules" && c.query.router != "llm") {
       return Status::InvalidArgument("query.router must be rules or llm");
     }
     const auto& s = c.search.method;
     if (s != "vector" && s != "bm25" && s != "graph" && s != "hybrid") {
-      return Status::InvalidArgument("search.method must be vector, bm25, graph or hybrid, not \"" + s + "\"");
+      return Status::InvalidArgument("search.method must be vector, bm25, graph or hybrid, not \"" +
+                                     s + "\"");
     }
   }
-  if (c.search.top_k < 1 || c.search.candidates < 1) return Status::InvalidArgument("search.top_k and search.candidates must be at least 1");
-  if (!(c.search.damping > 0 && c.search.damping < 1)) return Status::InvalidArgument("search.damping must be between 0 and 1");
-  if (c.search.rrf_k < 0 || c.search.vector_weight < 0 || c.search.bm25_weight < 0 || c.search.graph_weight < 0 || c.search.unanchored_graph_weight < 0 || c.search.lexical_vector_weight < 0) return Status::InvalidArgument("search.rrf_k and the search weights must not be negative");
-  if (c.search.fact_seed_share < 0 || c.search.passage_seed_share < 0 || c.search.fact_seed_share + c.search.passage_seed_share > 1) return Status::InvalidArgument("search.fact_seed_share and search.passage_seed_share must be at least 0 and sum to at most 1");
-  if (c.search.titled_chunk_share < 0 || c.search.titled_chunk_share > 1 || c.search.min_name_specificity < 0 || c.search.min_name_specificity > 1) return Status::InvalidArgument("search.titled_chunk_share and search.min_name_specificity must be between 0 and 1");
-  if (c.search.context_budget_tokens < 100) return Status::InvalidArgument("search.context_budget_tokens must be at least 100");
+  if (c.search.top_k < 1 || c.search.candidates < 1)
+    return Status::InvalidArgument("search.top_k and search.candidates must be at least 1");
+  if (!(c.search.damping > 0 && c.search.damping < 1))
+    return Status::InvalidArgument("search.damping must be between 0 and 1");
+  if (c.search.rrf_k < 0 || c.search.vector_weight < 0 || c.search.bm25_weight < 0 ||
+      c.search.graph_weight < 0 || c.search.unanchored_graph_weight < 0 ||
+      c.search.lexical_vector_weight < 0)
+    return Status::InvalidArgument("search.rrf_k and the search weights must not be negative");
+  if (c.search.fact_seed_share < 0 || c.search.passage_seed_share < 0 ||
+      c.search.fact_seed_share + c.search.passage_seed_share > 1)
+    return Status::InvalidArgument(
+        "search.fact_seed_share and search.passage_seed_share must be at least 0 and sum to at "
+        "most 1");
+  if (c.search.titled_chunk_share < 0 || c.search.titled_chunk_share > 1 ||
+      c.search.min_name_specificity < 0 || c.search.min_name_specificity > 1)
+    return Status::InvalidArgument(
+        "search.titled_chunk_share and search.min_name_specificity must be between 0 and 1");
+  if (c.search.context_budget_tokens < 100)
+    return Status::InvalidArgument("search.context_budget_tokens must be at least 100");
   if (c.rerank.top_n < 1) return Status::InvalidArgument("rerank.top_n must be at least 1");
-  if (c.local_search.top_k < 1) return Status::InvalidArgument("local_search.top_k must be at least 1");
-  if (c.local_search.context_budget_tokens < 100) return Status::InvalidArgument("local_search.context_budget_tokens must be at least 100");
+  if (c.local_search.top_k < 1)
+    return Status::InvalidArgument("local_search.top_k must be at least 1");
+  if (c.local_search.context_budget_tokens < 100)
+    return Status::InvalidArgument("local_search.context_budget_tokens must be at least 100");
   {
     const auto& l = c.local_search;
     if (l.chunk_share < 0 || l.relationship_share < 0 || l.report_share < 0 ||

@@ -40,7 +40,8 @@ Hasher::~Hasher() { EVP_MD_CTX_free(Ctx(ctx_)); }
 Hasher& Hasher::Add(std::string_view part) {
   std::array<unsigned char, 8> len{};
   uint64_t n = part.size();
-  for (int i = 0; i < 8; ++i) len[static_cast<size_t>(i)] = static_cast<unsigned char>(n >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    len[static_cast<size_t>(i)] = static_cast<unsigned char>(n >> (8 * i));
   EVP_DigestUpdate(Ctx(ctx_), len.data(), len.size());
   EVP_DigestUpdate(Ctx(ctx_), part.data(), part.size());
   return *this;

@@ -15,7 +15,9 @@ Result<InitResult> InitProject(const std::string& dir, bool force) {
   if (ec) return Status::IoError("cannot create " + dir + ": " + ec.message());
   for (const char* sub : {"prompts", "input"}) {
     fs::create_directories(fs::path(dir) / sub, ec);
-    if (ec) return Status::IoError("cannot create " + (fs::path(dir) / sub).string() + ": " + ec.message());
+    if (ec)
+      return Status::IoError("cannot create " + (fs::path(dir) / sub).string() + ": " +
+                             ec.message());
   }
   InitResult result;
   auto write = [&](const fs::path& path, std::string_view content) -> Status {

@@ -8,7 +8,8 @@ namespace grag {
 namespace {
 
 // Seed 000's prompts, verbatim.
-constexpr std::string_view k_extract_graph = R"GRAGPROMPT(Extract the entities and relationships in the text below.
+constexpr std::string_view k_extract_graph =
+    R"GRAGPROMPT(Extract the entities and relationships in the text below.
 
 Entity types: {{entity_types}}
 
@@ -20,7 +21,8 @@ Return JSON:
 Use the full, canonical name for each entity, so the same entity in
 another chunk can be merged with it.
 )GRAGPROMPT";
-constexpr std::string_view k_community_report = R"GRAGPROMPT(Write a report on the community of related entities below.
+constexpr std::string_view k_community_report =
+    R"GRAGPROMPT(Write a report on the community of related entities below.
 
 <entities>{{entities}}</entities>
 <relationships>{{relationships}}</relationships>
@@ -28,7 +30,8 @@ constexpr std::string_view k_community_report = R"GRAGPROMPT(Write a report on t
 Return a title, a one-paragraph summary of what ties these entities
 together, and 3 to 6 key findings, each with the entities it rests on.
 )GRAGPROMPT";
-constexpr std::string_view k_global_map = R"GRAGPROMPT(Answer the question as far as the community reports below allow.
+constexpr std::string_view k_global_map =
+    R"GRAGPROMPT(Answer the question as far as the community reports below allow.
 
 <question>{{question}}</question>
 <reports>{{report_batch}}</reports>
@@ -37,7 +40,8 @@ Return JSON: {"points": [{"description": "...", "score": 0-100}]}
 Score each point by how helpful it is for answering the question.
 If the reports are irrelevant, return one point with score 0.
 )GRAGPROMPT";
-constexpr std::string_view k_global_reduce = R"GRAGPROMPT(Write a complete answer to the question from the analysts' points below,
+constexpr std::string_view k_global_reduce =
+    R"GRAGPROMPT(Write a complete answer to the question from the analysts' points below,
 which are sorted from most to least helpful.
 
 <question>{{question}}</question>
@@ -46,7 +50,8 @@ which are sorted from most to least helpful.
 Merge overlapping points, keep the most important themes first, and do
 not add anything the points do not support.
 )GRAGPROMPT";
-constexpr std::string_view k_local_search = R"GRAGPROMPT(Answer the question using the knowledge-graph context below.
+constexpr std::string_view k_local_search =
+    R"GRAGPROMPT(Answer the question using the knowledge-graph context below.
 
 <question>{{question}}</question>
 <entities>{{entities}}</entities>
@@ -58,7 +63,8 @@ Prefer the source chunks for specific facts and the reports for the
 bigger picture. Cite the entity or chunk ID after each claim.
 )GRAGPROMPT";
 // grag's own prompts, in the seed's style.
-constexpr std::string_view k_basic_search = R"GRAGPROMPT(Answer the question using the source passages below.
+constexpr std::string_view k_basic_search =
+    R"GRAGPROMPT(Answer the question using the source passages below.
 
 <question>{{question}}</question>
 <sources>{{sources}}</sources>
@@ -66,7 +72,8 @@ constexpr std::string_view k_basic_search = R"GRAGPROMPT(Answer the question usi
 Use only what the passages say. Cite the passage ID (S1, S2, ...) after
 each claim. If the passages do not answer the question, say so.
 )GRAGPROMPT";
-constexpr std::string_view k_route_question = R"GRAGPROMPT(Classify the question below for a search engine over a document collection.
+constexpr std::string_view k_route_question =
+    R"GRAGPROMPT(Classify the question below for a search engine over a document collection.
 
 <question>{{question}}</question>
 
@@ -76,7 +83,8 @@ multi_hop: joins facts about several named things, or about something
 reached through another ("the director of the film that...").
 lookup: one fact about one named thing.
 )GRAGPROMPT";
-constexpr std::string_view k_resolve_entities = R"GRAGPROMPT(You are an entity-resolution judge for a knowledge graph. Each pair below holds two entities
+constexpr std::string_view k_resolve_entities =
+    R"GRAGPROMPT(You are an entity-resolution judge for a knowledge graph. Each pair below holds two entities
 extracted from the same documents. Decide for each pair whether both names refer to the same
 real-world entity (the same person, organisation, place, event or thing), using the names, types
 and descriptions. Variants of one name (case, articles, titles, abbreviations, acronyms, typos,
@@ -94,28 +102,47 @@ Reply with one JSON object and nothing else: {"verdicts": [{"pair": <pair number
 
 const std::vector<PromptInfo>& AllPrompts() {
   static const std::vector<PromptInfo> kPrompts = {
-      {PromptId::kExtractGraph, "extract_graph.md",
-       "Entity and relationship extraction, one call per chunk", k_extract_graph,
+      {PromptId::kExtractGraph,
+       "extract_graph.md",
+       "Entity and relationship extraction, one call per chunk",
+       k_extract_graph,
        {"{{entity_types}}", "{{chunk}}"}},
-      {PromptId::kCommunityReport, "community_report.md",
-       "Community report, one call per community", k_community_report,
+      {PromptId::kCommunityReport,
+       "community_report.md",
+       "Community report, one call per community",
+       k_community_report,
        {"{{entities}}", "{{relationships}}"}},
-      {PromptId::kGlobalMap, "global_map.md", "Global search map step, one call per batch of reports",
-       k_global_map, {"{{question}}", "{{report_batch}}"}},
-      {PromptId::kGlobalReduce, "global_reduce.md", "Global search reduce step, one call per query",
-       k_global_reduce, {"{{question}}", "{{ranked_points}}"}},
-      {PromptId::kLocalSearch, "local_search.md", "Local search answer, one call per query",
+      {PromptId::kGlobalMap,
+       "global_map.md",
+       "Global search map step, one call per batch of reports",
+       k_global_map,
+       {"{{question}}", "{{report_batch}}"}},
+      {PromptId::kGlobalReduce,
+       "global_reduce.md",
+       "Global search reduce step, one call per query",
+       k_global_reduce,
+       {"{{question}}", "{{ranked_points}}"}},
+      {PromptId::kLocalSearch,
+       "local_search.md",
+       "Local search answer, one call per query",
        k_local_search,
        {"{{question}}", "{{entities}}", "{{relationships}}", "{{reports}}", "{{chunks}}"}},
-      {PromptId::kBasicSearch, "basic_search.md",
-       "Basic and hybrid search answer from ranked passages, one call per query", k_basic_search,
+      {PromptId::kBasicSearch,
+       "basic_search.md",
+       "Basic and hybrid search answer from ranked passages, one call per query",
+       k_basic_search,
        {"{{question}}", "{{sources}}"}},
-      {PromptId::kRouteQuestion, "route_question.md",
+      {PromptId::kRouteQuestion,
+       "route_question.md",
        "Router of --method auto when query.router = \"llm\": one small call per new question",
-       k_route_question, {"{{question}}"}},
-      {PromptId::kResolveEntities, "resolve_entities.md",
-       "Entity resolution's judge: candidate pairs it cannot settle alone, in batches, when indexing with an LLM",
-       k_resolve_entities, {"{{pairs}}"}},
+       k_route_question,
+       {"{{question}}"}},
+      {PromptId::kResolveEntities,
+       "resolve_entities.md",
+       "Entity resolution's judge: candidate pairs it cannot settle alone, in batches, when "
+       "indexing with an LLM",
+       k_resolve_entities,
+       {"{{pairs}}"}},
   };
   return kPrompts;
 }

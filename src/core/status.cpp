@@ -6,20 +6,34 @@ namespace grag {
 
 std::string_view ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid_argument";
-    case ErrorCode::kNotFound: return "not_found";
-    case ErrorCode::kAlreadyExists: return "already_exists";
-    case ErrorCode::kIoError: return "io_error";
-    case ErrorCode::kCorruption: return "corruption";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kRateLimited: return "rate_limited";
-    case ErrorCode::kPermissionDenied: return "permission_denied";
-    case ErrorCode::kParse: return "parse_error";
-    case ErrorCode::kCancelled: return "cancelled";
-    case ErrorCode::kUnimplemented: return "unimplemented";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kAlreadyExists:
+      return "already_exists";
+    case ErrorCode::kIoError:
+      return "io_error";
+    case ErrorCode::kCorruption:
+      return "corruption";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kRateLimited:
+      return "rate_limited";
+    case ErrorCode::kPermissionDenied:
+      return "permission_denied";
+    case ErrorCode::kParse:
+      return "parse_error";
+    case ErrorCode::kCancelled:
+      return "cancelled";
+    case ErrorCode::kUnimplemented:
+      return "unimplemented";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }

@@ -20,18 +20,23 @@ namespace grag {
 
 std::string_view QueryMethodName(QueryMethod method) {
   switch (method) {
-    case QueryMethod::kAuto: return "auto";
-    case QueryMethod::kGlobal: return "global";
-    case QueryMethod::kLocal: return "local";
-    case QueryMethod::kBasic: return "basic";
-    case QueryMethod::kHybrid: return "hybrid";
+    case QueryMethod::kAuto:
+      return "auto";
+    case QueryMethod::kGlobal:
+      return "global";
+    case QueryMethod::kLocal:
+      return "local";
+    case QueryMethod::kBasic:
+      return "basic";
+    case QueryMethod::kHybrid:
+      return "hybrid";
   }
   return "auto";
 }
 
 Result<QueryMethod> ParseQueryMethod(std::string_view name) {
-  for (auto m : {QueryMethod::kAuto, QueryMethod::kGlobal, QueryMethod::kLocal,
-                 QueryMethod::kBasic, QueryMethod::kHybrid}) {
+  for (auto m : {QueryMethod::kAuto, QueryMethod::kGlobal, QueryMethod::kLocal, QueryMethod::kBasic,
+                 QueryMethod::kHybrid}) {
     if (name == QueryMethodName(m)) return m;
   }
   return Status::InvalidArgument("unknown query method \"" + std::string(name) +
@@ -56,9 +61,7 @@ struct Engine::Impl {
   std::mutex retriever_mu;
   std::unique_ptr<Retriever> retriever;  // guarded by retriever_mu until built
 
-  bool lexical() const {
-    return embedder != nullptr && IsLexicalEmbeddingModel(embedder->model());
-  }
+  bool lexical() const { return embedder != nullptr && IsLexicalEmbeddingModel(embedder->model()); }
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -216,9 +219,15 @@ Result<QueryRoute> Engine::Route(std::string_view question) {
     route.decision = RouteByRules(question, named.size());
   }
   switch (route.decision.kind) {
-    case QuestionKind::kGlobal: route.method = QueryMethod::kGlobal; break;
-    case QuestionKind::kMultiHop: route.method = QueryMethod::kLocal; break;
-    case QuestionKind::kLookup: route.method = QueryMethod::kHybrid; break;
+    case QuestionKind::kGlobal:
+      route.method = QueryMethod::kGlobal;
+      break;
+    case QuestionKind::kMultiHop:
+      route.method = QueryMethod::kLocal;
+      break;
+    case QuestionKind::kLookup:
+      route.method = QueryMethod::kHybrid;
+      break;
   }
   // What the choice costs: one call for local and hybrid, the map batches and a reduce for
   // global; nothing without a model.
@@ -286,9 +295,9 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
         o.level = *request.level;
       }
       o.on_answer_delta = request.on_answer_delta;
-      auto r = model != nullptr ? GlobalSearch(store(), *model, *model, tokenizer(),
-                                               request.question, o)
-                                : ExtractiveGlobalSearch(store(), tokenizer(), request.question, o);
+      auto r = model != nullptr
+                   ? GlobalSearch(store(), *model, *model, tokenizer(), request.question, o)
+                   : ExtractiveGlobalSearch(store(), tokenizer(), request.question, o);
       if (!r.ok()) return r.status();
       result.answer = r->answer;
       result.global = std::move(r).value();
@@ -299,11 +308,10 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
       if (request.top_k) o.top_k_entities = static_cast<int>(*request.top_k);
       o.on_answer_delta = request.on_answer_delta;
       GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
-      auto local = model != nullptr
-                       ? LocalSearch(store(), *model, embedder(), tokenizer(), request.question, o,
-                                     nullptr, r)
-                       : ExtractiveLocalSearch(store(), embedder(), tokenizer(), request.question,
-                                               o, {}, nullptr, r);
+      auto local = model != nullptr ? LocalSearch(store(), *model, embedder(), tokenizer(),
+                                                  request.question, o, nullptr, r)
+                                    : ExtractiveLocalSearch(store(), embedder(), tokenizer(),
+                                                            request.question, o, {}, nullptr, r);
       if (!local.ok()) return local.status();
       result.answer = local->answer;
       result.local = std::move(local).value();
@@ -311,8 +319,9 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
     }
     case QueryMethod::kBasic:
     case QueryMethod::kHybrid: {
-      PassageSearchOptions o = PassageOptions(
-          result.method == QueryMethod::kBasic ? RetrievalMethod::kVector : RetrievalMethod::kHybrid);
+      PassageSearchOptions o =
+          PassageOptions(result.method == QueryMethod::kBasic ? RetrievalMethod::kVector
+                                                              : RetrievalMethod::kHybrid);
       if (request.top_k) o.retrieval.top_k = static_cast<int>(*request.top_k);
       o.on_answer_delta = request.on_answer_delta;
       GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
@@ -376,7 +385,8 @@ Result<IndexStats> Engine::Stats(int64_t top_entities) {
   GRAG_ASSIGN_OR_RETURN(out.store, store.Stats());
   GRAG_ASSIGN_OR_RETURN(out.spent, store.TotalRunCounters());
   GRAG_ASSIGN_OR_RETURN(out.top_entities, store.ListEntities(top_entities));
-  for (EmbeddingOwner owner : {EmbeddingOwner::kEntity, EmbeddingOwner::kChunk, EmbeddingOwner::kReport}) {
+  for (EmbeddingOwner owner :
+       {EmbeddingOwner::kEntity, EmbeddingOwner::kChunk, EmbeddingOwner::kReport}) {
     GRAG_ASSIGN_OR_RETURN(std::optional<EmbeddingSpace> space, store.GetEmbeddingSpace(owner));
     if (space) out.embeddings.emplace_back(std::string(EmbeddingOwnerName(owner)), *space);
   }
@@ -478,7 +488,7 @@ EntityRef RefOf(const EntityRecord& e) { return {e.id, e.name, e.type}; }
 }  // namespace
 
 Result<std::optional<EntityDetail>> Engine::GetEntity(int64_t id, int64_t max_neighbours,
-                                                   int64_t max_chunks) {
+                                                      int64_t max_chunks) {
   Store& store = *impl_->store;
   GRAG_ASSIGN_OR_RETURN(std::optional<EntityRecord> entity, store.GetEntity(id));
   if (!entity) return std::optional<EntityDetail>();
@@ -491,9 +501,8 @@ Result<std::optional<EntityDetail>> Engine::GetEntity(int64_t id, int64_t max_ne
     }
   }
   GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> rels, store.ListRelationshipsOf(id));
-  std::stable_sort(rels.begin(), rels.end(), [](const auto& a, const auto& b) {
-    return a.weight > b.weight;
-  });
+  std::stable_sort(rels.begin(), rels.end(),
+                   [](const auto& a, const auto& b) { return a.weight > b.weight; });
   out.neighbours_total = static_cast<int64_t>(rels.size());
   for (auto& r : rels) {
     if (max_neighbours >= 0 && static_cast<int64_t>(out.neighbours.size()) >= max_neighbours) break;
@@ -506,7 +515,8 @@ Result<std::optional<EntityDetail>> Engine::GetEntity(int64_t id, int64_t max_ne
   if (!community_ids.empty()) {
     GRAG_ASSIGN_OR_RETURN(std::vector<CommunityRecord> all, store.ListCommunities());
     for (auto& c : all) {
-      if (std::find(community_ids.begin(), community_ids.end(), c.id) == community_ids.end()) continue;
+      if (std::find(community_ids.begin(), community_ids.end(), c.id) == community_ids.end())
+        continue;
       c.entity_ids.clear();
       out.communities.push_back(std::move(c));
     }
@@ -540,10 +550,10 @@ Result<std::vector<RelationshipInfo>> Engine::Relationships(std::optional<int64_
   } else {
     GRAG_ASSIGN_OR_RETURN(rels, store.ListRelationships());
   }
-  std::stable_sort(rels.begin(), rels.end(), [](const auto& a, const auto& b) {
-    return a.weight > b.weight;
-  });
-  if (limit >= 0 && static_cast<int64_t>(rels.size()) > limit) rels.resize(static_cast<size_t>(limit));
+  std::stable_sort(rels.begin(), rels.end(),
+                   [](const auto& a, const auto& b) { return a.weight > b.weight; });
+  if (limit >= 0 && static_cast<int64_t>(rels.size()) > limit)
+    rels.resize(static_cast<size_t>(limit));
   std::map<int64_t, EntityRef> refs;
   auto ref = [&](int64_t id) -> Result<EntityRef> {
     if (auto it = refs.find(id); it != refs.end()) return it->second;

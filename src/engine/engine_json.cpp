@@ -31,14 +31,19 @@ json GlobalObject(const GlobalSearchResult& r, std::string_view question, bool l
   }
   json points = json::array();
   for (const auto& p : r.points) {
-    points.push_back({{"description", p.description}, {"score", p.score},
-                      {"communities", p.community_ids}, {"fate", PointFateName(p.fate)}});
+    points.push_back({{"description", p.description},
+                      {"score", p.score},
+                      {"communities", p.community_ids},
+                      {"fate", PointFateName(p.fate)}});
   }
   json calls = json::array();
   for (const auto& m : r.map_calls) {
-    calls.push_back({{"batch", m.batch}, {"communities", m.community_ids},
-                     {"outcome", MapCallOutcomeName(m.outcome)}, {"error", m.error},
-                     {"points", m.points}, {"latency_ms", m.latency.count()}});
+    calls.push_back({{"batch", m.batch},
+                     {"communities", m.community_ids},
+                     {"outcome", MapCallOutcomeName(m.outcome)},
+                     {"error", m.error},
+                     {"points", m.points},
+                     {"latency_ms", m.latency.count()}});
   }
   return {{"method", "global"},
           {"question", question},
@@ -49,27 +54,38 @@ json GlobalObject(const GlobalSearchResult& r, std::string_view question, bool l
           {"points", points},
           {"map_calls", calls},
           {"stats",
-           {{"level", s.level}, {"communities_selected", s.communities_selected},
-            {"reports_used", s.reports_used}, {"reports_left_out", s.reports_left_out},
-            {"reports_missing", s.reports_missing}, {"map_calls", s.map_calls},
-            {"map_calls_failed", s.map_calls_failed}, {"points_kept", s.points_kept},
+           {{"level", s.level},
+            {"communities_selected", s.communities_selected},
+            {"reports_used", s.reports_used},
+            {"reports_left_out", s.reports_left_out},
+            {"reports_missing", s.reports_missing},
+            {"map_calls", s.map_calls},
+            {"map_calls_failed", s.map_calls_failed},
+            {"points_kept", s.points_kept},
             {"points_dropped", s.points_zero_score + s.points_over_budget},
-            {"reduce_calls", s.reduce_calls}, {"tokens_in", s.tokens_in},
-            {"tokens_out", s.tokens_out}, {"wall_ms", s.wall_time.count()}}}};
+            {"reduce_calls", s.reduce_calls},
+            {"tokens_in", s.tokens_in},
+            {"tokens_out", s.tokens_out},
+            {"wall_ms", s.wall_time.count()}}}};
 }
 
 json LocalObject(const LocalSearchResult& r, std::string_view question, bool llm) {
   const auto& ctx = r.context;
   json matches = json::array();
   for (const auto& m : ctx.matches) {
-    matches.push_back({{"entity", m.entity_id}, {"name", m.name},
+    matches.push_back({{"entity", m.entity_id},
+                       {"name", m.name},
                        {"similarity", m.similarity ? json(*m.similarity) : json()},
-                       {"by_name", m.by_name}, {"by_embedding", m.by_embedding}});
+                       {"by_name", m.by_name},
+                       {"by_embedding", m.by_embedding}});
   }
   json items = json::array();
   for (const auto& it : ctx.items) {
-    items.push_back({{"id", it.id}, {"type", LocalItemTypeName(it.type)}, {"rank", it.rank},
-                     {"tokens", it.tokens}, {"source", DescribeLocalItem(it)}});
+    items.push_back({{"id", it.id},
+                     {"type", LocalItemTypeName(it.type)},
+                     {"rank", it.rank},
+                     {"tokens", it.tokens},
+                     {"source", DescribeLocalItem(it)}});
   }
   json cites = json::array();
   for (const auto& c : r.citations) {
@@ -85,7 +101,8 @@ json LocalObject(const LocalSearchResult& r, std::string_view question, bool llm
           {"citations", cites},
           {"diagnostics", ctx.diagnostics},
           {"stats",
-           {{"budget_tokens", ctx.budget_tokens}, {"used_tokens", ctx.used_tokens},
+           {{"budget_tokens", ctx.budget_tokens},
+            {"used_tokens", ctx.used_tokens},
             {"used_embeddings", ctx.used_embeddings},
             {"prompt_tokens", r.response.prompt_tokens},
             {"completion_tokens", r.response.completion_tokens},
@@ -100,12 +117,8 @@ json ChunkObject(const RetrievedChunk& c, size_t rank, bool with_text) {
     ranks[name] = c.ranks[s] ? json(*c.ranks[s]) : json();
     scores[name] = c.ranks[s] ? json(c.signal_scores[s]) : json();
   }
-  json j = {{"rank", rank},
-            {"chunk_id", c.chunk_id},
-            {"document_id", c.document_id},
-            {"chunk_index", c.index},
-            {"score", c.score},
-            {"signal_ranks", ranks},
+  json j = {{"rank", rank},           {"chunk_id", c.chunk_id}, {"document_id", c.document_id},
+            {"chunk_index", c.index}, {"score", c.score},       {"signal_ranks", ranks},
             {"signal_scores", scores}};
   if (c.rerank_score) j["rerank_score"] = *c.rerank_score;
   if (with_text) j["text"] = c.text;
@@ -115,8 +128,11 @@ json ChunkObject(const RetrievedChunk& c, size_t rank, bool with_text) {
 json SeedsArray(const RetrievalResult& r) {
   json seeds = json::array();
   for (const auto& s : r.seeds) {
-    json j = {{"entity", s.entity_id}, {"name_key", s.name_key}, {"weight", s.weight},
-              {"by_name", s.by_name}, {"by_fact", s.by_fact}};
+    json j = {{"entity", s.entity_id},
+              {"name_key", s.name_key},
+              {"weight", s.weight},
+              {"by_name", s.by_name},
+              {"by_fact", s.by_fact}};
     if (s.by_name) j["specificity"] = s.specificity;
     if (s.similarity) j["similarity"] = *s.similarity;
     seeds.push_back(std::move(j));
@@ -152,8 +168,10 @@ json PassagesObject(const PassageSearchResult& r, std::string_view question, Que
   json cites = json::array();
   for (const auto& c : r.citations) {
     const auto& chunk = r.retrieval.chunks[c.chunk];
-    cites.push_back({{"id", c.id}, {"chunk_id", chunk.chunk_id},
-                     {"document_id", chunk.document_id}, {"chunk_index", chunk.index}});
+    cites.push_back({{"id", c.id},
+                     {"chunk_id", chunk.chunk_id},
+                     {"document_id", chunk.document_id},
+                     {"chunk_index", chunk.index}});
   }
   return {{"method", QueryMethodName(method)},
           {"question", question},
@@ -195,8 +213,8 @@ std::string RetrievalResultJson(const RetrievalResult& result, std::string_view 
   }
   json entities = json::array();
   for (size_t i = 0; i < std::min<size_t>(20, result.entity_scores.size()); ++i) {
-    entities.push_back({{"entity", result.entity_scores[i].first},
-                        {"score", result.entity_scores[i].second}});
+    entities.push_back(
+        {{"entity", result.entity_scores[i].first}, {"score", result.entity_scores[i].second}});
   }
   return Dump({{"method", RetrievalMethodName(method)},
                {"question", question},
@@ -218,8 +236,11 @@ namespace {
 
 json PlanObject(const IndexPlan& p) {
   return {
-      {"documents", {{"added", p.documents_added}, {"changed", p.documents_changed},
-                     {"removed", p.documents_removed}, {"unchanged", p.documents_unchanged}}},
+      {"documents",
+       {{"added", p.documents_added},
+        {"changed", p.documents_changed},
+        {"removed", p.documents_removed},
+        {"unchanged", p.documents_unchanged}}},
       {"chunks_to_extract", p.chunks_to_extract},
       {"chunks_removed", p.chunks_removed},
       {"extraction_calls_max", p.extraction_calls_max},
@@ -228,7 +249,9 @@ json PlanObject(const IndexPlan& p) {
 
 }  // namespace
 
-std::string IndexPlanJson(const IndexPlan& plan, bool pretty) { return Dump(PlanObject(plan), pretty); }
+std::string IndexPlanJson(const IndexPlan& plan, bool pretty) {
+  return Dump(PlanObject(plan), pretty);
+}
 
 std::string IndexSummaryJson(const IndexSummary& s, const IndexPlan* plan, bool pretty) {
   json issues = json::array();
@@ -241,26 +264,42 @@ std::string IndexSummaryJson(const IndexSummary& s, const IndexPlan* plan, bool 
       {"run_id", s.run_id},
       {"no_llm", s.no_llm},
       {"embedding_model", s.embedding_model},
-      {"documents", {{"added", s.documents_added}, {"changed", s.documents_changed},
-                     {"unchanged", s.documents_unchanged}, {"removed", s.documents_removed}}},
+      {"documents",
+       {{"added", s.documents_added},
+        {"changed", s.documents_changed},
+        {"unchanged", s.documents_unchanged},
+        {"removed", s.documents_removed}}},
       {"load_issues", issues},
-      {"chunks", {{"total", s.chunks}, {"added", s.chunks_added}, {"removed", s.chunks_removed},
-                  {"extracted", s.chunks_extracted}, {"skipped", s.chunks_skipped}}},
+      {"chunks",
+       {{"total", s.chunks},
+        {"added", s.chunks_added},
+        {"removed", s.chunks_removed},
+        {"extracted", s.chunks_extracted},
+        {"skipped", s.chunks_skipped}}},
       {"entities", s.entities},
       {"relationships", s.relationships},
-      {"resolution", {{"fresh", s.resolution_fresh}, {"merged", s.resolution_merged},
-                      {"adjudicated", s.resolution_adjudicated},
-                      {"llm_calls", s.resolution_llm_calls}}},
+      {"resolution",
+       {{"fresh", s.resolution_fresh},
+        {"merged", s.resolution_merged},
+        {"adjudicated", s.resolution_adjudicated},
+        {"llm_calls", s.resolution_llm_calls}}},
       {"descriptions_summarized", s.descriptions_summarized},
       {"communities_per_level", levels},
       {"modularity", s.modularity},
-      {"reports", {{"generated", s.reports_generated}, {"reused", s.reports_reused},
-                   {"gaps", s.report_gaps}, {"extractive", s.reports_extractive}}},
+      {"reports",
+       {{"generated", s.reports_generated},
+        {"reused", s.reports_reused},
+        {"gaps", s.report_gaps},
+        {"extractive", s.reports_extractive}}},
       {"embeddings_written", s.embeddings_written},
-      {"llm", {{"calls", s.usage.calls}, {"cache_hits", s.usage.cache_hits},
-               {"http_requests", s.usage.http_requests}, {"retries", s.usage.retries},
-               {"failures", s.usage.failures}, {"prompt_tokens", s.usage.prompt_tokens},
-               {"completion_tokens", s.usage.completion_tokens}}},
+      {"llm",
+       {{"calls", s.usage.calls},
+        {"cache_hits", s.usage.cache_hits},
+        {"http_requests", s.usage.http_requests},
+        {"retries", s.usage.retries},
+        {"failures", s.usage.failures},
+        {"prompt_tokens", s.usage.prompt_tokens},
+        {"completion_tokens", s.usage.completion_tokens}}},
       {"elapsed_seconds", s.elapsed_seconds},
   };
   if (plan != nullptr) j["plan"] = PlanObject(*plan);
@@ -277,12 +316,16 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
   for (const auto& [l, n] : s.communities_per_level) levels[std::to_string(l)] = n;
   json entities = json::array();
   for (const auto& e : st.top_entities) {
-    entities.push_back({{"id", e.id}, {"name", e.name}, {"type", e.type}, {"degree", e.degree},
+    entities.push_back({{"id", e.id},
+                        {"name", e.name},
+                        {"type", e.type},
+                        {"degree", e.degree},
                         {"frequency", e.frequency}});
   }
   json embeddings = json::object();
   for (const auto& [owner, space] : st.embeddings) {
-    embeddings[owner] = {{"count", space.count}, {"model", space.model},
+    embeddings[owner] = {{"count", space.count},
+                         {"model", space.model},
                          {"dimension", space.dimension},
                          {"lexical", IsLexicalEmbeddingModel(space.model)}};
   }
@@ -292,8 +335,10 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
                {"chunks_skipped", s.extractions_skipped},
                {"entities", s.entities},
                {"relationships", s.relationships},
-               {"resolution", {{"names", st.resolved_names}, {"merged", st.merged_names},
-                               {"by_method", st.merged_by_method}}},
+               {"resolution",
+                {{"names", st.resolved_names},
+                 {"merged", st.merged_names},
+                 {"by_method", st.merged_by_method}}},
                {"communities", s.communities},
                {"communities_per_level", levels},
                {"modularity", s.modularity ? json(*s.modularity) : json()},
@@ -314,8 +359,11 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
 std::string DocumentsJson(const std::vector<DocumentInfo>& documents, bool pretty) {
   json out = json::array();
   for (const auto& d : documents) {
-    out.push_back({{"id", d.id}, {"title", d.title}, {"source_path", d.source_path},
-                   {"chunks", d.chunk_count}, {"updated_at", d.updated_at}});
+    out.push_back({{"id", d.id},
+                   {"title", d.title},
+                   {"source_path", d.source_path},
+                   {"chunks", d.chunk_count},
+                   {"updated_at", d.updated_at}});
   }
   return Dump(out, pretty);
 }
@@ -324,8 +372,12 @@ std::string EntitiesJson(const std::vector<EntityListing>& entities, size_t limi
   json out = json::array();
   for (size_t i = 0; i < entities.size() && i < limit; ++i) {
     const EntityRecord& e = entities[i].entity;
-    out.push_back({{"id", e.id}, {"name", e.name}, {"type", e.type}, {"degree", e.degree},
-                   {"frequency", e.frequency}, {"aliases", entities[i].aliases}});
+    out.push_back({{"id", e.id},
+                   {"name", e.name},
+                   {"type", e.type},
+                   {"degree", e.degree},
+                   {"frequency", e.frequency},
+                   {"aliases", entities[i].aliases}});
   }
   return Dump(out, pretty);
 }
@@ -333,8 +385,11 @@ std::string EntitiesJson(const std::vector<EntityListing>& entities, size_t limi
 std::string AliasesJson(const AliasListing& listing, bool pretty) {
   json aliases = json::array();
   for (const auto& a : listing.aliases) {
-    aliases.push_back({{"name", a.name}, {"entity", a.entity}, {"method", a.method},
-                       {"score", a.score}, {"reason", a.reason}});
+    aliases.push_back({{"name", a.name},
+                       {"entity", a.entity},
+                       {"method", a.method},
+                       {"score", a.score},
+                       {"reason", a.reason}});
   }
   json overrides = json::array();
   for (const auto& o : listing.overrides) {
@@ -346,7 +401,8 @@ std::string AliasesJson(const AliasListing& listing, bool pretty) {
 
 std::string IntegrityJson(const IntegrityReport& report, std::string_view index, bool pretty) {
   json problems = json::array();
-  for (const auto& p : report.problems) problems.push_back({{"check", p.check}, {"detail", p.detail}});
+  for (const auto& p : report.problems)
+    problems.push_back({{"check", p.check}, {"detail", p.detail}});
   return Dump({{"index", index},
                {"ok", report.ok()},
                {"checks", report.checks_run},
@@ -360,10 +416,13 @@ std::string ChunkPreviewJson(const ChunkPreview& preview, bool pretty) {
   for (const auto& d : preview.documents) {
     json chunks = json::array();
     for (const auto& c : d.chunks) {
-      chunks.push_back({{"id", c.id}, {"index", c.index}, {"n_tokens", c.n_tokens}, {"text", c.text}});
+      chunks.push_back(
+          {{"id", c.id}, {"index", c.index}, {"n_tokens", c.n_tokens}, {"text", c.text}});
     }
-    out.push_back({{"document", d.document.id}, {"title", d.document.title},
-                   {"n_chunks", d.chunks.size()}, {"n_tokens", d.tokens},
+    out.push_back({{"document", d.document.id},
+                   {"title", d.document.title},
+                   {"n_chunks", d.chunks.size()},
+                   {"n_tokens", d.tokens},
                    {"chunks", std::move(chunks)}});
   }
   return Dump(out, pretty);
@@ -380,10 +439,9 @@ std::string SettingsJson(const std::vector<SettingInfo>& settings, bool pretty) 
 std::string ExportSummaryJson(const ExportSummary& summary, bool pretty) {
   json files = json::array();
   for (const auto& f : summary.files) files.push_back({{"path", f.path}, {"counts", f.counts}});
-  return Dump({{"format", ExportFormatName(summary.format)},
-               {"out", summary.out_dir},
-               {"files", files}},
-              pretty);
+  return Dump(
+      {{"format", ExportFormatName(summary.format)}, {"out", summary.out_dir}, {"files", files}},
+      pretty);
 }
 
 std::string SqlRowsJson(const SqlRows& rows, bool pretty) {
@@ -395,10 +453,18 @@ std::string SqlRowsJson(const SqlRows& rows, bool pretty) {
     for (size_t i = 0; i < row.size() && i < rows.columns.size(); ++i) {
       const SqlValue& v = row[i];
       switch (v.kind) {
-        case SqlValue::Kind::kNull: o[rows.columns[i]] = nullptr; break;
-        case SqlValue::Kind::kInteger: o[rows.columns[i]] = v.integer; break;
-        case SqlValue::Kind::kReal: o[rows.columns[i]] = v.real; break;
-        case SqlValue::Kind::kText: o[rows.columns[i]] = v.text; break;
+        case SqlValue::Kind::kNull:
+          o[rows.columns[i]] = nullptr;
+          break;
+        case SqlValue::Kind::kInteger:
+          o[rows.columns[i]] = v.integer;
+          break;
+        case SqlValue::Kind::kReal:
+          o[rows.columns[i]] = v.real;
+          break;
+        case SqlValue::Kind::kText:
+          o[rows.columns[i]] = v.text;
+          break;
       }
     }
     out.push_back(std::move(o));
@@ -426,7 +492,8 @@ json CommunityObject(const CommunityRecord& c) {
 }
 
 json ReportObject(const ReportRecord& r, bool full) {
-  json j = {{"title", r.title}, {"summary", r.summary},
+  json j = {{"title", r.title},
+            {"summary", r.summary},
             {"status", r.status == ReportStatus::kOk ? "ok" : "gap"},
             {"generator", r.generator == ReportGenerator::kLlm ? "llm" : "extractive"}};
   j["rating"] = r.rating ? json(*r.rating) : json(nullptr);
@@ -436,8 +503,8 @@ json ReportObject(const ReportRecord& r, bool full) {
     j["full_content"] = r.full_content;
     json findings = json::array();
     for (const auto& f : r.findings) {
-      findings.push_back({{"summary", f.summary}, {"explanation", f.explanation},
-                          {"entities", f.entities}});
+      findings.push_back(
+          {{"summary", f.summary}, {"explanation", f.explanation}, {"entities", f.entities}});
     }
     j["findings"] = std::move(findings);
     j["model"] = r.model;
@@ -447,14 +514,16 @@ json ReportObject(const ReportRecord& r, bool full) {
 }
 
 json ChunkRecordObject(const ChunkRecord& c, bool with_text) {
-  json j = {{"id", c.id}, {"document_id", c.document_id}, {"index", c.index},
-            {"tokens", c.n_tokens}};
+  json j = {
+      {"id", c.id}, {"document_id", c.document_id}, {"index", c.index}, {"tokens", c.n_tokens}};
   if (with_text) j["text"] = c.text;
   return j;
 }
 
 json RelationshipObject(const RelationshipRecord& r) {
-  return {{"id", r.id}, {"description", r.description}, {"weight", r.weight},
+  return {{"id", r.id},
+          {"description", r.description},
+          {"weight", r.weight},
           {"frequency", r.frequency}};
 }
 
@@ -462,8 +531,9 @@ json RelationshipObject(const RelationshipRecord& r) {
 
 std::string EntityDetailJson(const EntityDetail& d, bool pretty) {
   const EntityRecord& e = d.entity;
-  json j = {{"id", e.id},         {"name", e.name},           {"type", e.type},
-            {"description", e.description}, {"degree", e.degree}, {"frequency", e.frequency},
+  json j = {{"id", e.id},          {"name", e.name},
+            {"type", e.type},      {"description", e.description},
+            {"degree", e.degree},  {"frequency", e.frequency},
             {"aliases", d.aliases}};
   json neighbours = json::array();
   for (const auto& n : d.neighbours) {
@@ -519,9 +589,13 @@ std::string ChunkJson(const ChunkRecord& chunk, bool pretty) {
 }
 
 std::string DocumentDetailJson(const DocumentDetail& d, bool pretty) {
-  json j = {{"id", d.info.id},       {"title", d.info.title}, {"source_path", d.info.source_path},
-            {"content_hash", d.info.content_hash}, {"created_at", d.info.created_at},
-            {"updated_at", d.info.updated_at}, {"text", d.text}};
+  json j = {{"id", d.info.id},
+            {"title", d.info.title},
+            {"source_path", d.info.source_path},
+            {"content_hash", d.info.content_hash},
+            {"created_at", d.info.created_at},
+            {"updated_at", d.info.updated_at},
+            {"text", d.text}};
   json chunks = json::array();
   for (const auto& c : d.chunks) chunks.push_back(ChunkRecordObject(c, false));
   j["chunks"] = std::move(chunks);

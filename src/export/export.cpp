@@ -24,8 +24,8 @@ using Json = nlohmann::ordered_json;
 struct IndexData {
   std::vector<DocumentInfo> documents;
   std::map<std::string, std::string> document_text;
-  std::vector<ChunkRecord> chunks;  // by document and position
-  std::vector<EntityRecord> entities;            // by id
+  std::vector<ChunkRecord> chunks;                // by document and position
+  std::vector<EntityRecord> entities;             // by id
   std::vector<RelationshipRecord> relationships;  // by id
   std::vector<CommunityRecord> communities;       // by level, id
   std::vector<ReportRecord> reports;              // ok ones, by level
@@ -105,10 +105,10 @@ std::vector<Table> MsTables(const IndexData& d) {
 
   std::vector<Table> tables;
   {
-    Table t{"documents",
-            {"id", "human_readable_id", "title", "text", "text_unit_ids", "creation_date",
-             "raw_data"},
-            {}};
+    Table t{
+        "documents",
+        {"id", "human_readable_id", "title", "text", "text_unit_ids", "creation_date", "raw_data"},
+        {}};
     std::map<std::string, std::vector<std::string>> units;
     for (const auto& c : d.chunks) units[c.document_id].push_back(c.id);
     int64_t i = 0;
@@ -214,9 +214,9 @@ std::vector<Table> MsTables(const IndexData& d) {
                 {"rating_explanation", r.rating_explanation}};
       t.rows.push_back({std::to_string(r.community_id), r.community_id, r.community_id, r.level,
                         c && c->parent_id ? *c->parent_id : -1,
-                        Json(list(children, r.community_id)), r.title, r.summary,
-                        r.full_content, rank, r.rating_explanation, findings, full.dump(4),
-                        d.period, c ? static_cast<int64_t>(c->entity_ids.size()) : 0});
+                        Json(list(children, r.community_id)), r.title, r.summary, r.full_content,
+                        rank, r.rating_explanation, findings, full.dump(4), d.period,
+                        c ? static_cast<int64_t>(c->entity_ids.size()) : 0});
     }
     tables.push_back(std::move(t));
   }
@@ -314,8 +314,8 @@ std::string GraphMl(const IndexData& d) {
     x += "    </node>\n";
   }
   for (const auto& r : d.relationships) {
-    x += "    <edge id=\"e" + std::to_string(r.id) + "\" source=\"n" +
-         std::to_string(r.source_id) + "\" target=\"n" + std::to_string(r.target_id) + "\">\n";
+    x += "    <edge id=\"e" + std::to_string(r.id) + "\" source=\"n" + std::to_string(r.source_id) +
+         "\" target=\"n" + std::to_string(r.target_id) + "\">\n";
     data("weight", Number(r.weight));
     data("edge_description", r.description);
     data("edge_frequency", std::to_string(r.frequency));
@@ -338,7 +338,8 @@ std::string Label(std::string_view type) {
   return out;
 }
 
-constexpr std::string_view kLoadCypher = R"cypher(// Loads grag's Neo4j export with LOAD CSV. Copy entities.csv and relationships.csv into the
+constexpr std::string_view kLoadCypher =
+    R"cypher(// Loads grag's Neo4j export with LOAD CSV. Copy entities.csv and relationships.csv into the
 // database's import folder, then run: cypher-shell -u neo4j -p <password> -f load.cypher
 // (Or import them offline: neo4j-admin database import full --nodes=entities.csv
 //  --relationships=relationships.csv --multiline-fields=true <database>)
@@ -372,8 +373,9 @@ std::vector<OutFile> Neo4j(const IndexData& d) {
   for (const auto& c : d.communities) {
     for (int64_t e : c.entity_ids) communities_of[e].push_back(c.id);
   }
-  std::string nodes = "id:ID,name,type,description,degree:int,frequency:int,communities:long[],"
-                      ":LABEL\n";
+  std::string nodes =
+      "id:ID,name,type,description,degree:int,frequency:int,communities:long[],"
+      ":LABEL\n";
   for (const auto& e : d.entities) {
     std::string cs;
     for (int64_t c : communities_of[e.id]) cs += (cs.empty() ? "" : ";") + std::to_string(c);
@@ -386,8 +388,8 @@ std::vector<OutFile> Neo4j(const IndexData& d) {
   std::string edges = ":START_ID,:END_ID,weight:double,description,frequency:int,:TYPE\n";
   for (const auto& r : d.relationships) {
     edges += std::to_string(r.source_id) + "," + std::to_string(r.target_id) + "," +
-             Number(r.weight) + "," + CsvField(r.description) + "," +
-             std::to_string(r.frequency) + ",RELATED\n";
+             Number(r.weight) + "," + CsvField(r.description) + "," + std::to_string(r.frequency) +
+             ",RELATED\n";
   }
   return {{"entities.csv", nodes, {{"rows", static_cast<int64_t>(d.entities.size())}}},
           {"relationships.csv", edges, {{"rows", static_cast<int64_t>(d.relationships.size())}}},
@@ -478,10 +480,14 @@ std::optional<uint32_t> NextCodePoint(std::string_view s, size_t& i) {
 
 std::string_view ExportFormatName(ExportFormat format) {
   switch (format) {
-    case ExportFormat::kGraphml: return "graphml";
-    case ExportFormat::kCsv: return "csv";
-    case ExportFormat::kJson: return "json";
-    case ExportFormat::kNeo4j: return "neo4j";
+    case ExportFormat::kGraphml:
+      return "graphml";
+    case ExportFormat::kCsv:
+      return "csv";
+    case ExportFormat::kJson:
+      return "json";
+    case ExportFormat::kNeo4j:
+      return "neo4j";
   }
   return "graphml";
 }
@@ -519,13 +525,26 @@ std::string XmlEscape(std::string_view text) {
     if (c < 0x20 && c != 0x9 && c != 0xA && c != 0xD) continue;
     if (c == 0xFFFE || c == 0xFFFF) continue;
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\r': out += "&#13;"; break;  // a literal CR would be normalised away by parsers
-      default: AppendUtf8(out, c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      case '\r':
+        out += "&#13;";
+        break;  // a literal CR would be normalised away by parsers
+      default:
+        AppendUtf8(out, c);
     }
   }
   return out;
@@ -544,7 +563,8 @@ Result<ExportSummary> ExportIndex(Store& store, const ExportOptions& options) {
   std::vector<OutFile> files;
   switch (options.format) {
     case ExportFormat::kGraphml:
-      files.push_back({"graph.graphml", GraphMl(data),
+      files.push_back({"graph.graphml",
+                       GraphMl(data),
                        {{"nodes", static_cast<int64_t>(data.entities.size())},
                         {"edges", static_cast<int64_t>(data.relationships.size())}}});
       break;
@@ -552,7 +572,8 @@ Result<ExportSummary> ExportIndex(Store& store, const ExportOptions& options) {
     case ExportFormat::kJson: {
       const bool csv = options.format == ExportFormat::kCsv;
       for (const Table& t : MsTables(data)) {
-        files.push_back({t.name + (csv ? ".csv" : ".json"), csv ? TableCsv(t) : TableJson(t),
+        files.push_back({t.name + (csv ? ".csv" : ".json"),
+                         csv ? TableCsv(t) : TableJson(t),
                          {{"rows", static_cast<int64_t>(t.rows.size())}}});
       }
       break;

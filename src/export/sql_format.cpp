@@ -47,14 +47,17 @@ std::string Cell(std::string_view s, size_t max_width) {
 
 std::string SqlValueText(const SqlValue& value) {
   switch (value.kind) {
-    case SqlValue::Kind::kNull: return "";
-    case SqlValue::Kind::kInteger: return std::to_string(value.integer);
+    case SqlValue::Kind::kNull:
+      return "";
+    case SqlValue::Kind::kInteger:
+      return std::to_string(value.integer);
     case SqlValue::Kind::kReal: {
       char buf[64];
       auto res = std::to_chars(buf, buf + sizeof buf, value.real);
       return std::string(buf, res.ptr);
     }
-    case SqlValue::Kind::kText: return value.text;
+    case SqlValue::Kind::kText:
+      return value.text;
   }
   return "";
 }

@@ -25,10 +25,18 @@ constexpr std::string_view kRetryPrompt =
 
 bool IsSeparator(utf8proc_int32_t cp) {
   switch (utf8proc_category(cp)) {
-    case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS:
-    case UTF8PROC_CATEGORY_PE: case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF:
-    case UTF8PROC_CATEGORY_PO: case UTF8PROC_CATEGORY_ZS: case UTF8PROC_CATEGORY_ZL:
-    case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_PC:
+    case UTF8PROC_CATEGORY_PD:
+    case UTF8PROC_CATEGORY_PS:
+    case UTF8PROC_CATEGORY_PE:
+    case UTF8PROC_CATEGORY_PI:
+    case UTF8PROC_CATEGORY_PF:
+    case UTF8PROC_CATEGORY_PO:
+    case UTF8PROC_CATEGORY_ZS:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP:
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
       return true;
     default:
       return false;
@@ -101,7 +109,9 @@ std::optional<json> FindObject(std::string_view reply) {
   return std::nullopt;
 }
 
-std::string MentionKey(const EntityMention& e) { return e.name_key + "\x1f" + e.type + "\x1f" + e.description; }
+std::string MentionKey(const EntityMention& e) {
+  return e.name_key + "\x1f" + e.type + "\x1f" + e.description;
+}
 std::string MentionKey(const RelationshipMention& r) {
   return r.source_key + "\x1f" + r.target_key + "\x1f" + r.description;
 }
@@ -141,10 +151,11 @@ std::vector<std::string> SplitNormalizedName(std::string_view normalized) {
 
 std::string NormalizeEntityName(std::string_view name) {
   utf8proc_uint8_t* folded = nullptr;
-  const auto len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(name.data()),
-                                static_cast<utf8proc_ssize_t>(name.size()), &folded,
-                                static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE |
-                                                               UTF8PROC_COMPAT | UTF8PROC_CASEFOLD));
+  const auto len =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(name.data()),
+                   static_cast<utf8proc_ssize_t>(name.size()), &folded,
+                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE |
+                                                  UTF8PROC_COMPAT | UTF8PROC_CASEFOLD));
   std::string out;
   if (len < 0) {  // not UTF-8: fall back to ASCII lower-casing
     out = Lower(std::string(name));

@@ -191,18 +191,26 @@ Kind Classify(int32_t cp) {
   if (cp < 0x80) return kAsciiKinds[static_cast<size_t>(cp)];
   switch (utf8proc_category(cp)) {
     case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LT: return Kind::kUpper;
-    case UTF8PROC_CATEGORY_LL: return Kind::kLower;
+    case UTF8PROC_CATEGORY_LT:
+      return Kind::kUpper;
+    case UTF8PROC_CATEGORY_LL:
+      return Kind::kLower;
     case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO: return Kind::kCaseless;
+    case UTF8PROC_CATEGORY_LO:
+      return Kind::kCaseless;
     case UTF8PROC_CATEGORY_MN:
     case UTF8PROC_CATEGORY_MC:
-    case UTF8PROC_CATEGORY_ME: return Kind::kMark;
-    case UTF8PROC_CATEGORY_ND: return Kind::kDigit;
+    case UTF8PROC_CATEGORY_ME:
+      return Kind::kMark;
+    case UTF8PROC_CATEGORY_ND:
+      return Kind::kDigit;
     case UTF8PROC_CATEGORY_ZL:
-    case UTF8PROC_CATEGORY_ZP: return Kind::kNewline;
-    case UTF8PROC_CATEGORY_ZS: return Kind::kSpace;
-    default: return Kind::kOther;
+    case UTF8PROC_CATEGORY_ZP:
+      return Kind::kNewline;
+    case UTF8PROC_CATEGORY_ZS:
+      return Kind::kSpace;
+    default:
+      return Kind::kOther;
   }
 }
 
@@ -1001,8 +1009,8 @@ std::string TitleEntityName(std::string_view title) {
   // A file name (the title of a plain file) or a generated id names nothing.
   if (t.find_first_of("/\\#") != std::string::npos) return {};
   if (const size_t dot = t.rfind('.'); dot != std::string::npos && dot + 1 < t.size() &&
-                                        t.size() - dot <= 6 &&
-                                        t.find(' ', dot) == std::string::npos) {
+                                       t.size() - dot <= 6 &&
+                                       t.find(' ', dot) == std::string::npos) {
     bool ext = true;
     for (size_t i = dot + 1; i < t.size(); ++i) {
       ext = ext && std::isalnum(static_cast<unsigned char>(t[i])) != 0;
@@ -1025,8 +1033,8 @@ std::string TitleEntityName(std::string_view title) {
   return t;
 }
 
-Result<ParsedExtraction> ExtractNlp(std::string_view chunk_text,
-                                    const NlpExtractorOptions& options, std::string_view title) {
+Result<ParsedExtraction> ExtractNlp(std::string_view chunk_text, const NlpExtractorOptions& options,
+                                    std::string_view title) {
   GRAG_RETURN_IF_ERROR(Validate(options));
   if (chunk_text.size() > UINT32_MAX / 2) {
     return Status::InvalidArgument("chunk text too long for the NLP extractor");
@@ -1064,7 +1072,7 @@ NlpPruneStats PruneNlpGraph(MergedGraph& graph, const NlpPruneOptions& options) 
               static_cast<int64_t>(graph.entities[i].chunk_ids.size()) >= options.min_node_freq;
   }
   if (options.keep_sole_names) {
-    std::unordered_map<std::string_view, bool> named;  // chunk -> keeps a name
+    std::unordered_map<std::string_view, bool> named;   // chunk -> keeps a name
     std::unordered_map<std::string_view, size_t> best;  // chunk -> its most frequent name
     for (size_t i = 0; i < n; ++i) {
       const MergedEntity& e = graph.entities[i];
@@ -1073,7 +1081,8 @@ NlpPruneStats PruneNlpGraph(MergedGraph& graph, const NlpPruneOptions& options) 
         bool& has = named[c];
         has = has || keep[i];
         auto [it, added] = best.try_emplace(c, i);
-        if (!added && graph.entities[it->second].chunk_ids.size() < e.chunk_ids.size()) it->second = i;
+        if (!added && graph.entities[it->second].chunk_ids.size() < e.chunk_ids.size())
+          it->second = i;
       }
     }
     for (const auto& [chunk, has] : named) {

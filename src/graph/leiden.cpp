@@ -82,8 +82,8 @@ Status RunLeiden(const LocalGraph& lg, const LeidenOptions& options,
     VECTOR(edge_list.v)[2 * i + 1] = lg.pairs[i].second;
   }
   Graph graph;
-  GRAG_RETURN_IF_ERROR(IgraphStatus(igraph_create(&graph.g, &edge_list.v, n, IGRAPH_UNDIRECTED),
-                                    "create"));
+  GRAG_RETURN_IF_ERROR(
+      IgraphStatus(igraph_create(&graph.g, &edge_list.v, n, IGRAPH_UNDIRECTED), "create"));
   graph.live = true;
   RealVec weights(static_cast<igraph_integer_t>(lg.weights.size()));
   double total = 0;
@@ -113,9 +113,9 @@ Status RunLeiden(const LocalGraph& lg, const LeidenOptions& options,
   igraph_real_t quality = 0;
   igraph_rng_seed(igraph_rng_default(), options.seed);
   GRAG_RETURN_IF_ERROR(IgraphStatus(
-      igraph_community_leiden(&graph.g, &weights.v, &strength.v,
-                              options.resolution / (2.0 * total), 0.01, warm,
-                              std::max(1, options.iterations), &result.v, &clusters, &quality),
+      igraph_community_leiden(&graph.g, &weights.v, &strength.v, options.resolution / (2.0 * total),
+                              0.01, warm, std::max(1, options.iterations), &result.v, &clusters,
+                              &quality),
       "community_leiden"));
   for (size_t i = 0; i < lg.n; ++i) membership[i] = static_cast<int32_t>(VECTOR(result.v)[i]);
   if (modularity != nullptr) {
@@ -239,10 +239,10 @@ Result<double> Modularity(size_t node_count, std::span<const GraphEdge> edges,
     VECTOR(edge_list.v)[2 * i + 1] = lg.pairs[i].second;
   }
   Graph graph;
-  GRAG_RETURN_IF_ERROR(IgraphStatus(
-      igraph_create(&graph.g, &edge_list.v, static_cast<igraph_integer_t>(node_count),
-                    IGRAPH_UNDIRECTED),
-      "create"));
+  GRAG_RETURN_IF_ERROR(
+      IgraphStatus(igraph_create(&graph.g, &edge_list.v, static_cast<igraph_integer_t>(node_count),
+                                 IGRAPH_UNDIRECTED),
+                   "create"));
   graph.live = true;
   RealVec weights(static_cast<igraph_integer_t>(lg.weights.size()));
   for (size_t i = 0; i < lg.weights.size(); ++i) VECTOR(weights.v)[i] = lg.weights[i];
@@ -252,9 +252,8 @@ Result<double> Modularity(size_t node_count, std::span<const GraphEdge> edges,
     VECTOR(m.v)[i] = membership[i];
   }
   igraph_real_t q = 0;
-  GRAG_RETURN_IF_ERROR(
-      IgraphStatus(igraph_modularity(&graph.g, &m.v, &weights.v, resolution, false, &q),
-                   "modularity"));
+  GRAG_RETURN_IF_ERROR(IgraphStatus(
+      igraph_modularity(&graph.g, &m.v, &weights.v, resolution, false, &q), "modularity"));
   return q;
 }
 
@@ -275,7 +274,8 @@ Result<ClusterHierarchy> HierarchicalLeiden(size_t node_count, std::span<const G
   std::vector<uint32_t> all(node_count);
   for (size_t i = 0; i < node_count; ++i) all[i] = static_cast<uint32_t>(i);
   std::vector<int32_t> membership;
-  GRAG_RETURN_IF_ERROR(RunLeiden(whole, options, StartOf(start, 0, all), membership, &h.modularity));
+  GRAG_RETURN_IF_ERROR(
+      RunLeiden(whole, options, StartOf(start, 0, all), membership, &h.modularity));
   ++h.leiden_calls;
   for (auto& members : Group(all, membership)) {
     Cluster c;

@@ -30,7 +30,8 @@ std::string MostFrequent(const std::map<std::string, T>& counts) {
   return best;
 }
 
-void AddDistinct(std::vector<std::string>& list, std::set<std::string>& seen, const std::string& s) {
+void AddDistinct(std::vector<std::string>& list, std::set<std::string>& seen,
+                 const std::string& s) {
   if (!s.empty() && seen.insert(s).second) list.push_back(s);
 }
 
@@ -174,7 +175,8 @@ size_t CollapseResolved(MergedGraph& graph,
   return folded;
 }
 
-std::string DescriptionsHash(const std::string& name, const std::vector<std::string>& descriptions) {
+std::string DescriptionsHash(const std::string& name,
+                             const std::vector<std::string>& descriptions) {
   std::vector<std::string> sorted = descriptions;
   std::sort(sorted.begin(), sorted.end());
   Hasher h;
@@ -211,7 +213,8 @@ bool NeedsSummary(const std::vector<std::string>& descriptions, const SummarizeO
   if (options.max_descriptions > 0 && descriptions.size() > options.max_descriptions) return true;
   if (descriptions.size() < 2) return false;
   const std::string joined = JoinDescriptions(descriptions);
-  const size_t tokens = options.count_tokens ? options.count_tokens(joined) : EstimateTokens(joined);
+  const size_t tokens =
+      options.count_tokens ? options.count_tokens(joined) : EstimateTokens(joined);
   return tokens > options.max_joined_tokens;
 }
 

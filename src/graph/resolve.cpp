@@ -35,8 +35,9 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 
 bool IsStopWord(std::string_view w) {
-  static const std::unordered_set<std::string_view> k = {
-      "a", "an", "the", "of", "and", "or", "in", "on", "at", "to", "for", "by", "with", "from", "de"};
+  static const std::unordered_set<std::string_view> k = {"a",   "an", "the",  "of",   "and",
+                                                         "or",  "in", "on",   "at",   "to",
+                                                         "for", "by", "with", "from", "de"};
   return k.count(w) > 0;
 }
 
@@ -45,18 +46,18 @@ bool IsArticle(std::string_view w) { return w == "the" || w == "a" || w == "an";
 // 'm' / 'f' for gendered honorifics, 'n' for neutral titles, 0 for other words.
 char HonorificGender(std::string_view w) {
   static const std::unordered_map<std::string_view, char> k = {
-      {"mr", 'm'},        {"mister", 'm'},     {"sir", 'm'},       {"lord", 'm'},
-      {"king", 'm'},      {"prince", 'm'},     {"monsieur", 'm'},  {"herr", 'm'},
-      {"master", 'm'},    {"mrs", 'f'},        {"ms", 'f'},        {"miss", 'f'},
-      {"mistress", 'f'},  {"madame", 'f'},     {"mme", 'f'},       {"mlle", 'f'},
-      {"dame", 'f'},      {"lady", 'f'},       {"queen", 'f'},     {"princess", 'f'},
-      {"frau", 'f'},      {"dr", 'n'},         {"doctor", 'n'},    {"prof", 'n'},
-      {"professor", 'n'}, {"rev", 'n'},        {"reverend", 'n'},  {"president", 'n'},
-      {"chair", 'n'},     {"chairman", 'm'},   {"chairwoman", 'f'}, {"senator", 'n'},
-      {"sen", 'n'},       {"judge", 'n'},      {"gov", 'n'},       {"governor", 'n'},
-      {"gen", 'n'},       {"general", 'n'},    {"capt", 'n'},      {"captain", 'n'},
-      {"col", 'n'},       {"lt", 'n'},         {"sgt", 'n'},       {"st", 'n'},
-      {"saint", 'n'},     {"pope", 'n'},       {"ceo", 'n'}};
+      {"mr", 'm'},        {"mister", 'm'},   {"sir", 'm'},        {"lord", 'm'},
+      {"king", 'm'},      {"prince", 'm'},   {"monsieur", 'm'},   {"herr", 'm'},
+      {"master", 'm'},    {"mrs", 'f'},      {"ms", 'f'},         {"miss", 'f'},
+      {"mistress", 'f'},  {"madame", 'f'},   {"mme", 'f'},        {"mlle", 'f'},
+      {"dame", 'f'},      {"lady", 'f'},     {"queen", 'f'},      {"princess", 'f'},
+      {"frau", 'f'},      {"dr", 'n'},       {"doctor", 'n'},     {"prof", 'n'},
+      {"professor", 'n'}, {"rev", 'n'},      {"reverend", 'n'},   {"president", 'n'},
+      {"chair", 'n'},     {"chairman", 'm'}, {"chairwoman", 'f'}, {"senator", 'n'},
+      {"sen", 'n'},       {"judge", 'n'},    {"gov", 'n'},        {"governor", 'n'},
+      {"gen", 'n'},       {"general", 'n'},  {"capt", 'n'},       {"captain", 'n'},
+      {"col", 'n'},       {"lt", 'n'},       {"sgt", 'n'},        {"st", 'n'},
+      {"saint", 'n'},     {"pope", 'n'},     {"ceo", 'n'}};
   auto it = k.find(w);
   return it == k.end() ? 0 : it->second;
 }
@@ -67,18 +68,17 @@ char HonorificGender(std::string_view w) {
 // Christmas", "Sister Act" are names of their own).
 char KinshipTitleGender(std::string_view w) {
   static const std::unordered_map<std::string_view, char> k = {
-      {"uncle", 'm'},   {"grandpa", 'm'}, {"granddad", 'm'}, {"grandad", 'm'},
-      {"aunt", 'f'},    {"auntie", 'f'},  {"aunty", 'f'},    {"grandma", 'f'},
-      {"granny", 'f'},  {"gran", 'f'}};
+      {"uncle", 'm'},  {"grandpa", 'm'}, {"granddad", 'm'}, {"grandad", 'm'}, {"aunt", 'f'},
+      {"auntie", 'f'}, {"aunty", 'f'},   {"grandma", 'f'},  {"granny", 'f'},  {"gran", 'f'}};
   auto it = k.find(w);
   return it == k.end() ? 0 : it->second;
 }
 
 bool IsLegalSuffix(std::string_view w) {
   static const std::unordered_set<std::string_view> k = {
-      "inc",  "incorporated", "corp", "corporation", "co",  "company", "ltd", "limited",
-      "llc",  "plc",          "gmbh", "ag",          "sa",  "nv",      "bv",  "lp",
-      "llp",  "pty",          "srl",  "spa",         "ab",  "oy",      "kg",  "sarl"};
+      "inc", "incorporated", "corp", "corporation", "co", "company", "ltd", "limited",
+      "llc", "plc",          "gmbh", "ag",          "sa", "nv",      "bv",  "lp",
+      "llp", "pty",          "srl",  "spa",         "ab", "oy",      "kg",  "sarl"};
   return k.count(w) > 0;
 }
 
@@ -89,7 +89,7 @@ bool IsGeneration(std::string_view w) {
 
 int OrdinalWord(std::string_view w) {
   static const std::unordered_map<std::string_view, int> k = {
-      {"first", 1}, {"second", 2},  {"third", 3}, {"fourth", 4}, {"fifth", 5},
+      {"first", 1}, {"second", 2},  {"third", 3},  {"fourth", 4}, {"fifth", 5},
       {"sixth", 6}, {"seventh", 7}, {"eighth", 8}, {"ninth", 9},  {"tenth", 10}};
   auto it = k.find(w);
   return it == k.end() ? 0 : it->second;
@@ -98,30 +98,38 @@ int OrdinalWord(std::string_view w) {
 // Common English hypocorisms (given-name short forms): a generic list.
 const std::string* NicknameRoot(std::string_view w) {
   static const std::unordered_map<std::string_view, std::string> k = {
-      {"bill", "william"},   {"will", "william"},    {"billy", "william"},  {"willy", "william"},
-      {"liam", "william"},   {"bob", "robert"},      {"rob", "robert"},     {"bobby", "robert"},
-      {"robbie", "robert"},  {"bert", "robert"},     {"dick", "richard"},   {"rick", "richard"},
-      {"rich", "richard"},   {"ricky", "richard"},   {"jim", "james"},      {"jimmy", "james"},
-      {"jamie", "james"},    {"joe", "joseph"},      {"joey", "joseph"},    {"tom", "thomas"},
-      {"tommy", "thomas"},   {"tim", "timothy"},     {"timmy", "timothy"},  {"mike", "michael"},
-      {"mick", "michael"},   {"mickey", "michael"},  {"dan", "daniel"},     {"danny", "daniel"},
-      {"dave", "david"},     {"davy", "david"},      {"ed", "edward"},      {"eddie", "edward"},
-      {"ned", "edward"},     {"ted", "edward"},      {"teddy", "theodore"}, {"theo", "theodore"},
-      {"chris", "christopher"}, {"tony", "anthony"}, {"andy", "andrew"},    {"drew", "andrew"},
-      {"steve", "stephen"},  {"steven", "stephen"},  {"sam", "samuel"},     {"ben", "benjamin"},
-      {"benny", "benjamin"}, {"nick", "nicholas"},   {"alex", "alexander"}, {"al", "albert"},
-      {"fred", "frederick"}, {"freddie", "frederick"}, {"harry", "henry"},  {"hank", "henry"},
-      {"jack", "john"},      {"johnny", "john"},     {"jon", "john"},       {"pete", "peter"},
-      {"phil", "philip"},    {"ron", "ronald"},      {"ken", "kenneth"},    {"larry", "lawrence"},
-      {"matt", "matthew"},   {"pat", "patrick"},     {"greg", "gregory"},   {"jeff", "jeffrey"},
-      {"josh", "joshua"},    {"ray", "raymond"},     {"charlie", "charles"}, {"chuck", "charles"},
-      {"liz", "elizabeth"},  {"beth", "elizabeth"},  {"betty", "elizabeth"}, {"lizzie", "elizabeth"},
-      {"kate", "katherine"}, {"katie", "katherine"}, {"kathy", "katherine"}, {"cathy", "catherine"},
-      {"meg", "margaret"},   {"maggie", "margaret"}, {"peggy", "margaret"}, {"sue", "susan"},
-      {"susie", "susan"},    {"jenny", "jennifer"},  {"jen", "jennifer"},   {"becky", "rebecca"},
-      {"abby", "abigail"},   {"annie", "anne"},      {"ann", "anne"},       {"nancy", "anne"},
-      {"molly", "mary"},     {"polly", "mary"},      {"sally", "sarah"},    {"vicky", "victoria"},
-      {"fanny", "frances"},  {"fran", "frances"},    {"nell", "eleanor"},   {"ellie", "eleanor"}};
+      {"bill", "william"},      {"will", "william"},      {"billy", "william"},
+      {"willy", "william"},     {"liam", "william"},      {"bob", "robert"},
+      {"rob", "robert"},        {"bobby", "robert"},      {"robbie", "robert"},
+      {"bert", "robert"},       {"dick", "richard"},      {"rick", "richard"},
+      {"rich", "richard"},      {"ricky", "richard"},     {"jim", "james"},
+      {"jimmy", "james"},       {"jamie", "james"},       {"joe", "joseph"},
+      {"joey", "joseph"},       {"tom", "thomas"},        {"tommy", "thomas"},
+      {"tim", "timothy"},       {"timmy", "timothy"},     {"mike", "michael"},
+      {"mick", "michael"},      {"mickey", "michael"},    {"dan", "daniel"},
+      {"danny", "daniel"},      {"dave", "david"},        {"davy", "david"},
+      {"ed", "edward"},         {"eddie", "edward"},      {"ned", "edward"},
+      {"ted", "edward"},        {"teddy", "theodore"},    {"theo", "theodore"},
+      {"chris", "christopher"}, {"tony", "anthony"},      {"andy", "andrew"},
+      {"drew", "andrew"},       {"steve", "stephen"},     {"steven", "stephen"},
+      {"sam", "samuel"},        {"ben", "benjamin"},      {"benny", "benjamin"},
+      {"nick", "nicholas"},     {"alex", "alexander"},    {"al", "albert"},
+      {"fred", "frederick"},    {"freddie", "frederick"}, {"harry", "henry"},
+      {"hank", "henry"},        {"jack", "john"},         {"johnny", "john"},
+      {"jon", "john"},          {"pete", "peter"},        {"phil", "philip"},
+      {"ron", "ronald"},        {"ken", "kenneth"},       {"larry", "lawrence"},
+      {"matt", "matthew"},      {"pat", "patrick"},       {"greg", "gregory"},
+      {"jeff", "jeffrey"},      {"josh", "joshua"},       {"ray", "raymond"},
+      {"charlie", "charles"},   {"chuck", "charles"},     {"liz", "elizabeth"},
+      {"beth", "elizabeth"},    {"betty", "elizabeth"},   {"lizzie", "elizabeth"},
+      {"kate", "katherine"},    {"katie", "katherine"},   {"kathy", "katherine"},
+      {"cathy", "catherine"},   {"meg", "margaret"},      {"maggie", "margaret"},
+      {"peggy", "margaret"},    {"sue", "susan"},         {"susie", "susan"},
+      {"jenny", "jennifer"},    {"jen", "jennifer"},      {"becky", "rebecca"},
+      {"abby", "abigail"},      {"annie", "anne"},        {"ann", "anne"},
+      {"nancy", "anne"},        {"molly", "mary"},        {"polly", "mary"},
+      {"sally", "sarah"},       {"vicky", "victoria"},    {"fanny", "frances"},
+      {"fran", "frances"},      {"nell", "eleanor"},      {"ellie", "eleanor"}};
   auto it = k.find(w);
   return it == k.end() ? nullptr : &it->second;
 }
@@ -133,16 +141,18 @@ const std::string* NicknameRoot(std::string_view w) {
 // NFKC, case folding, accents stripped; nullopt when not UTF-8.
 std::string Fold(std::string_view s) {
   utf8proc_uint8_t* out = nullptr;
-  const auto len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                                static_cast<utf8proc_ssize_t>(s.size()), &out,
-                                static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE |
-                                                               UTF8PROC_COMPAT | UTF8PROC_CASEFOLD |
-                                                               UTF8PROC_STRIPMARK));
+  const auto len = utf8proc_map(
+      reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()),
+      &out,
+      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT |
+                                     UTF8PROC_CASEFOLD | UTF8PROC_STRIPMARK));
   if (len < 0) {
     std::string r(s);
     for (auto& c : r) {
-      if (static_cast<unsigned char>(c) >= 0x80) c = ' ';
-      else c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (static_cast<unsigned char>(c) >= 0x80)
+        c = ' ';
+      else
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
     return r;
   }
@@ -164,9 +174,22 @@ int RomanValue(std::string_view s) {
   if (s.empty() || s.size() > 9) return 0;
   auto val = [](char c) {
     switch (c) {
-      case 'i': return 1; case 'v': return 5; case 'x': return 10; case 'l': return 50;
-      case 'c': return 100; case 'd': return 500; case 'm': return 1000;
-      default: return 0;
+      case 'i':
+        return 1;
+      case 'v':
+        return 5;
+      case 'x':
+        return 10;
+      case 'l':
+        return 50;
+      case 'c':
+        return 100;
+      case 'd':
+        return 500;
+      case 'm':
+        return 1000;
+      default:
+        return 0;
     }
   };
   int total = 0;
@@ -243,7 +266,7 @@ double TrigramDice(std::string_view a, std::string_view b) {
 
 struct Token {
   std::string text;
-  int number = 0;          // > 0: a number (digits, Roman numeral, ordinal word)
+  int number = 0;           // > 0: a number (digits, Roman numeral, ordinal word)
   bool possessive = false;  // "scrooge" of "Scrooge's"
   bool acronym = false;     // written as an acronym ("FTC", "I.B.M.", "BofA")
   bool generation = false;  // "Sr.", "Jr.", "III" at the end of a person's name
@@ -251,7 +274,7 @@ struct Token {
 };
 
 struct NameForm {
-  std::vector<Token> tokens;  // cleaned (no leading article/honorific, no legal suffix)
+  std::vector<Token> tokens;    // cleaned (no leading article/honorific, no legal suffix)
   std::vector<size_t> content;  // indices of non-stop tokens
   std::string joined;           // content tokens concatenated
   char gender = 0;              // from an honorific: 'm' / 'f'
@@ -342,7 +365,8 @@ std::set<std::string> AcronymWords(std::string_view name) {
   std::set<std::string> out;
   size_t i = 0;
   while (i < name.size()) {
-    while (i < name.size() && (name[i] == ' ' || name[i] == ',' || name[i] == '(' || name[i] == ')'))
+    while (i < name.size() &&
+           (name[i] == ' ' || name[i] == ',' || name[i] == '(' || name[i] == ')'))
       ++i;
     size_t j = i;
     while (j < name.size() && name[j] != ' ' && name[j] != ',' && name[j] != '(' && name[j] != ')')
@@ -356,9 +380,14 @@ std::set<std::string> AcronymWords(std::string_view name) {
         ++dots;
         continue;
       }
-      if (IsUpperAscii(c)) ++upper;
-      else if (IsLowerAscii(c)) ++lower;
-      else if (!IsDigit(c)) { ok = false; break; }
+      if (IsUpperAscii(c))
+        ++upper;
+      else if (IsLowerAscii(c))
+        ++lower;
+      else if (!IsDigit(c)) {
+        ok = false;
+        break;
+      }
       letters += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
     if (ok && letters.size() >= 2 && letters.size() <= 6 && upper >= 2 &&
@@ -402,10 +431,9 @@ NameForm ParseName(std::string_view name, std::string_view type) {
     // split at letter/digit boundaries
     size_t start = 0;
     for (size_t k = 1; k <= cur.size(); ++k) {
-      const bool boundary = k == cur.size() ||
-                            (IsDigit(cur[k]) != IsDigit(cur[k - 1]) &&
-                             static_cast<unsigned char>(cur[k]) < 0x80 &&
-                             static_cast<unsigned char>(cur[k - 1]) < 0x80);
+      const bool boundary = k == cur.size() || (IsDigit(cur[k]) != IsDigit(cur[k - 1]) &&
+                                                static_cast<unsigned char>(cur[k]) < 0x80 &&
+                                                static_cast<unsigned char>(cur[k - 1]) < 0x80);
       if (boundary) {
         raw.push_back({cur.substr(start, k - start), false, false});
         dotted.push_back(false);
@@ -486,9 +514,9 @@ NameForm ParseName(std::string_view name, std::string_view type) {
     }
     // A kinship title addresses the person named after it ("Uncle Scrooge"), not a relation
     // ("Uncle of Fred").
-    const char g = HonorificGender(w) != 0              ? HonorificGender(w)
+    const char g = HonorificGender(w) != 0         ? HonorificGender(w)
                    : IsStopWord(words[b + 1].text) ? 0
-                                                        : KinshipTitleGender(w);
+                                                   : KinshipTitleGender(w);
     if (g != 0 && !words[b].possessive) {
       if (g == 'm' || g == 'f') f.gender = g;
       ++b;
@@ -534,7 +562,8 @@ NameForm ParseName(std::string_view name, std::string_view type) {
             (all_caps || std::any_of(name.begin(), name.end(), IsUpperAscii))) {
           // Require the original spelling to be upper-case for this word.
           std::string upper;
-          for (char c : t.text) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+          for (char c : t.text)
+            upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
           if (name.find(upper) != std::string_view::npos) t.number = r;
         }
       }
@@ -543,7 +572,8 @@ NameForm ParseName(std::string_view name, std::string_view type) {
     f.tokens.push_back(std::move(t));
   }
   if (f.tokens.empty() && !words.empty()) {  // only honorifics: keep them
-    for (size_t k = b; k < e; ++k) f.tokens.push_back({words[k].text, 0, false, false, false, false});
+    for (size_t k = b; k < e; ++k)
+      f.tokens.push_back({words[k].text, 0, false, false, false, false});
   }
   for (size_t k = 0; k < f.tokens.size(); ++k) {
     if (!f.tokens[k].stop) {
@@ -560,13 +590,13 @@ NameForm ParseName(std::string_view name, std::string_view type) {
   }
 
   // 4. Acronym forms.
-  if (f.content.size() == 1 && f.tokens[f.content[0]].acronym) f.acronym = f.tokens[f.content[0]].text;
+  if (f.content.size() == 1 && f.tokens[f.content[0]].acronym)
+    f.acronym = f.tokens[f.content[0]].text;
   if (f.content.size() >= 2) {
     std::string with_stop, without_stop, without_first;
     for (size_t k = 0; k < f.tokens.size(); ++k) {
       const Token& t = f.tokens[k];
-      const std::string part =
-          t.number != 0 || t.acronym ? t.text : std::string(1, t.text[0]);
+      const std::string part = t.number != 0 || t.acronym ? t.text : std::string(1, t.text[0]);
       with_stop += part;
       if (!t.stop) without_stop += part;
     }
@@ -589,8 +619,10 @@ NameForm ParseName(std::string_view name, std::string_view type) {
 // ---------------------------------------------------------------------------------------------
 
 std::string Singular(const std::string& w) {
-  if (w.size() > 4 && w.compare(w.size() - 3, 3, "men") == 0) return w.substr(0, w.size() - 3) + "man";
-  if (w.size() > 4 && w.compare(w.size() - 3, 3, "ies") == 0) return w.substr(0, w.size() - 3) + "y";
+  if (w.size() > 4 && w.compare(w.size() - 3, 3, "men") == 0)
+    return w.substr(0, w.size() - 3) + "man";
+  if (w.size() > 4 && w.compare(w.size() - 3, 3, "ies") == 0)
+    return w.substr(0, w.size() - 3) + "y";
   if (w.size() > 3 && w.back() == 's' && w[w.size() - 2] != 's') return w.substr(0, w.size() - 1);
   return w;
 }
@@ -610,7 +642,8 @@ double TokenMatch(const Token& a, const Token& b) {
   if (Singular(x) == Singular(y)) return 0.8;
   const std::string* rx = NicknameRoot(x);
   const std::string* ry = NicknameRoot(y);
-  if ((rx != nullptr && (*rx == y || (ry != nullptr && *rx == *ry))) || (ry != nullptr && *ry == x)) {
+  if ((rx != nullptr && (*rx == y || (ry != nullptr && *rx == *ry))) ||
+      (ry != nullptr && *ry == x)) {
     return 0.9;
   }
   const size_t shorter = std::min(x.size(), y.size());
@@ -703,8 +736,12 @@ Alignment Align(const NameForm& A, const NameForm& B) {
   while (i < n && j < m) {
     const Step& st = how[i][j];
     switch (st.kind) {
-      case 0: ++i; break;
-      case 1: ++j; break;
+      case 0:
+        ++i;
+        break;
+      case 1:
+        ++j;
+        break;
       case 2:
         al.wa += st.w;
         al.wb += st.w;
@@ -773,8 +810,8 @@ constexpr int kSoft = 1, kNameWords = 2, kStrict = 3;
 // Words that name an age or stage of one entity rather than a different one ("Young Scrooge").
 bool IsStageModifier(std::string_view w) {
   static const std::unordered_set<std::string_view> k = {
-      "young", "younger", "youngest", "old",    "older",   "oldest", "elder",
-      "eldest", "late",   "former",   "earlier", "later",  "little", "elderly"};
+      "young",  "younger", "youngest", "old",     "older", "oldest", "elder",
+      "eldest", "late",    "former",   "earlier", "later", "little", "elderly"};
   return k.count(w) > 0;
 }
 
@@ -850,7 +887,8 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
   // A singular against a plural head noun ("portly gentleman" / "portly gentlemen") is likely
   // one member against the group.
   if (!A.content.empty() && !B.content.empty() && !al.pairs.empty() &&
-      al.pairs.back().first + 1 == A.content.size() && al.pairs.back().second + 1 == B.content.size()) {
+      al.pairs.back().first + 1 == A.content.size() &&
+      al.pairs.back().second + 1 == B.content.size()) {
     const Token& la = A.tokens[A.content.back()];
     const Token& lb = B.tokens[B.content.back()];
     if (la.text != lb.text && Singular(la.text) == Singular(lb.text)) {
@@ -859,9 +897,10 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
     }
   }
   if (A.joined == B.joined) sim = 1.0;
-  const bool acronym_match =
-      (!A.acronym.empty() && std::find(B.initials.begin(), B.initials.end(), A.acronym) != B.initials.end()) ||
-      (!B.acronym.empty() && std::find(A.initials.begin(), A.initials.end(), B.acronym) != A.initials.end());
+  const bool acronym_match = (!A.acronym.empty() && std::find(B.initials.begin(), B.initials.end(),
+                                                              A.acronym) != B.initials.end()) ||
+                             (!B.acronym.empty() && std::find(A.initials.begin(), A.initials.end(),
+                                                              B.acronym) != A.initials.end());
   if (acronym_match) sim = std::max(sim, 0.9);
   const double chars = TrigramDice(A.joined, B.joined);
   sim = std::max(sim, 0.9 * chars);
@@ -892,7 +931,8 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
       if (!matched[c]) p.extra |= uint64_t{1} << c;
     }
     const size_t last = p.longer_is_a ? al.spans.back().first : al.spans.back().second;
-    p.possessor = last >= 1 && last < longer.content.size() && longer.tokens[longer.content[last - 1]].possessive;
+    p.possessor = last >= 1 && last < longer.content.size() &&
+                  longer.tokens[longer.content[last - 1]].possessive;
     auto functions = [](const NameForm& f) {
       size_t n = 0;
       for (const auto& t : f.tokens) n += t.stop ? 1 : 0;
@@ -915,15 +955,18 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
   }
   // A female honorific against a name without one ("Mrs. Fezziwig" / "Fezziwig"): often the
   // wife, a daughter or a sister of the man. For the judge (a firmer conflict found below wins).
-  if ((A.gender == 'f') != (B.gender == 'f') && (A.gender == 0 || B.gender == 0) && al.matches > 0) {
+  if ((A.gender == 'f') != (B.gender == 'f') && (A.gender == 0 || B.gender == 0) &&
+      al.matches > 0) {
     p.conflict = "a female honorific against a name without one";
     p.severity = kSoft;
   }
   // Generations: "Sr." against anything else, or two different markers.
   {
     std::string ga, gb;
-    for (const auto& t : A.tokens) if (t.generation) ga = t.text;
-    for (const auto& t : B.tokens) if (t.generation) gb = t.text;
+    for (const auto& t : A.tokens)
+      if (t.generation) ga = t.text;
+    for (const auto& t : B.tokens)
+      if (t.generation) gb = t.text;
     auto senior = [](const std::string& g) { return g == "sr" || g == "senior"; };
     if ((!ga.empty() && !gb.empty() && ga != gb) || (senior(ga) != senior(gb))) {
       p.conflict = "generations differ";
@@ -934,8 +977,10 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
   if (acronym_match || A.joined == B.joined) return p;
   // Numbers.
   std::vector<int> nums_a, nums_b;
-  for (size_t c : A.content) if (A.tokens[c].number != 0) nums_a.push_back(A.tokens[c].number);
-  for (size_t c : B.content) if (B.tokens[c].number != 0) nums_b.push_back(B.tokens[c].number);
+  for (size_t c : A.content)
+    if (A.tokens[c].number != 0) nums_a.push_back(A.tokens[c].number);
+  for (size_t c : B.content)
+    if (B.tokens[c].number != 0) nums_b.push_back(B.tokens[c].number);
   std::vector<int> sa = nums_a, sb = nums_b;
   std::sort(sa.begin(), sa.end());
   std::sort(sb.begin(), sb.end());
@@ -963,7 +1008,8 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
         if (v != 0 && (v < 1000 || v > 2100)) last = c;
       }
       if (last == f.content.size()) return false;
-      for (size_t c = last + 1; c < f.content.size(); ++c) if (!matched[c]) return true;
+      for (size_t c = last + 1; c < f.content.size(); ++c)
+        if (!matched[c]) return true;
       return false;
     };
     std::vector<bool> ma(A.content.size(), false), mb(B.content.size(), false);
@@ -1016,14 +1062,16 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
     const size_t ea = k < al.pairs.size() ? al.pairs[k].first : al.na;
     const size_t eb = k < al.pairs.size() ? al.pairs[k].second : al.nb;
     auto all_numbers = [](const NameForm& f, size_t from, size_t to) {
-      for (size_t c = from; c < to; ++c) if (f.tokens[f.content[c]].number == 0) return false;
+      for (size_t c = from; c < to; ++c)
+        if (f.tokens[f.content[c]].number == 0) return false;
       return true;
     };
     auto lone_acronym = [](const NameForm& f, size_t from, size_t to, size_t other) {
       return to == from + 1 && f.tokens[f.content[from]].acronym && other >= 2;
     };
     auto all_modifiers = [](const NameForm& f, size_t from, size_t to) {
-      for (size_t c = from; c < to; ++c) if (!IsStageModifier(f.tokens[f.content[c]].text)) return false;
+      for (size_t c = from; c < to; ++c)
+        if (!IsStageModifier(f.tokens[f.content[c]].text)) return false;
       return true;
     };
     if (ea > pa && eb > pb && !all_numbers(A, pa, ea) && !all_numbers(B, pb, eb) &&
@@ -1150,8 +1198,10 @@ Status ParseVerdicts(const std::string& content, size_t n, std::map<size_t, Verd
       if (!v.is_object()) continue;
       size_t pair = 0;
       if (auto it = v.find("pair"); it != v.end()) {
-        if (it->is_number_integer()) pair = static_cast<size_t>(std::max<int64_t>(0, it->get<int64_t>()));
-        else if (it->is_string()) pair = static_cast<size_t>(std::atol(it->get<std::string>().c_str()));
+        if (it->is_number_integer())
+          pair = static_cast<size_t>(std::max<int64_t>(0, it->get<int64_t>()));
+        else if (it->is_string())
+          pair = static_cast<size_t>(std::atol(it->get<std::string>().c_str()));
       } else {
         pair = position;
       }
@@ -1159,18 +1209,23 @@ Status ParseVerdicts(const std::string& content, size_t n, std::map<size_t, Verd
       auto it = v.find("same");
       if (it == v.end()) continue;
       bool same = false;
-      if (it->is_boolean()) same = it->get<bool>();
+      if (it->is_boolean())
+        same = it->get<bool>();
       else if (it->is_string()) {
         const std::string s = LowerAscii(it->get<std::string>());
-        if (s == "true" || s == "yes") same = true;
-        else if (s == "false" || s == "no") same = false;
-        else continue;
+        if (s == "true" || s == "yes")
+          same = true;
+        else if (s == "false" || s == "no")
+          same = false;
+        else
+          continue;
       } else {
         continue;
       }
       Verdict verdict;
       verdict.same = same;
-      if (auto r = v.find("reason"); r != v.end() && r->is_string()) verdict.reason = r->get<std::string>();
+      if (auto r = v.find("reason"); r != v.end() && r->is_string())
+        verdict.reason = r->get<std::string>();
       (*out)[pair] = verdict;
     }
   } catch (const std::exception& ex) {
@@ -1296,7 +1351,8 @@ std::vector<DescWord> DescWords(const std::string& text, size_t max_words) {
       continue;
     }
     const char c = text[i];
-    const std::string_view prev = out.empty() ? std::string_view() : std::string_view(out.back().text);
+    const std::string_view prev =
+        out.empty() ? std::string_view() : std::string_view(out.back().text);
     flush(false);
     if (c == ',' || c == ';' || c == ':' || c == '(' || c == ')' || c == '[' || c == ']' ||
         c == '\n') {
@@ -1304,7 +1360,8 @@ std::vector<DescWord> DescWords(const std::string& text, size_t max_words) {
       if (c == '(') pending_paren = true;
     } else if (c == '.' || c == '!' || c == '?') {
       const bool space_after = i + 1 >= text.size() || text[i + 1] == ' ' || text[i + 1] == '\n';
-      const std::string_view last = out.empty() ? std::string_view() : std::string_view(out.back().text);
+      const std::string_view last =
+          out.empty() ? std::string_view() : std::string_view(out.back().text);
       (void)prev;
       // "Mr. Scrooge", "i.e. the", "St. Paul": an abbreviation's dot ends nothing.
       const bool abbreviation = c == '.' && (last.size() <= 2 || HonorificGender(last) != 0);
@@ -1321,25 +1378,47 @@ std::vector<DescWord> DescWords(const std::string& text, size_t max_words) {
 
 bool IsFunctionWord(std::string_view w) {
   static const std::unordered_set<std::string_view> k = {
-      "of",   "in",    "on",    "at",    "to",   "for",   "by",    "with", "from", "and",
-      "or",   "who",   "which", "that",  "whose", "whom", "is",    "was",  "are",  "were",
-      "has",  "had",   "have",  "as",    "but",  "when",  "where", "while", "its", "his",
-      "her",  "their", "he",    "she",   "it",   "they",  "the",   "a",    "an",   "after",
-      "before", "during", "since", "until", "into", "about", "than", "not", "also", "now"};
+      "of",     "in",     "on",    "at",    "to",    "for",   "by",    "with",  "from", "and",
+      "or",     "who",    "which", "that",  "whose", "whom",  "is",    "was",   "are",  "were",
+      "has",    "had",    "have",  "as",    "but",   "when",  "where", "while", "its",  "his",
+      "her",    "their",  "he",    "she",   "it",    "they",  "the",   "a",     "an",   "after",
+      "before", "during", "since", "until", "into",  "about", "than",  "not",   "also", "now"};
   return k.count(w) > 0;
 }
 
 // Phrases that make the name after them another name of the entity described.
 const std::vector<std::vector<std::string_view>>& IdentityPhrases() {
-  static const std::vector<std::vector<std::string_view>> k = {
-      {"known", "as"},        {"referred", "to", "as"}, {"refers", "to"},     {"refer", "to"},
-      {"referring", "to"},    {"identified", "as"},      {"another", "name", "for"},
-      {"other", "name", "for"}, {"nickname", "for"},     {"called"},          {"named"},
-      {"alias"},              {"aka"},                   {"a", "k", "a"},     {"i", "e"},
-      {"namely"},             {"renamed", "itself"},     {"renamed", "to"},   {"renamed"},
-      {"formerly"},           {"short", "for"},          {"stands", "for"},   {"abbreviation", "for"},
-      {"acronym", "for"},     {"official", "name", "of"}, {"same", "as"},     {"described", "as"},
-      {"better", "known", "as"}, {"otherwise", "known", "as"}, {"is", "actually"}, {"in", "fact"}};
+  static const std::vector<std::vector<std::string_view>> k = {{"known", "as"},
+                                                               {"referred", "to", "as"},
+                                                               {"refers", "to"},
+                                                               {"refer", "to"},
+                                                               {"referring", "to"},
+                                                               {"identified", "as"},
+                                                               {"another", "name", "for"},
+                                                               {"other", "name", "for"},
+                                                               {"nickname", "for"},
+                                                               {"called"},
+                                                               {"named"},
+                                                               {"alias"},
+                                                               {"aka"},
+                                                               {"a", "k", "a"},
+                                                               {"i", "e"},
+                                                               {"namely"},
+                                                               {"renamed", "itself"},
+                                                               {"renamed", "to"},
+                                                               {"renamed"},
+                                                               {"formerly"},
+                                                               {"short", "for"},
+                                                               {"stands", "for"},
+                                                               {"abbreviation", "for"},
+                                                               {"acronym", "for"},
+                                                               {"official", "name", "of"},
+                                                               {"same", "as"},
+                                                               {"described", "as"},
+                                                               {"better", "known", "as"},
+                                                               {"otherwise", "known", "as"},
+                                                               {"is", "actually"},
+                                                               {"in", "fact"}};
   return k;
 }
 
@@ -1374,7 +1453,8 @@ bool IdentityMention(const std::vector<DescWord>& w, size_t s, size_t first_copu
         if (w[b].boundary) break;
       }
     }
-    const bool skippable = IsArticle(w[p].text) || (HonorificGender(w[p].text) != 0 && !w[p].possessive) ||
+    const bool skippable = IsArticle(w[p].text) ||
+                           (HonorificGender(w[p].text) != 0 && !w[p].possessive) ||
                            w[p].possessive || (possessor && steps < 5);
     if (w[p].possessive) possessor = true;
     if (!skippable) return false;
@@ -1387,16 +1467,16 @@ bool IdentityMention(const std::vector<DescWord>& w, size_t s, size_t first_copu
 // market-town", "any nation other than the United States"): a relation, not another name.
 bool AfterPreposition(const std::vector<DescWord>& w, size_t s) {
   static const std::unordered_set<std::string_view> k = {
-      "in",     "at",      "on",     "of",     "by",     "from",   "to",      "for",
-      "with",   "than",    "near",   "into",   "onto",   "through", "across", "within",
-      "under",  "over",    "between", "among", "around", "behind", "beyond",  "toward",
-      "towards", "upon",   "about",  "during", "after",  "before", "outside", "inside",
-      "without", "against", "along",  "beside", "via",    "like"};
+      "in",      "at",      "on",      "of",     "by",     "from",    "to",      "for",
+      "with",    "than",    "near",    "into",   "onto",   "through", "across",  "within",
+      "under",   "over",    "between", "among",  "around", "behind",  "beyond",  "toward",
+      "towards", "upon",    "about",   "during", "after",  "before",  "outside", "inside",
+      "without", "against", "along",   "beside", "via",    "like"};
   size_t q = s;
-  while (q > 0 && !w[q].boundary && (IsArticle(w[q - 1].text) || w[q - 1].text == "this" ||
-                                     w[q - 1].text == "that" || w[q - 1].text == "its" ||
-                                     w[q - 1].text == "his" || w[q - 1].text == "her" ||
-                                     w[q - 1].text == "their")) {
+  while (q > 0 && !w[q].boundary &&
+         (IsArticle(w[q - 1].text) || w[q - 1].text == "this" || w[q - 1].text == "that" ||
+          w[q - 1].text == "its" || w[q - 1].text == "his" || w[q - 1].text == "her" ||
+          w[q - 1].text == "their")) {
     --q;
   }
   return q > 0 && !w[q].boundary && k.count(w[q - 1].text) > 0;
@@ -1473,7 +1553,7 @@ std::vector<std::pair<uint64_t, uint8_t>> DescriptionMentions(const ResolveInput
                                                               const ResolveOptions& options,
                                                               const Corpus& corpus) {
   constexpr size_t kMaxKeyWords = 8;
-  constexpr size_t kMaxPerDescriber = 4;   // mentions of each kind per description
+  constexpr size_t kMaxPerDescriber = 4;    // mentions of each kind per description
   constexpr size_t kMaxRoleDescribers = 3;  // a name mentioned by more role names is a topic
   const size_t n = input.entities.size();
   const auto& desc = corpus.desc;
@@ -1501,7 +1581,8 @@ std::vector<std::pair<uint64_t, uint8_t>> DescriptionMentions(const ResolveInput
     if (!any_content) continue;
     if (w.size() == 1) {
       const std::string& t = w[0].text;
-      if (t.size() < 3 || AllDigits(t) || common.count(Singular(t)) > 0 || HonorificGender(t) != 0) continue;
+      if (t.size() < 3 || AllDigits(t) || common.count(Singular(t)) > 0 || HonorificGender(t) != 0)
+        continue;
     }
     index[keys[i]].push_back(static_cast<uint32_t>(i));
     max_len = std::max(max_len, w.size());
@@ -1554,7 +1635,8 @@ std::vector<std::pair<uint64_t, uint8_t>> DescriptionMentions(const ResolveInput
       if (ends && IdentityMention(w, s, first_copula) && identities < kMaxPerDescriber) {
         kind = kIdentityMention;
         ++identities;
-      } else if (role[i] && w[s].sentence == 0 && roles < kMaxPerDescriber && !AfterPreposition(w, s)) {
+      } else if (role[i] && w[s].sentence == 0 && roles < kMaxPerDescriber &&
+                 !AfterPreposition(w, s)) {
         kind = kRoleMention;
         ++roles;
         role_describers[*hit].insert(static_cast<uint32_t>(i));
@@ -1589,7 +1671,7 @@ struct Prepared {
   // a word of letters the descriptions never show inside a sentence (Corpus::seen).
   std::vector<uint64_t> proper;
   std::vector<uint64_t> unseen;
-  std::vector<size_t> rank;   // rank[i]: position of entity i in the canonical order
+  std::vector<size_t> rank;  // rank[i]: position of entity i in the canonical order
   std::vector<Candidate> candidates;
 };
 
@@ -1599,9 +1681,9 @@ Prepared Prepare(const ResolveInput& input, const ResolveOptions& options) {
   Prepared p;
   p.forms.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    p.forms[i] = ParseName(input.entities[i].name.empty() ? input.entities[i].key
-                                                          : input.entities[i].name,
-                           input.entities[i].type);
+    p.forms[i] =
+        ParseName(input.entities[i].name.empty() ? input.entities[i].key : input.entities[i].name,
+                  input.entities[i].type);
   }
   // The canonical order: independent of the input order.
   std::vector<size_t> order(n);
@@ -1628,7 +1710,9 @@ Prepared Prepare(const ResolveInput& input, const ResolveOptions& options) {
       for (size_t y = x + 1; y < list.size(); ++y) {
         const size_t iy = order[list[y]];
         if (!input.entities[ix].fresh && !input.entities[iy].fresh) continue;
-        if (!TypesCompatible(p.forms[ix], p.forms[iy]) && !TypesConfusable(p.forms[ix], p.forms[iy])) continue;
+        if (!TypesCompatible(p.forms[ix], p.forms[iy]) &&
+            !TypesConfusable(p.forms[ix], p.forms[iy]))
+          continue;
         pairs.push_back(PairKey(list[x], list[y]));
       }
     }
@@ -1673,7 +1757,8 @@ Prepared Prepare(const ResolveInput& input, const ResolveOptions& options) {
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   p.candidates.resize(pairs.size());
-  const size_t workers = std::max<size_t>(1, std::min<size_t>(8, std::thread::hardware_concurrency()));
+  const size_t workers =
+      std::max<size_t>(1, std::min<size_t>(8, std::thread::hardware_concurrency()));
   const size_t chunk = 2048;
   const size_t chunks = (pairs.size() + chunk - 1) / chunk;
   ParallelFor(chunks, workers, [&](size_t c) {
@@ -1716,7 +1801,8 @@ bool DropsDescriptors(const NameForm& a, const NameForm& b) {
     return t == "organization" || t == "organisation" || t == "geo" || t == "location" ||
            t == "place" || t == "city" || t == "country" || t == "company";
   };
-  return org_or_place(a.type) || org_or_place(b.type) || (GenericType(a.type) && GenericType(b.type));
+  return org_or_place(a.type) || org_or_place(b.type) ||
+         (GenericType(a.type) && GenericType(b.type));
 }
 
 // How a pair without a name conflict may be joined: on its score, only by the judge, or not at
@@ -1818,10 +1904,14 @@ double CalibratedCosine(double cosine, double low, double high) {
 
 std::string_view ResolveMethodName(ResolveMethod method) {
   switch (method) {
-    case ResolveMethod::kRule: return "rule";
-    case ResolveMethod::kSimilarity: return "similarity";
-    case ResolveMethod::kLlm: return "llm";
-    case ResolveMethod::kUser: return "user";
+    case ResolveMethod::kRule:
+      return "rule";
+    case ResolveMethod::kSimilarity:
+      return "similarity";
+    case ResolveMethod::kLlm:
+      return "llm";
+    case ResolveMethod::kUser:
+      return "user";
   }
   return "similarity";
 }
@@ -1848,9 +1938,11 @@ int64_t EstimateAdjudicationCalls(const ResolveInput& input, const ResolveOption
     }
     if (!c.info.conflict && RouteOf(c, p) == kNotJoined) continue;
     // The best the description could add: a cosine of 1.
-    const double best = total_w > 0 ? (options.name_weight * c.info.name + options.embedding_weight) / total_w
-                                     : c.info.name;
-    if (best >= options.adjudicate_threshold || c.info.name >= options.adjudicate_name_threshold) ++band;
+    const double best =
+        total_w > 0 ? (options.name_weight * c.info.name + options.embedding_weight) / total_w
+                    : c.info.name;
+    if (best >= options.adjudicate_threshold || c.info.name >= options.adjudicate_name_threshold)
+      ++band;
   }
   const auto batch = static_cast<int64_t>(std::max<size_t>(1, options.adjudication_batch));
   return (band + batch - 1) / batch;
@@ -1869,9 +1961,10 @@ BatchOutcome Adjudicate(ChatModel& model, const ResolveInput& input, const Resol
   BatchOutcome out;
   std::string pairs;
   for (size_t k = 0; k < batch.size(); ++k) {
-    pairs += fmt::format("Pair {}:\n  A: {}\n  B: {}\n", k + 1,
-                         DescribeEntity(input.entities[batch[k]->a], options.max_description_chars),
-                         DescribeEntity(input.entities[batch[k]->b], options.max_description_chars));
+    pairs +=
+        fmt::format("Pair {}:\n  A: {}\n  B: {}\n", k + 1,
+                    DescribeEntity(input.entities[batch[k]->a], options.max_description_chars),
+                    DescribeEntity(input.entities[batch[k]->b], options.max_description_chars));
   }
   ChatRequest req;
   req.messages.push_back({"user", FillPrompt(options.adjudication_prompt, {{"pairs", pairs}})});
@@ -1922,8 +2015,8 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
   auto check = [n](const std::vector<std::pair<size_t, size_t>>& v, const char* what) -> Status {
     for (const auto& [a, b] : v) {
       if (a >= n || b >= n) {
-        return Status::InvalidArgument(fmt::format("{}: entity index {} out of range ({} entities)",
-                                                   what, std::max(a, b), n));
+        return Status::InvalidArgument(
+            fmt::format("{}: entity index {} out of range ({} entities)", what, std::max(a, b), n));
       }
     }
     return Status::Ok();
@@ -1931,7 +2024,8 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
   GRAG_RETURN_IF_ERROR(check(input.must_link, "must_link"));
   GRAG_RETURN_IF_ERROR(check(input.cannot_link, "cannot_link"));
   for (const auto& l : input.prior_links) {
-    if (l.a >= n || l.b >= n) return Status::InvalidArgument("prior link: entity index out of range");
+    if (l.a >= n || l.b >= n)
+      return Status::InvalidArgument("prior link: entity index out of range");
   }
 
   ResolveResult result;
@@ -1960,7 +2054,8 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
     for (size_t i = 0; i < n; ++i) {
       if (need[i] && !input.entities[i].description.empty()) ids.push_back(i);
     }
-    std::sort(ids.begin(), ids.end(), [&](size_t x, size_t y) { return prep.rank[x] < prep.rank[y]; });
+    std::sort(ids.begin(), ids.end(),
+              [&](size_t x, size_t y) { return prep.rank[x] < prep.rank[y]; });
     std::vector<std::vector<float>> vecs(n);
     const size_t batch = std::max<size_t>(1, options.embedding_batch);
     for (size_t s = 0; s < ids.size(); s += batch) {
@@ -1971,7 +2066,8 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
       auto r = embedder->Embed(texts);
       if (!r.ok()) return r.status().WithContext("entity resolution: embedding descriptions");
       if (r->vectors.size() != texts.size()) {
-        return Status::Internal("entity resolution: the embedder returned a wrong number of vectors");
+        return Status::Internal(
+            "entity resolution: the embedder returned a wrong number of vectors");
       }
       for (size_t k = 0; k < texts.size(); ++k) vecs[ids[s + k]] = std::move(r->vectors[k]);
       result.stats.embedded += static_cast<int64_t>(texts.size());
@@ -2031,8 +2127,8 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
         reasons[k] = fmt::format("similar (name {:.2f}, score {:.2f})", c.info.name, c.score);
       }
     } else if (llm && (AlwaysAsk(c) ||
-                       (route != kNotJoined && (c.score >= adj_t ||
-                                            c.info.name >= options.adjudicate_name_threshold)))) {
+                       (route != kNotJoined &&
+                        (c.score >= adj_t || c.info.name >= options.adjudicate_name_threshold)))) {
       decision[k] = kAsk;
       ask.push_back(&c);
       ask_index.push_back(k);
@@ -2043,7 +2139,8 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
   // description links) no longer keep their clusters apart.
   std::unordered_set<uint64_t> approved;
   auto conflicting = [&](size_t u, size_t v) {
-    return Compare(prep.forms[u], prep.forms[v]).conflict.has_value() && approved.count(PairKey(u, v)) == 0;
+    return Compare(prep.forms[u], prep.forms[v]).conflict.has_value() &&
+           approved.count(PairKey(u, v)) == 0;
   };
   std::vector<std::vector<std::pair<size_t, size_t>>> fits(n);  // entity -> (other, cand)
   for (size_t k = 0; k < cands.size(); ++k) {
@@ -2060,7 +2157,9 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
     }
   }
   for (auto& f : fits) {
-    std::sort(f.begin(), f.end(), [&](const auto& u, const auto& v) { return prep.rank[u.first] < prep.rank[v.first]; });
+    std::sort(f.begin(), f.end(), [&](const auto& u, const auto& v) {
+      return prep.rank[u.first] < prep.rank[v.first];
+    });
   }
   // ---- a short name that fits several entities that stay apart joins none of them ----
   // Without a judge: all of them stay apart. With one: the judge sees each such pair (none is
@@ -2087,7 +2186,8 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
         ask_index.push_back(k);
       }
     }
-    std::sort(ask_index.begin(), ask_index.end());  // candidate order: batches independent of input order
+    std::sort(ask_index.begin(),
+              ask_index.end());  // candidate order: batches independent of input order
     ask.clear();
     for (size_t k : ask_index) ask.push_back(&cands[k]);
   }
@@ -2097,8 +2197,9 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
     const size_t batches = (ask.size() + bs - 1) / bs;
     std::vector<BatchOutcome> outcomes(batches);
     ParallelFor(batches, static_cast<size_t>(std::max(1, options.llm_concurrency)), [&](size_t b) {
-      std::vector<const Candidate*> batch(ask.begin() + static_cast<std::ptrdiff_t>(b * bs),
-                                          ask.begin() + static_cast<std::ptrdiff_t>(std::min(ask.size(), (b + 1) * bs)));
+      std::vector<const Candidate*> batch(
+          ask.begin() + static_cast<std::ptrdiff_t>(b * bs),
+          ask.begin() + static_cast<std::ptrdiff_t>(std::min(ask.size(), (b + 1) * bs)));
       try {
         outcomes[b] = Adjudicate(*adjudicator, input, options, batch);
       } catch (const std::exception& ex) {
@@ -2158,7 +2259,8 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
       bool hard = real.size() > options.max_fits;
       for (size_t u = 0; u < real.size() && !hard; ++u) {
         for (size_t v = u + 1; v < real.size() && !hard; ++v) {
-          hard = Compare(prep.forms[real[u].first], prep.forms[real[v].first]).severity >= kNameWords;
+          hard =
+              Compare(prep.forms[real[u].first], prep.forms[real[v].first]).severity >= kNameWords;
         }
       }
       if (hard) {
@@ -2275,11 +2377,13 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
     auto better = [&](size_t x, size_t y) {  // is x a better canonical than y?
       const auto& ex = input.entities[x];
       const auto& ey = input.entities[y];
-      const bool fx = ex.frequency >= floor || max_freq == 0, fy = ey.frequency >= floor || max_freq == 0;
+      const bool fx = ex.frequency >= floor || max_freq == 0,
+                 fy = ey.frequency >= floor || max_freq == 0;
       if (fx != fy) return fx;
       const size_t tx = prep.forms[x].content.size(), ty = prep.forms[y].content.size();
       if (tx != ty) return tx > ty;
-      if (prep.forms[x].words != prep.forms[y].words) return prep.forms[x].words > prep.forms[y].words;
+      if (prep.forms[x].words != prep.forms[y].words)
+        return prep.forms[x].words > prep.forms[y].words;
       if (ex.frequency != ey.frequency) return ex.frequency > ey.frequency;
       return prep.rank[x] < prep.rank[y];
     };

@@ -15,8 +15,9 @@ struct Names {
   std::vector<EntityAlias> aliases;
   // The entity (canonical key) of `key`, or "" when the index does not know the name.
   std::string EntityOf(const std::string& key) const {
-    auto it = std::lower_bound(aliases.begin(), aliases.end(), key,
-                               [](const EntityAlias& a, const std::string& k) { return a.name_key < k; });
+    auto it =
+        std::lower_bound(aliases.begin(), aliases.end(), key,
+                         [](const EntityAlias& a, const std::string& k) { return a.name_key < k; });
     return it != aliases.end() && it->name_key == key ? it->canonical_key : "";
   }
   std::vector<std::string> MembersOf(const std::string& canonical) const {
@@ -35,7 +36,8 @@ Result<Names> LoadNames(Store& store) {
   GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> entities, store.ListEntities());
   std::vector<EntityAlias> missing;
   for (const auto& e : entities) {
-    if (n.EntityOf(e.name_key).empty()) missing.push_back({e.name_key, e.name, e.name_key, 1, "", ""});
+    if (n.EntityOf(e.name_key).empty())
+      missing.push_back({e.name_key, e.name, e.name_key, 1, "", ""});
   }
   n.aliases.insert(n.aliases.end(), missing.begin(), missing.end());
   std::sort(n.aliases.begin(), n.aliases.end(),
@@ -72,8 +74,10 @@ Result<bool> RecordEntityMerge(Store& store, std::string_view a, std::string_vie
   const std::vector<std::string> mb = names.MembersOf(cb);
   for (const auto& o : overrides) {
     if (o.merge) continue;
-    const bool in_a = std::count(ma.begin(), ma.end(), o.key_a) || std::count(ma.begin(), ma.end(), o.key_b);
-    const bool in_b = std::count(mb.begin(), mb.end(), o.key_a) || std::count(mb.begin(), mb.end(), o.key_b);
+    const bool in_a =
+        std::count(ma.begin(), ma.end(), o.key_a) || std::count(ma.begin(), ma.end(), o.key_b);
+    const bool in_b =
+        std::count(mb.begin(), mb.end(), o.key_a) || std::count(mb.begin(), mb.end(), o.key_b);
     if (in_a && in_b) GRAG_RETURN_IF_ERROR(store.DeleteEntityOverride(o.key_a, o.key_b).status());
   }
   GRAG_RETURN_IF_ERROR(store.PutEntityOverride(ka, kb, /*merge=*/true));
@@ -100,8 +104,9 @@ Result<int64_t> RecordEntitySplit(Store& store, std::string_view entity, std::st
   if (!alias.empty()) {
     GRAG_ASSIGN_OR_RETURN(std::string ka, KnownKey(names, alias));
     if (std::find(members.begin(), members.end(), ka) == members.end()) {
-      return Status::InvalidArgument("\"" + std::string(alias) + "\" is not a name of the entity \"" +
-                                     std::string(entity) + "\" (`grag entities aliases` lists them)");
+      return Status::InvalidArgument("\"" + std::string(alias) +
+                                     "\" is not a name of the entity \"" + std::string(entity) +
+                                     "\" (`grag entities aliases` lists them)");
     }
     GRAG_RETURN_IF_ERROR(drop_merges_of(ka));
     for (const auto& m : members) {

@@ -54,7 +54,8 @@ Status ValidateDocumentId(std::string_view id) {
     const std::string_view seg = id.substr(start, end - start);
     if (seg.empty()) return bad("has an empty path segment");
     if (seg == "." || seg == "..") return bad("may not hold \".\" or \"..\" segments");
-    if (seg.front() == '.') return bad("has a hidden segment (\"" + std::string(seg) + "\"), which indexing skips");
+    if (seg.front() == '.')
+      return bad("has a hidden segment (\"" + std::string(seg) + "\"), which indexing skips");
     if (seg.size() > 255) return bad("has a segment longer than 255 bytes");
     start = end + 1;
   }
@@ -88,12 +89,14 @@ Result<SavedInput> SaveInputDocument(const Config& config, std::string_view id,
   out.path = path.string();
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  if (ec) return Status::IoError("cannot create " + path.parent_path().string() + ": " + ec.message());
-  if (fs::is_directory(path, ec)) return Status::InvalidArgument("document id \"" + out.id + "\" names a folder");
+  if (ec)
+    return Status::IoError("cannot create " + path.parent_path().string() + ": " + ec.message());
+  if (fs::is_directory(path, ec))
+    return Status::InvalidArgument("document id \"" + out.id + "\" names a folder");
   out.replaced = fs::exists(path, ec);
   // Written beside the target (hidden, so an update running now skips it) and renamed over it.
-  const fs::path tmp = path.parent_path() /
-      (".grag-upload-" + std::to_string(::getpid()) + "-" + Sha256Hex(out.id).substr(0, 8));
+  const fs::path tmp = path.parent_path() / (".grag-upload-" + std::to_string(::getpid()) + "-" +
+                                             Sha256Hex(out.id).substr(0, 8));
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) return Status::IoError("cannot write " + tmp.string());

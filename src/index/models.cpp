@@ -42,7 +42,8 @@ Result<std::unique_ptr<EmbeddingModel>> MakeEmbeddingModel(const Config& config,
     return std::unique_ptr<EmbeddingModel>(std::make_unique<LexicalEmbedder>());
   }
   GRAG_ASSIGN_OR_RETURN(OpenAIOptions o, BaseOptions(config, cache));
-  o.base_url = config.embeddings.base_url.empty() ? config.llm.base_url : config.embeddings.base_url;
+  o.base_url =
+      config.embeddings.base_url.empty() ? config.llm.base_url : config.embeddings.base_url;
   if (o.base_url.empty()) {
     return Status::InvalidArgument(
         "embeddings.model is set but no endpoint is: set embeddings.base_url or llm.base_url");

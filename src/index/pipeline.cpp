@@ -32,7 +32,9 @@ using Clock = std::chrono::steady_clock;
 class Run {
  public:
   Run(const Config& config, IndexContext& ctx)
-      : config_(config), ctx_(ctx), start_(Clock::now()),
+      : config_(config),
+        ctx_(ctx),
+        start_(Clock::now()),
         chat_base_(ctx.chat ? ctx.chat->Usage() : LlmUsage{}),
         embed_base_(ctx.embedder ? ctx.embedder->Usage() : LlmUsage{}),
         // The built-in embedder spends nothing: its calls are not model calls.
@@ -45,9 +47,7 @@ class Run {
   EmbeddingModel* embedder() { return ctx_.embedder; }
   bool cancelled() const { return ctx_.cancel != nullptr && ctx_.cancel->load(); }
   const std::atomic<bool>* cancel_flag() const { return ctx_.cancel; }
-  double Elapsed() const {
-    return std::chrono::duration<double>(Clock::now() - start_).count();
-  }
+  double Elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
   // This run's usage: the models' counters minus what they held when the run began.
   LlmUsage Usage() const {
@@ -82,9 +82,12 @@ class Run {
   }
 
   static std::map<std::string, int64_t> UsageCounters(const LlmUsage& u) {
-    return {{"llm_calls", u.calls},          {"llm_cache_hits", u.cache_hits},
-            {"llm_http_requests", u.http_requests}, {"llm_failures", u.failures},
-            {"tokens_in", u.prompt_tokens},  {"tokens_out", u.completion_tokens}};
+    return {{"llm_calls", u.calls},
+            {"llm_cache_hits", u.cache_hits},
+            {"llm_http_requests", u.http_requests},
+            {"llm_failures", u.failures},
+            {"tokens_in", u.prompt_tokens},
+            {"tokens_out", u.completion_tokens}};
   }
 
   void Progress(const std::string& stage, int64_t done, int64_t total) {
@@ -101,7 +104,6 @@ class Run {
   }
 
  private:
-
   const Config& config_;
   IndexContext& ctx_;
   Clock::time_point start_;
@@ -231,7 +233,8 @@ Result<Gathered> Gather(const Config& c, const IndexRequest& request, Store& sto
   const std::string input_dir = c.Resolve(c.input.dir);
   for (const auto& d : stored) {
     if (present.count(d.id)) continue;
-    if (std::find(out.to_remove.begin(), out.to_remove.end(), d.id) != out.to_remove.end()) continue;
+    if (std::find(out.to_remove.begin(), out.to_remove.end(), d.id) != out.to_remove.end())
+      continue;
     // The stored source path is relative to the project root. Indexes written before that may
     // hold one relative to another working directory; for a plain file the id (its path
     // relative to the input folder) locates it too. A record's id says nothing about its file:
@@ -239,8 +242,10 @@ Result<Gathered> Gather(const Config& c, const IndexRequest& request, Store& sto
     const std::string stored_file = ResolveSourcePath(d.source_path, root);
     const std::string source = SourcePathFor(stored_file, root);
     std::vector<std::string> candidates = {stored_file};
-    const bool plain_file = d.id.find('#') == std::string::npos && d.id == d.source_path.substr(
-        d.source_path.size() >= d.id.size() ? d.source_path.size() - d.id.size() : 0);
+    const bool plain_file = d.id.find('#') == std::string::npos &&
+                            d.id == d.source_path.substr(d.source_path.size() >= d.id.size()
+                                                             ? d.source_path.size() - d.id.size()
+                                                             : 0);
     if (plain_file) {
       candidates.push_back(
           (std::filesystem::path(input_dir) / d.id).lexically_normal().generic_string());
@@ -334,9 +339,15 @@ Status Apply(Run& run, Gathered& g, IndexSummary& s) {
     GRAG_ASSIGN_OR_RETURN(ChunkChanges cc, run.store().ReplaceDocumentChunks(ld.doc.id, ld.chunks));
     GRAG_RETURN_IF_ERROR(tx.Commit());
     switch (change) {
-      case DocumentChange::kAdded: ++s.documents_added; break;
-      case DocumentChange::kChanged: ++s.documents_changed; break;
-      case DocumentChange::kUnchanged: ++s.documents_unchanged; break;
+      case DocumentChange::kAdded:
+        ++s.documents_added;
+        break;
+      case DocumentChange::kChanged:
+        ++s.documents_changed;
+        break;
+      case DocumentChange::kUnchanged:
+        ++s.documents_unchanged;
+        break;
     }
     s.chunks_added += cc.added;
     s.chunks_removed += cc.removed;
@@ -362,7 +373,8 @@ Status LoadAndChunk(Run& run, const IndexRequest& request, const ExtractorId& ex
   GRAG_ASSIGN_OR_RETURN(Gathered g, Gather(run.config(), request, run.store(), run.cancel_flag()));
   s.load_issues = g.issues;
   for (const auto& issue : g.issues) {
-    Log(issue.skipped ? LogLevel::kWarn : LogLevel::kInfo, "load", issue.path + ": " + issue.message);
+    Log(issue.skipped ? LogLevel::kWarn : LogLevel::kInfo, "load",
+        issue.path + ": " + issue.message);
   }
   GRAG_ASSIGN_OR_RETURN(plan, PlanFrom(g, run.store(), extractor, run.config()));
   run.Plan(plan);
@@ -446,8 +458,7 @@ Status Extract(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   }
   const Config& c = run.config();
   ExtractorOptions opts;
-  GRAG_ASSIGN_OR_RETURN(opts.prompt,
-                        LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kExtractGraph));
+  GRAG_ASSIGN_OR_RETURN(opts.prompt, LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kExtractGraph));
   opts.entity_types = c.extraction.entity_types;
   opts.gleanings = static_cast<int>(c.extraction.gleanings);
   opts.json_mode = c.llm.json_mode;
@@ -475,7 +486,8 @@ Status Extract(Run& run, const ExtractorId& extractor, IndexSummary& s) {
           rec.status = ExtractionStatus::kSkipped;
           rec.reason = result->reason;
           Log(LogLevel::kWarn, "extract",
-              "chunk " + pending[i] + " of " + (*chunk)->document_id + " skipped: " + result->reason);
+              "chunk " + pending[i] + " of " + (*chunk)->document_id +
+                  " skipped: " + result->reason);
           ++skipped;
         } else {
           rec.entities = std::move(result->result.entities);
@@ -580,14 +592,14 @@ ResolveOptions ResolveOptionsFor(const Config& c) {
 // prompt are not reused.
 std::string ResolutionParams(Run& run, const ExtractorId& extractor, const ResolveOptions& o) {
   const auto& r = run.config().resolution;
-  return fmt::format("v1 extractor={}:{} enabled={} weights={}/{} bands={}/{}/{} batch={} block={} "
-                     "llm={} embedder={} prompt={}",
-                     ExtractorKindName(extractor.kind), extractor.model, r.enabled, r.name_weight,
-                     r.embedding_weight, r.merge_threshold, r.adjudicate_threshold,
-                     r.no_llm_merge_threshold, r.adjudication_batch, r.max_block,
-                     run.chat() != nullptr ? run.chat()->model() : "",
-                     run.embedder() != nullptr ? run.embedder()->model() : "",
-                     run.chat() != nullptr ? Sha256Hex(o.adjudication_prompt).substr(0, 16) : "");
+  return fmt::format(
+      "v1 extractor={}:{} enabled={} weights={}/{} bands={}/{}/{} batch={} block={} "
+      "llm={} embedder={} prompt={}",
+      ExtractorKindName(extractor.kind), extractor.model, r.enabled, r.name_weight,
+      r.embedding_weight, r.merge_threshold, r.adjudicate_threshold, r.no_llm_merge_threshold,
+      r.adjudication_batch, r.max_block, run.chat() != nullptr ? run.chat()->model() : "",
+      run.embedder() != nullptr ? run.embedder()->model() : "",
+      run.chat() != nullptr ? Sha256Hex(o.adjudication_prompt).substr(0, 16) : "");
 }
 
 // Resolves the merged graph's names and folds each cluster into one entity. Incremental: a name
@@ -600,12 +612,14 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
   const Config& config = run.config();
   ResolveOptions options = ResolveOptionsFor(config);
   if (run.chat() != nullptr) {
-    GRAG_ASSIGN_OR_RETURN(options.adjudication_prompt,
-                          LoadPrompt(config.Resolve(config.prompts_dir), PromptId::kResolveEntities));
+    GRAG_ASSIGN_OR_RETURN(
+        options.adjudication_prompt,
+        LoadPrompt(config.Resolve(config.prompts_dir), PromptId::kResolveEntities));
   }
   Resolution out;
   out.params = ResolutionParams(run, extractor, options);
-  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_params, store.GetMeta("resolution_params"));
+  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_params,
+                        store.GetMeta("resolution_params"));
   const bool reuse = stored_params && *stored_params == out.params;
   std::unordered_map<std::string, EntityAlias> prior;
   std::vector<ResolutionLinkRecord> prior_links;
@@ -633,7 +647,8 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
     r.description = JoinDescriptionsWithin(e.descriptions, join);
     r.frequency = static_cast<int64_t>(e.chunk_ids.size());
     for (const auto& c : e.chunk_ids) {
-      r.contexts.push_back(chunk_number.emplace(c, static_cast<uint32_t>(chunk_number.size())).first->second);
+      r.contexts.push_back(
+          chunk_number.emplace(c, static_cast<uint32_t>(chunk_number.size())).first->second);
     }
     std::sort(r.contexts.begin(), r.contexts.end());
     in.entities.push_back(std::move(r));
@@ -652,7 +667,7 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
     link.a = a->second;
     link.b = b->second;
     link.score = l.score;
-    link.method = l.method == "rule" ? ResolveMethod::kRule
+    link.method = l.method == "rule"  ? ResolveMethod::kRule
                   : l.method == "llm" ? ResolveMethod::kLlm
                                       : ResolveMethod::kSimilarity;
     link.reason = l.reason;
@@ -673,7 +688,8 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
   // The best link that placed each name, for `grag entities aliases`.
   std::vector<const ResolveLink*> best(in.entities.size(), nullptr);
   std::vector<ResolveLink> user_links;
-  for (const auto& [a, b] : in.must_link) user_links.push_back({a, b, 1.0, ResolveMethod::kUser, "merged by a person"});
+  for (const auto& [a, b] : in.must_link)
+    user_links.push_back({a, b, 1.0, ResolveMethod::kUser, "merged by a person"});
   auto rank = [](const ResolveLink& l) {  // a person's word first, then the higher score
     return std::make_pair(l.method == ResolveMethod::kUser, l.score);
   };
@@ -753,7 +769,8 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   std::vector<DescriptionJob> jobs;
   jobs.reserve(g.entities.size() + g.relationships.size());
   for (const auto& e : g.entities) {
-    DescriptionJob j{e.name, &e.descriptions, DescriptionsHash(e.name_key, e.descriptions), {}, false};
+    DescriptionJob j{
+        e.name, &e.descriptions, DescriptionsHash(e.name_key, e.descriptions), {}, false};
     if (auto it = old_by_key.find(e.name_key);
         it != old_by_key.end() && it->second->description_hash == j.hash) {
       j.result = {j.hash, it->second->description, it->second->description_model};
@@ -811,8 +828,8 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
     kept_pairs.insert(std::minmax(rec.source_id, rec.target_id));
   }
   for (const auto& r : old_rels) {
-    if (!kept_pairs.count(std::minmax(r.source_id, r.target_id)) && keep.count(key_of_id[r.source_id]) &&
-        keep.count(key_of_id[r.target_id])) {
+    if (!kept_pairs.count(std::minmax(r.source_id, r.target_id)) &&
+        keep.count(key_of_id[r.source_id]) && keep.count(key_of_id[r.target_id])) {
       GRAG_RETURN_IF_ERROR(store.DeleteRelationship(r.id).status());
     }
   }
@@ -832,8 +849,8 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
 struct CommunityGraph {
   std::vector<EntityRecord> entities;  // node i = entities[i]
   std::unordered_map<int64_t, uint32_t> node_of;
-  std::vector<GraphEdge> edges;        // sorted
-  std::string hash;                    // of the graph and the clustering settings
+  std::vector<GraphEdge> edges;  // sorted
+  std::string hash;              // of the graph and the clustering settings
 };
 
 Result<CommunityGraph> LoadCommunityGraph(Store& store, const CommunityConfig& cc) {
@@ -980,7 +997,8 @@ Result<ReportStageSummary> WriteReports(Run& run, const Tokenizer& tok) {
   const int64_t min_size = c.communities.llm_report_min_size;
   eo.include = [min_size](const CommunityRecord& community) { return community.size < min_size; };
   ReportOptions ro;
-  GRAG_ASSIGN_OR_RETURN(ro.prompt, LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kCommunityReport));
+  GRAG_ASSIGN_OR_RETURN(ro.prompt,
+                        LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kCommunityReport));
   ro.concurrency = static_cast<int>(c.llm.concurrency);
   ro.json_mode = c.llm.json_mode;
   ro.cancel = run.cancel_flag();  // Ctrl-C: no new community starts
@@ -990,7 +1008,8 @@ Result<ReportStageSummary> WriteReports(Run& run, const Tokenizer& tok) {
   if (min_size > 0) {
     GRAG_ASSIGN_OR_RETURN(small, GenerateExtractiveReports(run.store(), tok, eo, progress));
   }
-  GRAG_ASSIGN_OR_RETURN(ReportStageSummary out, GenerateReports(run.store(), *run.chat(), tok, ro, progress));
+  GRAG_ASSIGN_OR_RETURN(ReportStageSummary out,
+                        GenerateReports(run.store(), *run.chat(), tok, ro, progress));
   out.communities += small.communities;
   out.generated += small.generated;
   out.reused += small.reused;
@@ -1023,11 +1042,12 @@ struct EmbedItem {
 Status EmbedOwner(Run& run, EmbeddingOwner owner, const std::vector<EmbedItem>& todo,
                   int64_t& written) {
   if (todo.empty()) return Status::Ok();
-  const std::string stage = owner == EmbeddingOwner::kEntity ? "embed entities"
+  const std::string stage = owner == EmbeddingOwner::kEntity  ? "embed entities"
                             : owner == EmbeddingOwner::kChunk ? "embed chunks"
                                                               : "embed reports";
-  const size_t group = static_cast<size_t>(std::max<int64_t>(1, run.config().embeddings.batch_size)) *
-                       static_cast<size_t>(std::max<int64_t>(1, run.config().llm.concurrency));
+  const size_t group =
+      static_cast<size_t>(std::max<int64_t>(1, run.config().embeddings.batch_size)) *
+      static_cast<size_t>(std::max<int64_t>(1, run.config().llm.concurrency));
   int64_t done = 0;
   for (size_t start = 0; start < todo.size(); start += group) {
     if (run.cancelled()) return Status::Cancelled("interrupted");
@@ -1069,8 +1089,8 @@ Status DropOtherModelsVectors(Run& run, EmbeddingOwner owner) {
   if (!space || space->model == run.embedder()->model()) return Status::Ok();
   GRAG_ASSIGN_OR_RETURN(int64_t dropped, run.store().DeleteEmbeddings(owner));
   Log(LogLevel::kInfo, "embed",
-      "the embedding model changed from " + space->model + " to " + run.embedder()->model() +
-          ": " + std::to_string(dropped) + " " + std::string(EmbeddingOwnerName(owner)) +
+      "the embedding model changed from " + space->model + " to " + run.embedder()->model() + ": " +
+          std::to_string(dropped) + " " + std::string(EmbeddingOwnerName(owner)) +
           " vectors will be embedded again");
   return Status::Ok();
 }
@@ -1090,7 +1110,8 @@ Status Embed(Run& run, IndexSummary& s) {
       std::string text = e.name + ": " + e.description;
       std::string hash = Sha256Hex(text);
       std::string id = std::to_string(e.id);
-      if (Stale(stored, id, hash)) todo.push_back({std::move(id), std::move(text), std::move(hash)});
+      if (Stale(stored, id, hash))
+        todo.push_back({std::move(id), std::move(text), std::move(hash)});
     }
     GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kEntity, todo, s.embeddings_written));
   }
@@ -1203,8 +1224,8 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
   };
   Status failure;
   for (const auto& stage : stages) {
-    if (request.graph_only && (std::string_view(stage.name) == "load" ||
-                               std::string_view(stage.name) == "extract")) {
+    if (request.graph_only &&
+        (std::string_view(stage.name) == "load" || std::string_view(stage.name) == "extract")) {
       continue;
     }
     (void)store.UpdateRun(s.run_id, stage.name, {});
@@ -1223,10 +1244,10 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
   counters["reports_generated"] = s.reports_generated;
   (void)store.UpdateRun(s.run_id, "", counters);
   if (!failure.ok()) {
-    (void)store.FinishRun(s.run_id,
-                          failure.code() == ErrorCode::kCancelled ? RunStatus::kInterrupted
-                                                                  : RunStatus::kFailed,
-                          failure.message());
+    (void)store.FinishRun(
+        s.run_id,
+        failure.code() == ErrorCode::kCancelled ? RunStatus::kInterrupted : RunStatus::kFailed,
+        failure.message());
     return failure;
   }
   GRAG_RETURN_IF_ERROR(store.FinishRun(s.run_id, RunStatus::kOk));

@@ -199,8 +199,8 @@ struct OpenAIClient::Impl {
   const std::shared_ptr<Clock> clock;
   const TokenCounter count;
   std::atomic<bool> reached{false};  // some request got an HTTP response
-  Semaphore slots;   // bounds the HTTP requests in flight
-  RateLimiter rate;  // spaces them
+  Semaphore slots;                   // bounds the HTTP requests in flight
+  RateLimiter rate;                  // spaces them
   std::mutex rng_mu;
   std::mt19937_64 rng;  // guarded by rng_mu; jitter only
   Counters counters;
@@ -460,8 +460,9 @@ Result<EmbeddingResponse> OpenAIClient::Impl::EmbedOnce(const std::vector<std::s
   };
   // Batches go out in parallel (the semaphore still bounds the requests in flight); the calling
   // thread is one of the workers; the first failure stops the batches not yet started.
-  const Status sent = ParallelForStatus(batches.size(), static_cast<size_t>(options.max_concurrency),
-                                        [&](size_t b) { return run(batches[b]); });
+  const Status sent =
+      ParallelForStatus(batches.size(), static_cast<size_t>(options.max_concurrency),
+                        [&](size_t b) { return run(batches[b]); });
   *retries += batch_retries;
   if (!sent.ok()) return sent;
   out.prompt_tokens = prompt_tokens;

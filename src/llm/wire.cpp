@@ -457,8 +457,8 @@ Status CheckReplyIsApi(const HttpResponse& response, std::string_view url, bool 
   const bool json_type = type.find("json") != std::string::npos;
   const bool stream_type = type.find("event-stream") != std::string::npos;
   const bool looks_json = body.starts_with('{') || body.starts_with('[');
-  const bool looks_stream = body.starts_with("data:") || body.starts_with("event:") ||
-                            body.starts_with(':');
+  const bool looks_stream =
+      body.starts_with("data:") || body.starts_with("event:") || body.starts_with(':');
   bool ok;
   if (type.find("html") != std::string::npos || LooksLikeHtml(body)) {
     ok = false;

@@ -47,9 +47,8 @@ void McpLog(LogLevel level, std::string_view message) { Log(level, "mcp", messag
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json ErrorReply(const json& id, int code, std::string message) {
-  return {{"jsonrpc", "2.0"},
-          {"id", id},
-          {"error", {{"code", code}, {"message", std::move(message)}}}};
+  return {
+      {"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", std::move(message)}}}};
 }
 
 json ResultReply(const json& id, json result) {
@@ -125,8 +124,8 @@ Status CheckArguments(const json& schema, const json& args) {
           (max != p->end() && n > max->get<int64_t>())) {
         std::string range = min != p->end() ? std::to_string(min->get<int64_t>()) : "";
         range += max != p->end() ? " to " + std::to_string(max->get<int64_t>()) : " or more";
-        return Status::InvalidArgument(quoted + " must be " + range + " (got " +
-                                       std::to_string(n) + ")");
+        return Status::InvalidArgument(quoted + " must be " + range + " (got " + std::to_string(n) +
+                                       ")");
       }
     } else if (type == "boolean") {
       if (!v.is_boolean()) return Status::InvalidArgument(quoted + " must be true or false");
@@ -173,8 +172,8 @@ json IntProp(std::string description, int64_t min, std::optional<int64_t> max = 
   return j;
 }
 json Schema(json properties, std::vector<std::string> required) {
-  json j = {{"type", "object"}, {"properties", std::move(properties)},
-            {"additionalProperties", false}};
+  json j = {
+      {"type", "object"}, {"properties", std::move(properties)}, {"additionalProperties", false}};
   if (!required.empty()) j["required"] = std::move(required);
   return j;
 }
@@ -247,9 +246,10 @@ std::vector<McpServer::Impl::Tool> McpServer::Impl::MakeTools() {
        "how they relate, hybrid for lookups of facts in passages. The first content item is "
        "the answer; the second is JSON with the citations, the context or points used, the "
        "route taken and statistics.",
-       Schema({{"question", {{"type", "string"},
-                             {"minLength", 1},
-                             {"description", "The question, in natural language"}}},
+       Schema({{"question",
+                {{"type", "string"},
+                 {"minLength", 1},
+                 {"description", "The question, in natural language"}}},
                {"method",
                 {{"type", "string"},
                  {"enum", {"auto", "global", "local", "basic", "hybrid"}},
@@ -271,9 +271,10 @@ std::vector<McpServer::Impl::Tool> McpServer::Impl::MakeTools() {
        "Rank the passages (chunks of the indexed documents) a question needs, best first, "
        "without writing an answer: each with its document, text and score. Use it to read the "
        "sources themselves.",
-       Schema({{"question", {{"type", "string"},
-                             {"minLength", 1},
-                             {"description", "What to look for, in natural language"}}},
+       Schema({{"question",
+                {{"type", "string"},
+                 {"minLength", 1},
+                 {"description", "What to look for, in natural language"}}},
                {"method",
                 {{"type", "string"},
                  {"enum", {"vector", "bm25", "graph", "hybrid"}},
@@ -308,18 +309,20 @@ std::vector<McpServer::Impl::Tool> McpServer::Impl::MakeTools() {
        "index it at once, so later queries and searches find it. A document with the same id "
        "is replaced. Indexing extracts entities and updates the graph, communities and "
        "reports; with an LLM configured it costs model calls.",
-       Schema({{"text", {{"type", "string"},
-                         {"minLength", 1},
-                         {"description", "The document's full text"}}},
-               {"id", StringProp("Document id: a relative path inside the input folder, e.g. "
-                                 "\"notes/meeting-3.md\" (\".txt\" is added when it has no "
-                                 "readable extension). Default: from the title, else from the "
-                                 "text's hash")},
-               {"title", StringProp("Title, used for the file name when no id is given")},
-               {"index", {{"type", "boolean"},
-                          {"description", "Index it now (default true); false only saves it "
-                                          "for the next `grag index`"}}}},
-              {"text"}),
+       Schema(
+           {{"text",
+             {{"type", "string"}, {"minLength", 1}, {"description", "The document's full text"}}},
+            {"id", StringProp("Document id: a relative path inside the input folder, e.g. "
+                              "\"notes/meeting-3.md\" (\".txt\" is added when it has no "
+                              "readable extension). Default: from the title, else from the "
+                              "text's hash")},
+            {"title", StringProp("Title, used for the file name when no id is given")},
+            {"index",
+             {{"type", "boolean"},
+              {"description",
+               "Index it now (default true); false only saves it "
+               "for the next `grag index`"}}}},
+           {"text"}),
        false, &Impl::AddDocument});
   return t;
 }
@@ -572,7 +575,8 @@ json McpServer::Impl::ListCommunities(const json& args) {
 json McpServer::Impl::AddDocument(const json& args) {
   const std::string text = args.at("text").get<std::string>();
   const std::string doc_id =
-      OptString(args, "id").value_or(DefaultDocumentId(OptString(args, "title").value_or(""), text));
+      OptString(args, "id")
+          .value_or(DefaultDocumentId(OptString(args, "title").value_or(""), text));
   if (Status s = ValidateDocumentId(doc_id); !s.ok()) {
     return ToolError("add_document: " + s.message());
   }
@@ -593,10 +597,11 @@ json McpServer::Impl::AddDocument(const json& args) {
   }
   auto saved = SaveInputDocument(config, doc_id, text);
   if (!saved.ok()) return ToolError("add_document: " + saved.status().message());
-  json document = {{"id", saved->id}, {"path", saved->path}, {"replaced", saved->replaced},
-                   {"indexed", index}};
+  json document = {
+      {"id", saved->id}, {"path", saved->path}, {"replaced", saved->replaced}, {"indexed", index}};
   if (!index) {
-    return JsonResult("Saved as \"" + saved->id + "\"; not indexed yet (the next `grag index`, "
+    return JsonResult("Saved as \"" + saved->id +
+                          "\"; not indexed yet (the next `grag index`, "
                           "or add_document with index true, indexes it).",
                       Dump(document), "document");
   }
@@ -608,15 +613,15 @@ json McpServer::Impl::AddDocument(const json& args) {
   writer.reset();  // releases the writer lock
   reader.reset();  // the next read sees the new document
   if (!summary.ok()) {
-    return ToolError("add_document: saved as \"" + saved->id + "\" but indexing failed: " +
-                     summary.status().message() +
+    return ToolError("add_document: saved as \"" + saved->id +
+                     "\" but indexing failed: " + summary.status().message() +
                      " (the work done is kept; the next update resumes it)");
   }
   document["summary"] = json::parse(IndexSummaryJson(*summary, nullptr, false));
   std::ostringstream lead;
-  lead << (saved->replaced ? "Replaced" : "Added") << " \"" << saved->id << "\" and indexed it: "
-       << summary->chunks_added << " new chunks; the graph now has " << summary->entities
-       << " entities and " << summary->relationships << " relationships.";
+  lead << (saved->replaced ? "Replaced" : "Added") << " \"" << saved->id
+       << "\" and indexed it: " << summary->chunks_added << " new chunks; the graph now has "
+       << summary->entities << " entities and " << summary->relationships << " relationships.";
   return JsonResult(lead.str(), Dump(document), "document");
 }
 
@@ -669,7 +674,8 @@ Status ServeMcp(const Config& config, std::istream& in, std::ostream& out,
     if (!reply) continue;
     out << *reply << '\n';
     out.flush();
-    if (!out) return Status::IoError("cannot write to the MCP client: its end of the pipe is closed");
+    if (!out)
+      return Status::IoError("cannot write to the MCP client: its end of the pipe is closed");
   }
   return Status::Ok();
 }

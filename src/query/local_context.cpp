@@ -88,7 +88,8 @@ std::vector<QuestionWord> QuestionWords(std::string_view question) {
     if (end == std::string_view::npos) end = question.size();
     if (end > start) {
       const std::string_view piece = question.substr(start, end - start);
-      for (auto& w : SplitNormalizedName(NormalizeEntityName(piece))) words.push_back({std::move(w), piece});
+      for (auto& w : SplitNormalizedName(NormalizeEntityName(piece)))
+        words.push_back({std::move(w), piece});
     }
     start = end + 1;
   }

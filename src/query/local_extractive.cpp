@@ -234,17 +234,14 @@ Status CheckOptions(const ExtractiveLocalOptions& o) {
 
 }  // namespace
 
-Result<LocalSearchResult> ExtractiveLocalSearch(Store& store, EmbeddingModel* embedder,
-                                                const Tokenizer& tokenizer,
-                                                std::string_view question,
-                                                const LocalSearchOptions& options,
-                                                const ExtractiveLocalOptions& extractive,
-                                                const VectorIndex* entity_index,
-                                                const Retriever* retriever) {
+Result<LocalSearchResult> ExtractiveLocalSearch(
+    Store& store, EmbeddingModel* embedder, const Tokenizer& tokenizer, std::string_view question,
+    const LocalSearchOptions& options, const ExtractiveLocalOptions& extractive,
+    const VectorIndex* entity_index, const Retriever* retriever) {
   GRAG_RETURN_IF_ERROR(CheckOptions(extractive));
-  GRAG_ASSIGN_OR_RETURN(LocalContext context, BuildLocalContext(store, embedder, tokenizer,
-                                                                question, options, entity_index,
-                                                                retriever));
+  GRAG_ASSIGN_OR_RETURN(
+      LocalContext context,
+      BuildLocalContext(store, embedder, tokenizer, question, options, entity_index, retriever));
   LocalSearchResult result;
   if (context.matches.empty()) {  // seed 000's stop rule, as LocalSearch
     Log(LogLevel::kInfo, "local", "no entity matched the question");

@@ -78,8 +78,7 @@ std::vector<LocalCitation> FindLocalCitations(std::string_view answer,
 Result<LocalSearchResult> LocalSearch(Store& store, ChatModel& chat, EmbeddingModel* embedder,
                                       const Tokenizer& tokenizer, std::string_view question,
                                       const LocalSearchOptions& options,
-                                      const VectorIndex* entity_index,
-                                      const Retriever* retriever) {
+                                      const VectorIndex* entity_index, const Retriever* retriever) {
   for (std::string_view placeholder :
        {"{{question}}", "{{entities}}", "{{relationships}}", "{{reports}}", "{{chunks}}"}) {
     if (options.prompt.find(placeholder) == std::string::npos) {
@@ -87,9 +86,9 @@ Result<LocalSearchResult> LocalSearch(Store& store, ChatModel& chat, EmbeddingMo
                                      std::string(placeholder));
     }
   }
-  GRAG_ASSIGN_OR_RETURN(LocalContext context, BuildLocalContext(store, embedder, tokenizer,
-                                                                question, options, entity_index,
-                                                                retriever));
+  GRAG_ASSIGN_OR_RETURN(
+      LocalContext context,
+      BuildLocalContext(store, embedder, tokenizer, question, options, entity_index, retriever));
   LocalSearchResult result;
   if (context.matches.empty()) {
     // Seed 000's stop rule: nothing cleared the floor and nothing was named, so no model call.

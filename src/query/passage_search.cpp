@@ -136,9 +136,8 @@ std::string ExtractiveAnswer(std::string_view question, const std::vector<Retrie
 
 }  // namespace
 
-Result<PassageSearchResult> PassageSearch(Store& store, const Retriever& retriever,
-                                          ChatModel* chat, const Tokenizer& tokenizer,
-                                          std::string_view question,
+Result<PassageSearchResult> PassageSearch(Store& store, const Retriever& retriever, ChatModel* chat,
+                                          const Tokenizer& tokenizer, std::string_view question,
                                           const PassageSearchOptions& options) {
   (void)store;
   GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer, options.max_question_tokens));

@@ -117,7 +117,8 @@ Status CheckOptions(const RetrievalOptions& o) {
   if (o.top_k < 1) return bad("top_k must be at least 1");
   if (o.candidates < 1) return bad("candidates must be at least 1");
   if (!(o.rrf_k >= 0)) return bad("rrf_k must not be negative");
-  for (double w : {o.vector_weight, o.bm25_weight, o.graph_weight, o.unanchored_graph_weight, o.lexical_vector_weight}) {
+  for (double w : {o.vector_weight, o.bm25_weight, o.graph_weight, o.unanchored_graph_weight,
+                   o.lexical_vector_weight}) {
     if (!(w >= 0) || !std::isfinite(w)) return bad("signal weights must be finite and >= 0");
   }
   if (!(o.damping > 0 && o.damping < 1)) return bad("damping must be within (0, 1)");
@@ -145,10 +146,14 @@ Status CheckOptions(const RetrievalOptions& o) {
 
 std::string_view RetrievalMethodName(RetrievalMethod method) {
   switch (method) {
-    case RetrievalMethod::kVector: return "vector";
-    case RetrievalMethod::kBm25: return "bm25";
-    case RetrievalMethod::kGraph: return "graph";
-    case RetrievalMethod::kHybrid: return "hybrid";
+    case RetrievalMethod::kVector:
+      return "vector";
+    case RetrievalMethod::kBm25:
+      return "bm25";
+    case RetrievalMethod::kGraph:
+      return "graph";
+    case RetrievalMethod::kHybrid:
+      return "hybrid";
   }
   return "hybrid";
 }
@@ -164,9 +169,12 @@ Result<RetrievalMethod> ParseRetrievalMethod(std::string_view name) {
 
 std::string_view SignalName(Signal signal) {
   switch (signal) {
-    case Signal::kVector: return "vector";
-    case Signal::kBm25: return "bm25";
-    case Signal::kGraph: return "graph";
+    case Signal::kVector:
+      return "vector";
+    case Signal::kBm25:
+      return "bm25";
+    case Signal::kGraph:
+      return "graph";
   }
   return "graph";
 }
@@ -324,8 +332,8 @@ struct Retriever::Impl {
 };
 
 std::shared_ptr<const query::TransitionGraph> GraphData::Graph(double entity_to_chunk,
-                                                                     double titled_share,
-                                                                     bool specific) const {
+                                                               double titled_share,
+                                                               bool specific) const {
   std::lock_guard lock(graphs_mu);
   const auto key = std::make_tuple(entity_to_chunk, titled_share, specific);
   if (auto it = graphs.find(key); it != graphs.end()) return it->second;
@@ -352,11 +360,12 @@ std::shared_ptr<const query::TransitionGraph> GraphData::Graph(double entity_to_
       double titled = 0;
       for (uint32_t c : chunks) titled += title_entity[c] == u ? 1 : 0;
       const double others = static_cast<double>(chunks.size()) - titled;
-      const double titled_mass =
-          titled == 0 ? 0.0 : others == 0 ? to_chunks : to_chunks * titled_share;
+      const double titled_mass = titled == 0   ? 0.0
+                                 : others == 0 ? to_chunks
+                                               : to_chunks * titled_share;
       for (uint32_t c : chunks) {
-        const double p = title_entity[c] == u ? titled_mass / titled
-                                              : (to_chunks - titled_mass) / others;
+        const double p =
+            title_entity[c] == u ? titled_mass / titled : (to_chunks - titled_mass) / others;
         g->targets.push_back(e_count + c);
         g->probabilities.push_back(static_cast<float>(p));
       }
@@ -469,8 +478,9 @@ Result<std::vector<SeedEntity>> Retriever::Impl::NamedSeeds(std::string_view que
       if (len == 1 && key.size() < kShortNameBytes) {
         // A short word names an entity only when the question capitalises it ("US", not "us").
         const std::string_view piece = words[i].piece;
-        if (!std::any_of(piece.begin(), piece.end(),
-                         [](char ch) { return std::isupper(static_cast<unsigned char>(ch)) != 0; })) {
+        if (!std::any_of(piece.begin(), piece.end(), [](char ch) {
+              return std::isupper(static_cast<unsigned char>(ch)) != 0;
+            })) {
           continue;
         }
       }
@@ -490,9 +500,11 @@ Result<std::vector<SeedEntity>> Retriever::Impl::NamedSeeds(std::string_view que
   return out;
 }
 
-Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(
-    const GraphData& g, std::string_view question, const std::vector<std::string>& passages,
-    const std::vector<SeedEntity>& named, const RetrievalOptions& o) const {
+Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(const GraphData& g,
+                                                           std::string_view question,
+                                                           const std::vector<std::string>& passages,
+                                                           const std::vector<SeedEntity>& named,
+                                                           const RetrievalOptions& o) const {
   std::vector<SeedEntity> out;
   if (passages.empty() || o.fact_sentences <= 0 || o.fact_seed_share <= 0) return out;
   // The question's words with their specificity; words in most chunks say nothing, and the
@@ -722,10 +734,9 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     }
     // The passages the other signals rank best seed the walk too, lightly, and their sentences
     // that match the question seed the entities they name (fact seeds).
-    const auto first = ReciprocalRankFusion({lists[0], lists[1]},
-                                            {lexical ? o.lexical_vector_weight : o.vector_weight,
-                                             o.bm25_weight},
-                                            o.rrf_k);
+    const auto first = ReciprocalRankFusion(
+        {lists[0], lists[1]}, {lexical ? o.lexical_vector_weight : o.vector_weight, o.bm25_weight},
+        o.rrf_k);
     const size_t passages = std::min(first.size(), static_cast<size_t>(o.passage_seeds));
     std::vector<std::string> best_passages;
     for (size_t r = 0; r < passages; ++r) best_passages.push_back(first[r].first);
@@ -736,13 +747,14 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     if (g == nullptr) {
       std::vector<int64_t> seed_ids;
       for (const auto& s : seeds) seed_ids.push_back(s.entity_id);
-      GRAG_ASSIGN_OR_RETURN(GraphSnapshot near,
-                            im.store.LoadGraphNeighbourhood(seed_ids, best_passages,
-                                                            im.options.neighbourhood));
+      GRAG_ASSIGN_OR_RETURN(
+          GraphSnapshot near,
+          im.store.LoadGraphNeighbourhood(seed_ids, best_passages, im.options.neighbourhood));
       local = GraphData::Build(std::move(near), im.total_chunks);
       g = local.get();
     }
-    std::erase_if(seeds, [&](const SeedEntity& s) { return !g->node_of_entity.count(s.entity_id); });
+    std::erase_if(seeds,
+                  [&](const SeedEntity& s) { return !g->node_of_entity.count(s.entity_id); });
     for (auto& s : seeds) {
       if (s.name_key.empty()) s.name_key = g->entity_keys[g->node_of_entity.at(s.entity_id)];
     }
@@ -826,7 +838,8 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     }
     stats.signal_time[2] = Since(t);
   }
-  for (size_t s = 0; s < kSignalCount; ++s) stats.candidates[s] = static_cast<int64_t>(lists[s].size());
+  for (size_t s = 0; s < kSignalCount; ++s)
+    stats.candidates[s] = static_cast<int64_t>(lists[s].size());
 
   // ---- the method's ranking
   std::vector<std::pair<std::string, double>> ranked;
@@ -834,7 +847,9 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     case RetrievalMethod::kVector:
     case RetrievalMethod::kBm25:
     case RetrievalMethod::kGraph: {
-      const size_t s = o.method == RetrievalMethod::kVector ? 0 : o.method == RetrievalMethod::kBm25 ? 1 : 2;
+      const size_t s = o.method == RetrievalMethod::kVector ? 0
+                       : o.method == RetrievalMethod::kBm25 ? 1
+                                                            : 2;
       for (const auto& id : lists[s]) ranked.emplace_back(id, scores[s][id]);
       break;
     }
@@ -844,11 +859,11 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
             "no entity of the question was found by name or in the best passages: the graph "
             "signal counts less (search.unanchored_graph_weight)");
       }
-      ranked = ReciprocalRankFusion(
-          {lists[0], lists[1], lists[2]},
-          {lexical ? o.lexical_vector_weight : o.vector_weight, o.bm25_weight,
-           graph_anchored ? o.graph_weight : o.unanchored_graph_weight},
-          o.rrf_k);
+      ranked =
+          ReciprocalRankFusion({lists[0], lists[1], lists[2]},
+                               {lexical ? o.lexical_vector_weight : o.vector_weight, o.bm25_weight,
+                                graph_anchored ? o.graph_weight : o.unanchored_graph_weight},
+                               o.rrf_k);
       break;
   }
   if (o.method == RetrievalMethod::kVector && lists[0].empty()) {
@@ -859,7 +874,8 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
 
   std::array<std::unordered_map<std::string, int>, kSignalCount> rank_of;
   for (size_t s = 0; s < kSignalCount; ++s) {
-    for (size_t r = 0; r < lists[s].size(); ++r) rank_of[s].emplace(lists[s][r], static_cast<int>(r + 1));
+    for (size_t r = 0; r < lists[s].size(); ++r)
+      rank_of[s].emplace(lists[s][r], static_cast<int>(r + 1));
   }
   for (const auto& [id, score] : ranked) {
     GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, im.store.GetChunk(id));
@@ -885,8 +901,7 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     std::vector<std::string> texts;
     texts.reserve(n);
     for (size_t i = 0; i < n; ++i) texts.push_back(result.chunks[i].text);
-    GRAG_ASSIGN_OR_RETURN(std::vector<RerankHit> hits,
-                          im.reranker->Rerank(question, texts, n));
+    GRAG_ASSIGN_OR_RETURN(std::vector<RerankHit> hits, im.reranker->Rerank(question, texts, n));
     std::vector<RetrievedChunk> head;
     std::vector<bool> used(n, false);
     for (const auto& h : hits) {

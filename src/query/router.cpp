@@ -44,25 +44,28 @@ bool HasPhrase(const std::vector<std::string>& words, std::string_view phrase) {
 
 // What makes a question about the whole collection rather than a thing in it.
 constexpr std::array<std::string_view, 30> kGlobalCues = {
-    "main themes",     "the themes",      "key themes",      "major themes",   "recurring",
-    "overall",         "across",          "in general",      "summarize",      "summarise",
-    "summary of",      "an overview",     "main ideas",      "key ideas",      "main topics",
-    "the topics",      "trends",          "most common",     "main characters", "main actors",
-    "key players",     "this collection", "these documents", "the documents",  "the corpus",
-    "this corpus",     "the dataset",     "what is this",    "what happens in", "the story about"};
+    "main themes", "the themes",      "key themes",      "major themes",    "recurring",
+    "overall",     "across",          "in general",      "summarize",       "summarise",
+    "summary of",  "an overview",     "main ideas",      "key ideas",       "main topics",
+    "the topics",  "trends",          "most common",     "main characters", "main actors",
+    "key players", "this collection", "these documents", "the documents",   "the corpus",
+    "this corpus", "the dataset",     "what is this",    "what happens in", "the story about"};
 
 // What makes a question join facts or reach one thing through another.
 constexpr std::array<std::string_view, 16> kMultiHopCues = {
-    "both",   "compared", "older",  "younger", "larger", "smaller", "earlier", "later than",
-    "same",   "which of", "between", "the one that", "that was", "that were", "whose", "whom"};
+    "both", "compared", "older",   "younger",      "larger",   "smaller",   "earlier", "later than",
+    "same", "which of", "between", "the one that", "that was", "that were", "whose",   "whom"};
 
 }  // namespace
 
 std::string_view QuestionKindName(QuestionKind kind) {
   switch (kind) {
-    case QuestionKind::kGlobal: return "global";
-    case QuestionKind::kMultiHop: return "multi_hop";
-    case QuestionKind::kLookup: return "lookup";
+    case QuestionKind::kGlobal:
+      return "global";
+    case QuestionKind::kMultiHop:
+      return "multi_hop";
+    case QuestionKind::kLookup:
+      return "lookup";
   }
   return "lookup";
 }
@@ -98,8 +101,7 @@ RouteDecision RouteByRules(std::string_view question, size_t named_entities) {
 Result<RouteDecision> RouteWithModel(ChatModel& chat, const std::string& prompt,
                                      std::string_view question, size_t named_entities) {
   ChatRequest request;
-  request.messages.push_back(
-      {"user", FillPrompt(prompt, {{"question", std::string(question)}})});
+  request.messages.push_back({"user", FillPrompt(prompt, {{"question", std::string(question)}})});
   request.json_mode = true;
   request.max_tokens = 200;
   auto reply = chat.Chat(request);
@@ -114,7 +116,7 @@ Result<RouteDecision> RouteWithModel(ChatModel& chat, const std::string& prompt,
       RouteDecision d;
       d.by_llm = true;
       d.reason = j.contains("reason") && j["reason"].is_string() ? j["reason"].get<std::string>()
-                                                                   : "the model's classification";
+                                                                 : "the model's classification";
       if (kind == "global") {
         d.kind = QuestionKind::kGlobal;
         return d;

@@ -28,10 +28,14 @@ constexpr size_t kJobsKept = 50;
 
 std::string_view JobStateName(JobState state) {
   switch (state) {
-    case JobState::kRunning: return "running";
-    case JobState::kSucceeded: return "succeeded";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kSucceeded:
+      return "succeeded";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
   }
   return "failed";
 }
@@ -101,8 +105,8 @@ void JobManager::Run(std::shared_ptr<Job> job, std::unique_ptr<Engine> engine,
     {
       std::lock_guard<std::mutex> lock(mu_);
       f(job->snap);
-      job->snap.elapsed_seconds = std::chrono::duration<double>(
-          std::chrono::steady_clock::now() - job->started).count();
+      job->snap.elapsed_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - job->started).count();
       ++job->snap.version;
     }
     cv_.notify_all();
@@ -120,8 +124,8 @@ void JobManager::Run(std::shared_ptr<Job> job, std::unique_ptr<Engine> engine,
   engine.reset();  // releases the writer lock before anyone hears the job is over
   JobState state = JobState::kSucceeded;
   if (!summary.ok()) {
-    state = summary.status().code() == ErrorCode::kCancelled ? JobState::kCancelled
-                                                              : JobState::kFailed;
+    state =
+        summary.status().code() == ErrorCode::kCancelled ? JobState::kCancelled : JobState::kFailed;
   }
   Log(state == JobState::kFailed ? LogLevel::kWarn : LogLevel::kInfo, "serve",
       "index job " + std::to_string(job->snap.id) + " " + std::string(JobStateName(state)) +

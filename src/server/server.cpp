@@ -31,49 +31,75 @@ namespace grag {
 
 int HttpStatusFor(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return 200;
-    case ErrorCode::kInvalidArgument: return 400;
-    case ErrorCode::kParse: return 400;
-    case ErrorCode::kPermissionDenied: return 403;
-    case ErrorCode::kNotFound: return 404;
-    case ErrorCode::kAlreadyExists: return 409;
-    case ErrorCode::kCancelled: return 409;
-    case ErrorCode::kRateLimited: return 429;
-    case ErrorCode::kUnimplemented: return 501;
-    case ErrorCode::kUnavailable: return 503;
-    case ErrorCode::kTimeout: return 504;
+    case ErrorCode::kOk:
+      return 200;
+    case ErrorCode::kInvalidArgument:
+      return 400;
+    case ErrorCode::kParse:
+      return 400;
+    case ErrorCode::kPermissionDenied:
+      return 403;
+    case ErrorCode::kNotFound:
+      return 404;
+    case ErrorCode::kAlreadyExists:
+      return 409;
+    case ErrorCode::kCancelled:
+      return 409;
+    case ErrorCode::kRateLimited:
+      return 429;
+    case ErrorCode::kUnimplemented:
+      return 501;
+    case ErrorCode::kUnavailable:
+      return 503;
+    case ErrorCode::kTimeout:
+      return 504;
     case ErrorCode::kIoError:
     case ErrorCode::kCorruption:
-    case ErrorCode::kInternal: return 500;
+    case ErrorCode::kInternal:
+      return 500;
   }
   return 500;
 }
 
 std::string_view ErrorTypeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid_argument";
-    case ErrorCode::kParse: return "parse_error";
-    case ErrorCode::kPermissionDenied: return "permission_denied";
-    case ErrorCode::kNotFound: return "not_found";
-    case ErrorCode::kAlreadyExists: return "conflict";
-    case ErrorCode::kCancelled: return "cancelled";
-    case ErrorCode::kRateLimited: return "rate_limited";
-    case ErrorCode::kUnimplemented: return "unimplemented";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kIoError: return "io_error";
-    case ErrorCode::kCorruption: return "corruption";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kParse:
+      return "parse_error";
+    case ErrorCode::kPermissionDenied:
+      return "permission_denied";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kAlreadyExists:
+      return "conflict";
+    case ErrorCode::kCancelled:
+      return "cancelled";
+    case ErrorCode::kRateLimited:
+      return "rate_limited";
+    case ErrorCode::kUnimplemented:
+      return "unimplemented";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kIoError:
+      return "io_error";
+    case ErrorCode::kCorruption:
+      return "corruption";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "internal";
 }
 
 namespace {
 
-using nlohmann::json;
 using httplib::Request;
 using httplib::Response;
+using nlohmann::json;
 
 constexpr const char* kVersion = "0.1.0";
 constexpr const char* kJson = "application/json";
@@ -88,7 +114,12 @@ void SendJson(Response& res, int status, std::string body) {
 }
 
 json ErrorObject(const Status& s) {
-  return {{"error", {{"type", ErrorTypeName(s.code()), }, {"message", s.message()}}}};
+  return {{"error",
+           {{
+                "type",
+                ErrorTypeName(s.code()),
+            },
+            {"message", s.message()}}}};
 }
 
 void SendError(Response& res, const Status& s) {
@@ -98,12 +129,16 @@ void SendError(Response& res, const Status& s) {
 // Body of an error httplib itself raised (no route, body too large, bad request line).
 Status StatusForHttp(int status, const Request& req, size_t max_body) {
   switch (status) {
-    case 404: return Status::NotFound("no route " + req.method + " " + req.path + " (see GET /openapi.json)");
+    case 404:
+      return Status::NotFound("no route " + req.method + " " + req.path +
+                              " (see GET /openapi.json)");
     case 413:
-      return {ErrorCode::kInvalidArgument,
-              "request body larger than server.max_body_mb (" + std::to_string(max_body >> 20) + " MiB)"};
-    case 400: return Status::InvalidArgument("malformed HTTP request");
-    default: return {ErrorCode::kInternal, "HTTP " + std::to_string(status)};
+      return {ErrorCode::kInvalidArgument, "request body larger than server.max_body_mb (" +
+                                               std::to_string(max_body >> 20) + " MiB)"};
+    case 400:
+      return Status::InvalidArgument("malformed HTTP request");
+    default:
+      return {ErrorCode::kInternal, "HTTP " + std::to_string(status)};
   }
 }
 
@@ -123,7 +158,8 @@ Result<json> ParseBody(const Request& req, bool allow_empty) {
 Result<std::optional<std::string>> OptString(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::optional<std::string>();
-  if (!it->is_string()) return Status::InvalidArgument(std::string("\"") + key + "\" must be a string");
+  if (!it->is_string())
+    return Status::InvalidArgument(std::string("\"") + key + "\" must be a string");
   return std::optional<std::string>(it->get<std::string>());
 }
 
@@ -136,7 +172,8 @@ Result<std::string> NeedString(const json& j, const char* key) {
 Result<std::optional<int64_t>> OptInt(const json& j, const char* key, int64_t lo, int64_t hi) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::optional<int64_t>();
-  if (!it->is_number_integer()) return Status::InvalidArgument(std::string("\"") + key + "\" must be an integer");
+  if (!it->is_number_integer())
+    return Status::InvalidArgument(std::string("\"") + key + "\" must be an integer");
   const int64_t v = it->get<int64_t>();
   if (v < lo || v > hi) {
     return Status::InvalidArgument(std::string("\"") + key + "\" must be between " +
@@ -148,19 +185,22 @@ Result<std::optional<int64_t>> OptInt(const json& j, const char* key, int64_t lo
 Result<bool> OptBool(const json& j, const char* key, bool fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) return Status::InvalidArgument(std::string("\"") + key + "\" must be true or false");
+  if (!it->is_boolean())
+    return Status::InvalidArgument(std::string("\"") + key + "\" must be true or false");
   return it->get<bool>();
 }
 
-Result<std::optional<int64_t>> QueryInt(const Request& req, const char* key, int64_t lo, int64_t hi) {
+Result<std::optional<int64_t>> QueryInt(const Request& req, const char* key, int64_t lo,
+                                        int64_t hi) {
   if (!req.has_param(key)) return std::optional<int64_t>();
   const std::string text = req.get_param_value(key);
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || errno != 0 || v < lo || v > hi) {
-    return Status::InvalidArgument(std::string("query parameter ") + key + " must be an integer from " +
-                                   std::to_string(lo) + " to " + std::to_string(hi));
+    return Status::InvalidArgument(std::string("query parameter ") + key +
+                                   " must be an integer from " + std::to_string(lo) + " to " +
+                                   std::to_string(hi));
   }
   return std::optional<int64_t>(v);
 }
@@ -264,15 +304,18 @@ void RaiseListenBacklog(int port, int backlog) {
     }
     int accepting = 0;
     socklen_t len = sizeof accepting;
-    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || accepting == 0) continue;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || accepting == 0)
+      continue;
     sockaddr_storage addr{};
     socklen_t addr_len = sizeof addr;
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) continue;
     int bound = -1;
     if (addr.ss_family == AF_INET) bound = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-    if (addr.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    if (addr.ss_family == AF_INET6)
+      bound = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
     if (bound == port && ::listen(fd, backlog) != 0) {
-      Log(LogLevel::kWarn, "serve", "could not raise the listen backlog: " + std::string(std::strerror(errno)));
+      Log(LogLevel::kWarn, "serve",
+          "could not raise the listen backlog: " + std::string(std::strerror(errno)));
     }
   }
 }
@@ -284,8 +327,10 @@ bool IsLoopback(const std::string& host) {
 // The chat model names of the OpenAI-compatible endpoint and the method each picks.
 const std::vector<std::pair<std::string, QueryMethod>>& ChatModels() {
   static const std::vector<std::pair<std::string, QueryMethod>> models = {
-      {"grag-auto", QueryMethod::kAuto},     {"grag-global", QueryMethod::kGlobal},
-      {"grag-local", QueryMethod::kLocal},   {"grag-hybrid", QueryMethod::kHybrid},
+      {"grag-auto", QueryMethod::kAuto},
+      {"grag-global", QueryMethod::kGlobal},
+      {"grag-local", QueryMethod::kLocal},
+      {"grag-hybrid", QueryMethod::kHybrid},
       {"grag-basic", QueryMethod::kBasic}};
   return models;
 }
@@ -301,8 +346,9 @@ std::string SourcesText(const json& result) {
       out += "[" + std::to_string(c.value("community", int64_t{0})) + "] " + c.value("title", "") +
              " (community report, level " + std::to_string(c.value("level", int64_t{0})) + ")";
     } else if (c.contains("chunk_id")) {
-      out += "[" + c.value("id", "") + "] chunk " + std::to_string(c.value("chunk_index", int64_t{0})) +
-             " of " + c.value("document_id", "");
+      out += "[" + c.value("id", "") + "] chunk " +
+             std::to_string(c.value("chunk_index", int64_t{0})) + " of " +
+             c.value("document_id", "");
     } else {
       out += "[" + c.value("id", "") + "] " + c.value("source", "");
     }
@@ -313,7 +359,8 @@ std::string SourcesText(const json& result) {
 // Prompt and completion tokens of a query's JSON (0 when no model wrote the answer).
 std::pair<int64_t, int64_t> UsageOf(const json& result) {
   const json& s = result.contains("stats") ? result["stats"] : json::object();
-  if (s.contains("tokens_in")) return {s.value("tokens_in", int64_t{0}), s.value("tokens_out", int64_t{0})};
+  if (s.contains("tokens_in"))
+    return {s.value("tokens_in", int64_t{0}), s.value("tokens_out", int64_t{0})};
   return {s.value("prompt_tokens", int64_t{0}), s.value("completion_tokens", int64_t{0})};
 }
 
@@ -440,11 +487,13 @@ Result<std::unique_ptr<Server>> Server::Create(Config config) {
   auto impl = std::make_unique<Impl>();
   impl->config = std::move(config);
   const ServerConfig& sc = impl->config.server;
-  int64_t workers = sc.workers > 0 ? sc.workers : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  int64_t workers =
+      sc.workers > 0 ? sc.workers : std::max<int64_t>(1, std::thread::hardware_concurrency());
   impl->workers = std::make_unique<FairSlots>(workers);
   impl->max_body = static_cast<size_t>(sc.max_body_mb) << 20;
   Impl* raw = impl.get();
-  impl->jobs = std::make_unique<server::JobManager>([raw](server::JobState) { raw->ReloadReader(); });
+  impl->jobs =
+      std::make_unique<server::JobManager>([raw](server::JobState) { raw->ReloadReader(); });
   impl->DeclareRoutes();
   impl->Register();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
@@ -464,8 +513,9 @@ Status Server::Run(const std::function<void(const std::string& host, int port)>&
   RaiseListenBacklog(port, std::max<int>(1024, static_cast<int>(sc.threads) * 4));
   if (!IsLoopback(sc.host) && sc.api_keys.empty()) {
     Log(LogLevel::kWarn, "serve",
-        "listening on " + sc.host + " without API keys: anyone who can reach this port can read "
-        "and change the index (set server.api_keys or GRAG_API_KEYS)");
+        "listening on " + sc.host +
+            " without API keys: anyone who can reach this port can read "
+            "and change the index (set server.api_keys or GRAG_API_KEYS)");
   }
   if (on_listening) on_listening(sc.host, port);
   if (s.stopping) return Status::Ok();
@@ -478,7 +528,8 @@ Status Server::Run(const std::function<void(const std::string& host, int port)>&
 void Server::Shutdown() {
   Impl& s = *impl_;
   if (s.stopping.exchange(true)) return;
-  Log(LogLevel::kInfo, "serve", "shutting down: stopping the index job, if any, and finishing requests in flight");
+  Log(LogLevel::kInfo, "serve",
+      "shutting down: stopping the index job, if any, and finishing requests in flight");
   s.jobs->CancelAndJoin();
   s.http.stop();
 }
@@ -512,65 +563,187 @@ void Server::Impl::DeclareRoutes() {
     "messages":{"type":"array","items":{"type":"object"}},
     "stream":{"type":"boolean"}}})json";
   routes = {
-      {"GET", "/health", "Liveness: whether an index is loaded and a job is running", false, {}, nullptr,
-       "{status, version, index_loaded, job_running}", bind(&Impl::Health)},
-      {"GET", "/openapi.json", "This API as OpenAPI 3", true, {}, nullptr, "OpenAPI document",
+      {"GET",
+       "/health",
+       "Liveness: whether an index is loaded and a job is running",
+       false,
+       {},
+       nullptr,
+       "{status, version, index_loaded, job_running}",
+       bind(&Impl::Health)},
+      {"GET",
+       "/openapi.json",
+       "This API as OpenAPI 3",
+       true,
+       {},
+       nullptr,
+       "OpenAPI document",
        [this](const Request&, Response& res) { SendJson(res, 200, OpenApi()); }},
-      {"POST", "/v1/query", "Answer a question (the same JSON as grag query --json)", true, {},
-       query_body, "query result, or text/event-stream with stream:true", bind(&Impl::Query)},
-      {"POST", "/v1/search", "Rank passages for a question (as grag search --json)", true, {},
-       search_body, "ranked chunks", bind(&Impl::Search)},
-      {"GET", "/v1/stats", "What the index holds and what it cost (grag stats --json)", true,
-       {{"top", "integer", "top entities listed (default 10)"}}, nullptr, "stats", bind(&Impl::Stats)},
-      {"GET", "/v1/documents", "Indexed documents", true, {}, nullptr, "documents",
+      {"POST",
+       "/v1/query",
+       "Answer a question (the same JSON as grag query --json)",
+       true,
+       {},
+       query_body,
+       "query result, or text/event-stream with stream:true",
+       bind(&Impl::Query)},
+      {"POST",
+       "/v1/search",
+       "Rank passages for a question (as grag search --json)",
+       true,
+       {},
+       search_body,
+       "ranked chunks",
+       bind(&Impl::Search)},
+      {"GET",
+       "/v1/stats",
+       "What the index holds and what it cost (grag stats --json)",
+       true,
+       {{"top", "integer", "top entities listed (default 10)"}},
+       nullptr,
+       "stats",
+       bind(&Impl::Stats)},
+      {"GET",
+       "/v1/documents",
+       "Indexed documents",
+       true,
+       {},
+       nullptr,
+       "documents",
        bind(&Impl::ListDocuments)},
-      {"POST", "/v1/documents",
+      {"POST",
+       "/v1/documents",
        "Save a document into the input folder (JSON {id?, title?, text} or a multipart upload "
        "with a file field); POST /v1/index indexes it",
-       true, {}, document_body, "{id, path, replaced, indexed:false}", bind(&Impl::PostDocument)},
-      {"GET", "/v1/documents/{id}", "One indexed document: text and chunks", true, {}, nullptr,
-       "document", bind(&Impl::GetDocument)},
-      {"DELETE", "/v1/documents/{id}",
-       "Delete a document's file from the input folder; the next index job drops it", true, {},
-       nullptr, "{id, deleted}", bind(&Impl::DeleteDocument)},
-      {"POST", "/v1/index", "Start an index job bringing the index in line with the input folder (409 while one runs)",
-       true, {}, index_body, "job (202)", bind(&Impl::StartIndex)},
-      {"GET", "/v1/jobs/{id}", "An index job: state, stage, done/total, LLM calls, tokens, ETA",
-       true, {}, nullptr, "job", bind(&Impl::GetJob)},
-      {"GET", "/v1/jobs/{id}/events", "An index job's progress as Server-Sent Events (progress, then done)",
-       true, {}, nullptr, "text/event-stream", bind(&Impl::JobEvents)},
-      {"DELETE", "/v1/jobs/{id}", "Cancel an index job (it stops cleanly and resumes next time)",
-       true, {}, nullptr, "job", bind(&Impl::CancelJob)},
-      {"GET", "/v1/entities", "Entities, highest degree first", true,
+       true,
+       {},
+       document_body,
+       "{id, path, replaced, indexed:false}",
+       bind(&Impl::PostDocument)},
+      {"GET",
+       "/v1/documents/{id}",
+       "One indexed document: text and chunks",
+       true,
+       {},
+       nullptr,
+       "document",
+       bind(&Impl::GetDocument)},
+      {"DELETE",
+       "/v1/documents/{id}",
+       "Delete a document's file from the input folder; the next index job drops it",
+       true,
+       {},
+       nullptr,
+       "{id, deleted}",
+       bind(&Impl::DeleteDocument)},
+      {"POST",
+       "/v1/index",
+       "Start an index job bringing the index in line with the input folder (409 while one runs)",
+       true,
+       {},
+       index_body,
+       "job (202)",
+       bind(&Impl::StartIndex)},
+      {"GET",
+       "/v1/jobs/{id}",
+       "An index job: state, stage, done/total, LLM calls, tokens, ETA",
+       true,
+       {},
+       nullptr,
+       "job",
+       bind(&Impl::GetJob)},
+      {"GET",
+       "/v1/jobs/{id}/events",
+       "An index job's progress as Server-Sent Events (progress, then done)",
+       true,
+       {},
+       nullptr,
+       "text/event-stream",
+       bind(&Impl::JobEvents)},
+      {"DELETE",
+       "/v1/jobs/{id}",
+       "Cancel an index job (it stops cleanly and resumes next time)",
+       true,
+       {},
+       nullptr,
+       "job",
+       bind(&Impl::CancelJob)},
+      {"GET",
+       "/v1/entities",
+       "Entities, highest degree first",
+       true,
        {{"search", "string", "part of a name or alias"},
         {"limit", "integer", "at most this many (default 50)"}},
-       nullptr, "entities", bind(&Impl::ListEntities)},
-      {"GET", "/v1/entities/{id}",
-       "One entity (by id, or by name when not a number): description, neighbours, communities, source chunks",
-       true, {{"neighbours", "integer", "at most (default 50)"}, {"chunks", "integer", "at most (default 20)"}},
-       nullptr, "entity", bind(&Impl::GetEntity)},
-      {"GET", "/v1/relationships", "Relationships, heaviest first", true,
+       nullptr,
+       "entities",
+       bind(&Impl::ListEntities)},
+      {"GET",
+       "/v1/entities/{id}",
+       "One entity (by id, or by name when not a number): description, neighbours, communities, "
+       "source chunks",
+       true,
+       {{"neighbours", "integer", "at most (default 50)"},
+        {"chunks", "integer", "at most (default 20)"}},
+       nullptr,
+       "entity",
+       bind(&Impl::GetEntity)},
+      {"GET",
+       "/v1/relationships",
+       "Relationships, heaviest first",
+       true,
        {{"entity", "integer", "only those touching this entity id"},
         {"limit", "integer", "at most this many (default 100)"}},
-       nullptr, "relationships", bind(&Impl::ListRelationships)},
-      {"GET", "/v1/communities", "Communities by level, with their report's title and summary",
-       true, {{"level", "integer", "only this level"}}, nullptr, "communities",
+       nullptr,
+       "relationships",
+       bind(&Impl::ListRelationships)},
+      {"GET",
+       "/v1/communities",
+       "Communities by level, with their report's title and summary",
+       true,
+       {{"level", "integer", "only this level"}},
+       nullptr,
+       "communities",
        bind(&Impl::ListCommunities)},
-      {"GET", "/v1/communities/{id}", "One community: full report, members, child communities",
-       true, {}, nullptr, "community", bind(&Impl::GetCommunity)},
-      {"GET", "/v1/chunks/{id}", "One chunk's text", true, {}, nullptr, "chunk",
+      {"GET",
+       "/v1/communities/{id}",
+       "One community: full report, members, child communities",
+       true,
+       {},
+       nullptr,
+       "community",
+       bind(&Impl::GetCommunity)},
+      {"GET",
+       "/v1/chunks/{id}",
+       "One chunk's text",
+       true,
+       {},
+       nullptr,
+       "chunk",
        bind(&Impl::GetChunk)},
-      {"GET", "/v1/models", "OpenAI-compatible: the chat models (one per query method)", true, {},
-       nullptr, "model list", bind(&Impl::Models)},
-      {"POST", "/v1/chat/completions",
+      {"GET",
+       "/v1/models",
+       "OpenAI-compatible: the chat models (one per query method)",
+       true,
+       {},
+       nullptr,
+       "model list",
+       bind(&Impl::Models)},
+      {"POST",
+       "/v1/chat/completions",
        "OpenAI-compatible chat: the last user message is the question, the model picks the method",
-       true, {}, chat_body, "chat.completion, or chat.completion.chunk events", bind(&Impl::ChatCompletions)},
+       true,
+       {},
+       chat_body,
+       "chat.completion, or chat.completion.chunk events",
+       bind(&Impl::ChatCompletions)},
   };
 }
 
 void Server::Impl::Register() {
   const ServerConfig& sc = config.server;
-  http.new_task_queue = [n = static_cast<size_t>(sc.threads)] { return new httplib::ThreadPool(n); };
+  http.new_task_queue = [n = static_cast<size_t>(sc.threads)] {
+    return new httplib::ThreadPool(n);
+  };
   http.set_payload_max_length(max_body);
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(sc.request_timeout * 1000));
   http.set_read_timeout(timeout);
@@ -618,8 +791,11 @@ void Server::Impl::Register() {
       }
       if (!ok) {
         res.set_header("WWW-Authenticate", "Bearer");
-        SendJson(res, 401, Dump({{"error", {{"type", "unauthorized"},
-                                            {"message", "missing or wrong API key: send Authorization: Bearer KEY"}}}}));
+        SendJson(
+            res, 401,
+            Dump({{"error",
+                   {{"type", "unauthorized"},
+                    {"message", "missing or wrong API key: send Authorization: Bearer KEY"}}}}));
         return httplib::Server::HandlerResponse::Handled;
       }
     }
@@ -641,15 +817,19 @@ void Server::Impl::Register() {
     SendError(res, Status::Internal("internal error: " + what));
   });
   http.set_logger([](const Request& req, const Response& res) {
-    Log(LogLevel::kDebug, "serve", req.method + " " + req.path + " -> " + std::to_string(res.status));
+    Log(LogLevel::kDebug, "serve",
+        req.method + " " + req.path + " -> " + std::to_string(res.status));
   });
 
   for (const Route& r : routes) {
     const std::string pattern = PathRegex(r.path);
     const std::string method = r.method;
-    if (method == "GET") http.Get(pattern, r.handler);
-    else if (method == "POST") http.Post(pattern, r.handler);
-    else if (method == "DELETE") http.Delete(pattern, r.handler);
+    if (method == "GET")
+      http.Get(pattern, r.handler);
+    else if (method == "POST")
+      http.Post(pattern, r.handler);
+    else if (method == "DELETE")
+      http.Delete(pattern, r.handler);
   }
 }
 
@@ -660,12 +840,15 @@ std::string Server::Impl::OpenApi() const {
     json params = json::array();
     const std::string path = r.path;
     for (const PathParam& p : PathParams(path)) {
-      params.push_back({{"name", p.name}, {"in", "path"}, {"required", true},
-                        {"schema", {{"type", "string"}}}});
+      params.push_back(
+          {{"name", p.name}, {"in", "path"}, {"required", true}, {"schema", {{"type", "string"}}}});
     }
     for (const Param& p : r.query) {
-      params.push_back({{"name", p.name}, {"in", "query"}, {"required", false},
-                        {"description", p.description}, {"schema", {{"type", p.type}}}});
+      params.push_back({{"name", p.name},
+                        {"in", "query"},
+                        {"required", false},
+                        {"description", p.description},
+                        {"schema", {{"type", p.type}}}});
     }
     if (!params.empty()) op["parameters"] = params;
     if (r.body) {
@@ -674,18 +857,23 @@ std::string Server::Impl::OpenApi() const {
     }
     op["responses"] = {
         {"200", {{"description", r.response}}},
-        {"default", {{"description", "error",
-                      {"content", {{kJson, {{"schema", {{"$ref", "#/components/schemas/Error"}}}}}}}}}}};
+        {"default",
+         {{"description",
+           "error",
+           {"content", {{kJson, {{"schema", {{"$ref", "#/components/schemas/Error"}}}}}}}}}}};
     op["security"] = r.auth ? json::array({{{"bearer", json::array()}}}) : json::array();
     std::string m = r.method;
     for (auto& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     paths[r.path][m] = std::move(op);
   }
-  json doc = {
-      {"openapi", "3.0.3"},
-      {"info", {{"title", "grag"}, {"version", kVersion},
-                {"description", "GraphRAG engine: index documents into an entity graph with community reports, then answer questions from it."}}},
-      {"paths", paths}};
+  json doc = {{"openapi", "3.0.3"},
+              {"info",
+               {{"title", "grag"},
+                {"version", kVersion},
+                {"description",
+                 "GraphRAG engine: index documents into an entity graph with community reports, "
+                 "then answer questions from it."}}},
+              {"paths", paths}};
   json error_schema = {{"type", "object"}};
   error_schema["properties"]["error"] = {{"type", "object"}};
   error_schema["properties"]["error"]["properties"]["type"] = {{"type", "string"}};
@@ -707,8 +895,11 @@ void Server::Impl::Health(const Request&, Response& res) {
     std::error_code ec;
     loaded = std::filesystem::exists(config.Resolve(config.store.path), ec);
   }
-  SendJson(res, 200, Dump({{"status", "ok"}, {"version", kVersion}, {"index_loaded", loaded},
-                           {"job_running", jobs->Running()}}));
+  SendJson(res, 200,
+           Dump({{"status", "ok"},
+                 {"version", kVersion},
+                 {"index_loaded", loaded},
+                 {"job_running", jobs->Running()}}));
 }
 
 namespace {
@@ -748,8 +939,7 @@ void Server::Impl::Query(const Request& req, Response& res) {
   auto request = std::make_shared<QueryRequest>(std::move(*q));
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, request, engine = *engine](size_t, httplib::DataSink& sink) {
+      "text/event-stream", [this, request, engine = *engine](size_t, httplib::DataSink& sink) {
         bool open = true;
         bool streamed = false;
         request->on_answer_delta = [&](std::string_view d) {
@@ -827,11 +1017,16 @@ void Server::Impl::GetDocument(const Request& req, Response& res) {
   if (!doc.ok()) return SendError(res, doc.status());
   if (!*doc) {
     std::error_code ec;
-    const bool saved = ValidateDocumentId(id).ok() &&
-        std::filesystem::is_regular_file(std::filesystem::path(config.Resolve(config.input.dir)) / std::filesystem::u8path(id), ec);
-    return SendError(res, Status::NotFound(
-        "no indexed document \"" + id + "\"" +
-        (saved ? " (it is saved in the input folder: start an index job, POST /v1/index)" : "")));
+    const bool saved =
+        ValidateDocumentId(id).ok() &&
+        std::filesystem::is_regular_file(
+            std::filesystem::path(config.Resolve(config.input.dir)) / std::filesystem::u8path(id),
+            ec);
+    return SendError(
+        res, Status::NotFound(
+                 "no indexed document \"" + id + "\"" +
+                 (saved ? " (it is saved in the input folder: start an index job, POST /v1/index)"
+                        : "")));
   }
   SendJson(res, 200, DocumentDetailJson(**doc, false));
 }
@@ -848,7 +1043,8 @@ void Server::Impl::PostDocument(const Request& req, Response& res) {
     if (req.has_file("title")) title = req.get_file_value("title").content;
     // A browser sends a bare file name; keep only the last segment of anything path-like.
     if (!req.has_file("id")) {
-      if (auto slash = id.find_last_of("/\\"); slash != std::string::npos) id = id.substr(slash + 1);
+      if (auto slash = id.find_last_of("/\\"); slash != std::string::npos)
+        id = id.substr(slash + 1);
     }
   } else {
     auto body = ParseBody(req, false);
@@ -867,20 +1063,24 @@ void Server::Impl::PostDocument(const Request& req, Response& res) {
     return SendError(res, Status::InvalidArgument("the document is empty"));
   }
   if (const size_t bad = FindInvalidUtf8(text); bad != std::string::npos) {
-    return SendError(res, Status::InvalidArgument(
-        "the document is not UTF-8 text (invalid byte at offset " + std::to_string(bad) +
-        "); grag reads .txt, .md, .json, .jsonl and .csv"));
+    return SendError(
+        res, Status::InvalidArgument("the document is not UTF-8 text (invalid byte at offset " +
+                                     std::to_string(bad) +
+                                     "); grag reads .txt, .md, .json, .jsonl and .csv"));
   }
   if (id.empty()) id = DefaultDocumentId(title, text);
   auto saved = SaveInputDocument(config, id, text);
   if (!saved.ok()) return SendError(res, saved.status());
-  Log(LogLevel::kInfo, "serve", "saved document " + saved->id + " (" + std::to_string(text.size()) + " bytes)");
-  const std::string rel = std::filesystem::path(saved->path)
-                              .lexically_relative(config.Resolve("."))
-                              .generic_string();
+  Log(LogLevel::kInfo, "serve",
+      "saved document " + saved->id + " (" + std::to_string(text.size()) + " bytes)");
+  const std::string rel =
+      std::filesystem::path(saved->path).lexically_relative(config.Resolve(".")).generic_string();
   SendJson(res, saved->replaced ? 200 : 201,
-           Dump({{"id", saved->id}, {"path", rel}, {"replaced", saved->replaced},
-                 {"indexed", false}, {"next", "POST /v1/index to index it"}}));
+           Dump({{"id", saved->id},
+                 {"path", rel},
+                 {"replaced", saved->replaced},
+                 {"indexed", false},
+                 {"next", "POST /v1/index to index it"}}));
 }
 
 void Server::Impl::DeleteDocument(const Request& req, Response& res) {
@@ -889,8 +1089,10 @@ void Server::Impl::DeleteDocument(const Request& req, Response& res) {
   if (!deleted.ok()) return SendError(res, deleted.status());
   if (*deleted) {
     Log(LogLevel::kInfo, "serve", "deleted document " + id + " from the input folder");
-    return SendJson(res, 200, Dump({{"id", id}, {"deleted", true},
-                                    {"next", "POST /v1/index to drop it from the index"}}));
+    return SendJson(
+        res, 200,
+        Dump(
+            {{"id", id}, {"deleted", true}, {"next", "POST /v1/index to drop it from the index"}}));
   }
   // Not a file of the input folder: indexed from elsewhere, or one record of a JSON/CSV file.
   auto engine = Reader();
@@ -900,14 +1102,19 @@ void Server::Impl::DeleteDocument(const Request& req, Response& res) {
       std::error_code ec;
       const std::string file = ResolveSourcePath((*doc)->info.source_path, config.Resolve("."));
       if (!std::filesystem::exists(file, ec)) {
-        return SendError(res, Status::NotFound(
-            "document \"" + id + "\" has no file any more; the next index job (POST /v1/index) "
-            "drops it from the index"));
+        return SendError(
+            res, Status::NotFound("document \"" + id +
+                                  "\" has no file any more; the next index job (POST /v1/index) "
+                                  "drops it from the index"));
       }
-      return SendError(res, Status::AlreadyExists(
-          "document \"" + id + "\" is indexed but is not a file of the input folder (indexed "
-          "from elsewhere, or one record of a JSON or CSV file): remove it from the index with "
-          "POST /v1/index {\"remove\": [\"" + id + "\"]}"));
+      return SendError(
+          res,
+          Status::AlreadyExists(
+              "document \"" + id +
+              "\" is indexed but is not a file of the input folder (indexed "
+              "from elsewhere, or one record of a JSON or CSV file): remove it from the index with "
+              "POST /v1/index {\"remove\": [\"" +
+              id + "\"]}"));
     }
   }
   SendError(res, Status::NotFound("no document \"" + id + "\""));
@@ -919,9 +1126,12 @@ void Server::Impl::StartIndex(const Request& req, Response& res) {
   if (!body.ok()) return SendError(res, body.status());
   IndexRequest request;
   if (auto it = body->find("remove"); it != body->end() && !it->is_null()) {
-    if (!it->is_array()) return SendError(res, Status::InvalidArgument("\"remove\" must be an array of document ids"));
+    if (!it->is_array())
+      return SendError(res, Status::InvalidArgument("\"remove\" must be an array of document ids"));
     for (const auto& v : *it) {
-      if (!v.is_string()) return SendError(res, Status::InvalidArgument("\"remove\" must be an array of document ids"));
+      if (!v.is_string())
+        return SendError(res,
+                         Status::InvalidArgument("\"remove\" must be an array of document ids"));
       request.remove.push_back(v.get<std::string>());
     }
   }
@@ -948,7 +1158,8 @@ Result<int64_t> PathId(const Request& req, const char* what) {
   errno = 0;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || errno != 0) {
-    return Status::InvalidArgument(std::string(what) + " id must be a number, not \"" + text + "\"");
+    return Status::InvalidArgument(std::string(what) + " id must be a number, not \"" + text +
+                                   "\"");
   }
   return static_cast<int64_t>(v);
 }
@@ -980,7 +1191,8 @@ void Server::Impl::JobEvents(const Request& req, Response& res) {
           }
           seen = job->version;
           const bool over = job->state != server::JobState::kRunning;
-          if (!SinkWrite(sink, SseEvent(over ? "done" : "progress", server::JobJson(*job)))) return false;
+          if (!SinkWrite(sink, SseEvent(over ? "done" : "progress", server::JobJson(*job))))
+            return false;
           if (over) break;
           // Coalesce: progress arrives per chunk; a few events a second are plenty.
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -1078,7 +1290,8 @@ void Server::Impl::GetChunk(const Request& req, Response& res) {
 void Server::Impl::Models(const Request&, Response& res) {
   json data = json::array();
   for (const auto& [name, method] : ChatModels()) {
-    data.push_back({{"id", name}, {"object", "model"}, {"created", 1767225600}, {"owned_by", "grag"}});
+    data.push_back(
+        {{"id", name}, {"object", "model"}, {"created", 1767225600}, {"owned_by", "grag"}});
   }
   SendJson(res, 200, Dump({{"object", "list"}, {"data", data}}));
 }
@@ -1151,13 +1364,16 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
         {"object", "chat.completion"},
         {"created", created},
         {"model", model_name},
-        {"choices", json::array({{{"index", 0},
-                                  {"message", {{"role", "assistant"},
-                                               {"content", result->answer + SourcesText(full)}}},
-                                  {"logprobs", nullptr},
-                                  {"finish_reason", "stop"}}})},
-        {"usage", {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
-                   {"total_tokens", prompt_tokens + completion_tokens}}},
+        {"choices",
+         json::array({{{"index", 0},
+                       {"message",
+                        {{"role", "assistant"}, {"content", result->answer + SourcesText(full)}}},
+                       {"logprobs", nullptr},
+                       {"finish_reason", "stop"}}})},
+        {"usage",
+         {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}}},
         {"citations", full.value("citations", json::array())},
         {"grag", {{"method", QueryMethodName(result->method)}}}};
     return SendJson(res, 200, Dump(out));
@@ -1172,12 +1388,15 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
                     {"object", "chat.completion.chunk"},
                     {"created", created},
                     {"model", model_name},
-                    {"choices", json::array({{{"index", 0}, {"delta", delta},
-                                              {"logprobs", nullptr}, {"finish_reason", finish}}})}};
+                    {"choices", json::array({{{"index", 0},
+                                              {"delta", delta},
+                                              {"logprobs", nullptr},
+                                              {"finish_reason", finish}}})}};
           for (auto& [k, v] : extra.items()) c[k] = v;
           return SseEvent("", Dump(c));
         };
-        bool open = SinkWrite(sink, chunk({{"role", "assistant"}, {"content", ""}}, nullptr, json::object()));
+        bool open = SinkWrite(
+            sink, chunk({{"role", "assistant"}, {"content", ""}}, nullptr, json::object()));
         bool streamed = false;
         request->on_answer_delta = [&](std::string_view d) {
           streamed = true;

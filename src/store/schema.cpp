@@ -514,17 +514,17 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOpt
   if (options.writer_lock && !options.read_only) {
     GRAG_ASSIGN_OR_RETURN(
         writer_lock,
-        store::FileLock::Acquire(path + ".lock",
-                                 "pid " + std::to_string(getpid()) + " (" + options.lock_holder + ")",
-                                 options.wait_for_writer, options.on_wait));
+        store::FileLock::Acquire(
+            path + ".lock", "pid " + std::to_string(getpid()) + " (" + options.lock_holder + ")",
+            options.wait_for_writer, options.on_wait));
   }
 
   const int64_t latest = migrations.back().version;
   const int write_flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
                           (options.create_if_missing ? SQLITE_OPEN_CREATE : 0);
-  GRAG_ASSIGN_OR_RETURN(sqlite::Connection conn,
-                        options.read_only ? OpenForReading(path)
-                                          : sqlite::Connection::Open(path, write_flags));
+  GRAG_ASSIGN_OR_RETURN(sqlite::Connection conn, options.read_only
+                                                     ? OpenForReading(path)
+                                                     : sqlite::Connection::Open(path, write_flags));
   if (options.read_only) {
     sqlite3_busy_timeout(conn.get(), options.busy_timeout_ms);
     GRAG_RETURN_IF_ERROR(CheckIsGragIndex(conn, path, latest));

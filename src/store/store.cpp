@@ -393,8 +393,9 @@ Result<std::vector<int64_t>> WordFrequencies(sqlite::Connection& conn, bool& rea
   }
   GRAG_RETURN_IF_ERROR(conn.Exec("DELETE FROM temp.grag_query_words"));
   {
-    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt insert,
-                          conn.Prepare("INSERT INTO temp.grag_query_words (rowid, w) VALUES (?, ?)"));
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt insert,
+        conn.Prepare("INSERT INTO temp.grag_query_words (rowid, w) VALUES (?, ?)"));
     for (size_t i = 0; i < words.size(); ++i) {
       GRAG_RETURN_IF_ERROR(insert.BindAll(static_cast<int64_t>(i), words[i]).Run());
     }
@@ -482,8 +483,9 @@ Result<std::vector<double>> Store::RankTexts(const std::vector<std::string>& tex
     ~Clear() { (void)conn.Exec("DELETE FROM temp.grag_rank_texts"); }
   } clear{conn};
   {
-    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt insert,
-                          conn.Prepare("INSERT INTO temp.grag_rank_texts (rowid, text) VALUES (?, ?)"));
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt insert,
+        conn.Prepare("INSERT INTO temp.grag_rank_texts (rowid, text) VALUES (?, ?)"));
     for (size_t i = 0; i < texts.size(); ++i) {
       GRAG_RETURN_IF_ERROR(insert.BindAll(static_cast<int64_t>(i), texts[i]).Run());
     }
@@ -757,19 +759,21 @@ Result<IntegrityReport> Store::Check(int max_per_check) {
       add("fts", "the full-text index is out of step with the chunks: " + fts.message());
     }
   }
-  rows("orphans",
-       "SELECT 'vector of entity ' || owner_id || ' which is gone' FROM embeddings "
-       "WHERE owner_kind = 'entity' AND CAST(owner_id AS INTEGER) NOT IN (SELECT id FROM entities) "
-       "UNION ALL SELECT 'vector of chunk ' || owner_id || ' which is gone' FROM embeddings "
-       "WHERE owner_kind = 'chunk' AND owner_id NOT IN (SELECT id FROM chunks) "
-       "UNION ALL SELECT 'vector of the report of community ' || owner_id || ' which is gone' "
-       "FROM embeddings WHERE owner_kind = 'report' AND CAST(owner_id AS INTEGER) NOT IN "
-       "(SELECT community_id FROM reports) "
-       "UNION ALL SELECT 'entity ' || id || ' (' || name || ') is linked to no chunk' FROM entities "
-       "WHERE id NOT IN (SELECT entity_id FROM entity_chunks) "
-       "UNION ALL SELECT 'relationship ' || id || ' joins entity ' || source_id || ' to itself' "
-       "FROM relationships WHERE source_id = target_id "
-       "LIMIT " + limit);
+  rows(
+      "orphans",
+      "SELECT 'vector of entity ' || owner_id || ' which is gone' FROM embeddings "
+      "WHERE owner_kind = 'entity' AND CAST(owner_id AS INTEGER) NOT IN (SELECT id FROM entities) "
+      "UNION ALL SELECT 'vector of chunk ' || owner_id || ' which is gone' FROM embeddings "
+      "WHERE owner_kind = 'chunk' AND owner_id NOT IN (SELECT id FROM chunks) "
+      "UNION ALL SELECT 'vector of the report of community ' || owner_id || ' which is gone' "
+      "FROM embeddings WHERE owner_kind = 'report' AND CAST(owner_id AS INTEGER) NOT IN "
+      "(SELECT community_id FROM reports) "
+      "UNION ALL SELECT 'entity ' || id || ' (' || name || ') is linked to no chunk' FROM entities "
+      "WHERE id NOT IN (SELECT entity_id FROM entity_chunks) "
+      "UNION ALL SELECT 'relationship ' || id || ' joins entity ' || source_id || ' to itself' "
+      "FROM relationships WHERE source_id = target_id "
+      "LIMIT " +
+          limit);
   rows("communities",
        "SELECT 'community ' || id || ' has no members' FROM communities "
        "WHERE id NOT IN (SELECT community_id FROM community_members) "
@@ -784,7 +788,8 @@ Result<IntegrityReport> Store::Check(int max_per_check) {
        "AND (SELECT status FROM runs ORDER BY id DESC LIMIT 1) IS 'ok' AND id NOT IN "
        "(SELECT m.entity_id FROM community_members m JOIN communities c ON c.id = m.community_id "
        "WHERE c.level = 0) "
-       "LIMIT " + limit);
+       "LIMIT " +
+           limit);
   // Sound: later opens need not screen these files again (store/verify.h).
   if (report.ok()) impl_->stamp.enabled = true;
   return report;

@@ -356,14 +356,16 @@ Result<ChunkLinks> Store::ListChunkLinks() {
     }
     return Status::Ok();
   };
-  GRAG_RETURN_IF_ERROR(read("SELECT l.entity_id, l.chunk_id FROM entity_chunks l JOIN chunks c "
-                            "ON c.id = l.chunk_id ORDER BY l.entity_id, c.document_id, "
-                            "c.chunk_index",
-                            links.entities));
-  GRAG_RETURN_IF_ERROR(read("SELECT l.relationship_id, l.chunk_id FROM relationship_chunks l "
-                            "JOIN chunks c ON c.id = l.chunk_id ORDER BY l.relationship_id, "
-                            "c.document_id, c.chunk_index",
-                            links.relationships));
+  GRAG_RETURN_IF_ERROR(
+      read("SELECT l.entity_id, l.chunk_id FROM entity_chunks l JOIN chunks c "
+           "ON c.id = l.chunk_id ORDER BY l.entity_id, c.document_id, "
+           "c.chunk_index",
+           links.entities));
+  GRAG_RETURN_IF_ERROR(
+      read("SELECT l.relationship_id, l.chunk_id FROM relationship_chunks l "
+           "JOIN chunks c ON c.id = l.chunk_id ORDER BY l.relationship_id, "
+           "c.document_id, c.chunk_index",
+           links.relationships));
   GRAG_RETURN_IF_ERROR(tx.Commit());
   return links;
 }
@@ -406,9 +408,10 @@ Result<GraphSnapshot> Store::LoadGraphSnapshot() {
     }
   }
   {
-    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                          conn.Prepare("SELECT l.entity_id, c.seq FROM entity_chunks l JOIN chunks c "
-                                       "ON c.id = l.chunk_id ORDER BY l.entity_id, c.seq"));
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn.Prepare("SELECT l.entity_id, c.seq FROM entity_chunks l JOIN chunks c "
+                     "ON c.id = l.chunk_id ORDER BY l.entity_id, c.seq"));
     while (true) {
       GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
@@ -446,7 +449,7 @@ Result<GraphSnapshot> Store::LoadGraphNeighbourhood(const std::vector<int64_t>& 
                         conn.Prepare("SELECT entity_id FROM entity_chunks WHERE chunk_id = ?"));
 
   std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>> edges_of;  // expanded
-  std::unordered_map<std::string, std::vector<int64_t>> chunk_entities;          // expanded
+  std::unordered_map<std::string, std::vector<int64_t>> chunk_entities;           // expanded
   std::unordered_map<int64_t, int> entity_depth;
   std::unordered_map<std::string, int> chunk_depth;
   std::vector<std::pair<bool, std::string>> order;  // (is entity, id) in the order reached
@@ -502,7 +505,8 @@ Result<GraphSnapshot> Store::LoadGraphNeighbourhood(const std::vector<int64_t>& 
         ents.push_back(entities_of.Int(0));
       }
       if (depth >= limits.hops) continue;
-      for (size_t k = 0; k < ents.size() && k < limits.max_fanout; ++k) add_entity(ents[k], depth + 1);
+      for (size_t k = 0; k < ents.size() && k < limits.max_fanout; ++k)
+        add_entity(ents[k], depth + 1);
     }
   }
 
@@ -556,8 +560,9 @@ Result<int64_t> Store::CountChunksWithPhrase(std::string_view phrase) {
   const std::string match = store::FtsPhraseQuery(phrase);
   if (match.empty()) return int64_t{0};
   auto lock = impl_->Lock();
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        impl_->conn.Prepare("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"));
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"));
   stmt.BindAll(match);
   GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
   return row ? stmt.Int(0) : int64_t{0};

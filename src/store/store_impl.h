@@ -62,7 +62,7 @@ struct Store::Impl {
   ReplyCacheTable reply_cache{this};
   bool read_only = false;
   bool query_vocab_ready = false;  // guarded by mu: the temporary tables SearchChunks uses
-  store::FileLock writer_lock;  // held for the Store's lifetime when StoreOptions::writer_lock
+  store::FileLock writer_lock;     // held for the Store's lifetime when StoreOptions::writer_lock
 };
 
 namespace store {

@@ -17,8 +17,8 @@ Result<std::vector<EntityAlias>> Store::ListAliases() {
   while (true) {
     GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    out.push_back({stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Double(3), stmt.Text(4),
-                   stmt.Text(5)});
+    out.push_back(
+        {stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Double(3), stmt.Text(4), stmt.Text(5)});
   }
   return out;
 }
@@ -89,7 +89,8 @@ Result<bool> Store::DeleteEntityOverride(std::string_view key_a, std::string_vie
   auto lock = impl_->Lock();
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("DELETE FROM entity_overrides WHERE key_a = ? AND key_b = ? RETURNING 1"));
+      impl_->conn.Prepare(
+          "DELETE FROM entity_overrides WHERE key_a = ? AND key_b = ? RETURNING 1"));
   return stmt.BindAll(a, b).Step();
 }
 

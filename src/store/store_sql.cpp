@@ -63,9 +63,9 @@ FROM main.reports r JOIN main.communities c ON c.id = r.community_id;
 
 // Introspection pragmas that read the schema and nothing else.
 bool IntrospectionPragma(std::string_view name) {
-  for (std::string_view ok : {"table_info", "table_xinfo", "table_list", "index_list",
-                              "index_info", "index_xinfo", "foreign_key_list", "database_list",
-                              "function_list", "collation_list"}) {
+  for (std::string_view ok :
+       {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+        "foreign_key_list", "database_list", "function_list", "collation_list"}) {
     if (name == ok) return true;
   }
   return false;
@@ -73,17 +73,28 @@ bool IntrospectionPragma(std::string_view name) {
 
 std::string_view ActionName(int action) {
   switch (action) {
-    case SQLITE_INSERT: return "INSERT";
-    case SQLITE_UPDATE: return "UPDATE";
-    case SQLITE_DELETE: return "DELETE";
-    case SQLITE_ATTACH: return "ATTACH";
-    case SQLITE_DETACH: return "DETACH";
-    case SQLITE_PRAGMA: return "this PRAGMA";
-    case SQLITE_TRANSACTION: return "transaction control";
-    case SQLITE_SAVEPOINT: return "SAVEPOINT";
-    case SQLITE_ANALYZE: return "ANALYZE";
-    case SQLITE_REINDEX: return "REINDEX";
-    case SQLITE_ALTER_TABLE: return "ALTER TABLE";
+    case SQLITE_INSERT:
+      return "INSERT";
+    case SQLITE_UPDATE:
+      return "UPDATE";
+    case SQLITE_DELETE:
+      return "DELETE";
+    case SQLITE_ATTACH:
+      return "ATTACH";
+    case SQLITE_DETACH:
+      return "DETACH";
+    case SQLITE_PRAGMA:
+      return "this PRAGMA";
+    case SQLITE_TRANSACTION:
+      return "transaction control";
+    case SQLITE_SAVEPOINT:
+      return "SAVEPOINT";
+    case SQLITE_ANALYZE:
+      return "ANALYZE";
+    case SQLITE_REINDEX:
+      return "REINDEX";
+    case SQLITE_ALTER_TABLE:
+      return "ALTER TABLE";
     case SQLITE_CREATE_INDEX:
     case SQLITE_CREATE_TABLE:
     case SQLITE_CREATE_TEMP_INDEX:
@@ -104,18 +115,19 @@ std::string_view ActionName(int action) {
     case SQLITE_DROP_VIEW:
     case SQLITE_DROP_VTABLE:
       return "DROP";
-    default: return "a statement that changes the database or the connection";
+    default:
+      return "a statement that changes the database or the connection";
   }
 }
 
 struct AuthorizerState {
-  std::string refused;  // what the authorizer denied first
+  std::string refused;        // what the authorizer denied first
   bool schema_write = false;  // `refused` is a write to the schema table (CREATE, DROP)
 };
 
 // Allows what a SELECT needs and nothing else.
-int Authorize(void* user, int action, const char* arg1, const char* /*arg2*/,
-              const char* /*db*/, const char* /*trigger*/) {
+int Authorize(void* user, int action, const char* arg1, const char* /*arg2*/, const char* /*db*/,
+              const char* /*trigger*/) {
   auto* state = static_cast<AuthorizerState*>(user);
   switch (action) {
     case SQLITE_SELECT:

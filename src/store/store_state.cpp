@@ -146,8 +146,9 @@ Result<std::optional<EmbeddingSpace>> Store::GetEmbeddingSpace(EmbeddingOwner ow
   GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(EmbeddingOwnerName(owner)).Step());
   if (!found) return std::optional<EmbeddingSpace>();
   EmbeddingSpace space{stmt.Text(0), stmt.Int(1), 0};
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt count,
-                        impl_->conn.Prepare("SELECT count(*) FROM embeddings WHERE owner_kind = ?"));
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt count,
+      impl_->conn.Prepare("SELECT count(*) FROM embeddings WHERE owner_kind = ?"));
   GRAG_ASSIGN_OR_RETURN(bool counted, count.BindAll(EmbeddingOwnerName(owner)).Step());
   if (counted) space.count = count.Int(0);
   return std::optional<EmbeddingSpace>(std::move(space));

@@ -9,7 +9,7 @@ namespace grag::store {
 namespace {
 
 std::string StatPart(const std::string& file) {
-  struct stat st{};
+  struct stat st {};
   if (stat(file.c_str(), &st) != 0) return "0 0";
   const int64_t ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
   return std::to_string(st.st_size) + " " + std::to_string(ns);
@@ -69,8 +69,8 @@ Status QuickCheck(sqlite::Connection& conn, const std::string& path) {
     }
   }
   if (problems.empty()) return Status::Ok();
-  return Status::Corruption("the index " + path + " is damaged (" + problems + "): " +
-                            DamageAdvice());
+  return Status::Corruption("the index " + path + " is damaged (" + problems +
+                            "): " + DamageAdvice());
 }
 
 }  // namespace grag::store

@@ -96,8 +96,8 @@ bool IsBlank(std::string_view text) {
     if (n <= 0) return false;
     const auto cat = utf8proc_category(cp);
     const bool space = cp == '\t' || cp == '\n' || cp == '\v' || cp == '\f' || cp == '\r' ||
-                       cp == 0xFEFF || cat == UTF8PROC_CATEGORY_ZS ||
-                       cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+                       cp == 0xFEFF || cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL ||
+                       cat == UTF8PROC_CATEGORY_ZP;
     if (!space) return false;
     p += n;
     left -= n;
@@ -119,16 +119,18 @@ bool CheckText(std::string& text, const std::string& where, const LoadOptions& o
   const size_t bad = FindInvalidUtf8(text);
   if (bad == std::string::npos) return true;
   if (options.invalid_utf8 == InvalidUtf8Policy::kRepair) {
-    issues.push_back(Issue(where, "invalid UTF-8 at byte offset " + std::to_string(bad) +
-                                 "; bad bytes replaced with U+FFFD",
-                      false));
+    issues.push_back(Issue(
+        where,
+        "invalid UTF-8 at byte offset " + std::to_string(bad) + "; bad bytes replaced with U+FFFD",
+        false));
     text = RepairUtf8(text);
     return true;
   }
-  issues.push_back(Issue(where, "invalid UTF-8 at byte offset " + std::to_string(bad) +
-                               "; skipped (set input.invalid_utf8 = \"repair\" to load it with "
-                               "bad bytes replaced)",
-                    true));
+  issues.push_back(Issue(where,
+                         "invalid UTF-8 at byte offset " + std::to_string(bad) +
+                             "; skipped (set input.invalid_utf8 = \"repair\" to load it with "
+                             "bad bytes replaced)",
+                         true));
   return false;
 }
 
@@ -158,9 +160,10 @@ void AddRecord(const nlohmann::json& rec, size_t index, const std::string& doc_b
   }
   auto text_it = rec.find(options.json_text_field);
   if (text_it == rec.end() || !text_it->is_string()) {
-    out.issues.push_back(Issue(where, "has no string field \"" + options.json_text_field +
-                                     "\" (set input.json_text_field); skipped",
-                          true));
+    out.issues.push_back(Issue(where,
+                               "has no string field \"" + options.json_text_field +
+                                   "\" (set input.json_text_field); skipped",
+                               true));
     return;
   }
   std::string text = text_it->get<std::string>();  // nlohmann validated the UTF-8 already
@@ -168,19 +171,21 @@ void AddRecord(const nlohmann::json& rec, size_t index, const std::string& doc_b
   if (auto it = rec.find(options.json_id_field); it != rec.end()) id = JsonScalarToString(*it);
   if (id.empty()) id = doc_base + "#" + std::to_string(index);
   std::string title;
-  if (auto it = rec.find(options.json_title_field); it != rec.end()) title = JsonScalarToString(*it);
+  if (auto it = rec.find(options.json_title_field); it != rec.end())
+    title = JsonScalarToString(*it);
   if (title.empty()) title = id;
   if (IsBlank(text)) {
-    out.issues.push_back(Issue(where, text.empty() ? "has an empty text; skipped"
-                                              : "has a text of only white space; skipped",
-                          true));
+    out.issues.push_back(Issue(
+        where,
+        text.empty() ? "has an empty text; skipped" : "has a text of only white space; skipped",
+        true));
     return;
   }
   out.documents.push_back(MakeDoc(std::move(id), std::move(title), std::move(text)));
 }
 
-void LoadJson(std::string content, const std::string& doc_base, const fs::path& file,
-              bool lines, const LoadOptions& options, LoadResult& out) {
+void LoadJson(std::string content, const std::string& doc_base, const fs::path& file, bool lines,
+              const LoadOptions& options, LoadResult& out) {
   const std::string where = file.generic_string();
   if (!CheckText(content, where, options, out.issues)) return;
   if (lines) {
@@ -198,10 +203,11 @@ void LoadJson(std::string content, const std::string& doc_base, const fs::path& 
       try {
         AddRecord(nlohmann::json::parse(line), record++, doc_base, file, options, out);
       } catch (const nlohmann::json::exception& e) {
-        out.issues.push_back(Issue(where, "line " + std::to_string(line_no) + " (byte offset " +
-                                         std::to_string(line_start) +
-                                         ") is not valid JSON; skipped: " + e.what(),
-                              true));
+        out.issues.push_back(Issue(where,
+                                   "line " + std::to_string(line_no) + " (byte offset " +
+                                       std::to_string(line_start) +
+                                       ") is not valid JSON; skipped: " + e.what(),
+                                   true));
       }
     }
     return;
@@ -210,15 +216,15 @@ void LoadJson(std::string content, const std::string& doc_base, const fs::path& 
   try {
     doc = nlohmann::json::parse(content);
   } catch (const nlohmann::json::parse_error& e) {
-    out.issues.push_back(Issue(where, "not valid JSON at byte offset " + std::to_string(e.byte) +
-                                     "; skipped: " + e.what(),
-                          true));
+    out.issues.push_back(Issue(
+        where, "not valid JSON at byte offset " + std::to_string(e.byte) + "; skipped: " + e.what(),
+        true));
     return;
   } catch (const nlohmann::json::exception& e) {
     // Valid syntax the parser still refuses, e.g. a number out of double's range (found by
     // the loader fuzzer: "444444.44e4464" ended the process).
-    out.issues.push_back(Issue(where, std::string("cannot be read as JSON; skipped: ") + e.what(),
-                               true));
+    out.issues.push_back(
+        Issue(where, std::string("cannot be read as JSON; skipped: ") + e.what(), true));
     return;
   }
   if (doc.is_array()) {
@@ -252,9 +258,10 @@ void LoadCsv(std::string content, const std::string& doc_base, const fs::path& f
   };
   const auto text_col = col(options.csv_text_column);
   if (text_col < 0) {
-    out.issues.push_back(Issue(where, "has no column \"" + options.csv_text_column +
-                                     "\" (set input.csv_text_column); skipped",
-                          true));
+    out.issues.push_back(Issue(
+        where,
+        "has no column \"" + options.csv_text_column + "\" (set input.csv_text_column); skipped",
+        true));
     return;
   }
   const auto id_col = col(options.csv_id_column);
@@ -271,10 +278,10 @@ void LoadCsv(std::string content, const std::string& doc_base, const fs::path& f
     if (title.empty()) title = id;
     std::string text = cell(text_col);
     if (IsBlank(text)) {
-      out.issues.push_back(Issue(where + " row " + std::to_string(r),
-                            text.empty() ? "has an empty text; skipped"
-                                         : "has a text of only white space; skipped",
-                            true));
+      out.issues.push_back(Issue(
+          where + " row " + std::to_string(r),
+          text.empty() ? "has an empty text; skipped" : "has a text of only white space; skipped",
+          true));
       continue;
     }
     out.documents.push_back(MakeDoc(std::move(id), std::move(title), std::move(text)));
@@ -293,9 +300,9 @@ void LoadOneFile(const fs::path& file, const fs::path& base, const LoadOptions& 
   const size_t sniff = std::min(text.size(), kBinarySniffBytes);
   if (const void* nul = std::memchr(text.data(), '\0', sniff); nul != nullptr) {
     const auto offset = static_cast<const char*>(nul) - text.data();
-    out.issues.push_back(Issue(where, "looks binary (NUL byte at byte offset " +
-                                     std::to_string(offset) + "); skipped",
-                          true));
+    out.issues.push_back(Issue(
+        where, "looks binary (NUL byte at byte offset " + std::to_string(offset) + "); skipped",
+        true));
     return;
   }
   const std::string doc_base = DocIdFor(file, base);
@@ -417,9 +424,10 @@ Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths,
             it.disable_recursion_pending();
             LoadIssue issue;
             issue.path = entry.generic_string();
-            issue.message = loop ? "is a symlink to a folder that contains it (a loop); not followed"
-                                 : "is a symlink to a folder already read (" +
-                                       target.generic_string() + "); not followed";
+            issue.message = loop
+                                ? "is a symlink to a folder that contains it (a loop); not followed"
+                                : "is a symlink to a folder already read (" +
+                                      target.generic_string() + "); not followed";
             issue.skipped = false;
             issue.source_path = RelativeOrAbsolute(entry, root);
             out.issues.push_back(std::move(issue));

@@ -101,8 +101,10 @@ bool IsWordCodePoint(utf8proc_int32_t cp) {
     case UTF8PROC_CATEGORY_ME:
     case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_NO: return true;
-    default: return false;
+    case UTF8PROC_CATEGORY_NO:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -117,9 +117,12 @@ void TokenizerRoundTrip(std::string_view data) {
 }
 
 constexpr Target kTargets[] = {
-    {"extraction_reply", &ExtractionReply}, {"report_reply", &ReportReply},
-    {"map_reply", &MapReply},               {"chat_wire", &ChatWire},
-    {"loader", &Loader},                    {"config", &ConfigFile},
+    {"extraction_reply", &ExtractionReply},
+    {"report_reply", &ReportReply},
+    {"map_reply", &MapReply},
+    {"chat_wire", &ChatWire},
+    {"loader", &Loader},
+    {"config", &ConfigFile},
     {"tokenizer", &TokenizerRoundTrip},
 };
 

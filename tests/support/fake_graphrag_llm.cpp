@@ -13,11 +13,12 @@ namespace {
 using nlohmann::json;
 
 const std::set<std::string> kStop = {
-    "The", "A", "An", "He", "She", "It", "I", "But", "And", "Or", "If", "In", "On", "At", "To",
-    "Of", "As", "So", "No", "Yes", "Oh", "What", "When", "Then", "There", "This", "That", "They",
-    "We", "You", "His", "Her", "My", "Your", "Our", "Their", "Not", "For", "With", "By", "From",
-    "Who", "Why", "How", "Where", "Which", "All", "Now", "One", "Be", "Is", "Was", "Were", "Do",
-    "Did", "Have", "Had", "Come", "Said", "Well", "Let", "Upon", "Though", "After", "Before"};
+    "The",   "A",     "An",    "He",   "She",  "It",   "I",    "But",    "And",   "Or",    "If",
+    "In",    "On",    "At",    "To",   "Of",   "As",   "So",   "No",     "Yes",   "Oh",    "What",
+    "When",  "Then",  "There", "This", "That", "They", "We",   "You",    "His",   "Her",   "My",
+    "Your",  "Our",   "Their", "Not",  "For",  "With", "By",   "From",   "Who",   "Why",   "How",
+    "Where", "Which", "All",   "Now",  "One",  "Be",   "Is",   "Was",    "Were",  "Do",    "Did",
+    "Have",  "Had",   "Come",  "Said", "Well", "Let",  "Upon", "Though", "After", "Before"};
 
 std::string Between(std::string_view s, std::string_view open, std::string_view close) {
   const auto a = s.find(open);
@@ -76,11 +77,14 @@ std::string Extract(std::string_view prompt) {
   json entities = json::array();
   json rels = json::array();
   for (size_t i = 0; i < names.size(); ++i) {
-    const char* type = names[i].find(' ') != std::string::npos ? "person" : (i % 3 == 2 ? "geo" : "person");
-    entities.push_back({{"name", names[i]}, {"type", type},
+    const char* type =
+        names[i].find(' ') != std::string::npos ? "person" : (i % 3 == 2 ? "geo" : "person");
+    entities.push_back({{"name", names[i]},
+                        {"type", type},
                         {"description", names[i] + " appears in a passage of the story"}});
     if (i > 0) {
-      rels.push_back({{"source", names[i - 1]}, {"target", names[i]},
+      rels.push_back({{"source", names[i - 1]},
+                      {"target", names[i]},
                       {"description", names[i - 1] + " and " + names[i] + " appear together"},
                       {"strength", static_cast<int>(1 + (i % 9))}});
     }
@@ -122,7 +126,8 @@ std::string PromptKind(std::string_view p) {
   if (p.find("were missed in the last extraction") != std::string_view::npos) return "glean";
   if (p.find("was not valid JSON") != std::string_view::npos) return "retry";
   if (p.find("Extract the entities and relationships") != std::string_view::npos) return "extract";
-  if (p.find("Descriptions:") != std::string_view::npos && p.find("Name: ") != std::string_view::npos) {
+  if (p.find("Descriptions:") != std::string_view::npos &&
+      p.find("Name: ") != std::string_view::npos) {
     return "summarize";
   }
   if (p.find("Write a report on the community") != std::string_view::npos) return "report";
@@ -131,7 +136,8 @@ std::string PromptKind(std::string_view p) {
   if (p.find("knowledge-graph context below") != std::string_view::npos) return "local";
   if (p.find("using the source passages below") != std::string_view::npos) return "basic";
   if (p.find("Classify the question below") != std::string_view::npos) return "route";
-  if (p.find("\"verdicts\"") != std::string_view::npos && p.find("Pair 1:") != std::string_view::npos) {
+  if (p.find("\"verdicts\"") != std::string_view::npos &&
+      p.find("Pair 1:") != std::string_view::npos) {
     return "adjudicate";
   }
   return "unknown";
@@ -154,7 +160,8 @@ std::string FakeGraphRagReply(std::string_view prompt) {
   if (kind == "route") return R"({"kind": "lookup", "reason": "one thing"})";
   if (kind == "adjudicate") {  // entity resolution: every pair judged different
     json verdicts = json::array();
-    for (int pair = 1; prompt.find("Pair " + std::to_string(pair) + ":") != std::string_view::npos; ++pair) {
+    for (int pair = 1; prompt.find("Pair " + std::to_string(pair) + ":") != std::string_view::npos;
+         ++pair) {
       verdicts.push_back({{"pair", pair}, {"same", false}, {"reason", "not enough evidence"}});
     }
     return json{{"verdicts", verdicts}}.dump();
@@ -173,8 +180,7 @@ ScriptedChatModel::Responder FakeGraphRagResponder() {
 }
 
 FakeHandler FakeGraphRagHandler() {
-  return Answering([](const FakeRequest& r) { return FakeGraphRagReply(r.LastUserMessage()); },
-                   16);
+  return Answering([](const FakeRequest& r) { return FakeGraphRagReply(r.LastUserMessage()); }, 16);
 }
 
 }  // namespace grag::testing

@@ -40,8 +40,7 @@ CommandResult RunCommand(const std::string& command) {
   close(out_fd);
   close(err_fd);
   // A group, so redirections inside `command` (a question file on stdin) win over these.
-  const std::string full =
-      "{ " + command + "\n} </dev/null >" + out_tmpl + " 2>" + err_tmpl;
+  const std::string full = "{ " + command + "\n} </dev/null >" + out_tmpl + " 2>" + err_tmpl;
   const int raw = std::system(full.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);

@@ -3,8 +3,7 @@
 namespace grag::testing {
 
 Result<std::unique_ptr<Store>> OpenStoreWithChunks(
-    const std::string& path, const std::string& document_id,
-    const std::vector<std::string>& texts,
+    const std::string& path, const std::string& document_id, const std::vector<std::string>& texts,
     const std::function<std::string(size_t)>& chunk_id) {
   GRAG_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(path));
   Document d;

@@ -31,7 +31,8 @@ class TempDir {
   std::string Write(std::string_view rel, std::string_view content) const {
     const auto p = path_ / rel;
     std::filesystem::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary).write(content.data(), static_cast<std::streamsize>(content.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(content.data(), static_cast<std::streamsize>(content.size()));
     return p.string();
   }
 
