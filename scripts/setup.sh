@@ -9,6 +9,7 @@ APT_PACKAGES=(
   libsqlite3-dev sqlite3 libigraph-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   nlohmann-json3-dev libcli11-dev libhnswlib-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libutf8proc-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format python3
 )
 TIKTOKEN_VERSION=1.0.22   # npm package holding the cl100k_base / o200k_base vocabularies
 OPENAI_VERSION=5.23.2     # the official OpenAI client, run against `grag serve` by e2e_openai_client_test
