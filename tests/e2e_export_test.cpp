@@ -18,14 +18,10 @@ namespace grag {
 namespace {
 
 using nlohmann::json;
+using testing::ReadFile;
 using testing::RunCommand;
 using testing::ShellQuote;
 using testing::TempDir;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class E2eExportTest : public ::testing::Test {
  protected:

@@ -24,14 +24,10 @@ namespace grag {
 namespace {
 
 using nlohmann::json;
+using testing::ReadFile;
 using testing::RunCommand;
 using testing::ShellQuote;
 using testing::TempDir;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // Runs a Python script with `arg`; returns its stdout (the test fails on a non-zero exit).
 std::string Python(const std::string& script, const std::string& arg) {

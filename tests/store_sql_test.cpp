@@ -20,12 +20,8 @@
 namespace grag {
 namespace {
 
+using testing::ReadFile;
 using testing::TempDir;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class StoreSqlTest : public ::testing::Test {
  protected:
