@@ -30,8 +30,8 @@ class E2eExportTest : public ::testing::Test {
     root_ = new std::string(*dir_ / "carol");
     auto init = RunCommand(Grag("init " + ShellQuote(*root_)));
     ASSERT_EQ(init.exit_code, 0) << init.err;
-    std::ifstream in(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt");
-    const std::string book(std::istreambuf_iterator<char>(in), {});
+    const std::string book =
+        ReadFile(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt");
     std::ofstream(*root_ + "/input/carol.txt") << book.substr(0, 80000);
     auto index = RunCommand(In("--no-llm index --no-progress"));
     ASSERT_EQ(index.exit_code, 0) << index.err;

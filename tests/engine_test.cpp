@@ -30,8 +30,8 @@ class EngineTest : public ::testing::Test {
   }
 
   static std::string ReadBook() {
-    std::ifstream in(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt");
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    return testing::ReadFile(std::string(GRAG_TEST_DATA_DIR) +
+                             "/christmas_carol/christmas_carol.txt");
   }
 
   std::unique_ptr<Engine> OpenWritable() {

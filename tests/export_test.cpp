@@ -94,8 +94,8 @@ class ExportTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir();
-    std::ifstream in(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt");
-    const std::string book(std::istreambuf_iterator<char>(in), {});
+    const std::string book =
+        ReadFile(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt");
     dir_->Write("proj/input/carol.txt", book.substr(0, 80000));
     Config config;
     config.root = *dir_ / "proj";
