@@ -1,6 +1,7 @@
 // Settings: defaults < config file < environment < flags; clear errors; the init file round-trips.
 #include "grag/config.h"
 #include "grag/merge.h"
+#include "grag/report.h"
 #include "grag/llm.h"
 #include "grag/retrieval.h"
 #include "grag/resolve.h"
@@ -176,6 +177,7 @@ TEST(ConfigTest, SearchDefaultsAreTheRetrievalDefaults) {
   EXPECT_EQ(static_cast<size_t>(c.summaries.max_joined_tokens), so.max_joined_tokens);
   EXPECT_EQ(static_cast<size_t>(c.summaries.max_descriptions), so.max_descriptions);
   EXPECT_EQ(c.summaries.max_summary_tokens, so.max_summary_tokens);
+  EXPECT_EQ(c.communities.report_refresh_threshold, ReportOptions{}.refresh_threshold);
   EXPECT_EQ(c.search.lexical_vector_weight, r.lexical_vector_weight);
   EXPECT_EQ(c.search.damping, r.damping);
   EXPECT_EQ(c.search.fact_seed_share, r.fact_seed_share);

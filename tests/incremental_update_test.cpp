@@ -10,9 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grag/extract.h"
 #include "grag/hash.h"
 #include "grag/indexer.h"
+#include "grag/local_search.h"
+#include "grag/report.h"
 #include "grag/store.h"
+#include "grag/tokenizer.h"
 #include "support/fake_graphrag_llm.h"
 #include "support/temp_dir.h"
 
@@ -229,6 +233,14 @@ void WriteNewDocument(Project& p) {
   p.dir.Write("proj/input/doc50.txt", DocumentText(3, 2) + "then Zora Quill met " + Person(3, 1) +
                                           " on the pier. then Zora Quill met " + Person(3, 2) +
                                           " again. ");
+}
+
+// Document 50, small: one passage in which a newcomer meets members of group 3 (a small change
+// to that group's communities and to its people's descriptions).
+void WriteSmallNewDocument(Project& p) {
+  p.dir.Write("proj/input/doc50.txt", "then Zora Quill met " + Person(3, 1) +
+                                          " on the pier. then " + Person(3, 0) + " met " +
+                                          Person(3, 2) + " at dawn. ");
 }
 
 TEST(IncrementalUpdateTest, ReindexingUnchangedInputMakesNoLlmCall) {
@@ -476,6 +488,259 @@ TEST(IncrementalUpdateTest, WarmStartCanBeTurnedOff) {
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_FALSE(s->communities_warm_start);
   EXPECT_FALSE(p.store->LatestClustering().value()->warm_start);
+}
+
+// Community id -> whether an LLM report of it stands stale, for the communities with a report.
+std::map<int64_t, bool> StaleFlags(Store& store) {
+  std::map<int64_t, bool> out;
+  const auto reports = store.ListReports().value();
+  for (const auto& r : reports) out[r.community_id] = r.stale;
+  return out;
+}
+
+TEST(IncrementalUpdateTest, SmallChangesKeepReportsStaleWithANoteUntilRefreshed) {
+  Project p;
+  ASSERT_TRUE(p.Run().ok());
+  WriteSmallNewDocument(p);
+  p.model->Reset();
+  auto added = p.Add(p.dir / "proj/input/doc50.txt");
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+
+  // Some communities changed too little to be worth a call: their reports stand, marked stale,
+  // counted in the run and in the index's stats, and carry a note on what changed.
+  EXPECT_GT(added->reports_kept_stale, 0);
+  const auto reports = p.store->ListReports().value();
+  int64_t stale = 0;
+  for (const auto& r : reports) {
+    if (!r.stale) continue;
+    ++stale;
+    EXPECT_NE(r.full_content.find("## Since this report was written"), std::string::npos)
+        << "community " << r.community_id;
+    EXPECT_EQ(r.generator, ReportGenerator::kLlm);
+  }
+  EXPECT_EQ(stale, added->reports_kept_stale);
+  EXPECT_EQ(p.store->Stats()->reports_stale, stale);
+  EXPECT_EQ(added->usage.calls - added->usage.cache_hits, p.model->Total());
+
+  // The new document's entity reaches every report above it: written after it joined (its
+  // basis has it) or stale with a note naming it.
+  const auto zora = p.store->GetEntityByKey("zora quill").value();
+  ASSERT_TRUE(zora.has_value());
+  int reached = 0;
+  for (const auto& c : p.store->ListCommunities().value()) {
+    if (std::find(c.entity_ids.begin(), c.entity_ids.end(), zora->id) == c.entity_ids.end()) {
+      continue;
+    }
+    const auto r = p.store->GetReport(c.id).value();
+    ASSERT_TRUE(r.has_value()) << "community " << c.id;
+    if (r->generator != ReportGenerator::kLlm) continue;
+    ++reached;
+    if (r->stale) {
+      EXPECT_NE(r->full_content.find("Zora Quill"), std::string::npos) << "community " << c.id;
+    } else {
+      EXPECT_TRUE(std::binary_search(r->basis.members.begin(), r->basis.members.end(), zora->id))
+          << "community " << c.id;
+    }
+  }
+  EXPECT_GT(reached, 0);
+  // Local search finds it, with the new document's passage.
+  const Tokenizer* tok = Tokenizer::Get(p.config.chunks.encoding).value();
+  auto context = BuildLocalContext(*p.store, nullptr, *tok, "Who is Zora Quill?");
+  ASSERT_TRUE(context.ok()) << context.status().ToString();
+  ASSERT_FALSE(context->matches.empty());
+  EXPECT_NE(context->entities_text.find("Zora Quill"), std::string::npos);
+  EXPECT_NE(context->chunks_text.find("Zora Quill met"), std::string::npos);
+
+  // --refresh-reports rewrites every stale report and nothing else is needed afterwards: the
+  // reports are what generating them afresh on these communities gives.
+  p.model->Reset();
+  IndexRequest refresh;
+  refresh.refresh_reports = true;
+  auto refreshed = p.Run(refresh);
+  ASSERT_TRUE(refreshed.ok()) << refreshed.status().ToString();
+  EXPECT_EQ(refreshed->reports_kept_stale, 0);
+  EXPECT_GE(refreshed->reports_generated, stale);
+  EXPECT_EQ(p.model->Calls("extract"), 0);
+  EXPECT_EQ(p.store->Stats()->reports_stale, 0);
+  for (const auto& [id, is_stale] : StaleFlags(*p.store)) EXPECT_FALSE(is_stale) << id;
+  ReportOptions ro;
+  const int64_t min_size = p.config.communities.llm_report_min_size;
+  ro.include = [min_size](const CommunityRecord& c) { return c.size >= min_size; };
+  ro.refresh_threshold = 0;
+  auto plan = PlanReports(*p.store, *tok, ro, p.model->get()->model());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_FALSE(plan->empty());
+  for (const auto& planned : *plan) {
+    EXPECT_TRUE(planned.up_to_date) << "community " << planned.input.community_id;
+  }
+  p.model->Reset();
+  ASSERT_TRUE(p.Run().ok());
+  EXPECT_EQ(p.model->Total(), 0);
+}
+
+TEST(IncrementalUpdateTest, AThresholdOfZeroRewritesEveryChangedReport) {
+  Project p;
+  p.config.communities.report_refresh_threshold = 0;
+  ASSERT_TRUE(p.Run().ok());
+  const auto before = ReportHashes(*p.store);
+  WriteNewDocument(p);
+  auto added = p.Add(p.dir / "proj/input/doc50.txt");
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  EXPECT_EQ(added->reports_kept_stale, 0);
+  EXPECT_EQ(p.store->Stats()->reports_stale, 0);
+  EXPECT_EQ(added->reports_generated, ChangedReports(before, ReportHashes(*p.store)));
+}
+
+// Entity key -> description, of the entities whose description is an LLM summary.
+std::map<std::string, std::string> Summaries(Store& store) {
+  std::map<std::string, std::string> out;
+  const auto entities = store.ListEntities().value();
+  for (const auto& e : entities) {
+    if (!e.description_model.empty()) out[e.name_key] = e.description;
+  }
+  return out;
+}
+
+TEST(IncrementalUpdateTest, SummariesTakeNewDescriptionsWithoutACallUntilMaterialIsGone) {
+  Project p;
+  p.config.summaries.max_joined_tokens = 30;  // so that the people's descriptions get summaries
+  ASSERT_TRUE(p.Run().ok());
+  const auto before = Summaries(*p.store);
+  ASSERT_FALSE(before.empty());
+
+  WriteSmallNewDocument(p);
+  p.model->Reset();
+  auto added = p.Add(p.dir / "proj/input/doc50.txt");
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  EXPECT_GT(added->descriptions_appended, 0);
+  // The summaries stand, with the new descriptions after them.
+  int extended = 0;
+  for (const auto& [key, description] : Summaries(*p.store)) {
+    auto it = before.find(key);
+    if (it == before.end() || it->second == description) continue;
+    if (description.rfind(it->second + "\n", 0) == 0) ++extended;
+  }
+  EXPECT_GT(extended, 0);
+
+  // Without the allowance every changed summary is written again.
+  Project strict;
+  strict.config.summaries.max_joined_tokens = 30;
+  strict.config.summaries.refresh_share = 0;
+  ASSERT_TRUE(strict.Run().ok());
+  WriteSmallNewDocument(strict);
+  strict.model->Reset();
+  auto strict_added = strict.Add(strict.dir / "proj/input/doc50.txt");
+  ASSERT_TRUE(strict_added.ok()) << strict_added.status().ToString();
+  EXPECT_EQ(strict_added->descriptions_appended, 0);
+  EXPECT_GT(strict.model->Calls("summarize"), p.model->Calls("summarize"));
+
+  // Removing the document removes what it brought: summaries are written again from what is
+  // left, which is what the first index summarised.
+  IndexRequest remove;
+  remove.remove = {"doc50.txt"};
+  auto removed = p.Run(remove);
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(Summaries(*p.store), before);
+}
+
+TEST(IncrementalUpdateTest, CommunitiesAwayFromTheChangeKeepTheirMembersAndIds) {
+  Project p;
+  ASSERT_TRUE(p.Run().ok());
+  const auto before = Communities(*p.store);
+  WriteNewDocument(p);  // about group 3, naming group 4's first member, and Zora Quill
+  auto added = p.Add(p.dir / "proj/input/doc50.txt");
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  EXPECT_GT(added->entities_changed, 0);
+  EXPECT_TRUE(added->communities_warm_start);
+  std::set<std::string> touched = {"zora quill"};
+  for (int m = 0; m < 5; ++m) touched.insert(NormalizeEntityName(Person(3, m)));
+  touched.insert(NormalizeEntityName(Person(4, 0)));
+  const auto after = Communities(*p.store);
+  int untouched = 0;
+  for (const auto& [id, c] : before) {
+    bool near = false;
+    for (const auto& key : c.second) near = near || touched.count(key) > 0;
+    if (near) continue;
+    ++untouched;
+    auto it = after.find(id);
+    ASSERT_NE(it, after.end()) << "community " << id << " is gone";
+    EXPECT_EQ(it->second, c) << "community " << id << " changed";
+  }
+  EXPECT_GT(untouched, 0);
+  // Nothing is pending once the communities are written.
+  EXPECT_EQ(p.store->GetMeta("communities_pending_changes").value().value_or(""), "");
+}
+
+TEST(IncrementalUpdateTest, DryRunEstimatesCallsByKindLearningFromEarlierRuns) {
+  Project p;
+  p.config.llm.price_input_per_million = 2;
+  p.config.llm.price_output_per_million = 8;
+  IndexContext ctx;
+  ctx.store = p.store.get();
+  ctx.chat = p.model->get();
+  // A first index: extraction exact, the rest from typical ratios.
+  auto first = PlanIndex(p.config, {}, ctx);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(first->estimate.update);
+  EXPECT_EQ(first->estimate.history_runs, 0);
+  EXPECT_EQ(first->estimate.calls.extract, first->chunks_to_extract);
+  EXPECT_EQ(first->estimate.calls.glean, first->chunks_to_extract * p.config.extraction.gleanings);
+  EXPECT_GT(first->estimate.calls.report, 0);
+  ASSERT_TRUE(first->estimate.cost.has_value());
+  EXPECT_GT(*first->estimate.cost, 0);
+  auto full = p.Run();
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(full->calls.Total(), full->usage.calls);
+  EXPECT_EQ(full->calls.extract, first->chunks_to_extract);
+
+  // The first update of it: typical update ratios; the second learns from the first.
+  WriteNewDocument(p);
+  auto plan1 = PlanIndex(p.config, {}, ctx);
+  ASSERT_TRUE(plan1.ok()) << plan1.status().ToString();
+  EXPECT_TRUE(plan1->estimate.update);
+  EXPECT_EQ(plan1->estimate.history_runs, 0);
+  auto update1 = p.Run();
+  ASSERT_TRUE(update1.ok()) << update1.status().ToString();
+  p.dir.Write("proj/input/doc51.txt",
+              DocumentText(9, 2) + "then Zora Quill met " + Person(9, 1) + " at the fair. ");
+  auto plan2 = PlanIndex(p.config, {}, ctx);
+  ASSERT_TRUE(plan2.ok()) << plan2.status().ToString();
+  EXPECT_EQ(plan2->estimate.history_runs, 1);
+  const double per_chunk =
+      static_cast<double>(update1->calls.report) / static_cast<double>(update1->calls.extract);
+  EXPECT_EQ(plan2->estimate.calls.report,
+            std::llround(per_chunk * static_cast<double>(plan2->chunks_to_extract)));
+  const int calls = p.model->Total();
+  ASSERT_TRUE(PlanIndex(p.config, {}, ctx).ok());
+  EXPECT_EQ(p.model->Total(), calls);  // a plan calls nothing
+}
+
+TEST(IncrementalUpdateTest, ABudgetStopsARunCleanlyAndTheNextRunResumes) {
+  Project p;
+  p.config.llm.max_calls = 10;
+  auto stopped = p.Run();
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.status().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(stopped.status().message().find("llm.max_calls"), std::string::npos)
+      << stopped.status().message();
+  // Calls in flight may finish past the limit, no more.
+  EXPECT_LE(p.model->Total(), 10 + p.config.llm.concurrency);
+  EXPECT_EQ(p.store->ListRuns().value().front().status, RunStatus::kFailed);
+
+  p.config.llm.max_calls = 0;
+  auto resumed = p.Run();
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(Snapshot(*p.store), FromScratch(kDocs));
+  ExpectEveryCommunityReported(*p.store);
+
+  // A cost budget needs prices, and stops the same way.
+  Project priced(4);
+  priced.config.llm.price_input_per_million = 1000000;  // a token costs 1
+  priced.config.llm.max_cost = 1;
+  auto over = priced.Run();
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(over.status().message().find("llm.max_cost"), std::string::npos);
 }
 
 // The closing note's figures: LLM calls of adding 1%, 5% and 10% new documents, as a fraction

@@ -120,6 +120,56 @@ TEST(SummarizeTest, SummarisedAboveTheThresholdAndNotBelow) {
   EXPECT_EQ(model.RequestCount(), 1u);
 }
 
+// Tokens counted as words, so the limits below are easy to follow.
+SummarizeOptions WordCounting() {
+  SummarizeOptions o;
+  o.max_joined_tokens = 100;
+  o.count_tokens = [](std::string_view t) {
+    return static_cast<size_t>(
+        std::count_if(t.begin(), t.end(), [](char c) { return c == ' ' || c == '\n'; }) + 1);
+  };
+  return o;
+}
+
+TEST(SummarizeTest, NewDescriptionsAreAppendedToASummaryWithinTheShare) {
+  const SummarizeOptions o = WordCounting();
+  const std::vector<std::string> first = {"one two three four five", "six seven eight nine ten"};
+  const std::string basis = SummaryBasis(first, o);  // 10 words summarised
+  std::vector<std::string> now = first;
+  now.push_back("eleven twelve");
+  auto appended = AppendToSummary("The summary.", basis, now, 0.5, o);
+  ASSERT_TRUE(appended.has_value());
+  EXPECT_EQ(appended->description, "The summary.\neleven twelve");
+  EXPECT_EQ(appended->appended, 1u);
+
+  // Next time only what is new is appended, and the allowance counts everything not summarised.
+  now.push_back("thirteen fourteen");
+  auto again = AppendToSummary(appended->description, appended->basis, now, 0.5, o);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->description, "The summary.\neleven twelve\nthirteen fourteen");
+  now.push_back("fifteen sixteen");  // 6 words beyond the summary's 10: over half
+  EXPECT_FALSE(AppendToSummary(again->description, again->basis, now, 0.5, o).has_value());
+}
+
+TEST(SummarizeTest, AppendingStopsWhenMaterialIsGoneOrLimitsSaySo) {
+  SummarizeOptions o = WordCounting();
+  const std::vector<std::string> first = {"one two three four five", "six seven eight nine ten"};
+  const std::string basis = SummaryBasis(first, o);
+  // A summarised description is gone: summarise again rather than keep it.
+  EXPECT_FALSE(AppendToSummary("S", basis, {first[0], "new"}, 0.5, o).has_value());
+  // An appended one is gone too.
+  auto appended = AppendToSummary("S", basis, {first[0], first[1], "new"}, 0.5, o);
+  ASSERT_TRUE(appended.has_value());
+  EXPECT_FALSE(AppendToSummary("S\nnew", appended->basis, first, 0.5, o).has_value());
+  // Share 0: always summarise; no basis or a bad one: summarise.
+  EXPECT_FALSE(AppendToSummary("S", basis, {first[0], first[1], "new"}, 0, o).has_value());
+  EXPECT_FALSE(AppendToSummary("S", "", {first[0], first[1], "new"}, 0.5, o).has_value());
+  EXPECT_FALSE(AppendToSummary("S", "{bad", {first[0], first[1], "new"}, 0.5, o).has_value());
+  // The appended text never grows past max_joined_tokens.
+  o.max_joined_tokens = 1;
+  EXPECT_FALSE(AppendToSummary("S", basis, {first[0], first[1], "new words"}, 0.5, o).has_value());
+}
+
 TEST(SummarizeTest, HashIgnoresOrderButNotContent) {
   EXPECT_EQ(DescriptionsHash("x", {"a", "b"}), DescriptionsHash("x", {"b", "a"}));
   EXPECT_NE(DescriptionsHash("x", {"a", "b"}), DescriptionsHash("x", {"a", "c"}));

@@ -623,6 +623,8 @@ TEST_F(ReportTest, ARerunOnAnUnchangedGraphMakesNoCall) {
 TEST_F(ReportTest, AChangedDescriptionRegeneratesItsCommunityAndAncestorsOnly) {
   BuildHierarchy();
   ScriptedChatModel model(GoodResponder);
+  ReportOptions exact;  // every change to a prompt rewrites the report
+  exact.refresh_threshold = 0;
   ASSERT_TRUE(GenerateReports(*store_, model, *tok_, ReportOptions{}).ok());
   ASSERT_EQ(model.RequestCount(), 7u);
 
@@ -630,7 +632,7 @@ TEST_F(ReportTest, AChangedDescriptionRegeneratesItsCommunityAndAncestorsOnly) {
   n2.description = "a new account of N2";
   ASSERT_TRUE(store_->UpsertEntity(n2).ok());
 
-  auto plan = PlanReports(*store_, *tok_, ReportOptions{}, model.model());
+  auto plan = PlanReports(*store_, *tok_, exact, model.model());
   ASSERT_TRUE(plan.ok());
   std::set<int64_t> stale;
   for (const auto& p : *plan) {
@@ -638,7 +640,7 @@ TEST_F(ReportTest, AChangedDescriptionRegeneratesItsCommunityAndAncestorsOnly) {
   }
   EXPECT_EQ(stale, (std::set<int64_t>{100, 10, 1}));
 
-  auto second = GenerateReports(*store_, model, *tok_, ReportOptions{});
+  auto second = GenerateReports(*store_, model, *tok_, exact);
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_EQ(second->generated, 3);
   EXPECT_EQ(second->reused, 4);
@@ -650,6 +652,50 @@ TEST_F(ReportTest, AChangedDescriptionRegeneratesItsCommunityAndAncestorsOnly) {
   for (size_t i = 7; i < 10; ++i) {
     EXPECT_THAT(requests[i].messages[0].content, HasSubstr("a new account of N2"));
   }
+}
+
+TEST_F(ReportTest, ASmallChangeKeepsReportsStaleWithANoteUntilRefreshAll) {
+  BuildHierarchy();
+  ScriptedChatModel model(GoodResponder);
+  ASSERT_TRUE(GenerateReports(*store_, model, *tok_, ReportOptions{}).ok());
+  ASSERT_EQ(model.RequestCount(), 7u);
+  const auto written = store_->ListReports().value();
+  for (const auto& r : written) {
+    EXPECT_FALSE(r.stale);
+    EXPECT_FALSE(r.basis.params.empty()) << r.community_id;
+    EXPECT_FALSE(r.basis.members.empty()) << r.community_id;
+  }
+
+  // A new description changes three prompts but no membership or weight: no call.
+  EntityRecord n2 = store_->GetEntity(ids_.at("N2")).value().value();
+  n2.description = "a new account of N2";
+  ASSERT_TRUE(store_->UpsertEntity(n2).ok());
+  auto plan = PlanReports(*store_, *tok_, ReportOptions{}, model.model());
+  ASSERT_TRUE(plan.ok());
+  for (const auto& p : *plan) {
+    EXPECT_EQ(p.keep_stale, !p.up_to_date) << p.input.community_id;
+  }
+  auto kept = GenerateReports(*store_, model, *tok_, ReportOptions{});
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(model.RequestCount(), 7u);
+  EXPECT_EQ(kept->kept_stale, 3);
+  EXPECT_EQ(kept->generated, 0);
+  const auto actions = Actions(*kept);
+  for (int64_t id : {100, 10, 1}) EXPECT_EQ(actions.at(id), ReportAction::kKeptStale) << id;
+  const auto stale = store_->GetReport(100).value().value();
+  EXPECT_TRUE(stale.stale);
+  EXPECT_THAT(stale.full_content, HasSubstr("## Since this report was written"));
+  EXPECT_EQ(store_->Stats()->reports_stale, 3);
+
+  // refresh_all rewrites them; a rewritten report is fresh again.
+  ReportOptions refresh;
+  refresh.refresh_all = true;
+  auto rewritten = GenerateReports(*store_, model, *tok_, refresh);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status().ToString();
+  EXPECT_EQ(rewritten->generated, 3);
+  EXPECT_EQ(model.RequestCount(), 10u);
+  EXPECT_EQ(store_->Stats()->reports_stale, 0);
+  EXPECT_THAT(store_->GetReport(100).value()->full_content, Not(HasSubstr("Since this report")));
 }
 
 TEST_F(ReportTest, FinestLevelFirstWithALevelsCommunitiesConcurrent) {
@@ -766,6 +812,29 @@ TEST_F(ReportTest, NoCommunitiesAndBadOptions) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
   }
+}
+
+TEST(CommunityChangeTest, MeasuresMembersWeightAndNewHubs) {
+  ReportBasis basis;
+  basis.members = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  basis.internal_weight = 20;
+  basis.params = "p";
+  auto degree = [](int64_t id) -> int64_t { return id == 99 ? 40 : 2; };
+  const std::vector<int64_t> same = basis.members;
+  EXPECT_DOUBLE_EQ(CommunityChange(basis, same, 20, degree), 0);
+  // Weight: |21 - 20| / 20.
+  EXPECT_DOUBLE_EQ(CommunityChange(basis, same, 21, degree), 0.05);
+  // Members: one added (a leaf), one gone: 2 / 10; the leaf is 2 of 20 degree.
+  std::vector<int64_t> swapped = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  EXPECT_DOUBLE_EQ(CommunityChange(basis, swapped, 20, degree), 0.2);
+  // A new hub weighs by its degree: 40 of 18 + 40.
+  std::vector<int64_t> hub = {1, 2, 3, 4, 5, 6, 7, 8, 9, 99};
+  hub.push_back(10);
+  EXPECT_NEAR(CommunityChange(basis, hub, 20, degree), 40.0 / 60.0, 1e-12);
+  // Order of members does not matter; no basis counts as a full change.
+  std::vector<int64_t> reversed(same.rbegin(), same.rend());
+  EXPECT_DOUBLE_EQ(CommunityChange(basis, reversed, 20, degree), 0);
+  EXPECT_DOUBLE_EQ(CommunityChange(ReportBasis{}, same, 20, degree), 1);
 }
 
 }  // namespace

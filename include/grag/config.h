@@ -51,6 +51,13 @@ struct LlmConfig {
   int64_t max_retries = 6;          // on 429, 5xx and network errors
   bool json_mode = true;            // ask for response_format json_object where JSON is wanted
   double temperature = 0;           // deterministic extraction and reports
+  // Spending: prices (per million tokens, in any currency; 0: unknown) turn token counts into a
+  // cost in dry-run estimates and budgets. A run stops cleanly, resumable, once it has made
+  // max_calls model calls or spent max_cost (0: no limit).
+  double price_input_per_million = 0;
+  double price_output_per_million = 0;
+  int64_t max_calls = 0;
+  double max_cost = 0;
 };
 
 struct EmbeddingConfig {
@@ -92,16 +99,24 @@ struct SummaryConfig {
   int64_t max_joined_tokens = 500;   // joined descriptions above this are summarised by the LLM
   int64_t max_descriptions = 0;      // more descriptions than this are summarised too; 0: no limit
   int64_t max_summary_tokens = 300;  // a summary's length limit
+  // An existing summary takes new descriptions verbatim (no call) while they total at most this
+  // share of the tokens it summarised (and at most max_joined_tokens); 0: always summarise again.
+  double refresh_share = 0.5;
 };
 
 struct CommunityConfig {
   int64_t max_cluster_size = 10;  // communities larger than this are split again
   // With an LLM, communities of fewer members get an extractive report (no call); 0: all LLM.
   int64_t llm_report_min_size = 4;
-  double resolution = 1.0;        // Leiden modularity resolution
-  int64_t seed = 0xDEADBEEF;      // fixed seed: same graph, same communities
-  bool incremental = true;        // warm-start Leiden from the previous partition
+  double resolution = 1.0;    // Leiden modularity resolution
+  int64_t seed = 0xDEADBEEF;  // fixed seed: same graph, same communities
+  bool incremental = true;    // warm-start Leiden from the previous partition
+  // With the warm start, only the changed entities and their neighbours may change community.
+  bool local_updates = true;
   double drift_threshold = 0.01;  // modularity a warm start may lose to a fresh run
+  // An LLM report stands (marked stale) while its community changed less than this since it
+  // was written (grag/report.h ReportOptions::refresh_threshold); 0: rewrite on any change.
+  double report_refresh_threshold = 0.2;
 };
 
 struct GlobalSearchConfig {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,34 @@ struct IndexRequest {
   // mentions, with the communities, reports and embeddings that follow (what `grag entities
   // merge/split` runs to apply a correction).
   bool graph_only = false;
+  // Rewrite every report whose community changed since it was written, however little, stale
+  // ones included (`grag index --refresh-reports`); otherwise small changes leave the report
+  // standing, marked stale (communities.report_refresh_threshold).
+  bool refresh_reports = false;
+};
+
+// Chat calls of one run by what they were for.
+struct CallsByKind {
+  int64_t extract = 0;    // one per chunk extracted (or skipped)
+  int64_t glean = 0;      // gleaning rounds and retries of unparseable extraction replies
+  int64_t resolve = 0;    // entity-resolution adjudications
+  int64_t summarize = 0;  // description summaries
+  int64_t report = 0;     // community reports, retries included
+  int64_t Total() const { return extract + glean + resolve + summarize + report; }
+};
+
+// What a run is expected to cost, before any call. Extraction calls are exact; the rest depend on
+// what extraction finds, so they are estimated per chunk extracted from this index's earlier
+// runs of the same kind (a first index, or an update of an existing graph), or, with none, from
+// typical ratios (bench/incremental_cost's transcript corpus). Tokens likewise; a cost when the
+// prices are configured.
+struct CallEstimate {
+  CallsByKind calls;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  std::optional<double> cost;  // at llm.price_*_per_million; nullopt when no price is set
+  int64_t history_runs = 0;    // earlier runs the ratios come from; 0: typical ratios
+  bool update = false;         // estimated as an update of an existing graph
 };
 
 // What an update will do, worked out from content hashes before any model is called.
@@ -52,6 +81,7 @@ struct IndexPlan {
   // early when a round finds nothing new). Summaries and reports depend on what extraction
   // finds; the summary of the run counts them.
   int64_t extraction_calls_max = 0;
+  CallEstimate estimate;  // with a chat model; all zero without one
   std::vector<LoadIssue> load_issues;
 };
 
@@ -80,11 +110,13 @@ struct IndexSummary {
   int64_t chunks_skipped = 0;    // unparseable replies in this run (retried by the next run)
   int64_t entities = 0;
   int64_t relationships = 0;
+  int64_t entities_changed = 0;        // new, or with changed mentions or relationships, this run
   int64_t resolution_fresh = 0;        // extracted names resolved this run (new ones)
   int64_t resolution_merged = 0;       // names folded into another entity (all, not only new)
   int64_t resolution_adjudicated = 0;  // candidate pairs judged by the LLM this run
   int64_t resolution_llm_calls = 0;    // adjudication calls this run (cache hits included)
   int64_t descriptions_summarized = 0;
+  int64_t descriptions_appended = 0;  // new descriptions added to a stored summary (no call)
   std::map<int64_t, int64_t> communities_per_level;
   double modularity = 0;
   bool communities_unchanged = false;   // same graph as the last clustering: not re-detected
@@ -97,8 +129,10 @@ struct IndexSummary {
   int64_t reports_reused = 0;
   int64_t reports_extractive = 0;  // with an LLM: small communities reported without a call
   int64_t report_gaps = 0;
+  int64_t reports_kept_stale = 0;  // community changed too little to rewrite: report kept, stale
   int64_t embeddings_written = 0;
-  LlmUsage usage;  // this run's chat and embedding usage
+  CallsByKind calls;  // this run's chat calls by kind (cache hits included)
+  LlmUsage usage;     // this run's chat and embedding usage
   double elapsed_seconds = 0;
 };
 

@@ -54,6 +54,11 @@ struct ClusterHierarchy {
 // that deep). Missing levels, or vectors shorter than the node count, count as -1.
 struct LeidenStart {
   std::vector<std::vector<int32_t>> levels;
+  // Empty: every node may move. Otherwise movable[node] != 0 marks the nodes Leiden may move
+  // (those near a change); at each level, the nodes of one start community that may not move are
+  // kept together as one block (which may still join another community whole), so regions far
+  // from a change keep their communities. Nodes beyond the vector may move.
+  std::vector<char> movable;
 };
 
 // Not thread-safe with other igraph users (igraph's RNG is global): call from one thread.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -80,6 +81,32 @@ bool NeedsSummary(const std::vector<std::string>& descriptions, const SummarizeO
 
 // The descriptions joined, one per line, in order.
 std::string JoinDescriptions(const std::vector<std::string>& descriptions);
+
+// ---- updates: appending to a summary instead of summarising again
+// A summary records which descriptions it covers (its basis: a short fingerprint of each, and
+// the tokens it summarised). When an update brings new descriptions, they are appended verbatim
+// to the stored text while everything not in the summary totals at most `refresh_share` of the
+// tokens the summary covers and at most max_joined_tokens: the summary plus the new material
+// stand, at no call. A description that is gone (a removed document) forces a new summary, so
+// removed material never lingers.
+
+// The basis of a summary just written from `descriptions`.
+std::string SummaryBasis(const std::vector<std::string>& descriptions,
+                         const SummarizeOptions& options);
+
+struct AppendedDescription {
+  std::string description;
+  std::string basis;
+  size_t appended = 0;  // descriptions added this time
+};
+// The stored summary `description` with the descriptions `basis` does not cover appended, when
+// that is within the limits above; nullopt when a new summary is needed (or the basis is empty or
+// unreadable).
+std::optional<AppendedDescription> AppendToSummary(const std::string& description,
+                                                   const std::string& basis,
+                                                   const std::vector<std::string>& descriptions,
+                                                   double refresh_share,
+                                                   const SummarizeOptions& options);
 
 // One merged description of `name` from `descriptions` (which NeedsSummary), by the summarizer.
 Result<std::string> SummarizeDescriptions(ChatModel& model, const std::string& name,

@@ -32,6 +32,16 @@
 // A community whose stored ok report has the same hash is not regenerated, so a re-run on an
 // unchanged graph makes no LLM call, and a changed description regenerates only the communities
 // whose prompt showed it: its own and its ancestors'. Gaps are always tried again.
+//
+// Updates. A report is worth rewriting when its community changed materially, not whenever one
+// more description or one more member changed its prompt. Each LLM report records its basis (the
+// members, the summed weight of the relationships inside the community, and a fingerprint of
+// prompt template, format and model). When a community's prompt changed but the community changed
+// less than ReportOptions::refresh_threshold since the basis (see CommunityChange), the report
+// stands, marked stale (ReportRecord::stale), with no call; the change is measured against the
+// basis, so small changes add up until they cross the threshold. A parent is measured on its own
+// members, so a rewritten child does not force its parent. ReportOptions::refresh_all (grag index
+// --refresh-reports) rewrites every report whose prompt changed, stale or not.
 #pragma once
 
 #include <atomic>
@@ -89,7 +99,25 @@ struct ReportOptions {
   // The communities this run writes reports for (the others are left as they are, and their
   // stored ok reports still stand in for children); empty: every community.
   std::function<bool(const CommunityRecord&)> include;
+  // A report whose community changed less than this since it was written stands (marked stale)
+  // instead of being rewritten (see the file comment and CommunityChange). 0: any change to the
+  // prompt rewrites it. 0.2: a fifth of the members, of the internal relationship weight or of
+  // the members' degree is new or gone — the size of change after which a summary of the
+  // community's main entities and ties is likely to miss something; below it the report's
+  // findings still hold and the new material is reachable through local search.
+  double refresh_threshold = 0.2;
+  // Rewrite every report whose prompt changed, however small the change (and every stale one).
+  bool refresh_all = false;
 };
+
+// How much a community changed since its report's basis, from 0 (same members, same internal
+// weight) upwards: the largest of (members added + members removed) / members then, |internal
+// weight now - then| / weight then, and the added members' share of the members' total degree
+// (a new hub counts for more than a new leaf). `internal_weight` and `degree_of` describe the
+// graph now. 1 when the basis is empty.
+double CommunityChange(const ReportBasis& basis, const std::vector<int64_t>& members_now,
+                       double internal_weight_now,
+                       const std::function<int64_t(int64_t)>& degree_of);
 
 // A parsed reply: what a report holds before it is rendered to markdown.
 struct ParsedReport {
@@ -140,6 +168,8 @@ struct PlannedReport {
   // An ok report with this input hash is stored: no call needed. False also for a community
   // without entities, which gets a gap without a call.
   bool up_to_date = false;
+  // Not up to date, but changed too little to rewrite: the stored report would stand, stale.
+  bool keep_stale = false;
 };
 
 // Builds every community's prompt as GenerateReports would now, finest level first, using the
@@ -150,7 +180,8 @@ Result<std::vector<PlannedReport>> PlanReports(Store& store, const Tokenizer& to
                                                const ReportOptions& options,
                                                std::string_view model_name);
 
-enum class ReportAction { kGenerated, kReused, kGap };
+// kKeptStale: the prompt changed but the community too little to rewrite it (marked stale).
+enum class ReportAction { kGenerated, kReused, kGap, kKeptStale };
 
 // What happened to one community in a run.
 struct CommunityReportOutcome {
@@ -176,6 +207,8 @@ struct ReportStageSummary {
   int64_t used_child_reports = 0;  // communities whose prompt drew on child reports
   int64_t truncated = 0;           // communities whose prompt was cut to fit
   int64_t extractive = 0;          // of all communities, those with an extractive report (no call)
+  int64_t kept_stale = 0;          // prompt changed, community barely: the report stands, stale
+  int64_t stale = 0;               // reports stale after the run (kept now or earlier)
   std::vector<CommunityReportOutcome> outcomes;  // finest level first, by community id
 };
 

@@ -27,6 +27,7 @@ enum class ErrorCode {
   kPermissionDenied,  // a service refused the credentials (HTTP 401/403)
   kParse,             // a reply or a file could not be parsed
   kCancelled,
+  kResourceExhausted,  // a configured budget is spent (llm.max_calls, llm.max_cost)
   kUnimplemented,
   kInternal,  // a bug in grag
 };

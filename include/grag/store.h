@@ -255,6 +255,10 @@ class Store {
 
   // Inserts or replaces the report of a community. kInvalidArgument if the community is absent.
   Status PutReport(const ReportRecord& report);
+  // Marks a stored report as covering an older version of its community (ReportRecord::stale),
+  // with a note on what changed since (ReportRecord::stale_note); a missing report is not an
+  // error. PutReport clears both.
+  Status MarkReportStale(int64_t community_id, std::string_view note);
   Result<std::optional<ReportRecord>> GetReport(int64_t community_id);
   // Reports (ok and gaps), coarsest level first, or only those of `level`.
   Result<std::vector<ReportRecord>> ListReports(std::optional<int64_t> level = {});

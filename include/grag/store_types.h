@@ -131,7 +131,10 @@ struct EntityRecord {
   // unchanged there is no need to summarise again.
   std::string description_hash;
   std::string description_model;  // summarizer model; empty if descriptions were just joined
-  int64_t degree = 0;             // read-only: relationships touching it (RecomputeGraphStats)
+  // Which mention descriptions `description` covers (the merge module's format; empty when it
+  // is the descriptions joined): lets new ones be appended to a summary without a call.
+  std::string description_basis;
+  int64_t degree = 0;     // read-only: relationships touching it (RecomputeGraphStats)
   int64_t frequency = 0;  // read-only: distinct chunks it is linked to (RecomputeGraphStats)
 };
 
@@ -143,9 +146,10 @@ struct RelationshipRecord {
   std::string description;
   std::string description_hash;
   std::string description_model;
-  double weight = 0;            // sum of the mentions' strengths
-  int64_t frequency = 0;        // read-only: distinct chunks linked (RecomputeGraphStats)
-  int64_t combined_degree = 0;  // read-only: degree(source) + degree(target)
+  std::string description_basis;  // as EntityRecord::description_basis
+  double weight = 0;              // sum of the mentions' strengths
+  int64_t frequency = 0;          // read-only: distinct chunks linked (RecomputeGraphStats)
+  int64_t combined_degree = 0;    // read-only: degree(source) + degree(target)
 };
 
 // One run of community detection (the whole hierarchy).
@@ -186,6 +190,14 @@ struct Finding {
 enum class ReportStatus { kOk, kGap };
 enum class ReportGenerator { kLlm, kExtractive };
 
+// What an LLM report was written from, so an update can tell how much its community has changed
+// since (see ReportOptions::refresh_threshold).
+struct ReportBasis {
+  std::vector<int64_t> members;  // entity ids, sorted
+  double internal_weight = 0;    // summed weight of the relationships inside the community
+  std::string params;            // fingerprint of prompt, format and model; empty: no basis
+};
+
 struct ReportRecord {
   int64_t community_id = 0;
   ReportStatus status = ReportStatus::kOk;
@@ -200,7 +212,14 @@ struct ReportRecord {
   // reports used): a report whose inputs hash the same need not be regenerated.
   std::string input_hash;
   ReportGenerator generator = ReportGenerator::kLlm;
-  std::string model;       // empty for extractive reports
+  std::string model;  // empty for extractive reports
+  // The community changed since the report was written, but too little to be worth a call: the
+  // report stands for the older version until a larger change or `--refresh-reports`.
+  bool stale = false;
+  // For a stale report: what changed since (new and departed members, with short descriptions),
+  // written without a call. Read back, it is also appended to full_content.
+  std::string stale_note;
+  ReportBasis basis;
   int64_t level = 0;       // read-only: the community's level
   std::string updated_at;  // read-only
 };
@@ -358,6 +377,7 @@ struct StoreStats {
   std::optional<double> modularity;  // of the latest clustering
   int64_t reports_ok = 0;
   int64_t reports_gap = 0;
+  int64_t reports_stale = 0;  // ok reports kept through a small change (ReportRecord::stale)
   std::map<std::string, int64_t> embeddings_per_owner;  // "entity" -> count
   int64_t cache_entries = 0;
   std::vector<CacheModelStats> cache_by_model;

@@ -4,6 +4,8 @@
 #include <csignal>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "cli/update.h"
@@ -54,8 +56,22 @@ void PrintPlanDetail(const IndexPlan& p) {
   list("add", p.documents_added);
   list("change", p.documents_changed);
   list("remove", p.documents_removed);
-  std::cout << "Entity pairs for the LLM to judge, summaries, communities and reports to redo "
-               "depend on what extraction finds; the run's summary counts them.\n";
+  const CallEstimate& e = p.estimate;
+  if (e.calls.Total() == 0) return;
+  std::cout << "expected LLM calls: " << e.calls.Total() << " (" << e.calls.extract
+            << " extraction, " << e.calls.glean << " gleaning, " << e.calls.resolve
+            << " resolution, " << e.calls.summarize << " summaries, " << e.calls.report
+            << " reports), about " << FormatCount(e.prompt_tokens) << " tokens in and "
+            << FormatCount(e.completion_tokens) << " out";
+  if (e.cost) std::cout << fmt::format(", about {:.2f} at the configured prices", *e.cost);
+  std::cout
+      << "\n  extraction is exact; the rest depends on what extraction finds and is estimated "
+      << (e.history_runs > 0
+              ? "from this index's " + Plural(e.history_runs, "earlier run", "earlier runs") +
+                    (e.update ? " that updated it" : " that built it")
+              : std::string("from typical ratios (no earlier run of this kind to learn "
+                            "from)"))
+      << "\n";
 }
 
 void PrintSummary(const IndexSummary& s, bool graph_only) {
@@ -80,6 +96,8 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
   }
   if (s.descriptions_summarized)
     std::cout << ", " << s.descriptions_summarized << " descriptions summarised";
+  if (s.descriptions_appended)
+    std::cout << ", " << s.descriptions_appended << " summaries extended without a call";
   std::cout << "\ncommunities:";
   for (const auto& [l, n] : s.communities_per_level)
     std::cout << " level " << l << ": " << n << ";";
@@ -94,6 +112,11 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
   std::cout << "\nreports: " << s.reports_generated << " written, " << s.reports_reused
             << " unchanged";
   if (s.report_gaps) std::cout << ", " << s.report_gaps << " gaps (retried next run)";
+  if (s.reports_kept_stale) {
+    std::cout << ", " << s.reports_kept_stale
+              << " kept though their community changed a little (stale; --refresh-reports "
+                 "rewrites them)";
+  }
   if (s.reports_extractive && !s.no_llm) {
     std::cout << "; " << s.reports_extractive << " of small communities extractive (no call)";
   }
@@ -108,9 +131,11 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
               << FormatDuration(s.elapsed_seconds) << "\n";
     return;
   }
-  std::cout << "\nLLM: " << s.usage.calls << " calls (" << s.usage.cache_hits << " from cache), "
-            << FormatCount(s.usage.prompt_tokens) << " tokens in, "
-            << FormatCount(s.usage.completion_tokens)
+  std::cout << "\nLLM: " << s.usage.calls << " calls (" << s.calls.extract << " extraction, "
+            << s.calls.glean << " gleaning, " << s.calls.resolve << " resolution, "
+            << s.calls.summarize << " summaries, " << s.calls.report << " reports; "
+            << s.usage.cache_hits << " from cache), " << FormatCount(s.usage.prompt_tokens)
+            << " tokens in, " << FormatCount(s.usage.completion_tokens)
             << " out\ntime: " << FormatDuration(s.elapsed_seconds) << "\n";
 }
 
@@ -121,14 +146,20 @@ void AddIndexFlags(CLI::App* cmd, IndexFlags& f) {
                 "Show what would be added, changed, removed and extracted, and stop (no model "
                 "call, nothing written)");
   cmd->add_flag("--json", f.json, "Print the summary (or the plan) as JSON");
+  cmd->add_flag("--refresh-reports", f.refresh_reports,
+                "Rewrite every report whose community changed since it was written, stale ones "
+                "included (by default a small change keeps the report, marked stale; see "
+                "communities.report_refresh_threshold)");
   cmd->add_flag("--no-progress", f.no_progress, "No progress display on stderr");
   cmd->add_flag("--wait", f.wait,
                 "When another grag process is writing this index, wait for it to finish instead "
                 "of failing");
 }
 
-int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexRequest& request,
+int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexRequest& given,
               const IndexFlags& f, const BeforeUpdate& before) {
+  IndexRequest request = given;
+  request.refresh_reports = request.refresh_reports || f.refresh_reports;
   auto config = LoadProjectConfig(g);
   if (!config.ok()) return Fail(config.status());
   const std::string db = config->Resolve(config->store.path);

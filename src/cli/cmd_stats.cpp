@@ -56,6 +56,12 @@ void PrintStats(const IndexStats& st) {
   }
   std::cout << "\nreports        " << s.reports_ok;
   if (s.reports_gap) std::cout << " (+" << s.reports_gap << " gaps)";
+  if (s.reports_stale) {
+    std::cout << "\n               " << s.reports_stale
+              << " stale: their community changed a little since they were written (below "
+                 "communities.report_refresh_threshold); `grag index --refresh-reports` rewrites "
+                 "them";
+  }
   for (const auto& [owner, space] : st.embeddings) {
     std::cout << "\nembeddings     " << owner << ": " << space.count << " (" << space.model << ", "
               << space.dimension << " dimensions"

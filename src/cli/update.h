@@ -15,6 +15,7 @@ struct IndexFlags {
   bool no_progress = false;
   bool dry_run = false;
   bool wait = false;
+  bool refresh_reports = false;
 };
 
 void AddIndexFlags(CLI::App* cmd, IndexFlags& f);

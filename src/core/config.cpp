@@ -86,6 +86,19 @@ std::vector<Setting> Settings(Config& c) {
        &c.llm.json_mode},
       {"llm.temperature", "", "Sampling temperature; 0 keeps extraction and reports reproducible",
        &c.llm.temperature},
+      {"llm.price_input_per_million", "",
+       "Price of a million prompt tokens (any currency; 0: unknown): dry runs show a cost and "
+       "llm.max_cost can apply",
+       &c.llm.price_input_per_million},
+      {"llm.price_output_per_million", "", "Price of a million completion tokens (0: unknown)",
+       &c.llm.price_output_per_million},
+      {"llm.max_calls", "",
+       "A run stops cleanly (resumable) once it has made this many model calls; 0: no limit",
+       &c.llm.max_calls},
+      {"llm.max_cost", "",
+       "A run stops cleanly (resumable) once its tokens cost this much at the configured prices; "
+       "0: no limit",
+       &c.llm.max_cost},
       {"embeddings.base_url", "GRAG_EMBEDDING_BASE_URL", "Embedding endpoint; empty = llm.base_url",
        &c.embeddings.base_url},
       {"embeddings.model", "GRAG_EMBEDDING_MODEL",
@@ -148,6 +161,17 @@ std::vector<Setting> Settings(Config& c) {
        &c.summaries.max_descriptions},
       {"summaries.max_summary_tokens", "", "Length limit of one summary (the call's max_tokens)",
        &c.summaries.max_summary_tokens},
+      {"summaries.refresh_share", "",
+       "An update appends new descriptions to an existing summary without a call while they total "
+       "at most this share of the tokens it summarised (and at most max_joined_tokens); 0: always "
+       "summarise again",
+       &c.summaries.refresh_share},
+      {"communities.report_refresh_threshold", "",
+       "An update keeps an LLM report (marked stale) while its community changed less than this "
+       "since it was written: share of members added or removed, of internal relationship weight, "
+       "or of member degree that is new; 0: rewrite on any change (grag index --refresh-reports "
+       "rewrites the stale ones)",
+       &c.communities.report_refresh_threshold},
       {"communities.llm_report_min_size", "",
        "With an LLM: communities with fewer members get an extractive report (no call) instead of "
        "an LLM report; 0: every community gets an LLM report",
@@ -163,6 +187,10 @@ std::vector<Setting> Settings(Config& c) {
        "Start Leiden from the previous partition, so untouched regions keep their communities and "
        "reports",
        &c.communities.incremental},
+      {"communities.local_updates", "",
+       "With the warm start, only entities whose mentions or relationships changed, and their "
+       "neighbours, may change community; the rest keep theirs (false: any node may move)",
+       &c.communities.local_updates},
       {"communities.drift_threshold", "",
        "When the warm-started partition's modularity is this far below a fresh run's, the fresh "
        "run is used instead",
@@ -461,6 +489,18 @@ Status ValidateConfig(const Config& c) {
     return Status::InvalidArgument("summaries.max_descriptions must be at least 0");
   if (c.summaries.max_summary_tokens < 1)
     return Status::InvalidArgument("summaries.max_summary_tokens must be at least 1");
+  if (c.llm.price_input_per_million < 0 || c.llm.price_output_per_million < 0)
+    return Status::InvalidArgument("llm prices must be at least 0");
+  if (c.llm.max_calls < 0) return Status::InvalidArgument("llm.max_calls must be at least 0");
+  if (c.llm.max_cost < 0) return Status::InvalidArgument("llm.max_cost must be at least 0");
+  if (c.llm.max_cost > 0 && c.llm.price_input_per_million == 0 &&
+      c.llm.price_output_per_million == 0)
+    return Status::InvalidArgument(
+        "llm.max_cost needs llm.price_input_per_million or llm.price_output_per_million");
+  if (c.summaries.refresh_share < 0)
+    return Status::InvalidArgument("summaries.refresh_share must be at least 0");
+  if (c.communities.report_refresh_threshold < 0)
+    return Status::InvalidArgument("communities.report_refresh_threshold must be at least 0");
   if (c.communities.llm_report_min_size < 0)
     return Status::InvalidArgument("communities.llm_report_min_size must be at least 0");
   if (c.communities.max_cluster_size < 1)

@@ -30,6 +30,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "parse_error";
     case ErrorCode::kCancelled:
       return "cancelled";
+    case ErrorCode::kResourceExhausted:
+      return "resource_exhausted";
     case ErrorCode::kUnimplemented:
       return "unimplemented";
     case ErrorCode::kInternal:

@@ -72,9 +72,12 @@ std::vector<int32_t> CompactStart(const std::vector<int32_t>& start) {
 
 // Runs Leiden for modularity on `lg`; membership gets a community id per local node. A
 // non-empty `start` (one entry per node, -1 for none) is the partition Leiden starts from.
-Status RunLeiden(const LocalGraph& lg, const LeidenOptions& options,
-                 const std::vector<int32_t>& start, std::vector<int32_t>& membership,
-                 double* modularity) {
+// `node_weights` and `total_weight` (when given) stand for the strengths and summed edge weight
+// of a graph `lg` was contracted from; `modularity` is then that of `lg` itself.
+Status RunLeidenOn(const LocalGraph& lg, const LeidenOptions& options,
+                   const std::vector<int32_t>& start, std::vector<int32_t>& membership,
+                   double* modularity, const std::vector<double>* node_weights = nullptr,
+                   double total_weight = 0) {
   const auto n = static_cast<igraph_integer_t>(lg.n);
   IntVec edge_list(static_cast<igraph_integer_t>(lg.pairs.size() * 2));
   for (size_t i = 0; i < lg.pairs.size(); ++i) {
@@ -91,6 +94,7 @@ Status RunLeiden(const LocalGraph& lg, const LeidenOptions& options,
     VECTOR(weights.v)[i] = lg.weights[i];
     total += lg.weights[i];
   }
+  if (node_weights != nullptr) total = total_weight;
   membership.assign(lg.n, 0);
   if (total <= 0) {  // no edges: every node is its own community
     for (size_t i = 0; i < lg.n; ++i) membership[i] = static_cast<int32_t>(i);
@@ -100,9 +104,13 @@ Status RunLeiden(const LocalGraph& lg, const LeidenOptions& options,
   // Modularity through igraph's CPM formulation: node weights = strengths and
   // resolution = gamma / (2m).
   RealVec strength(n);
-  GRAG_RETURN_IF_ERROR(IgraphStatus(igraph_strength(&graph.g, &strength.v, igraph_vss_all(),
-                                                    IGRAPH_ALL, IGRAPH_LOOPS, &weights.v),
-                                    "strength"));
+  if (node_weights != nullptr) {
+    for (size_t i = 0; i < lg.n; ++i) VECTOR(strength.v)[i] = (*node_weights)[i];
+  } else {
+    GRAG_RETURN_IF_ERROR(IgraphStatus(igraph_strength(&graph.g, &strength.v, igraph_vss_all(),
+                                                      IGRAPH_ALL, IGRAPH_LOOPS, &weights.v),
+                                      "strength"));
+  }
   IntVec result(n);
   const bool warm = !start.empty();
   if (warm) {
@@ -124,6 +132,74 @@ Status RunLeiden(const LocalGraph& lg, const LeidenOptions& options,
         igraph_modularity(&graph.g, &result.v, &weights.v, options.resolution, false, &q),
         "modularity"));
     *modularity = q;
+  }
+  return Status::Ok();
+}
+
+// RunLeidenOn with the nodes that may not move (fixed[i] != 0) held together by start community:
+// each such group becomes one node of a contracted graph (weighted by its members' strengths,
+// its inner edges left out: they stay inner whatever Leiden does), so Leiden can move the group
+// only whole. Modularity is the same objective up to a constant, so the result is the best
+// partition Leiden finds among those that keep the groups together.
+Status RunLeiden(const LocalGraph& lg, const LeidenOptions& options,
+                 const std::vector<int32_t>& start, const std::vector<char>& fixed,
+                 std::vector<int32_t>& membership, double* modularity) {
+  if (start.empty() || fixed.empty())
+    return RunLeidenOn(lg, options, start, membership, modularity);
+  std::vector<int32_t> group(lg.n, -1);
+  std::unordered_map<int32_t, int32_t> group_of_start;
+  std::vector<int32_t> group_start;
+  for (size_t i = 0; i < lg.n; ++i) {
+    if (fixed[i] && start[i] >= 0) {
+      auto [it, fresh] =
+          group_of_start.try_emplace(start[i], static_cast<int32_t>(group_start.size()));
+      if (fresh) group_start.push_back(start[i]);
+      group[i] = it->second;
+    } else {
+      group[i] = static_cast<int32_t>(group_start.size());
+      group_start.push_back(start[i]);
+    }
+  }
+  if (group_start.size() == lg.n) return RunLeidenOn(lg, options, start, membership, modularity);
+  LocalGraph contracted;
+  contracted.n = group_start.size();
+  std::vector<double> strength(contracted.n, 0);
+  double total = 0;
+  std::unordered_map<uint64_t, double> merged;
+  for (size_t e = 0; e < lg.pairs.size(); ++e) {
+    const auto [u, v] = lg.pairs[e];
+    const double w = lg.weights[e];
+    total += w;
+    const auto a = static_cast<uint32_t>(group[u]);
+    const auto b = static_cast<uint32_t>(group[v]);
+    strength[a] += w;
+    strength[b] += w;
+    if (a == b) continue;
+    merged[(static_cast<uint64_t>(std::min(a, b)) << 32) | std::max(a, b)] += w;
+  }
+  std::vector<std::pair<uint64_t, double>> sorted(merged.begin(), merged.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& [key, w] : sorted) {
+    contracted.pairs.emplace_back(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key));
+    contracted.weights.push_back(w);
+  }
+  std::vector<int32_t> contracted_membership;
+  GRAG_RETURN_IF_ERROR(RunLeidenOn(contracted, options, group_start, contracted_membership, nullptr,
+                                   &strength, total));
+  membership.assign(lg.n, 0);
+  for (size_t i = 0; i < lg.n; ++i) {
+    membership[i] = contracted_membership[static_cast<size_t>(group[i])];
+  }
+  if (modularity != nullptr) {
+    *modularity = 0;
+    if (total > 0) {
+      std::vector<GraphEdge> edges;
+      edges.reserve(lg.pairs.size());
+      for (size_t e = 0; e < lg.pairs.size(); ++e) {
+        edges.push_back({lg.pairs[e].first, lg.pairs[e].second, lg.weights[e]});
+      }
+      GRAG_ASSIGN_OR_RETURN(*modularity, Modularity(lg.n, edges, membership, options.resolution));
+    }
   }
   return Status::Ok();
 }
@@ -220,6 +296,16 @@ std::vector<int32_t> StartOf(const LeidenStart* start, size_t level,
   return out;
 }
 
+// Which of `nodes` (global ids) may not move (see LeidenStart::movable); empty when all may.
+std::vector<char> FixedOf(const LeidenStart* start, const std::vector<uint32_t>& nodes) {
+  if (start == nullptr || start->movable.empty()) return {};
+  std::vector<char> out(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    out[i] = nodes[i] < start->movable.size() && start->movable[nodes[i]] == 0 ? 1 : 0;
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<double> Modularity(size_t node_count, std::span<const GraphEdge> edges,
@@ -274,8 +360,8 @@ Result<ClusterHierarchy> HierarchicalLeiden(size_t node_count, std::span<const G
   std::vector<uint32_t> all(node_count);
   for (size_t i = 0; i < node_count; ++i) all[i] = static_cast<uint32_t>(i);
   std::vector<int32_t> membership;
-  GRAG_RETURN_IF_ERROR(
-      RunLeiden(whole, options, StartOf(start, 0, all), membership, &h.modularity));
+  GRAG_RETURN_IF_ERROR(RunLeiden(whole, options, StartOf(start, 0, all), FixedOf(start, all),
+                                 membership, &h.modularity));
   ++h.leiden_calls;
   for (auto& members : Group(all, membership)) {
     Cluster c;
@@ -314,9 +400,11 @@ Result<ClusterHierarchy> HierarchicalLeiden(size_t node_count, std::span<const G
     // starts afresh.
     std::vector<int32_t> sub_start =
         StartOf(start, static_cast<size_t>(h.clusters[next].level) + 1, members);
+    const std::vector<char> sub_fixed = FixedOf(start, members);
     for (int attempt = 0; attempt < 12 && groups.size() < 2; ++attempt) {
       std::vector<int32_t> sub_membership;
-      GRAG_RETURN_IF_ERROR(RunLeiden(sub, sub_options, sub_start, sub_membership, nullptr));
+      GRAG_RETURN_IF_ERROR(
+          RunLeiden(sub, sub_options, sub_start, sub_fixed, sub_membership, nullptr));
       sub_start.clear();
       ++h.leiden_calls;
       groups = Group(members, sub_membership);

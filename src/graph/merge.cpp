@@ -1,6 +1,7 @@
 #include "grag/merge.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
 
@@ -216,6 +217,80 @@ bool NeedsSummary(const std::vector<std::string>& descriptions, const SummarizeO
   const size_t tokens =
       options.count_tokens ? options.count_tokens(joined) : EstimateTokens(joined);
   return tokens > options.max_joined_tokens;
+}
+
+namespace {
+
+// 16 hex digits of SHA-256: enough to tell a description from the others of one entity.
+std::string ShortHash(const std::string& description) {
+  return Sha256Hex(description).substr(0, 16);
+}
+
+size_t CountTokens(const std::string& text, const SummarizeOptions& options) {
+  return options.count_tokens ? options.count_tokens(text) : EstimateTokens(text);
+}
+
+}  // namespace
+
+std::string SummaryBasis(const std::vector<std::string>& descriptions,
+                         const SummarizeOptions& options) {
+  nlohmann::json summarized = nlohmann::json::array();
+  for (const auto& d : descriptions) summarized.push_back(ShortHash(d));
+  return nlohmann::json{{"summarized", summarized},
+                        {"summarized_tokens", CountTokens(JoinDescriptions(descriptions), options)},
+                        {"appended", nlohmann::json::array()}}
+      .dump();
+}
+
+std::optional<AppendedDescription> AppendToSummary(const std::string& description,
+                                                   const std::string& basis,
+                                                   const std::vector<std::string>& descriptions,
+                                                   double refresh_share,
+                                                   const SummarizeOptions& options) {
+  if (basis.empty() || refresh_share <= 0) return std::nullopt;
+  const nlohmann::json b = nlohmann::json::parse(basis, nullptr, /*allow_exceptions=*/false);
+  if (!b.is_object() || !b.contains("summarized") || !b["summarized"].is_array() ||
+      !b.contains("appended") || !b["appended"].is_array() || !b.contains("summarized_tokens") ||
+      !b["summarized_tokens"].is_number()) {
+    return std::nullopt;
+  }
+  std::set<std::string> summarized;
+  std::set<std::string> appended;
+  for (const auto& h : b["summarized"]) {
+    if (h.is_string()) summarized.insert(h.get<std::string>());
+  }
+  for (const auto& h : b["appended"]) {
+    if (h.is_string()) appended.insert(h.get<std::string>());
+  }
+  std::set<std::string> now;
+  std::vector<std::string> extra;  // not in the summary: appended before, or new
+  std::vector<std::string> fresh;  // new this time
+  for (const auto& d : descriptions) {
+    const std::string h = ShortHash(d);
+    now.insert(h);
+    if (summarized.count(h)) continue;
+    extra.push_back(d);
+    if (!appended.count(h)) fresh.push_back(d);
+  }
+  for (const auto& h : summarized) {
+    if (!now.count(h)) return std::nullopt;  // material gone: summarise what is left
+  }
+  for (const auto& h : appended) {
+    if (!now.count(h)) return std::nullopt;
+  }
+  if (fresh.empty()) return std::nullopt;  // nothing to append: not an update's case
+  const double limit = std::min(refresh_share * b["summarized_tokens"].get<double>(),
+                                static_cast<double>(options.max_joined_tokens));
+  if (static_cast<double>(CountTokens(JoinDescriptions(extra), options)) > limit) {
+    return std::nullopt;
+  }
+  AppendedDescription out;
+  out.description = description + "\n" + JoinDescriptions(fresh);
+  nlohmann::json nb = b;
+  for (const auto& d : fresh) nb["appended"].push_back(ShortHash(d));
+  out.basis = nb.dump();
+  out.appended = fresh.size();
+  return out;
 }
 
 Result<std::string> SummarizeDescriptions(ChatModel& model, const std::string& name,

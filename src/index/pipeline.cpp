@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "grag/chunker.h"
 #include "grag/extract.h"
@@ -27,6 +28,46 @@ namespace grag {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The run's chat model within its budget (llm.max_calls, llm.max_cost): once the calls that
+// reached the model (cache hits are free) or their cost at the configured prices reach the limit,
+// every further call fails with kResourceExhausted, which stops the run like any model error:
+// what was done is stored and the next run resumes. Calls already in flight finish, so a run may
+// end up to llm.concurrency calls over the limit.
+class BudgetedChat : public ChatModel {
+ public:
+  BudgetedChat(ChatModel& inner, const LlmConfig& c)
+      : inner_(inner), config_(c), base_(inner.Usage()) {}
+
+  Result<ChatResponse> Chat(const ChatRequest& request) override {
+    const LlmUsage u = inner_.Usage() - base_;
+    const int64_t calls = u.calls - u.cache_hits;
+    if (config_.max_calls > 0 && calls >= config_.max_calls) {
+      return Status(ErrorCode::kResourceExhausted,
+                    fmt::format("the run's LLM budget is spent: {} calls made (llm.max_calls = "
+                                "{}); raise it, or run again to go on from here",
+                                calls, config_.max_calls));
+    }
+    const double cost =
+        (static_cast<double>(u.prompt_tokens) * config_.price_input_per_million +
+         static_cast<double>(u.completion_tokens) * config_.price_output_per_million) /
+        1e6;
+    if (config_.max_cost > 0 && cost >= config_.max_cost) {
+      return Status(ErrorCode::kResourceExhausted,
+                    fmt::format("the run's LLM budget is spent: {:.4f} spent (llm.max_cost = "
+                                "{}); raise it, or run again to go on from here",
+                                cost, config_.max_cost));
+    }
+    return inner_.Chat(request);
+  }
+  const std::string& model() const override { return inner_.model(); }
+  LlmUsage Usage() const override { return inner_.Usage(); }
+
+ private:
+  ChatModel& inner_;
+  const LlmConfig& config_;
+  const LlmUsage base_;
+};
 
 // Shared state of one run: the context, the clock and the progress reporting.
 class Run {
@@ -56,6 +97,9 @@ class Run {
     if (count_embedder_) u += ctx_.embedder->Usage() - embed_base_;
     return u;
   }
+
+  // Chat calls of this run so far (cache hits included).
+  int64_t ChatCalls() const { return ctx_.chat ? (ctx_.chat->Usage() - chat_base_).calls : 0; }
 
   void Plan(const IndexPlan& plan) {
     if (ctx_.on_plan) ctx_.on_plan(plan);
@@ -115,6 +159,23 @@ class Run {
   std::mutex flush_mu_;  // guards flushed_
   LlmUsage flushed_;     // what the run's record holds
 };
+
+// The meta key holding the name keys of the entities changed by merges since the communities
+// were last detected (a JSON array): written with the graph, cleared with the communities, so a
+// run killed in between resumes to the same communities.
+constexpr std::string_view kPendingChangesKey = "communities_pending_changes";
+
+Result<std::set<std::string>> PendingChanges(Store& store) {
+  std::set<std::string> out;
+  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> text, store.GetMeta(kPendingChangesKey));
+  if (!text || text->empty()) return out;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return out;
+  for (const auto& k : j) {
+    if (k.is_string()) out.insert(k.get<std::string>());
+  }
+  return out;
+}
 
 // ---------------------------------------------------------------- load and chunk
 
@@ -274,6 +335,73 @@ Result<Gathered> Gather(const Config& c, const IndexRequest& request, Store& sto
   return out;
 }
 
+// Typical calls per chunk extracted, for an index without history of its own: what
+// bench/incremental_cost measures on its transcript corpus (a first index; adding 1-10%).
+struct CallRatios {
+  double glean = 1;  // per gleaning round configured
+  double resolve = 0;
+  double summarize = 0;
+  double report = 0;
+  double prompt_tokens_per_call = 0;      // 0: the chunk size plus the prompt's ~1,500
+  double completion_tokens_per_call = 0;  // 0: 400
+};
+constexpr CallRatios kTypicalFullIndex{1, 0.002, 0.07, 0.1, 0, 0};
+constexpr CallRatios kTypicalUpdate{1, 0.01, 0.15, 0.5, 0, 0};
+
+Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks) {
+  CallEstimate e;
+  GRAG_ASSIGN_OR_RETURN(std::optional<ClusteringRecord> clustered, store.LatestClustering());
+  e.update = clustered.has_value();
+  CallRatios r = e.update ? kTypicalUpdate : kTypicalFullIndex;
+  r.glean *= static_cast<double>(std::max<int64_t>(0, c.extraction.gleanings));
+  // This index's own runs of the same kind, when it has some.
+  GRAG_ASSIGN_OR_RETURN(std::vector<RunRecord> runs, store.ListRuns(100));
+  std::map<std::string, double> sum;
+  for (const RunRecord& run : runs) {
+    auto get = [&run](const char* key) {
+      auto it = run.counters.find(key);
+      return it == run.counters.end() ? 0.0 : static_cast<double>(it->second);
+    };
+    if (run.status != RunStatus::kOk || get("calls_extract") <= 0 ||
+        (get("update_run") > 0) != e.update) {
+      continue;
+    }
+    ++e.history_runs;
+    for (const char* key : {"calls_extract", "calls_glean", "calls_resolve", "calls_summarize",
+                            "calls_report", "llm_calls", "tokens_in", "tokens_out"}) {
+      sum[key] += get(key);
+    }
+  }
+  if (e.history_runs > 0) {
+    const double per = sum["calls_extract"];
+    r = {sum["calls_glean"] / per,
+         sum["calls_resolve"] / per,
+         sum["calls_summarize"] / per,
+         sum["calls_report"] / per,
+         sum["tokens_in"] / std::max(1.0, sum["llm_calls"]),
+         sum["tokens_out"] / std::max(1.0, sum["llm_calls"])};
+  }
+  const auto n = static_cast<double>(chunks);
+  auto times = [n](double ratio) { return static_cast<int64_t>(std::llround(n * ratio)); };
+  e.calls.extract = chunks;
+  e.calls.glean = times(r.glean);
+  e.calls.resolve = times(r.resolve);
+  e.calls.summarize = times(r.summarize);
+  e.calls.report = times(r.report);
+  const auto calls = static_cast<double>(e.calls.Total());
+  const double in = r.prompt_tokens_per_call > 0 ? r.prompt_tokens_per_call
+                                                 : static_cast<double>(c.chunks.size) + 1500;
+  const double out = r.completion_tokens_per_call > 0 ? r.completion_tokens_per_call : 400;
+  e.prompt_tokens = static_cast<int64_t>(std::llround(calls * in));
+  e.completion_tokens = static_cast<int64_t>(std::llround(calls * out));
+  if (c.llm.price_input_per_million > 0 || c.llm.price_output_per_million > 0) {
+    e.cost = (static_cast<double>(e.prompt_tokens) * c.llm.price_input_per_million +
+              static_cast<double>(e.completion_tokens) * c.llm.price_output_per_million) /
+             1e6;
+  }
+  return e;
+}
+
 Result<IndexPlan> PlanFrom(const Gathered& g, Store& store, const ExtractorId& extractor,
                            const Config& c) {
   IndexPlan plan;
@@ -326,6 +454,9 @@ Result<IndexPlan> PlanFrom(const Gathered& g, Store& store, const ExtractorId& e
       extractor.kind == ExtractorKind::kLlm
           ? plan.chunks_to_extract * (1 + std::max<int64_t>(0, c.extraction.gleanings))
           : 0;
+  if (extractor.kind == ExtractorKind::kLlm && plan.chunks_to_extract > 0) {
+    GRAG_ASSIGN_OR_RETURN(plan.estimate, EstimateCalls(store, c, plan.chunks_to_extract));
+  }
   return plan;
 }
 
@@ -510,6 +641,7 @@ struct Description {
   std::string hash;
   std::string text;
   std::string model;
+  std::string basis;  // what a summary covers (grag/merge.h SummaryBasis)
 };
 
 // The merged description for one entity or relationship: the stored one when its inputs are
@@ -520,6 +652,7 @@ struct DescriptionJob {
   std::string hash;
   Description result;
   bool resolved = false;  // taken from the store: inputs unchanged
+  Description stored;     // what the store holds for it (empty when new)
 };
 
 Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, IndexSummary& s) {
@@ -535,11 +668,23 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, IndexSum
     auto& j = jobs[i];
     if (j.resolved) continue;
     if (!NeedsSummary(*j.descriptions, so)) {
-      j.result = {j.hash, JoinDescriptions(*j.descriptions), ""};
+      j.result = {j.hash, JoinDescriptions(*j.descriptions), "", ""};
     } else if (run.chat() != nullptr) {
-      llm_jobs.push_back(i);
+      // An update's few new descriptions ride along with the stored summary (no call).
+      std::optional<AppendedDescription> appended;
+      if (!j.stored.model.empty()) {
+        appended =
+            AppendToSummary(j.stored.text, j.stored.basis, *j.descriptions, sc.refresh_share, so);
+      }
+      if (appended) {
+        j.result = {j.hash, std::move(appended->description), j.stored.model,
+                    std::move(appended->basis)};
+        ++s.descriptions_appended;
+      } else {
+        llm_jobs.push_back(i);
+      }
     } else {
-      j.result = {j.hash, JoinDescriptionsWithin(*j.descriptions, so), ""};
+      j.result = {j.hash, JoinDescriptionsWithin(*j.descriptions, so), "", ""};
     }
   }
   if (llm_jobs.empty()) return Status::Ok();
@@ -551,10 +696,10 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, IndexSum
         auto& j = jobs[llm_jobs[k]];
         auto summary = SummarizeDescriptions(*run.chat(), j.name, *j.descriptions, so);
         if (summary.ok()) {
-          j.result = {j.hash, *summary, run.chat()->model()};
+          j.result = {j.hash, *summary, run.chat()->model(), SummaryBasis(*j.descriptions, so)};
         } else if (summary.status().code() == ErrorCode::kParse) {
           // An empty summary twice: keep every description rather than lose any.
-          j.result = {j.hash, JoinDescriptions(*j.descriptions), ""};
+          j.result = {j.hash, JoinDescriptions(*j.descriptions), "", ""};
         } else {
           return summary.status().WithContext("summarising " + j.name);
         }
@@ -769,22 +914,29 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   std::vector<DescriptionJob> jobs;
   jobs.reserve(g.entities.size() + g.relationships.size());
   for (const auto& e : g.entities) {
-    DescriptionJob j{
-        e.name, &e.descriptions, DescriptionsHash(e.name_key, e.descriptions), {}, false};
-    if (auto it = old_by_key.find(e.name_key);
-        it != old_by_key.end() && it->second->description_hash == j.hash) {
-      j.result = {j.hash, it->second->description, it->second->description_model};
-      j.resolved = true;
+    DescriptionJob j{e.name, &e.descriptions, DescriptionsHash(e.name_key, e.descriptions),
+                     {},     false,           {}};
+    if (auto it = old_by_key.find(e.name_key); it != old_by_key.end()) {
+      j.stored = {it->second->description_hash, it->second->description,
+                  it->second->description_model, it->second->description_basis};
+      if (j.stored.hash == j.hash) {
+        j.result = j.stored;
+        j.resolved = true;
+      }
     }
     jobs.push_back(std::move(j));
   }
   for (const auto& r : g.relationships) {
     const std::string label = r.source_key + " — " + r.target_key;
-    DescriptionJob j{label, &r.descriptions, DescriptionsHash(label, r.descriptions), {}, false};
-    if (auto it = old_rel_by_keys.find({r.source_key, r.target_key});
-        it != old_rel_by_keys.end() && it->second->description_hash == j.hash) {
-      j.result = {j.hash, it->second->description, it->second->description_model};
-      j.resolved = true;
+    DescriptionJob j{label, &r.descriptions, DescriptionsHash(label, r.descriptions),
+                     {},    false,           {}};
+    if (auto it = old_rel_by_keys.find({r.source_key, r.target_key}); it != old_rel_by_keys.end()) {
+      j.stored = {it->second->description_hash, it->second->description,
+                  it->second->description_model, it->second->description_basis};
+      if (j.stored.hash == j.hash) {
+        j.result = j.stored;
+        j.resolved = true;
+      }
     }
     jobs.push_back(std::move(j));
   }
@@ -794,8 +946,16 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
   std::unordered_map<std::string, int64_t> id_of_key;
   std::set<std::string> keep;
+  // Entities whose mentions or relationships changed: only they may change community (see
+  // DetectCommunities). Added to what earlier merges left pending.
+  GRAG_ASSIGN_OR_RETURN(std::set<std::string> changed, PendingChanges(store));
+  const size_t pending_before = changed.size();
   for (size_t i = 0; i < g.entities.size(); ++i) {
     const auto& e = g.entities[i];
+    if (auto it = old_by_key.find(e.name_key);
+        it == old_by_key.end() || it->second->description_hash != jobs[i].hash) {
+      changed.insert(e.name_key);
+    }
     EntityRecord rec;
     rec.name_key = e.name_key;
     rec.name = e.name;
@@ -804,6 +964,7 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
     rec.description = jobs[i].result.text;
     rec.description_hash = jobs[i].result.hash;
     rec.description_model = jobs[i].result.model;
+    rec.description_basis = jobs[i].result.basis;
     GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertEntity(rec));
     GRAG_RETURN_IF_ERROR(store.SetEntityChunks(id, e.chunk_ids));
     id_of_key[e.name_key] = id;
@@ -816,6 +977,12 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   for (size_t i = 0; i < g.relationships.size(); ++i) {
     const auto& r = g.relationships[i];
     const auto& d = jobs[g.entities.size() + i].result;
+    if (auto it = old_rel_by_keys.find({r.source_key, r.target_key});
+        it == old_rel_by_keys.end() || it->second->weight != r.weight ||
+        it->second->description_hash != d.hash) {
+      changed.insert(r.source_key);
+      changed.insert(r.target_key);
+    }
     RelationshipRecord rec;
     rec.source_id = id_of_key.at(r.source_key);
     rec.target_id = id_of_key.at(r.target_key);
@@ -823,15 +990,24 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
     rec.description = d.text;
     rec.description_hash = d.hash;
     rec.description_model = d.model;
+    rec.description_basis = d.basis;
     GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertRelationship(rec));
     GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(id, r.chunk_ids));
     kept_pairs.insert(std::minmax(rec.source_id, rec.target_id));
   }
   for (const auto& r : old_rels) {
-    if (!kept_pairs.count(std::minmax(r.source_id, r.target_id)) &&
-        keep.count(key_of_id[r.source_id]) && keep.count(key_of_id[r.target_id])) {
+    if (kept_pairs.count(std::minmax(r.source_id, r.target_id))) continue;
+    // A relationship gone (or an entity gone with it): both ends changed, the ones that remain.
+    for (int64_t end : {r.source_id, r.target_id}) {
+      if (keep.count(key_of_id[end])) changed.insert(key_of_id[end]);
+    }
+    if (keep.count(key_of_id[r.source_id]) && keep.count(key_of_id[r.target_id])) {
       GRAG_RETURN_IF_ERROR(store.DeleteRelationship(r.id).status());
     }
+  }
+  GRAG_ASSIGN_OR_RETURN(std::optional<ClusteringRecord> clustered, store.LatestClustering());
+  if (clustered && changed.size() != pending_before) {  // a first index needs no list
+    GRAG_RETURN_IF_ERROR(store.SetMeta(kPendingChangesKey, nlohmann::json(changed).dump()));
   }
   GRAG_RETURN_IF_ERROR(store.ReplaceResolution(resolution.aliases, resolution.links));
   GRAG_RETURN_IF_ERROR(store.SetMeta("resolution_params", resolution.params));
@@ -839,6 +1015,7 @@ Status Merge(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   GRAG_RETURN_IF_ERROR(tx.Commit());
   s.entities = static_cast<int64_t>(g.entities.size());
   s.relationships = static_cast<int64_t>(g.relationships.size());
+  s.entities_changed = static_cast<int64_t>(changed.size() - pending_before);
   run.Progress("merge", 1, 1);
   return Status::Ok();
 }
@@ -908,6 +1085,7 @@ Status DetectCommunities(Run& run, IndexSummary& s) {
   GRAG_ASSIGN_OR_RETURN(std::vector<PriorCluster> prior, LoadPriorClusters(store, g));
   if (last && last->graph_hash == g.hash && !prior.empty()) {
     // Same graph, same settings: the stored hierarchy stands.
+    GRAG_RETURN_IF_ERROR(store.SetMeta(kPendingChangesKey, ""));
     for (const auto& p : prior) ++s.communities_per_level[p.level];
     s.modularity = last->modularity.value_or(0);
     s.communities_unchanged = true;
@@ -926,7 +1104,18 @@ Status DetectCommunities(Run& run, IndexSummary& s) {
   if (warm) {
     // Start from the previous partition so untouched regions keep their communities; compare
     // with the fresh run to catch a warm start stuck in a worse optimum.
-    const LeidenStart start = StartFrom(g.entities.size(), prior);
+    LeidenStart start = StartFrom(g.entities.size(), prior);
+    // Only the changed entities (both ends of every new, reweighted or removed relationship
+    // among them) may move; the rest keep their communities, as blocks. Not their neighbours
+    // too: a hub's neighbours are half the graph. Without a known change set (a resumed run)
+    // every node may move.
+    GRAG_ASSIGN_OR_RETURN(const std::set<std::string> changed, PendingChanges(store));
+    if (cc.local_updates && !changed.empty()) {
+      start.movable.assign(g.entities.size(), 0);
+      for (size_t i = 0; i < g.entities.size(); ++i) {
+        if (changed.count(g.entities[i].name_key)) start.movable[i] = 1;
+      }
+    }
     GRAG_ASSIGN_OR_RETURN(ClusterHierarchy warmed,
                           HierarchicalLeiden(g.entities.size(), g.edges, lo, &start));
     const double drift = fresh.modularity - warmed.modularity;
@@ -976,7 +1165,10 @@ Status DetectCommunities(Run& run, IndexSummary& s) {
   clustering.max_cluster_size = cc.max_cluster_size;
   clustering.modularity = h.modularity;
   clustering.graph_hash = g.hash;
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
   GRAG_RETURN_IF_ERROR(store.ReplaceCommunities(clustering, records).status());
+  GRAG_RETURN_IF_ERROR(store.SetMeta(kPendingChangesKey, ""));
+  GRAG_RETURN_IF_ERROR(tx.Commit());
   s.modularity = h.modularity;
   run.Progress("communities", 1, 1);
   return Status::Ok();
@@ -986,7 +1178,7 @@ Status DetectCommunities(Run& run, IndexSummary& s) {
 
 // The reports of every community: by the LLM, or (no LLM) assembled from the community's own
 // sentences.
-Result<ReportStageSummary> WriteReports(Run& run, const Tokenizer& tok) {
+Result<ReportStageSummary> WriteReports(Run& run, const Tokenizer& tok, bool refresh_all) {
   const Config& c = run.config();
   auto progress = [&run](const ReportProgress& p) { run.Progress("reports", p.done, p.total); };
   ExtractiveReportOptions eo;
@@ -1003,6 +1195,8 @@ Result<ReportStageSummary> WriteReports(Run& run, const Tokenizer& tok) {
   ro.json_mode = c.llm.json_mode;
   ro.cancel = run.cancel_flag();  // Ctrl-C: no new community starts
   ro.include = [min_size](const CommunityRecord& community) { return community.size >= min_size; };
+  ro.refresh_threshold = c.communities.report_refresh_threshold;
+  ro.refresh_all = refresh_all;
   // Small ones first: they are children a larger community's prompt may draw on.
   ReportStageSummary small;
   if (min_size > 0) {
@@ -1018,9 +1212,10 @@ Result<ReportStageSummary> WriteReports(Run& run, const Tokenizer& tok) {
   return out;
 }
 
-Status Reports(Run& run, IndexSummary& s) {
+Status Reports(Run& run, IndexSummary& s, bool refresh_all) {
   GRAG_ASSIGN_OR_RETURN(const Tokenizer* tok, Tokenizer::Get(run.config().chunks.encoding));
-  GRAG_ASSIGN_OR_RETURN(ReportStageSummary rs, WriteReports(run, *tok));
+  GRAG_ASSIGN_OR_RETURN(ReportStageSummary rs, WriteReports(run, *tok, refresh_all));
+  s.reports_kept_stale = rs.kept_stale;
   s.reports_generated = rs.generated;
   s.reports_reused = rs.reused;
   s.reports_extractive = rs.extractive;
@@ -1198,12 +1393,13 @@ Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,
   return PlanFrom(g, *context.store, ExtractorFor(context), config);
 }
 
-Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
-                              IndexContext& context) {
-  if (context.store == nullptr) return Status::InvalidArgument("RunIndex needs a store");
+// RunIndex with the context as given (the budget gate, if any, already in place).
+static Result<IndexSummary> RunIndexWith(const Config& config, const IndexRequest& request,
+                                         IndexContext& context) {
   Run run(config, context);
   IndexSummary s;
   Store& store = *context.store;
+  GRAG_ASSIGN_OR_RETURN(std::optional<ClusteringRecord> clustered, store.LatestClustering());
   GRAG_ASSIGN_OR_RETURN(s.run_id, store.BeginRun("index"));
   run.SetRunId(s.run_id);
   const ExtractorId extractor = ExtractorFor(context);
@@ -1219,7 +1415,7 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
       {"extract", [&] { return Extract(run, extractor, s); }},
       {"merge", [&] { return Merge(run, extractor, s); }},
       {"communities", [&] { return DetectCommunities(run, s); }},
-      {"reports", [&] { return Reports(run, s); }},
+      {"reports", [&] { return Reports(run, s, request.refresh_reports); }},
       {"embed", [&] { return Embed(run, s); }},
   };
   Status failure;
@@ -1229,8 +1425,20 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
       continue;
     }
     (void)store.UpdateRun(s.run_id, stage.name, {});
+    const int64_t calls_before = run.ChatCalls();
     Status st = stage.fn();
     run.FlushUsage();
+    const int64_t stage_calls = run.ChatCalls() - calls_before;
+    const std::string_view name = stage.name;
+    if (name == "extract") {
+      s.calls.extract = std::min(stage_calls, s.chunks_extracted + s.chunks_skipped);
+      s.calls.glean = stage_calls - s.calls.extract;
+    } else if (name == "merge") {
+      s.calls.resolve = s.resolution_llm_calls;
+      s.calls.summarize = stage_calls - s.calls.resolve;
+    } else if (name == "reports") {
+      s.calls.report = stage_calls;
+    }
     if (!st.ok()) {
       failure = st;
       break;
@@ -1242,6 +1450,12 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
   counters["chunks_extracted"] = s.chunks_extracted;
   counters["chunks_skipped"] = s.chunks_skipped;
   counters["reports_generated"] = s.reports_generated;
+  counters["calls_extract"] = s.calls.extract;
+  counters["calls_glean"] = s.calls.glean;
+  counters["calls_resolve"] = s.calls.resolve;
+  counters["calls_summarize"] = s.calls.summarize;
+  counters["calls_report"] = s.calls.report;
+  counters["update_run"] = clustered.has_value() ? 1 : 0;  // for estimates (EstimateCalls)
   (void)store.UpdateRun(s.run_id, "", counters);
   if (!failure.ok()) {
     (void)store.FinishRun(
@@ -1252,6 +1466,19 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
   }
   GRAG_RETURN_IF_ERROR(store.FinishRun(s.run_id, RunStatus::kOk));
   return s;
+}
+
+Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
+                              IndexContext& context) {
+  if (context.store == nullptr) return Status::InvalidArgument("RunIndex needs a store");
+  // Within a budget, the run's calls go through the budget's gate.
+  std::optional<BudgetedChat> budgeted;
+  IndexContext gated = context;
+  if (context.chat != nullptr && (config.llm.max_calls > 0 || config.llm.max_cost > 0)) {
+    budgeted.emplace(*context.chat, config.llm);
+    gated.chat = &*budgeted;
+  }
+  return RunIndexWith(config, request, gated);
 }
 
 }  // namespace grag

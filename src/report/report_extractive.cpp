@@ -818,6 +818,8 @@ Result<ReportStageSummary> Reporter::Run(const ReportProgressFn& progress) {
         ++summary.gaps;
         ++prog.gaps;
         break;
+      case ReportAction::kKeptStale:  // extractive reports cost nothing: never kept stale
+        break;
     }
     ++prog.done;
     prog.level = community.level;

@@ -1,15 +1,19 @@
 // The report stage: levels finest first, communities of a level concurrently, one PutReport per
 // report as it arrives.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "grag/hash.h"
 #include "grag/log.h"
 #include "grag/parallel.h"
 #include "grag/report.h"
@@ -21,6 +25,8 @@ namespace {
 using report_internal::BuildReportInput;
 using report_internal::ChildReport;
 using report_internal::ChildReports;
+using report_internal::GraphEntity;
+using report_internal::GraphRelationship;
 using report_internal::LoadGraph;
 using report_internal::ReportGraph;
 
@@ -62,7 +68,117 @@ std::vector<std::vector<size_t>> LevelsFinestFirst(const ReportGraph& graph,
 struct Stored {
   ReportStatus status = ReportStatus::kGap;
   std::string input_hash;
+  bool stale = false;
+  ReportBasis basis;
 };
+
+// What a report's basis must match for the report to be kept through small changes: the prompt
+// template, the format instruction, the model and the context budget.
+std::string ReportParams(const ReportOptions& options, std::string_view model_name) {
+  Hasher h;
+  h.Add(options.prompt).Add(options.json_instruction).Add(model_name);
+  h.Add(std::to_string(options.max_context_tokens));
+  return h.HexDigest();
+}
+
+std::vector<int64_t> SortedMembers(const CommunityRecord& community) {
+  std::vector<int64_t> members = community.entity_ids;
+  std::sort(members.begin(), members.end());
+  return members;
+}
+
+// Summed weight of the relationships with both ends in the community.
+double InternalWeight(const ReportGraph& graph, const std::vector<int64_t>& sorted_members) {
+  double total = 0;
+  for (int64_t id : sorted_members) {
+    auto from = graph.relationships_from.find(id);
+    if (from == graph.relationships_from.end()) continue;
+    for (size_t r : from->second) {
+      const GraphRelationship& rel = graph.relationships[r];
+      if (std::binary_search(sorted_members.begin(), sorted_members.end(), rel.target_id)) {
+        total += rel.weight;
+      }
+    }
+  }
+  return total;
+}
+
+ReportBasis BasisOf(const ReportGraph& graph, const CommunityRecord& community,
+                    const std::string& params) {
+  ReportBasis b;
+  b.members = SortedMembers(community);
+  b.internal_weight = InternalWeight(graph, b.members);
+  b.params = params;
+  return b;
+}
+
+// What a stale report does not cover yet: the members that came and went since its basis, the
+// best connected first, so global search and readers still see the new material.
+std::string StaleNote(const ReportGraph& graph, const CommunityRecord& community,
+                      const ReportBasis& basis) {
+  constexpr size_t kListed = 10;
+  const std::vector<int64_t> now = SortedMembers(community);
+  std::vector<int64_t> added;
+  std::vector<int64_t> removed;
+  std::set_difference(now.begin(), now.end(), basis.members.begin(), basis.members.end(),
+                      std::back_inserter(added));
+  std::set_difference(basis.members.begin(), basis.members.end(), now.begin(), now.end(),
+                      std::back_inserter(removed));
+  auto entity = [&graph](int64_t id) -> const GraphEntity* {
+    auto it = graph.entity_index.find(id);
+    return it == graph.entity_index.end() ? nullptr : &graph.entities[it->second];
+  };
+  std::string note = "## Since this report was written\n";
+  if (added.empty() && removed.empty()) {
+    return note +
+           "The descriptions and relationships of some members changed a little; the "
+           "report above does not reflect that yet.";
+  }
+  std::vector<const GraphEntity*> fresh;
+  for (int64_t id : added) {
+    if (const GraphEntity* e = entity(id)) fresh.push_back(e);
+  }
+  std::stable_sort(fresh.begin(), fresh.end(), [](const GraphEntity* a, const GraphEntity* b) {
+    return a->degree > b->degree;
+  });
+  if (!fresh.empty()) {
+    note += fmt::format("New member{}:\n", fresh.size() == 1 ? "" : "s");
+    for (size_t i = 0; i < fresh.size() && i < kListed; ++i) {
+      note +=
+          "- " + fresh[i]->name + (fresh[i]->brief.empty() ? "" : ": " + fresh[i]->brief) + "\n";
+    }
+    if (fresh.size() > kListed) note += fmt::format("- and {} more\n", fresh.size() - kListed);
+  }
+  if (!removed.empty()) {
+    std::vector<std::string> names;
+    for (int64_t id : removed) {
+      if (const GraphEntity* e = entity(id)) names.push_back(e->name);
+    }
+    note += fmt::format("No longer members: {} entit{}", removed.size(),
+                        removed.size() == 1 ? "y" : "ies");
+    if (!names.empty()) {
+      if (names.size() > kListed) names.resize(kListed);
+      note += " (" + fmt::format("{}", fmt::join(names, ", ")) + ")";
+    }
+    note += "\n";
+  }
+  while (!note.empty() && note.back() == '\n') note.pop_back();
+  return note;
+}
+
+// Whether the stored report of `community` may stand, stale, instead of being rewritten.
+bool KeepStale(const ReportGraph& graph, const CommunityRecord& community, const Stored& stored,
+               const std::string& params, const ReportOptions& options) {
+  if (options.refresh_all || options.refresh_threshold <= 0) return false;
+  if (stored.status != ReportStatus::kOk || stored.basis.params != params) return false;
+  const std::vector<int64_t> members = SortedMembers(community);
+  const double change = CommunityChange(
+      stored.basis, members, InternalWeight(graph, members), [&graph](int64_t id) -> int64_t {
+        auto it = graph.entity_index.find(id);
+        return it == graph.entity_index.end() ? 0 : graph.entities[it->second].degree;
+      });
+  return change < options.refresh_threshold;
+}
 
 struct ModelCall {
   Result<ParsedReport> parsed = Status::Internal("no call made");
@@ -132,7 +248,7 @@ std::vector<std::string> ResolveEntities(const std::vector<std::string>& refs,
 }
 
 ReportRecord OkRecord(ParsedReport parsed, const ReportInput& in, const ReportOptions& options,
-                      const std::string& model_name) {
+                      const std::string& model_name, ReportBasis basis) {
   if (parsed.title.empty()) parsed.title = "Community " + std::to_string(in.community_id);
   if (parsed.findings.size() > static_cast<size_t>(options.max_findings)) {
     parsed.findings.resize(static_cast<size_t>(options.max_findings));
@@ -150,6 +266,7 @@ ReportRecord OkRecord(ParsedReport parsed, const ReportInput& in, const ReportOp
   r.input_hash = in.input_hash;
   r.generator = ReportGenerator::kLlm;
   r.model = model_name;
+  r.basis = std::move(basis);
   return r;
 }
 
@@ -168,7 +285,7 @@ Result<std::unordered_map<int64_t, Stored>> LoadStored(Store& store, ChildReport
   GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store.ListReports());
   std::unordered_map<int64_t, Stored> stored;
   for (ReportRecord& r : reports) {
-    stored[r.community_id] = Stored{r.status, r.input_hash};
+    stored[r.community_id] = Stored{r.status, r.input_hash, r.stale, std::move(r.basis)};
     if (r.status == ReportStatus::kOk) {
       (*ok_reports)[r.community_id] = ChildReport{std::move(r.full_content), r.input_hash};
     }
@@ -178,6 +295,37 @@ Result<std::unordered_map<int64_t, Stored>> LoadStored(Store& store, ChildReport
 
 }  // namespace
 
+double CommunityChange(const ReportBasis& basis, const std::vector<int64_t>& members_now,
+                       double internal_weight_now,
+                       const std::function<int64_t(int64_t)>& degree_of) {
+  if (basis.params.empty() || basis.members.empty()) return 1;
+  std::vector<int64_t> now = members_now;
+  std::sort(now.begin(), now.end());
+  std::vector<int64_t> added;
+  std::vector<int64_t> removed;
+  std::set_difference(now.begin(), now.end(), basis.members.begin(), basis.members.end(),
+                      std::back_inserter(added));
+  std::set_difference(basis.members.begin(), basis.members.end(), now.begin(), now.end(),
+                      std::back_inserter(removed));
+  const double members = static_cast<double>(added.size() + removed.size()) /
+                         static_cast<double>(basis.members.size());
+  double weight = 0;
+  if (basis.internal_weight > 0) {
+    weight = std::abs(internal_weight_now - basis.internal_weight) / basis.internal_weight;
+  } else if (internal_weight_now > 0) {
+    weight = 1;
+  }
+  double degree = 0;
+  if (!added.empty()) {
+    int64_t all = 0;
+    int64_t fresh = 0;
+    for (int64_t id : now) all += std::max<int64_t>(1, degree_of(id));
+    for (int64_t id : added) fresh += std::max<int64_t>(1, degree_of(id));
+    degree = static_cast<double>(fresh) / static_cast<double>(all);
+  }
+  return std::max({members, weight, degree});
+}
+
 Result<std::vector<PlannedReport>> PlanReports(Store& store, const Tokenizer& tokenizer,
                                                const ReportOptions& options,
                                                std::string_view model_name) {
@@ -185,6 +333,7 @@ Result<std::vector<PlannedReport>> PlanReports(Store& store, const Tokenizer& to
   GRAG_ASSIGN_OR_RETURN(ReportGraph graph, LoadGraph(store, tokenizer, options.concurrency));
   ChildReports ok_reports;
   GRAG_ASSIGN_OR_RETURN(auto stored, LoadStored(store, &ok_reports));
+  const std::string params = ReportParams(options, model_name);
   std::vector<PlannedReport> out;
   std::unordered_set<int64_t> stale;
   for (const std::vector<size_t>& level : LevelsFinestFirst(graph, options)) {
@@ -198,7 +347,10 @@ Result<std::vector<PlannedReport>> PlanReports(Store& store, const Tokenizer& to
       for (int64_t child : p.input.child_reports_used) {
         if (stale.count(child) != 0) p.up_to_date = false;
       }
-      if (!p.up_to_date) stale.insert(p.input.community_id);
+      if (!p.up_to_date && it != stored.end() && p.input.entities_total > 0) {
+        p.keep_stale = KeepStale(graph, graph.communities[index], it->second, params, options);
+      }
+      if (!p.up_to_date && !p.keep_stale) stale.insert(p.input.community_id);
       out.push_back(std::move(p));
     }
   }
@@ -213,6 +365,7 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
   ChildReports ok_reports;  // what parents may draw on; updated between levels only
   GRAG_ASSIGN_OR_RETURN(auto stored, LoadStored(store, &ok_reports));
   const std::string model_name = model.model();
+  const std::string params = ReportParams(options, model_name);
 
   const std::vector<std::vector<size_t>> levels = LevelsFinestFirst(graph, options);
   ReportStageSummary summary;
@@ -250,18 +403,25 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
 
           ModelCall call;
           std::optional<ReportRecord> record;
+          Status put;
           bool failed = false;  // an error that stops the run came from this community
           auto it = stored.find(community.id);
           if (in.entities_total == 0) {
             record = GapRecord(in, "the community has no entities", model_name);
           } else if (it != stored.end() && it->second.status == ReportStatus::kOk &&
-                     it->second.input_hash == in.input_hash) {
+                     it->second.input_hash == in.input_hash && !it->second.stale) {
             o.action = ReportAction::kReused;
+          } else if (it != stored.end() &&
+                     KeepStale(graph, community, it->second, params, options)) {
+            o.action = ReportAction::kKeptStale;
+            put =
+                store.MarkReportStale(community.id, StaleNote(graph, community, it->second.basis));
           } else {
             call = CallModel(model, options, in.prompt);
             o.calls = call.calls;
             if (call.parsed.ok()) {
-              record = OkRecord(std::move(call.parsed).value(), in, options, model_name);
+              record = OkRecord(std::move(call.parsed).value(), in, options, model_name,
+                                BasisOf(graph, community, params));
             } else if (call.parsed.status().code() == ErrorCode::kParse ||
                        call.parsed.status().code() == ErrorCode::kTimeout) {
               record = GapRecord(in,
@@ -279,7 +439,6 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
             }
           }
 
-          Status put;
           if (record) {
             put = store.PutReport(*record);
             if (put.ok()) {
@@ -324,7 +483,9 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
           ++prog.done;
           prog.level = level_number;
           if (o.action == ReportAction::kGenerated) ++prog.generated;
-          if (o.action == ReportAction::kReused) ++prog.reused;
+          if (o.action == ReportAction::kReused || o.action == ReportAction::kKeptStale) {
+            ++prog.reused;
+          }
           if (o.action == ReportAction::kGap) ++prog.gaps;
           if (progress) progress(prog);
         },
@@ -349,6 +510,9 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
         case ReportAction::kGap:
           ++summary.gaps;
           break;
+        case ReportAction::kKeptStale:
+          ++summary.kept_stale;
+          break;
       }
       if (!o.child_reports_used.empty()) ++summary.used_child_reports;
       if (o.truncated) ++summary.truncated;
@@ -361,10 +525,12 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
       return fatal;
     }
   }
+  summary.stale = summary.kept_stale;
   Log(LogLevel::kInfo, kComponent,
-      fmt::format("{} communities: {} reports generated, {} reused, {} gaps; {} LLM calls",
-                  summary.communities, summary.generated, summary.reused, summary.gaps,
-                  summary.llm_calls));
+      fmt::format("{} communities: {} reports generated, {} reused, {} kept stale, {} gaps; {} "
+                  "LLM calls",
+                  summary.communities, summary.generated, summary.reused, summary.kept_stale,
+                  summary.gaps, summary.llm_calls));
   return summary;
 }
 

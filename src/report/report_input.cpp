@@ -7,6 +7,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "grag/extractive.h"
 #include "grag/hash.h"
 #include "grag/parallel.h"
 #include "grag/prompts.h"
@@ -78,7 +79,10 @@ Result<ReportGraph> LoadGraph(Store& store, const Tokenizer& tokenizer, int work
   g.entities.reserve(entities.size());
   for (const EntityRecord& e : entities) {
     g.entity_index.emplace(e.id, g.entities.size());
-    g.entities.push_back(GraphEntity{e.id, e.name, 0, {}});
+    GraphEntity& ge = g.entities.emplace_back();
+    ge.id = e.id;
+    ge.name = e.name;
+    ge.brief = ShortenAtWord(e.description, 200);
   }
   // Degrees from the relationships themselves, so ranking does not depend on whether the
   // caller ran RecomputeGraphStats.

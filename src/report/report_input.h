@@ -28,6 +28,7 @@ struct GraphEntity {
   std::string name;
   int64_t degree = 0;  // relationships touching it, over the whole graph
   Row row;
+  std::string brief;  // the description on one line, shortened (for stale-report notes)
 };
 
 struct GraphRelationship {

@@ -47,6 +47,8 @@ int HttpStatusFor(ErrorCode code) {
       return 409;
     case ErrorCode::kRateLimited:
       return 429;
+    case ErrorCode::kResourceExhausted:
+      return 402;  // the configured spending budget (not a rate limit: retrying will not help)
     case ErrorCode::kUnimplemented:
       return 501;
     case ErrorCode::kUnavailable:
@@ -79,6 +81,8 @@ std::string_view ErrorTypeName(ErrorCode code) {
       return "cancelled";
     case ErrorCode::kRateLimited:
       return "rate_limited";
+    case ErrorCode::kResourceExhausted:
+      return "budget_exhausted";
     case ErrorCode::kUnimplemented:
       return "unimplemented";
     case ErrorCode::kUnavailable:

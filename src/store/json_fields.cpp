@@ -54,4 +54,32 @@ std::vector<Finding> FindingsFromJson(std::string_view text) {
   return out;
 }
 
+std::string ReportBasisToJson(const ReportBasis& basis) {
+  if (basis.params.empty()) return "";
+  return json{{"members", basis.members},
+              {"internal_weight", basis.internal_weight},
+              {"params", basis.params}}
+      .dump();
+}
+
+ReportBasis ReportBasisFromJson(std::string_view text) {
+  ReportBasis out;
+  if (text.empty()) return out;
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return out;
+  auto members = j.find("members");
+  auto weight = j.find("internal_weight");
+  auto params = j.find("params");
+  if (members == j.end() || !members->is_array() || weight == j.end() || !weight->is_number() ||
+      params == j.end() || !params->is_string()) {
+    return out;  // unreadable: as if none was recorded (the report is then rewritten)
+  }
+  for (const json& m : *members) {
+    if (m.is_number_integer()) out.members.push_back(m.get<int64_t>());
+  }
+  out.internal_weight = weight->get<double>();
+  out.params = params->get<std::string>();
+  return out;
+}
+
 }  // namespace grag::store

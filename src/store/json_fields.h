@@ -22,4 +22,9 @@ std::map<std::string, int64_t> CountsFromJson(std::string_view json);
 std::string FindingsToJson(const std::vector<Finding>& findings);
 std::vector<Finding> FindingsFromJson(std::string_view json);
 
+// {"members": [3, 7], "internal_weight": 12.5, "params": "..."}; "" when the basis is empty
+// (an extractive report, or one written before bases were recorded).
+std::string ReportBasisToJson(const ReportBasis& basis);
+ReportBasis ReportBasisFromJson(std::string_view json);
+
 }  // namespace grag::store

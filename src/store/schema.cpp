@@ -314,10 +314,24 @@ CREATE TABLE entity_overrides (
 ) WITHOUT ROWID;
 )sql";
 
+// v4: incremental updates at a fraction of a rebuild's cost. A report records what it was written
+// from (members, internal edge weight, prompt and model), so an update can keep it while its
+// community changed only a little; `stale` marks such a kept report until it is rewritten. A
+// merged description records which mention descriptions it covers, so new ones can be appended
+// to a summary without another call.
+constexpr std::string_view kSchemaV4 = R"sql(
+ALTER TABLE reports ADD COLUMN stale INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE reports ADD COLUMN basis TEXT NOT NULL DEFAULT '';
+ALTER TABLE reports ADD COLUMN stale_note TEXT NOT NULL DEFAULT '';
+ALTER TABLE entities ADD COLUMN description_basis TEXT NOT NULL DEFAULT '';
+ALTER TABLE relationships ADD COLUMN description_basis TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "initial schema", kSchemaV1},
     {2, "clusterings: graph_hash, fresh_modularity", kSchemaV2},
     {3, "entity resolution: aliases, links, overrides", kSchemaV3},
+    {4, "report basis and staleness, description basis", kSchemaV4},
 };
 
 // Applies one step inside the caller's transaction.

@@ -584,6 +584,7 @@ Result<StoreStats> Store::Stats() {
                      "(SELECT count(*) FROM reports WHERE status = 'ok'), "
                      "(SELECT count(*) FROM reports WHERE status = 'gap'), "
                      "(SELECT count(*) FROM llm_cache), (SELECT count(*) FROM runs), "
+                     "(SELECT count(*) FROM reports WHERE status = 'ok' AND stale), "
                      "(SELECT modularity FROM clusterings ORDER BY id DESC LIMIT 1)"));
     GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return Status::Internal("stats query returned no row");
@@ -591,7 +592,7 @@ Result<StoreStats> Store::Stats() {
     for (int64_t* field :
          {&s.documents, &s.chunks, &s.extractions_ok, &s.extractions_skipped, &s.entity_mentions,
           &s.relationship_mentions, &s.entities, &s.relationships, &s.communities, &s.reports_ok,
-          &s.reports_gap, &s.cache_entries, &s.runs}) {
+          &s.reports_gap, &s.cache_entries, &s.runs, &s.reports_stale}) {
       *field = stmt.Int(col++);
     }
     s.modularity = stmt.OptDouble(col);

@@ -207,7 +207,7 @@ namespace {
 
 constexpr std::string_view kEntityColumns =
     "id, name_key, name, type, type_counts, description, description_hash, description_model, "
-    "degree, frequency";
+    "degree, frequency, description_basis";
 
 EntityRecord ReadEntity(const sqlite::Stmt& stmt) {
   EntityRecord e;
@@ -221,6 +221,7 @@ EntityRecord ReadEntity(const sqlite::Stmt& stmt) {
   e.description_model = stmt.Text(7);
   e.degree = stmt.Int(8);
   e.frequency = stmt.Int(9);
+  e.description_basis = stmt.Text(10);
   return e;
 }
 
@@ -261,14 +262,16 @@ Result<int64_t> Store::UpsertEntity(const EntityRecord& e) {
       sqlite::Stmt stmt,
       impl_->conn.Prepare(
           "INSERT INTO entities (name_key, name, type, type_counts, description, "
-          "description_hash, description_model) VALUES (?, ?, ?, ?, ?, ?, ?) "
+          "description_hash, description_model, description_basis) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
           "ON CONFLICT (name_key) DO UPDATE SET name = excluded.name, type = excluded.type, "
           "type_counts = excluded.type_counts, description = excluded.description, "
           "description_hash = excluded.description_hash, "
-          "description_model = excluded.description_model, updated_at = " GRAG_SQL_NOW
+          "description_model = excluded.description_model, "
+          "description_basis = excluded.description_basis, updated_at = " GRAG_SQL_NOW
           " RETURNING id"));
   stmt.BindAll(e.name_key, e.name, e.type, store::CountsToJson(e.type_counts), e.description,
-               e.description_hash, e.description_model);
+               e.description_hash, e.description_model, e.description_basis);
   GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) return Status::Internal("INSERT ... RETURNING gave no row");
   const int64_t id = stmt.Int(0);
@@ -574,7 +577,8 @@ namespace {
 
 constexpr std::string_view kRelationshipSelect =
     "SELECT r.id, r.source_id, r.target_id, r.description, r.description_hash, "
-    "r.description_model, r.weight, r.frequency, s.degree + t.degree FROM relationships r "
+    "r.description_model, r.weight, r.frequency, s.degree + t.degree, r.description_basis "
+    "FROM relationships r "
     "JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id ";
 
 Result<std::vector<RelationshipRecord>> ReadRelationships(sqlite::Stmt& stmt) {
@@ -592,6 +596,7 @@ Result<std::vector<RelationshipRecord>> ReadRelationships(sqlite::Stmt& stmt) {
     r.weight = stmt.Double(6);
     r.frequency = stmt.Int(7);
     r.combined_degree = stmt.Int(8);
+    r.description_basis = stmt.Text(9);
   }
   return out;
 }
@@ -610,12 +615,14 @@ Result<int64_t> Store::UpsertRelationship(const RelationshipRecord& r) {
       sqlite::Stmt stmt,
       impl_->conn.Prepare(
           "INSERT INTO relationships (source_id, target_id, description, description_hash, "
-          "description_model, weight) VALUES (?, ?, ?, ?, ?, ?) "
+          "description_model, weight, description_basis) VALUES (?, ?, ?, ?, ?, ?, ?) "
           "ON CONFLICT (source_id, target_id) DO UPDATE SET description = excluded.description, "
           "description_hash = excluded.description_hash, "
           "description_model = excluded.description_model, weight = excluded.weight, "
+          "description_basis = excluded.description_basis, "
           "updated_at = " GRAG_SQL_NOW " RETURNING id"));
-  stmt.BindAll(a, b, r.description, r.description_hash, r.description_model, r.weight);
+  stmt.BindAll(a, b, r.description, r.description_hash, r.description_model, r.weight,
+               r.description_basis);
   Result<bool> row = stmt.Step();
   if (!row.ok()) {
     return row.status().WithContext("relationship " + std::to_string(a) + "-" + std::to_string(b) +
@@ -859,8 +866,8 @@ namespace {
 
 constexpr std::string_view kReportSelect =
     "SELECT r.community_id, r.status, r.reason, r.title, r.summary, r.full_content, r.findings, "
-    "r.rating, r.rating_explanation, r.input_hash, r.generator, r.model, c.level, r.updated_at "
-    "FROM reports r JOIN communities c ON c.id = r.community_id ";
+    "r.rating, r.rating_explanation, r.input_hash, r.generator, r.model, c.level, r.updated_at, "
+    "r.stale, r.basis, r.stale_note FROM reports r JOIN communities c ON c.id = r.community_id ";
 
 ReportRecord ReadReport(const sqlite::Stmt& stmt) {
   ReportRecord r;
@@ -878,6 +885,12 @@ ReportRecord ReadReport(const sqlite::Stmt& stmt) {
   r.model = stmt.Text(11);
   r.level = stmt.Int(12);
   r.updated_at = stmt.Text(13);
+  r.stale = stmt.Int(14) != 0;
+  r.basis = store::ReportBasisFromJson(stmt.Text(15));
+  r.stale_note = stmt.Text(16);
+  // What changed since a stale report was written travels with it, so global search and every
+  // other reader of the report see the new members too.
+  if (r.stale && !r.stale_note.empty()) r.full_content += "\n\n" + r.stale_note;
   return r;
 }
 
@@ -896,21 +909,31 @@ Status Store::PutReport(const ReportRecord& r) {
       sqlite::Stmt stmt,
       conn.Prepare("INSERT INTO reports (community_id, status, reason, title, summary, "
                    "full_content, findings, rating, rating_explanation, input_hash, generator, "
-                   "model) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+                   "model, stale, basis) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
                    "ON CONFLICT (community_id) DO UPDATE SET status = excluded.status, "
                    "reason = excluded.reason, title = excluded.title, "
                    "summary = excluded.summary, full_content = excluded.full_content, "
                    "findings = excluded.findings, rating = excluded.rating, "
                    "rating_explanation = excluded.rating_explanation, "
                    "input_hash = excluded.input_hash, generator = excluded.generator, "
-                   "model = excluded.model, updated_at = " GRAG_SQL_NOW));
-  GRAG_RETURN_IF_ERROR(stmt.BindAll(r.community_id, store::ReportStatusName(r.status), r.reason,
-                                    r.title, r.summary, r.full_content,
-                                    store::FindingsToJson(r.findings), r.rating,
-                                    r.rating_explanation, r.input_hash,
-                                    store::ReportGeneratorName(r.generator), r.model)
-                           .Run());
+                   "model = excluded.model, stale = excluded.stale, basis = excluded.basis, "
+                   "stale_note = '', updated_at = " GRAG_SQL_NOW));
+  GRAG_RETURN_IF_ERROR(
+      stmt.BindAll(r.community_id, store::ReportStatusName(r.status), r.reason, r.title, r.summary,
+                   r.full_content, store::FindingsToJson(r.findings), r.rating,
+                   r.rating_explanation, r.input_hash, store::ReportGeneratorName(r.generator),
+                   r.model, r.stale ? 1 : 0, store::ReportBasisToJson(r.basis))
+          .Run());
   return tx.Commit();
+}
+
+Status Store::MarkReportStale(int64_t community_id, std::string_view note) {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare("UPDATE reports SET stale = 1, stale_note = ? WHERE community_id = ?"));
+  return stmt.BindAll(note, community_id).Run();
 }
 
 Result<std::optional<ReportRecord>> Store::GetReport(int64_t community_id) {

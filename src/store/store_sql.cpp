@@ -57,7 +57,7 @@ FROM main.communities c LEFT JOIN main.reports r ON r.community_id = c.id;
 CREATE TEMP VIEW reports AS
 SELECT r.community_id, c.level, c.size, r.status, r.reason, r.title, r.summary, r.rating,
        r.rating_explanation, r.findings, json_array_length(r.findings) AS finding_count,
-       r.full_content, r.generator, r.model, r.updated_at
+       r.full_content, r.generator, r.model, r.stale, r.stale_note, r.updated_at
 FROM main.reports r JOIN main.communities c ON c.id = r.community_id;
 )sql";
 
