@@ -156,6 +156,9 @@ TEST_F(E2eServerTest, AnswersLikeTheCliAndDescribesItself) {
         "/v1/stats", "/v1/models", "/v1/chat/completions", "/openapi.json"}) {
     EXPECT_TRUE(api["paths"].contains(path)) << path;
   }
+  for (const char* path : {"/v1/graph", "/v1/jobs"}) {
+    EXPECT_TRUE(api["paths"].contains(path)) << path;
+  }
   EXPECT_TRUE(api["paths"]["/v1/documents/{id}"].contains("delete"));
 
   EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
@@ -358,6 +361,10 @@ TEST_F(E2eServerTest, DocumentsAndIndexJobs) {
   EXPECT_EQ(done["plan"]["documents"]["added"].size(), 3u);
   auto polled = Parse(client_->Get(("/v1/jobs/" + std::to_string(id)).c_str()));
   EXPECT_EQ(polled["state"], "succeeded");
+  auto listed = Parse(client_->Get("/v1/jobs"));
+  ASSERT_EQ(listed.size(), 1u) << listed;
+  EXPECT_EQ(listed[0]["id"], id);
+  EXPECT_EQ(listed[0]["state"], "succeeded");
 
   // The new text is searchable at once, through a fresh read engine.
   auto search =

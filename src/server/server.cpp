@@ -467,6 +467,8 @@ struct Server::Impl {
   void GetJob(const Request& req, Response& res);
   void JobEvents(const Request& req, Response& res);
   void CancelJob(const Request& req, Response& res);
+  void ListJobs(const Request& req, Response& res);
+  void Graph(const Request& req, Response& res);
   void ListEntities(const Request& req, Response& res);
   void GetEntity(const Request& req, Response& res);
   void ListRelationships(const Request& req, Response& res);
@@ -660,6 +662,14 @@ void Server::Impl::DeclareRoutes() {
        nullptr,
        "text/event-stream",
        bind(&Impl::JobEvents)},
+      {"GET",
+       "/v1/jobs",
+       "The recent index jobs, newest first (the running one, if any, is first)",
+       true,
+       {},
+       nullptr,
+       "jobs",
+       bind(&Impl::ListJobs)},
       {"DELETE",
        "/v1/jobs/{id}",
        "Cancel an index job (it stops cleanly and resumes next time)",
@@ -687,6 +697,17 @@ void Server::Impl::DeclareRoutes() {
        nullptr,
        "entity",
        bind(&Impl::GetEntity)},
+      {"GET",
+       "/v1/graph",
+       "The graph to draw: the entities of highest degree (or one entity and its heaviest "
+       "neighbours) with their community at a level, and the relationships among them",
+       true,
+       {{"limit", "integer", "entities at most (with around: neighbours; default 200)"},
+        {"level", "integer", "community level the nodes carry (default 0)"},
+        {"around", "integer", "an entity id: it and its neighbours instead of the top entities"}},
+       nullptr,
+       "{nodes, edges, entities_total, relationships_total, level, levels}",
+       bind(&Impl::Graph)},
       {"GET",
        "/v1/relationships",
        "Relationships, heaviest first",
@@ -1208,6 +1229,34 @@ void Server::Impl::CancelJob(const Request& req, Response& res) {
   if (!jobs->Cancel(*id)) return SendError(res, Status::NotFound("no job " + std::to_string(*id)));
   auto job = jobs->Get(*id);
   SendJson(res, 202, job ? server::JobJson(*job) : "{}");
+}
+
+void Server::Impl::ListJobs(const Request&, Response& res) {
+  std::string out = "[";
+  for (const auto& job : jobs->List()) {
+    if (out.size() > 1) out += ",";
+    out += server::JobJson(job);
+  }
+  out += "]";
+  SendJson(res, 200, out);
+}
+
+void Server::Impl::Graph(const Request& req, Response& res) {
+  auto limit = QueryInt(req, "limit", 0, 100000);
+  if (!limit.ok()) return SendError(res, limit.status());
+  auto level = QueryInt(req, "level", 0, 1000);
+  if (!level.ok()) return SendError(res, level.status());
+  auto around = QueryInt(req, "around", 0, INT64_MAX);
+  if (!around.ok()) return SendError(res, around.status());
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  GraphViewRequest request;
+  request.limit = limit->value_or(200);
+  request.level = *level;
+  request.around = *around;
+  auto view = (*engine)->Graph(request);
+  if (!view.ok()) return SendError(res, view.status());
+  SendJson(res, 200, GraphViewJson(*view, false));
 }
 
 void Server::Impl::ListEntities(const Request& req, Response& res) {
