@@ -12,14 +12,15 @@ let drawing = null;  // the promise of the current draw
 let level = 0;
 let minDegree = 0;
 let maxDegree = 1;
+let sizeScale = 1;  // smaller nodes in a large view
 const communityTitles = new Map();  // id -> report title, at the level shown
 
-// 14 to 60 pixels across, by the square root of the degree within the drawn range.
+// 14 to 60 pixels across (half that in a large view), by the square root of the degree within the drawn range.
 function nodeSize(degree) {
   const lo = Math.sqrt(minDegree);
   const hi = Math.sqrt(maxDegree);
   const t = hi > lo ? (Math.sqrt(Math.max(minDegree, degree)) - lo) / (hi - lo) : 0.5;
-  return 14 + 46 * Math.min(1, t);
+  return sizeScale * (14 + 46 * Math.min(1, t));
 }
 
 function nodeElement(n, position) {
@@ -152,6 +153,27 @@ function layout(n) {
     numIter: n > 250 ? 200 : 1000,
   };
   cy.layout(options).run();
+  if (fcose && n > 250) spread();
+}
+
+// The spectral layout packs nodes closer than their size: scale the positions up about their
+// centre until each node has about three times its size of room, then fit the view again.
+function spread() {
+  const nodes = cy.nodes();
+  if (nodes.length < 2) return;
+  const box = nodes.boundingBox({includeLabels: false});
+  const average = nodes.reduce((sum, n) => sum + n.data('size'), 0) / nodes.length;
+  const want = Math.sqrt(nodes.length) * average * 3;
+  const side = Math.max(box.w, box.h, 1);
+  if (side >= want) return;
+  const k = want / side;
+  const cx = (box.x1 + box.x2) / 2;
+  const cy0 = (box.y1 + box.y2) / 2;
+  nodes.positions((node) => {
+    const p = node.position();
+    return {x: cx + (p.x - cx) * k, y: cy0 + (p.y - cy0) * k};
+  });
+  cy.fit(undefined, 30);
 }
 
 async function drawGraph() {
@@ -174,6 +196,7 @@ async function drawGraph() {
   level = view.level;
   await loadTitles();
   if (!cy) makeCy();
+  sizeScale = view.nodes.length > 250 ? 0.5 : 1;
   maxDegree = Math.max(1, ...view.nodes.map((n) => n.degree));
   minDegree = Math.min(maxDegree, ...view.nodes.map((n) => n.degree));
   const maxWeight = Math.max(1, ...view.edges.map((e) => e.weight));
