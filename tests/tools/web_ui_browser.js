@@ -40,7 +40,8 @@ async function detailShown(page, kind) {
     const h2 = body.querySelector('h2');
     const err = body.querySelector('.error');
     return {kind: body.dataset.kind, id: body.dataset.id, title: h2 ? h2.innerText : '',
-            error: err ? err.innerText : '', text: body.innerText.slice(0, 2000)};
+            error: err ? err.innerText : '', text: body.innerText.slice(0, 2000),
+            sections: [...body.querySelectorAll('h4')].map((x) => x.innerText)};
   });
 }
 
