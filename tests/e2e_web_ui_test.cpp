@@ -1,10 +1,10 @@
 // The web UI in a real browser: Debian's chromium, headless, driven by the pinned puppeteer-core
 // (tests/tools/web_ui_browser.js under node) against the real `grag serve` over a --no-llm index
 // of A Christmas Carol, with an API key set. The script gives a wrong key then the right one,
-// asks questions and opens their citations, draws the graph and clicks an entity, expands a
-// node, opens a community report, uploads, indexes and deletes a document; this test checks what
-// it saw. Screenshots of each page are kept under the build folder (the path is printed).
-// Skips, saying what to install, when node, puppeteer-core or chromium is missing.
+// asks questions (auto, global, local) and opens their citations, draws the graph and clicks an
+// entity, expands a node, opens a community report, uploads, indexes and deletes a document; this
+// test checks what it saw. Screenshots of each page are kept under the build folder (the path is
+// printed). Skips, saying what to install, when node, puppeteer-core or chromium is missing.
 #include <signal.h>
 
 #include <chrono>
@@ -124,6 +124,11 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
   EXPECT_NE(Str(a, "meta").find("chosen by the router"), std::string::npos) << a;
   EXPECT_EQ(Str(a["detail"], "error"), "") << a["detail"];
   EXPECT_FALSE(Str(a["detail"], "title").empty()) << a["detail"];
+  const json& gl = out["global"];
+  EXPECT_EQ(Str(gl, "method"), "global");
+  EXPECT_GT(gl.value("inline_citations", 0), 0) << gl;
+  EXPECT_EQ(Str(gl["detail"], "error"), "") << gl["detail"];
+  EXPECT_TRUE(HasSection(gl["detail"], "Members")) << gl["detail"];
   const json& l = out["local"];
   EXPECT_EQ(Str(l, "method"), "local");
   EXPECT_NE(Str(l, "answer").find("Marley"), std::string::npos) << l;
@@ -131,6 +136,13 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
   EXPECT_EQ(Str(l["detail"], "kind"), "entity") << l["detail"];
   EXPECT_NE(Str(l["detail"], "title").find("Marley"), std::string::npos) << l["detail"];
   EXPECT_TRUE(HasSection(l["detail"], "Neighbours")) << l["detail"];
+  // Its other citations: a relationship (both ends named), a report, a passage.
+  EXPECT_EQ(Str(l["relationship"], "error"), "") << l["relationship"];
+  EXPECT_NE(Str(l["relationship"], "title").find(" — "), std::string::npos) << l["relationship"];
+  EXPECT_EQ(Str(l["community"], "error"), "") << l["community"];
+  EXPECT_FALSE(Str(l["community"], "title").empty()) << l["community"];
+  EXPECT_EQ(Str(l["chunk"], "error"), "") << l["chunk"];
+  EXPECT_NE(Str(l["chunk"], "title").find("christmas_carol.txt"), std::string::npos) << l["chunk"];
 
   // Graph: the top entities drawn, coloured by community, sized by degree; a click opens the
   // entity; expanding a node adds its neighbours.

@@ -1,7 +1,7 @@
 // Drives grag's web UI in a real browser (Debian's chromium, headless, through the pinned
 // puppeteer-core) against a running `grag serve` whose index holds A Christmas Carol and which
-// wants an API key: gives a wrong key then the right one, asks two questions and opens a
-// citation of each, draws the graph, clicks an entity and expands a node, opens a community
+// wants an API key: gives a wrong key then the right one, asks three questions and opens
+// their citations (entity, relationship, report, passage), draws the graph, clicks an entity and expands a node, opens a community
 // report, uploads a document, indexes it and deletes it. Saves a screenshot of each page.
 //
 // usage: node web_ui_browser.js BASE_URL KEY SCREENSHOT_DIR CHROMIUM
@@ -121,9 +121,18 @@ async function main() {
       out.auto.clicked = kindOf;
       out.auto.detail = await detailShown(page, /^S/.test(kindOf) ? 'chunk' :
                                                 /^E/.test(kindOf) ? 'entity' : 'community');
-      out.local = await ask(page, 'Who is Jacob Marley?', 'local');
+      out.global = await ask(page, 'What are the main themes of this story?', 'global');
       await page.$eval('.answer .answer-text a.cite', (a) => a.click());
-      out.local.detail = await detailShown(page, 'entity');
+      out.global.detail = await detailShown(page, 'community');
+      // A local answer cites entities, relationships, reports and passages: each opens.
+      out.local = await ask(page, 'Who is Jacob Marley?', 'local');
+      for (const [prefix, kind] of [['R', 'relationship'], ['C', 'community'], ['S', 'chunk'],
+                                    ['E', 'entity']]) {
+        const clicked = await page.$eval(`.answer .answer-text a.cite[data-cite^="${prefix}"]`,
+                                         (a) => (a.click(), a.dataset.cite));
+        out.local[kind] = {clicked, ...(await detailShown(page, kind))};
+      }
+      out.local.detail = out.local.entity;
       await shot(page, 'ask');
     });
 
