@@ -10,10 +10,17 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libhnswlib-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libutf8proc-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang-format python3
+  chromium fonts-dejavu-core  # the web UI's browser test: headless Chromium, and a font to draw
 )
 TIKTOKEN_VERSION=1.0.22   # npm package holding the cl100k_base / o200k_base vocabularies
 OPENAI_VERSION=5.23.2     # the official OpenAI client, run against `grag serve` by e2e_openai_client_test
                           # (7.x and later declare node >= 22; 5.x runs on node 20)
+CYTOSCAPE_VERSION=3.34.4  # the web UI's graph view (MIT); its dist file is embedded in grag
+FCOSE_VERSION=2.2.0       # cytoscape-fcose: the fast force-directed layout (MIT), with the two
+COSE_BASE_VERSION=2.2.0   # libraries it is built on (MIT), pinned too: all three are embedded
+LAYOUT_BASE_VERSION=2.0.1
+PUPPETEER_CORE_VERSION=24.43.1  # drives Debian's chromium in e2e_web_ui_test (Apache-2.0)
+                                # (25.x declares node >= 22; 24.x runs on node 18 and 20)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -32,10 +39,14 @@ if ((${#missing[@]})); then
 fi
 
 # npm packages, pinned: the tokenizer vocabularies (and node tiktoken, which the parity test and
-# benchmark compare against), and the OpenAI client the server's compatibility test drives.
+# benchmark compare against), the OpenAI client the server's compatibility test drives, the graph
+# library and layout the web UI embeds, and puppeteer-core for the web UI's browser test (it
+# brings no browser of its own: the test uses Debian's chromium).
 NPM_DIR=.deps/npm
 npm_wanted=()
-for spec in "tiktoken@$TIKTOKEN_VERSION" "openai@$OPENAI_VERSION"; do
+for spec in "tiktoken@$TIKTOKEN_VERSION" "openai@$OPENAI_VERSION" \
+  "cytoscape@$CYTOSCAPE_VERSION" "cytoscape-fcose@$FCOSE_VERSION" "cose-base@$COSE_BASE_VERSION" \
+  "layout-base@$LAYOUT_BASE_VERSION" "puppeteer-core@$PUPPETEER_CORE_VERSION"; do
   manifest="$NPM_DIR/node_modules/${spec%@*}/package.json"
   if [ ! -f "$manifest" ] || ! grep -q "\"version\": \"${spec##*@}\"" "$manifest"; then
     npm_wanted+=("$spec")

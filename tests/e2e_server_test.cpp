@@ -156,6 +156,9 @@ TEST_F(E2eServerTest, AnswersLikeTheCliAndDescribesItself) {
         "/v1/stats", "/v1/models", "/v1/chat/completions", "/openapi.json"}) {
     EXPECT_TRUE(api["paths"].contains(path)) << path;
   }
+  for (const char* path : {"/v1/graph", "/v1/jobs", "/", "/ui/{name}"}) {
+    EXPECT_TRUE(api["paths"].contains(path)) << path;
+  }
   EXPECT_TRUE(api["paths"]["/v1/documents/{id}"].contains("delete"));
 
   EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
@@ -225,6 +228,100 @@ TEST_F(E2eServerTest, ApiKeysGuardEveryRouteButHealth) {
   client_->set_bearer_token_auth("key-two");
   EXPECT_EQ(client_->Get("/v1/stats")->status, 200);
   EXPECT_EQ(Post("/v1/query", {{"question", "Who is Scrooge?"}})->status, 200);
+  EXPECT_EQ(server_.Stop(SIGTERM), 0);
+}
+
+TEST_F(E2eServerTest, ServesTheWebUiWithoutAKeyAndItsApiWithOne) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "GRAG_API_KEYS=ui-key"));
+  // The page and its files need no key; everything they call does.
+  auto page = client_->Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page->body.find("<script type=\"module\" src=\"/ui/app.js\">"), std::string::npos);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'self'"),
+            std::string::npos);
+  auto app = client_->Get("/ui/app.js");
+  ASSERT_TRUE(app);
+  EXPECT_EQ(app->status, 200);
+  EXPECT_EQ(app->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  auto lib = client_->Get("/ui/cytoscape.min.js");
+  ASSERT_TRUE(lib);
+  EXPECT_EQ(lib->status, 200);
+  EXPECT_GT(lib->body.size(), 100000u);
+  EXPECT_EQ(client_->Get("/ui/style.css")->get_header_value("Content-Type"),
+            "text/css; charset=utf-8");
+  // Revalidation: the same bytes are not sent again.
+  const std::string etag = app->get_header_value("ETag");
+  ASSERT_FALSE(etag.empty());
+  auto again = client_->Get("/ui/app.js", {{"If-None-Match", etag}});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 304);
+  EXPECT_TRUE(again->body.empty());
+  // Unknown files and paths that only look like the UI's are not served, and need the key.
+  auto missing = client_->Get("/ui/nope.js");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(Parse(missing)["error"]["type"], "not_found");
+  EXPECT_EQ(client_->Get("/ui/../v1/stats")->status, 401);
+  EXPECT_EQ(client_->Get("/ui/a/b.js")->status, 401);
+  EXPECT_EQ(client_->Get("/v1/graph")->status, 401);
+  EXPECT_EQ(client_->Get("/v1/jobs")->status, 401);
+
+  client_->set_bearer_token_auth("ui-key");
+  // The graph to draw: the top entities by degree, their community, the edges among them.
+  auto view = Parse(client_->Get("/v1/graph?limit=25&level=0"));
+  ASSERT_TRUE(view.is_object()) << view;
+  ASSERT_EQ(view["nodes"].size(), 25u);
+  EXPECT_GT(view["entities_total"].get<int64_t>(), 25);
+  EXPECT_EQ(view["level"], 0);
+  EXPECT_FALSE(view["levels"].empty());
+  std::set<int64_t> ids;
+  int64_t last_degree = INT64_MAX;
+  for (const auto& n : view["nodes"]) {
+    ids.insert(n["id"].get<int64_t>());
+    EXPECT_LE(n["degree"].get<int64_t>(), last_degree) << "nodes are by degree";
+    last_degree = n["degree"].get<int64_t>();
+    EXPECT_TRUE(n["community"].is_number_integer()) << n;
+  }
+  ASSERT_FALSE(view["edges"].empty());
+  for (const auto& e : view["edges"]) {
+    EXPECT_TRUE(ids.count(e["source"].get<int64_t>()) && ids.count(e["target"].get<int64_t>()))
+        << "an edge leaves the view: " << e;
+  }
+  // Around one entity: it first, then its neighbours, each joined to it.
+  const int64_t top = view["nodes"][0]["id"].get<int64_t>();
+  auto around =
+      Parse(client_->Get(("/v1/graph?around=" + std::to_string(top) + "&limit=5").c_str()));
+  ASSERT_EQ(around["nodes"].size(), 6u) << around;
+  EXPECT_EQ(around["nodes"][0]["id"], top);
+  auto finest = view["levels"].back().get<int64_t>();
+  EXPECT_EQ(client_->Get(("/v1/graph?level=" + std::to_string(finest + 1)).c_str())->status, 400);
+  EXPECT_EQ(client_->Get("/v1/graph?around=99999999")->status, 404);
+  EXPECT_EQ(client_->Get("/v1/graph?limit=x")->status, 400);
+  // Jobs: none yet.
+  EXPECT_EQ(Parse(client_->Get("/v1/jobs")), json::array());
+  // A local answer's citations say what they stand for, so the UI can open it.
+  auto local =
+      Parse(Post("/v1/query", {{"question", "Who is Jacob Marley?"}, {"method", "local"}}));
+  ASSERT_FALSE(local["citations"].empty()) << local;
+  for (const auto& c : local["citations"]) {
+    const std::string type = c["type"];
+    const json& ref = c["ref"];
+    if (type == "entity") {
+      auto e =
+          client_->Get(("/v1/entities/" + std::to_string(ref["entity"].get<int64_t>())).c_str());
+      EXPECT_EQ(e->status, 200) << c;
+    } else if (type == "relationship") {
+      EXPECT_TRUE(ref["relationship"].is_number_integer()) << c;
+    } else if (type == "report") {
+      EXPECT_TRUE(ref["community"].is_number_integer()) << c;
+    } else {
+      EXPECT_EQ(type, "chunk") << c;
+      EXPECT_TRUE(ref["chunk_id"].is_string()) << c;
+    }
+  }
+  EXPECT_EQ(local["citations"][0]["type"], "entity") << local["citations"];
   EXPECT_EQ(server_.Stop(SIGTERM), 0);
 }
 
@@ -358,6 +455,10 @@ TEST_F(E2eServerTest, DocumentsAndIndexJobs) {
   EXPECT_EQ(done["plan"]["documents"]["added"].size(), 3u);
   auto polled = Parse(client_->Get(("/v1/jobs/" + std::to_string(id)).c_str()));
   EXPECT_EQ(polled["state"], "succeeded");
+  auto listed = Parse(client_->Get("/v1/jobs"));
+  ASSERT_EQ(listed.size(), 1u) << listed;
+  EXPECT_EQ(listed[0]["id"], id);
+  EXPECT_EQ(listed[0]["state"], "succeeded");
 
   // The new text is searchable at once, through a fresh read engine.
   auto search =

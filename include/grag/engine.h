@@ -162,6 +162,33 @@ struct CommunityDetail {
   std::vector<int64_t> children;   // communities one level finer
 };
 
+// The graph as a picture of it shows it: the entities of highest degree (or one entity and its
+// heaviest neighbours), each with its community at one level, and the relationships among them.
+struct GraphViewRequest {
+  int64_t limit = 200;            // entities (with `around`: neighbours) at most
+  std::optional<int64_t> level;   // the community level nodes are coloured by (default 0)
+  std::optional<int64_t> around;  // an entity id: it and its neighbours instead of the top
+};
+
+struct GraphView {
+  struct Node {
+    EntityRef entity;
+    int64_t degree = 0;
+    std::optional<int64_t> community;  // at `level`; none when clustering has not run
+  };
+  struct Edge {
+    int64_t id = 0;
+    int64_t source = 0, target = 0;
+    double weight = 0;
+  };
+  std::vector<Node> nodes;  // highest degree first (with `around`: it, then heaviest first)
+  std::vector<Edge> edges;  // every relationship between two of the nodes
+  int64_t entities_total = 0;
+  int64_t relationships_total = 0;
+  int64_t level = 0;
+  std::vector<int64_t> levels;  // the community levels the index has
+};
+
 struct DocumentDetail {
   DocumentInfo info;
   std::string text;
@@ -233,6 +260,9 @@ class Engine {
   Result<std::optional<CommunityDetail>> GetCommunity(int64_t id);
   Result<std::optional<ChunkRecord>> GetChunk(std::string_view id);
   Result<std::optional<DocumentDetail>> GetDocument(std::string_view id);
+  // Errors: kInvalidArgument for a level the index does not have, kNotFound for an unknown
+  // `around` entity.
+  Result<GraphView> Graph(const GraphViewRequest& request);
 
   const Config& config() const;
   Store& store();

@@ -36,6 +36,7 @@ std::string CommunitiesJson(const std::vector<CommunityInfo>& communities, bool 
 std::string CommunityDetailJson(const CommunityDetail& detail, bool pretty);
 std::string ChunkJson(const ChunkRecord& chunk, bool pretty);
 std::string DocumentDetailJson(const DocumentDetail& detail, bool pretty);
+std::string GraphViewJson(const GraphView& view, bool pretty);
 // grag export: the files written and what each holds.
 std::string ExportSummaryJson(const ExportSummary& summary, bool pretty);
 // grag sql: the rows as an array of objects keyed by column (NULL as null). The truncation is

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "grag/extract.h"
 #include "grag/extractive.h"
@@ -639,6 +641,78 @@ Result<std::optional<DocumentDetail>> Engine::GetDocument(std::string_view id) {
   out.text = std::move(doc->text);
   GRAG_ASSIGN_OR_RETURN(out.chunks, store.ListChunks(id));
   return std::optional<DocumentDetail>(std::move(out));
+}
+
+Result<GraphView> Engine::Graph(const GraphViewRequest& request) {
+  Store& store = *impl_->store;
+  GraphView out;
+  GRAG_ASSIGN_OR_RETURN(std::vector<CommunityRecord> communities, store.ListCommunities());
+  for (const auto& c : communities) {
+    if (std::find(out.levels.begin(), out.levels.end(), c.level) == out.levels.end())
+      out.levels.push_back(c.level);
+  }
+  std::sort(out.levels.begin(), out.levels.end());
+  out.level = request.level.value_or(0);
+  if (!out.levels.empty() &&
+      std::find(out.levels.begin(), out.levels.end(), out.level) == out.levels.end()) {
+    return Status::InvalidArgument(
+        fmt::format("the index has no community level {} (levels {} to {})", out.level,
+                    out.levels.front(), out.levels.back()));
+  }
+  std::map<int64_t, int64_t> community_of;  // entity -> its community at the level
+  for (const auto& c : communities) {
+    if (c.level != out.level) continue;
+    for (int64_t e : c.entity_ids) community_of[e] = c.id;
+  }
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> entities, store.ListEntities());  // by degree
+  out.entities_total = static_cast<int64_t>(entities.size());
+  std::map<int64_t, const EntityRecord*> by_id;
+  for (const auto& e : entities) by_id[e.id] = &e;
+  const size_t limit = static_cast<size_t>(std::max<int64_t>(0, request.limit));
+  std::vector<int64_t> chosen;
+  if (request.around) {
+    auto it = by_id.find(*request.around);
+    if (it == by_id.end()) return Status::NotFound(fmt::format("no entity {}", *request.around));
+    chosen.push_back(*request.around);
+    GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> rels,
+                          store.ListRelationshipsOf(*request.around));
+    std::stable_sort(rels.begin(), rels.end(),
+                     [](const auto& a, const auto& b) { return a.weight > b.weight; });
+    for (const auto& r : rels) {
+      if (chosen.size() > limit) break;
+      const int64_t other = r.source_id == *request.around ? r.target_id : r.source_id;
+      if (by_id.count(other)) chosen.push_back(other);
+    }
+  } else {
+    for (size_t i = 0; i < entities.size() && i < limit; ++i) chosen.push_back(entities[i].id);
+  }
+  std::set<int64_t> in_view(chosen.begin(), chosen.end());
+  for (int64_t id : chosen) {
+    const EntityRecord& e = *by_id[id];
+    GraphView::Node node{RefOf(e), e.degree, std::nullopt};
+    if (auto c = community_of.find(id); c != community_of.end()) node.community = c->second;
+    out.nodes.push_back(std::move(node));
+  }
+  int64_t degrees = 0;
+  for (const auto& e : entities) degrees += e.degree;
+  out.relationships_total = degrees / 2;  // each relationship touches two entities
+  // A small view of a large graph reads the relationships of its nodes only (an indexed query
+  // each); a large view reads them all at once.
+  std::set<int64_t> seen;
+  auto keep = [&](const RelationshipRecord& r) {
+    if (in_view.count(r.source_id) && in_view.count(r.target_id) && seen.insert(r.id).second)
+      out.edges.push_back({r.id, r.source_id, r.target_id, r.weight});
+  };
+  if (chosen.size() * 8 < entities.size()) {
+    for (int64_t id : chosen) {
+      GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> rels, store.ListRelationshipsOf(id));
+      for (const auto& r : rels) keep(r);
+    }
+  } else {
+    GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> rels, store.ListRelationships());
+    for (const auto& r : rels) keep(r);
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- grag check

@@ -69,6 +69,25 @@ json GlobalObject(const GlobalSearchResult& r, std::string_view question, bool l
             {"wall_ms", s.wall_time.count()}}}};
 }
 
+// What a local context item stands for, by id, so a front end can open it.
+json LocalItemRef(const LocalContextItem& item) {
+  switch (item.type) {
+    case LocalItemType::kEntity:
+      return {{"entity", item.entity_id}};
+    case LocalItemType::kRelationship:
+      return {{"relationship", item.relationship_id},
+              {"source", item.source_id},
+              {"target", item.target_id}};
+    case LocalItemType::kReport:
+      return {{"community", item.community_id}, {"level", item.level}};
+    case LocalItemType::kChunk:
+      return {{"chunk_id", item.chunk_id},
+              {"document_id", item.document_id},
+              {"chunk_index", item.chunk_index}};
+  }
+  return json::object();
+}
+
 json LocalObject(const LocalSearchResult& r, std::string_view question, bool llm) {
   const auto& ctx = r.context;
   json matches = json::array();
@@ -89,7 +108,11 @@ json LocalObject(const LocalSearchResult& r, std::string_view question, bool llm
   }
   json cites = json::array();
   for (const auto& c : r.citations) {
-    cites.push_back({{"id", c.id}, {"source", DescribeLocalItem(ctx.items[c.item])}});
+    const LocalContextItem& item = ctx.items[c.item];
+    cites.push_back({{"id", c.id},
+                     {"source", DescribeLocalItem(item)},
+                     {"type", LocalItemTypeName(item.type)},
+                     {"ref", LocalItemRef(item)}});
   }
   return {{"method", "local"},
           {"question", question},
@@ -622,6 +645,28 @@ std::string DocumentDetailJson(const DocumentDetail& d, bool pretty) {
   for (const auto& c : d.chunks) chunks.push_back(ChunkRecordObject(c, false));
   j["chunks"] = std::move(chunks);
   return Dump(j, pretty);
+}
+
+std::string GraphViewJson(const GraphView& v, bool pretty) {
+  json nodes = json::array();
+  for (const auto& n : v.nodes) {
+    json j = RefObject(n.entity);
+    j["degree"] = n.degree;
+    j["community"] = n.community ? json(*n.community) : json(nullptr);
+    nodes.push_back(std::move(j));
+  }
+  json edges = json::array();
+  for (const auto& e : v.edges) {
+    edges.push_back(
+        {{"id", e.id}, {"source", e.source}, {"target", e.target}, {"weight", e.weight}});
+  }
+  return Dump({{"nodes", nodes},
+               {"edges", edges},
+               {"entities_total", v.entities_total},
+               {"relationships_total", v.relationships_total},
+               {"level", v.level},
+               {"levels", v.levels}},
+              pretty);
 }
 
 }  // namespace grag

@@ -151,6 +151,13 @@ std::optional<JobSnapshot> JobManager::Get(int64_t id) const {
   return it->second->snap;
 }
 
+std::vector<JobSnapshot> JobManager::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<JobSnapshot> out;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) out.push_back(it->second->snap);
+  return out;
+}
+
 std::optional<JobSnapshot> JobManager::WaitChange(int64_t id, int64_t version,
                                                   std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mu_);

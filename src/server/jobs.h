@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "grag/engine.h"
 
@@ -47,6 +48,8 @@ class JobManager {
   // Errors: kAlreadyExists while another job runs (its id is in the message).
   Result<int64_t> Start(std::unique_ptr<Engine> engine, IndexRequest request);
   std::optional<JobSnapshot> Get(int64_t id) const;
+  // The jobs kept (the most recent ones), newest first.
+  std::vector<JobSnapshot> List() const;
   // Waits until job `id` changed after `version` or `timeout` passed; the job then, if known.
   std::optional<JobSnapshot> WaitChange(int64_t id, int64_t version,
                                         std::chrono::milliseconds timeout) const;

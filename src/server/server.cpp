@@ -15,6 +15,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <condition_variable>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "grag/loader.h"
 #include "grag/log.h"
 #include "server/jobs.h"
+#include "server/web_assets.h"
 
 namespace grag {
 
@@ -413,6 +415,7 @@ struct Server::Impl {
   std::shared_ptr<Engine> reader;  // opened on first use; reset when a job changed the index
 
   std::unique_ptr<server::JobManager> jobs;
+  std::map<std::string_view, std::string> web_etags;  // by asset name: a hash of its bytes
 
   // The read engine, opened now if needed. No index yet is kUnavailable, saying what to do.
   Result<std::shared_ptr<Engine>> Reader() {
@@ -457,9 +460,14 @@ struct Server::Impl {
   void DeclareRoutes();
   void Register();
   std::string OpenApi() const;
+  // Whether `path` is served without an API key (a route declared with auth = false).
+  bool IsPublic(const std::string& path) const;
 
   // ---- handlers
   void Health(const Request&, Response& res);
+  void WebUi(const Request& req, Response& res);
+  void WebFile(const Request& req, Response& res);
+  void SendWebAsset(const server::WebAsset& asset, const Request& req, Response& res);
   void Query(const Request& req, Response& res);
   void Search(const Request& req, Response& res);
   void Stats(const Request& req, Response& res);
@@ -471,6 +479,8 @@ struct Server::Impl {
   void GetJob(const Request& req, Response& res);
   void JobEvents(const Request& req, Response& res);
   void CancelJob(const Request& req, Response& res);
+  void ListJobs(const Request& req, Response& res);
+  void Graph(const Request& req, Response& res);
   void ListEntities(const Request& req, Response& res);
   void GetEntity(const Request& req, Response& res);
   void ListRelationships(const Request& req, Response& res);
@@ -498,6 +508,9 @@ Result<std::unique_ptr<Server>> Server::Create(Config config) {
   Impl* raw = impl.get();
   impl->jobs =
       std::make_unique<server::JobManager>([raw](server::JobState) { raw->ReloadReader(); });
+  for (const auto& asset : server::WebAssets()) {
+    impl->web_etags[asset.name] = "\"" + Sha256Hex(asset.bytes).substr(0, 32) + "\"";
+  }
   impl->DeclareRoutes();
   impl->Register();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
@@ -575,6 +588,22 @@ void Server::Impl::DeclareRoutes() {
        nullptr,
        "{status, version, index_loaded, job_running}",
        bind(&Impl::Health)},
+      {"GET",
+       "/",
+       "The web UI (ask, graph, communities, documents); it asks for the API key when one is set",
+       false,
+       {},
+       nullptr,
+       "text/html",
+       bind(&Impl::WebUi)},
+      {"GET",
+       "/ui/{name}",
+       "The web UI's files (scripts, styles, the graph library), embedded in grag",
+       false,
+       {},
+       nullptr,
+       "the file",
+       bind(&Impl::WebFile)},
       {"GET",
        "/openapi.json",
        "This API as OpenAPI 3",
@@ -664,6 +693,14 @@ void Server::Impl::DeclareRoutes() {
        nullptr,
        "text/event-stream",
        bind(&Impl::JobEvents)},
+      {"GET",
+       "/v1/jobs",
+       "The recent index jobs, newest first (the running one, if any, is first)",
+       true,
+       {},
+       nullptr,
+       "jobs",
+       bind(&Impl::ListJobs)},
       {"DELETE",
        "/v1/jobs/{id}",
        "Cancel an index job (it stops cleanly and resumes next time)",
@@ -691,6 +728,17 @@ void Server::Impl::DeclareRoutes() {
        nullptr,
        "entity",
        bind(&Impl::GetEntity)},
+      {"GET",
+       "/v1/graph",
+       "The graph to draw: the entities of highest degree (or one entity and its heaviest "
+       "neighbours) with their community at a level, and the relationships among them",
+       true,
+       {{"limit", "integer", "entities at most (with around: neighbours; default 200)"},
+        {"level", "integer", "community level the nodes carry (default 0)"},
+        {"around", "integer", "an entity id: it and its neighbours instead of the top entities"}},
+       nullptr,
+       "{nodes, edges, entities_total, relationships_total, level, levels}",
+       bind(&Impl::Graph)},
       {"GET",
        "/v1/relationships",
        "Relationships, heaviest first",
@@ -786,7 +834,7 @@ void Server::Impl::Register() {
       }
     }
     const auto& keys = config.server.api_keys;
-    if (!keys.empty() && req.path != "/health") {
+    if (!keys.empty() && !IsPublic(req.path)) {
       const std::string auth = req.get_header_value("Authorization");
       bool ok = false;
       if (auth.rfind("Bearer ", 0) == 0) {
@@ -835,6 +883,22 @@ void Server::Impl::Register() {
     else if (method == "DELETE")
       http.Delete(pattern, r.handler);
   }
+}
+
+bool Server::Impl::IsPublic(const std::string& path) const {
+  for (const Route& r : routes) {
+    if (r.auth) continue;
+    const std::string_view t = r.path;
+    const size_t brace = t.find('{');
+    if (brace == std::string_view::npos) {
+      if (path == t) return true;
+    } else if (path.size() > brace &&
+               std::string_view(path).substr(0, brace) == t.substr(0, brace) &&
+               path.find('/', brace) == std::string::npos) {
+      return true;  // one segment in place of the parameter
+    }
+  }
+  return false;
 }
 
 std::string Server::Impl::OpenApi() const {
@@ -904,6 +968,42 @@ void Server::Impl::Health(const Request&, Response& res) {
                  {"version", kVersion},
                  {"index_loaded", loaded},
                  {"job_running", jobs->Running()}}));
+}
+
+void Server::Impl::SendWebAsset(const server::WebAsset& asset, const Request& req, Response& res) {
+  // The bytes are fixed for the life of the binary: their hash is the validator.
+  const auto found = web_etags.find(asset.name);
+  const std::string etag = found == web_etags.end() ? std::string() : found->second;
+  res.set_header("ETag", etag);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  if (asset.name == "index.html") {
+    // Everything the page loads comes from this server: no CDN, no inline script.
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; img-src 'self' data: blob:; style-src 'self' "
+                   "'unsafe-inline'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'");
+  }
+  if (req.get_header_value("If-None-Match") == etag) {
+    res.status = 304;
+    return;
+  }
+  res.status = 200;
+  res.set_content(std::string(asset.bytes), std::string(asset.mime));
+}
+
+void Server::Impl::WebUi(const Request& req, Response& res) {
+  for (const auto& asset : server::WebAssets()) {
+    if (asset.name == "index.html") return SendWebAsset(asset, req, res);
+  }
+  SendError(res, Status::NotFound("this grag was built without its web UI"));
+}
+
+void Server::Impl::WebFile(const Request& req, Response& res) {
+  const std::string name = req.matches[1];
+  for (const auto& asset : server::WebAssets()) {
+    if (asset.name == name) return SendWebAsset(asset, req, res);
+  }
+  SendError(res, Status::NotFound("no web UI file \"" + name + "\""));
 }
 
 namespace {
@@ -1212,6 +1312,34 @@ void Server::Impl::CancelJob(const Request& req, Response& res) {
   if (!jobs->Cancel(*id)) return SendError(res, Status::NotFound("no job " + std::to_string(*id)));
   auto job = jobs->Get(*id);
   SendJson(res, 202, job ? server::JobJson(*job) : "{}");
+}
+
+void Server::Impl::ListJobs(const Request&, Response& res) {
+  std::string out = "[";
+  for (const auto& job : jobs->List()) {
+    if (out.size() > 1) out += ",";
+    out += server::JobJson(job);
+  }
+  out += "]";
+  SendJson(res, 200, out);
+}
+
+void Server::Impl::Graph(const Request& req, Response& res) {
+  auto limit = QueryInt(req, "limit", 0, 100000);
+  if (!limit.ok()) return SendError(res, limit.status());
+  auto level = QueryInt(req, "level", 0, 1000);
+  if (!level.ok()) return SendError(res, level.status());
+  auto around = QueryInt(req, "around", 0, INT64_MAX);
+  if (!around.ok()) return SendError(res, around.status());
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  GraphViewRequest request;
+  request.limit = limit->value_or(200);
+  request.level = *level;
+  request.around = *around;
+  auto view = (*engine)->Graph(request);
+  if (!view.ok()) return SendError(res, view.status());
+  SendJson(res, 200, GraphViewJson(*view, false));
 }
 
 void Server::Impl::ListEntities(const Request& req, Response& res) {

@@ -1,0 +1,186 @@
+// The web UI in a real browser: Debian's chromium, headless, driven by the pinned puppeteer-core
+// (tests/tools/web_ui_browser.js under node) against the real `grag serve` over a --no-llm index
+// of A Christmas Carol, with an API key set. The script gives a wrong key then the right one,
+// asks questions (auto, global, local) and opens their citations, draws the graph and clicks an
+// entity, expands a node, opens a community report, uploads, indexes and deletes a document; this
+// test checks what it saw. Screenshots of each page are kept under the build folder (the path is
+// printed). Skips, saying what to install, when node, puppeteer-core or chromium is missing.
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/run_command.h"
+#include "support/server_process.h"
+#include "support/temp_dir.h"
+
+namespace grag {
+namespace {
+
+using nlohmann::json;
+using testing::RunCommand;
+using testing::ServerProcess;
+using testing::ShellQuote;
+using testing::TempDir;
+
+const std::string kKey = "web-ui-test-key";
+
+std::string NodeModules() { return std::string(GRAG_SOURCE_DIR) + "/.deps/npm/node_modules"; }
+
+std::string Str(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+// Whether the side panel `detail` has a section whose heading starts with `prefix`.
+bool HasSection(const json& detail, const std::string& prefix) {
+  if (!detail.is_object() || !detail.contains("sections")) return false;
+  for (const auto& s : detail["sections"]) {
+    if (s.is_string() && s.get<std::string>().rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
+  if (RunCommand("command -v node").exit_code != 0) {
+    GTEST_SKIP() << "node is not installed: install Node.js (apt-get install nodejs npm) and run "
+                    "scripts/setup.sh to fetch puppeteer-core";
+  }
+  if (!std::filesystem::exists(NodeModules() + "/puppeteer-core/package.json")) {
+    GTEST_SKIP() << "the npm package puppeteer-core is missing from " << NodeModules()
+                 << ": run scripts/setup.sh (it installs the pinned version there)";
+  }
+  const auto chromium = RunCommand("command -v chromium");
+  if (chromium.exit_code != 0 || chromium.out.empty()) {
+    GTEST_SKIP() << "chromium is not installed: the web UI's browser test needs Debian's "
+                    "chromium (apt-get install chromium; scripts/setup.sh installs it)";
+  }
+  std::string chromium_path = chromium.out;
+  while (!chromium_path.empty() && (chromium_path.back() == '\n' || chromium_path.back() == ' '))
+    chromium_path.pop_back();
+
+  // A small project: the book, indexed without a model.
+  TempDir dir;
+  const std::string root = dir / "carol";
+  const std::string grag = ShellQuote(GRAG_BINARY);
+  auto init = RunCommand(grag + " init " + ShellQuote(root));
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  std::filesystem::copy_file(
+      std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
+      root + "/input/christmas_carol.txt");
+  auto index = RunCommand(grag + " --root " + ShellQuote(root) + " --no-llm index --no-progress");
+  ASSERT_EQ(index.exit_code, 0) << index.err;
+
+  ServerProcess serve;
+  ASSERT_TRUE(serve.Start(grag + " --root " + ShellQuote(root) +
+                          " --no-llm --set server.api_keys=" + kKey + " serve --port 0"))
+      << serve.log();
+
+  const std::string shots = std::string(GRAG_TEST_ARTIFACTS_DIR) + "/web_ui";
+  std::error_code ec;
+  std::filesystem::remove_all(shots, ec);  // no stale screenshot passes for a new one
+  const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
+  const auto started = std::chrono::steady_clock::now();
+  auto run =
+      RunCommand("NODE_PATH=" + ShellQuote(NodeModules()) + " node " +
+                 ShellQuote(std::string(GRAG_SOURCE_DIR) + "/tests/tools/web_ui_browser.js") + " " +
+                 ShellQuote(base) + " " + ShellQuote(kKey) + " " + ShellQuote(shots) + " " +
+                 ShellQuote(chromium_path));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  json out = json::parse(run.out, nullptr, false);
+  ASSERT_EQ(run.exit_code, 0) << "the browser script failed at step \""
+                              << (out.is_object() ? Str(out, "step") : "?")
+                              << "\"\nstdout: " << run.out << "\nstderr: " << run.err
+                              << "\nserver: " << serve.log();
+  ASSERT_TRUE(out.is_object()) << run.out;
+  std::cout << "[ " << Str(out, "browser") << ", the browser steps took " << seconds << " s ]\n"
+            << "[ screenshots: " << shots << "/ ]\n";
+  for (const auto& s : out["screenshots"]) {
+    std::cout << "  " << s.get<std::string>() << "\n";
+    EXPECT_GT(std::filesystem::file_size(s.get<std::string>(), ec), 10000u) << s;
+  }
+  EXPECT_EQ(out["screenshots"].size(), 6u) << out["screenshots"];
+
+  // Nothing went wrong inside the page.
+  EXPECT_TRUE(out["page_errors"].empty()) << out["page_errors"];
+  EXPECT_TRUE(out["console_errors"].empty()) << out["console_errors"];
+  EXPECT_EQ(Str(out, "title"), "grag");
+
+  // The key: asked for, a wrong one refused, the right one taken.
+  EXPECT_TRUE(out.value("key_dialog", false));
+  EXPECT_TRUE(out.value("wrong_key_refused", false));
+  EXPECT_TRUE(out.value("key_dialog_closed", false));
+
+  // Ask: answers about Marley, with citations in the text that open what they cite.
+  const json& a = out["auto"];
+  EXPECT_EQ(Str(a, "error"), "");
+  EXPECT_NE(Str(a, "answer").find("Marley"), std::string::npos) << a;
+  EXPECT_GT(a.value("inline_citations", 0), 0) << a;
+  EXPECT_FALSE(a["sources"].empty()) << a;
+  EXPECT_NE(Str(a, "meta").find("chosen by the router"), std::string::npos) << a;
+  EXPECT_EQ(Str(a["detail"], "error"), "") << a["detail"];
+  EXPECT_FALSE(Str(a["detail"], "title").empty()) << a["detail"];
+  const json& gl = out["global"];
+  EXPECT_EQ(Str(gl, "method"), "global");
+  EXPECT_GT(gl.value("inline_citations", 0), 0) << gl;
+  EXPECT_EQ(Str(gl["detail"], "error"), "") << gl["detail"];
+  EXPECT_TRUE(HasSection(gl["detail"], "Members")) << gl["detail"];
+  const json& l = out["local"];
+  EXPECT_EQ(Str(l, "method"), "local");
+  EXPECT_NE(Str(l, "answer").find("Marley"), std::string::npos) << l;
+  EXPECT_GT(l.value("inline_citations", 0), 0) << l;
+  EXPECT_EQ(Str(l["detail"], "kind"), "entity") << l["detail"];
+  EXPECT_NE(Str(l["detail"], "title").find("Marley"), std::string::npos) << l["detail"];
+  EXPECT_TRUE(HasSection(l["detail"], "Neighbours")) << l["detail"];
+  // Its other citations: a relationship (both ends named), a report, a passage.
+  EXPECT_EQ(Str(l["relationship"], "error"), "") << l["relationship"];
+  EXPECT_NE(Str(l["relationship"], "title").find(" — "), std::string::npos) << l["relationship"];
+  EXPECT_EQ(Str(l["community"], "error"), "") << l["community"];
+  EXPECT_FALSE(Str(l["community"], "title").empty()) << l["community"];
+  EXPECT_EQ(Str(l["chunk"], "error"), "") << l["chunk"];
+  EXPECT_NE(Str(l["chunk"], "title").find("christmas_carol.txt"), std::string::npos) << l["chunk"];
+
+  // Graph: the top entities drawn, coloured by community, sized by degree; a click opens the
+  // entity; expanding a node adds its neighbours.
+  const json& g = out["graph"];
+  EXPECT_GT(g.value("nodes", 0), 50) << g;
+  EXPECT_GT(g.value("edges", 0), 0) << g;
+  EXPECT_GT(g.value("colours", 0), 1) << g;
+  EXPECT_GT(g.value("sizes", 0), 1) << g;
+  ASSERT_TRUE(g["target"].is_object()) << g;
+  EXPECT_EQ(Str(g["detail"], "kind"), "entity");
+  EXPECT_EQ(Str(g["detail"], "title"), Str(g["target"], "name")) << g;
+  EXPECT_TRUE(HasSection(g["detail"], "Neighbours")) << g["detail"];
+  EXPECT_TRUE(HasSection(g["detail"], "Communities")) << g["detail"];
+  EXPECT_TRUE(HasSection(g["detail"], "Source passages")) << g["detail"];
+  EXPECT_EQ(g["selected"], json::array({Str(g["target"], "name")})) << g;
+  EXPECT_EQ(g.value("small", 0), 20) << g;
+  EXPECT_GT(g.value("expanded", 0), 20) << g;
+
+  // Communities: listed by hierarchy and level; one opens its report.
+  const json& c = out["communities"];
+  EXPECT_GT(c.value("listed", 0), 0) << c;
+  EXPECT_EQ(c["views"][0], "tree") << c;
+  EXPECT_GT(c["views"].size(), 1u) << c;
+  EXPECT_EQ(Str(c["detail"], "kind"), "community");
+  EXPECT_FALSE(Str(c["detail"], "title").empty()) << c["detail"];
+  EXPECT_TRUE(HasSection(c["detail"], "Members")) << c["detail"];
+
+  // Documents: the book listed; an upload indexed by a job started from the page, then deleted.
+  const json& d = out["documents"];
+  EXPECT_EQ(d["before"], json::array({"christmas_carol.txt"})) << d;
+  EXPECT_NE(Str(d, "upload_message").find("visit.txt"), std::string::npos) << d;
+  EXPECT_EQ(Str(d["job"], "state"), "succeeded") << d;
+  EXPECT_EQ(d["after"], json::array({"christmas_carol.txt", "visit.txt"})) << d;
+  EXPECT_NE(Str(d, "delete_message").find("Deleted visit.txt"), std::string::npos) << d;
+  EXPECT_FALSE(std::filesystem::exists(root + "/input/visit.txt"));
+
+  EXPECT_EQ(serve.Stop(SIGTERM, std::chrono::seconds(60)), 0) << serve.log();
+}
+
+}  // namespace
+}  // namespace grag

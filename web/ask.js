@@ -1,0 +1,107 @@
+// Ask: a question, a method (auto by default), the answer streamed as it is written, then
+// rendered with its citations, each of which opens what it cites in the side panel.
+
+import {stream} from './api.js';
+import {citationKey, citationLabel, citationTarget, renderAnswer} from './answer.js';
+import {openDetail} from './detail.js';
+import {clear, errorBox, h} from './dom.js';
+
+let running = null;
+
+function openCitation(c) {
+  const target = citationTarget(c);
+  if (target) openDetail(target);
+}
+
+function describe(result, seconds) {
+  const parts = [`method: ${result.method}`];
+  if (result.route) parts.push(`chosen by the router: ${result.route.reason}`);
+  parts.push(result.llm ? 'written by the model' : 'extractive (no model)');
+  parts.push(`${seconds.toFixed(1)} s`);
+  return parts.join(' · ');
+}
+
+function sources(result) {
+  const cites = result.citations || [];
+  if (!cites.length) return h('p', {class: 'muted'}, 'No citations.');
+  return h('div', {class: 'sources'}, h('h4', {}, `Sources (${cites.length})`),
+           h('ol', {}, cites.map((c) => {
+             const target = citationTarget(c);
+             const label = `[${citationKey(c)}] ${citationLabel(c)}`;
+             return h('li', {}, target ? h('a', {
+               href: '#', class: 'source-link', dataset: {cite: citationKey(c)},
+               onclick: (e) => {
+                 e.preventDefault();
+                 openCitation(c);
+               },
+             }, label) : label);
+           })));
+}
+
+async function ask(question, method) {
+  if (running) running.abort();
+  const controller = new AbortController();
+  running = controller;
+  const state = document.getElementById('ask-state');
+  const text = h('div', {class: 'answer-text streaming'});
+  const meta = h('p', {class: 'muted meta'}, 'thinking…');
+  const card = h('article', {class: 'answer'}, h('h3', {class: 'question'}, question), meta, text);
+  document.getElementById('answers').prepend(card);
+  state.textContent = 'answering…';
+  const started = performance.now();
+  let streamed = '';
+  let result = null;
+  let failure = null;
+  try {
+    await stream('/v1/query', {
+      body: {question, method, stream: true},
+      signal: controller.signal,
+      onEvent: (event, data) => {
+        if (event === 'delta') {
+          streamed += data.text || '';
+          text.textContent = streamed;
+        } else if (event === 'result') {
+          result = data;
+        } else if (event === 'error') {
+          failure = new Error(data.error ? data.error.message : 'the query failed');
+        }
+      },
+    });
+  } catch (err) {
+    failure = err.name === 'AbortError' ? new Error('stopped: another question was asked') : err;
+  }
+  if (running === controller) {
+    running = null;
+    state.textContent = '';
+  }
+  text.classList.remove('streaming');
+  if (failure || !result) {
+    meta.textContent = '';
+    card.append(errorBox(failure || new Error('the answer stream ended without a result')));
+    return;
+  }
+  card.dataset.method = result.method;
+  meta.textContent = describe(result, (performance.now() - started) / 1000);
+  text.replaceWith(renderAnswer(result.answer, result.citations, openCitation));
+  card.append(sources(result));
+}
+
+export function initAsk() {
+  const form = document.getElementById('ask-form');
+  const question = document.getElementById('question');
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const q = question.value.trim();
+    if (q) ask(q, document.getElementById('method').value);
+  });
+  question.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey) {
+      e.preventDefault();
+      form.requestSubmit();
+    }
+  });
+}
+
+export function showAsk() {
+  document.getElementById('question').focus();
+}
