@@ -470,7 +470,7 @@ Status Extract(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   const auto total = static_cast<int64_t>(pending.size());
   run.Progress("extract", 0, total);
   Status st = ParallelForStatus(
-      pending.size(), static_cast<size_t>(c.llm.concurrency),
+      pending.size(), static_cast<size_t>(LlmConcurrency(c)),
       [&](size_t i) -> Status {
         auto chunk = run.store().GetChunk(pending[i]);
         if (!chunk.ok()) return chunk.status();
@@ -546,7 +546,7 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, IndexSum
   std::atomic<int64_t> done{0};
   const auto total = static_cast<int64_t>(llm_jobs.size());
   Status st = ParallelForStatus(
-      llm_jobs.size(), static_cast<size_t>(run.config().llm.concurrency),
+      llm_jobs.size(), static_cast<size_t>(LlmConcurrency(run.config())),
       [&](size_t k) -> Status {
         auto& j = jobs[llm_jobs[k]];
         auto summary = SummarizeDescriptions(*run.chat(), j.name, *j.descriptions, so);
@@ -584,7 +584,7 @@ ResolveOptions ResolveOptionsFor(const Config& c) {
   o.no_llm_merge_threshold = c.resolution.no_llm_merge_threshold;
   o.adjudication_batch = static_cast<size_t>(c.resolution.adjudication_batch);
   o.max_block = static_cast<size_t>(c.resolution.max_block);
-  o.llm_concurrency = static_cast<int>(c.llm.concurrency);
+  o.llm_concurrency = static_cast<int>(LlmConcurrency(c));
   return o;
 }
 
@@ -999,7 +999,7 @@ Result<ReportStageSummary> WriteReports(Run& run, const Tokenizer& tok) {
   ReportOptions ro;
   GRAG_ASSIGN_OR_RETURN(ro.prompt,
                         LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kCommunityReport));
-  ro.concurrency = static_cast<int>(c.llm.concurrency);
+  ro.concurrency = static_cast<int>(LlmConcurrency(c));
   ro.json_mode = c.llm.json_mode;
   ro.cancel = run.cancel_flag();  // Ctrl-C: no new community starts
   ro.include = [min_size](const CommunityRecord& community) { return community.size >= min_size; };
@@ -1047,7 +1047,7 @@ Status EmbedOwner(Run& run, EmbeddingOwner owner, const std::vector<EmbedItem>& 
                                                               : "embed reports";
   const size_t group =
       static_cast<size_t>(std::max<int64_t>(1, run.config().embeddings.batch_size)) *
-      static_cast<size_t>(std::max<int64_t>(1, run.config().llm.concurrency));
+      static_cast<size_t>(std::max<int64_t>(1, EmbeddingConcurrency(run.config())));
   int64_t done = 0;
   for (size_t start = 0; start < todo.size(); start += group) {
     if (run.cancelled()) return Status::Cancelled("interrupted");
