@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "grag/indexer.h"
 #include "grag/llm.h"
 #include "grag/parallel.h"
 #include "llm/endpoint_pool.h"
@@ -255,6 +256,37 @@ TEST(EndpointUsageTest, MedianAndMeanLatencyAndARunsShare) {
   EXPECT_EQ(run.answered(), 9);
   EXPECT_NEAR(run.LatencyP50Ms(), 500.0, 45.0);
   EXPECT_DOUBLE_EQ(run.LatencyMeanMs(), 500.0);
+}
+
+TEST(EndpointUsageTest, RunCountersRoundTripNamesWithColons) {
+  EndpointUsage a;
+  a.role = "llm";
+  a.name = "gpu-a:11434";
+  a.requests = 12;
+  a.errors = 2;
+  a.benched = 1;
+  a.prompt_tokens = 1000;
+  a.completion_tokens = 200;
+  a.RecordLatency(100ms);
+  a.RecordLatency(300ms);
+  EndpointUsage b;
+  b.role = "embeddings";
+  b.name = "gpu-a:11434";
+  b.requests = 3;
+  std::map<std::string, int64_t> counters = EndpointRunCounters({a, b});
+  EXPECT_EQ(counters["endpoint:llm:gpu-a:11434:requests"], 12);
+  counters["llm_calls"] = 7;  // other counters are ignored
+  std::vector<EndpointUsage> back = EndpointsFromRunCounters(counters);
+  ASSERT_EQ(back.size(), 2u);
+  const EndpointUsage& llm = back[0].role == "llm" ? back[0] : back[1];
+  EXPECT_EQ(llm.name, "gpu-a:11434");
+  EXPECT_EQ(llm.requests, 12);
+  EXPECT_EQ(llm.errors, 2);
+  EXPECT_EQ(llm.benched, 1);
+  EXPECT_EQ(llm.prompt_tokens, 1000);
+  EXPECT_EQ(llm.completion_tokens, 200);
+  EXPECT_EQ(llm.answered(), 2);
+  EXPECT_DOUBLE_EQ(llm.LatencyMeanMs(), 200.0);
 }
 
 // ---- the client against loopback servers ----

@@ -110,8 +110,9 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
   }
   std::cout << "\nLLM: " << s.usage.calls << " calls (" << s.usage.cache_hits << " from cache), "
             << FormatCount(s.usage.prompt_tokens) << " tokens in, "
-            << FormatCount(s.usage.completion_tokens)
-            << " out\ntime: " << FormatDuration(s.elapsed_seconds) << "\n";
+            << FormatCount(s.usage.completion_tokens) << " out";
+  for (const EndpointUsage& e : s.usage.endpoints) std::cout << "\n  " << FormatEndpoint(e, true);
+  std::cout << "\ntime: " << FormatDuration(s.elapsed_seconds) << "\n";
 }
 
 }  // namespace

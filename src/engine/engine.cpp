@@ -384,6 +384,7 @@ Result<IndexStats> Engine::Stats(int64_t top_entities) {
   IndexStats out;
   GRAG_ASSIGN_OR_RETURN(out.store, store.Stats());
   GRAG_ASSIGN_OR_RETURN(out.spent, store.TotalRunCounters());
+  out.endpoints = EndpointsFromRunCounters(out.spent);
   GRAG_ASSIGN_OR_RETURN(out.top_entities, store.ListEntities(top_entities));
   for (EmbeddingOwner owner :
        {EmbeddingOwner::kEntity, EmbeddingOwner::kChunk, EmbeddingOwner::kReport}) {

@@ -82,12 +82,14 @@ class Run {
   }
 
   static std::map<std::string, int64_t> UsageCounters(const LlmUsage& u) {
-    return {{"llm_calls", u.calls},
-            {"llm_cache_hits", u.cache_hits},
-            {"llm_http_requests", u.http_requests},
-            {"llm_failures", u.failures},
-            {"tokens_in", u.prompt_tokens},
-            {"tokens_out", u.completion_tokens}};
+    std::map<std::string, int64_t> out = {{"llm_calls", u.calls},
+                                          {"llm_cache_hits", u.cache_hits},
+                                          {"llm_http_requests", u.http_requests},
+                                          {"llm_failures", u.failures},
+                                          {"tokens_in", u.prompt_tokens},
+                                          {"tokens_out", u.completion_tokens}};
+    out.merge(EndpointRunCounters(u.endpoints));
+    return out;
   }
 
   void Progress(const std::string& stage, int64_t done, int64_t total) {
@@ -1143,6 +1145,58 @@ Status Embed(Run& run, IndexSummary& s) {
 }
 
 }  // namespace
+
+namespace {
+constexpr std::string_view kEndpointPrefix = "endpoint:";
+}  // namespace
+
+std::map<std::string, int64_t> EndpointRunCounters(const std::vector<EndpointUsage>& endpoints) {
+  std::map<std::string, int64_t> out;
+  for (const EndpointUsage& e : endpoints) {
+    const std::string k = std::string(kEndpointPrefix) + e.role + ":" + e.name + ":";
+    out[k + "requests"] = e.requests;
+    out[k + "errors"] = e.errors;
+    out[k + "benched"] = e.benched;
+    out[k + "tokens_in"] = e.prompt_tokens;
+    out[k + "tokens_out"] = e.completion_tokens;
+    out[k + "latency_ms_sum"] = e.latency_ms_sum;
+    out[k + "answered"] = e.answered();
+  }
+  return out;
+}
+
+std::vector<EndpointUsage> EndpointsFromRunCounters(
+    const std::map<std::string, int64_t>& counters) {
+  std::vector<EndpointUsage> out;
+  for (const auto& [key, value] : counters) {
+    if (!key.starts_with(kEndpointPrefix)) continue;
+    // endpoint:<role>:<name>:<figure>; the name may hold colons (host:port), role and figure not.
+    const std::string_view rest = std::string_view(key).substr(kEndpointPrefix.size());
+    const size_t role_end = rest.find(':');
+    const size_t figure_start = rest.rfind(':');
+    if (role_end == std::string_view::npos || figure_start <= role_end) continue;
+    const std::string role(rest.substr(0, role_end));
+    const std::string name(rest.substr(role_end + 1, figure_start - role_end - 1));
+    const std::string_view figure = rest.substr(figure_start + 1);
+    auto it = std::find_if(out.begin(), out.end(), [&](const EndpointUsage& e) {
+      return e.role == role && e.name == name;
+    });
+    if (it == out.end()) {
+      out.emplace_back();
+      it = std::prev(out.end());
+      it->role = role;
+      it->name = name;
+    }
+    if (figure == "requests") it->requests = value;
+    if (figure == "errors") it->errors = value;
+    if (figure == "benched") it->benched = value;
+    if (figure == "tokens_in") it->prompt_tokens = value;
+    if (figure == "tokens_out") it->completion_tokens = value;
+    if (figure == "latency_ms_sum") it->latency_ms_sum = value;
+    if (figure == "answered") it->latency_histogram = {value};  // a count without the spread
+  }
+  return out;
+}
 
 ExtractorId ExtractorFor(const IndexContext& context) {
   if (context.chat == nullptr) return {ExtractorKind::kNlp, std::string(kNlpExtractorModel)};
