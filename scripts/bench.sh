@@ -26,6 +26,10 @@ if [ -x "$BUILD/bench/server_load" ]; then
   # A failure (query errors, an unclean stop) fails the run, after the other benchmarks.
   "$BUILD/bench/server_load" || failed="server_load"
 fi
+if [ -x "$BUILD/bench/endpoint_scaling" ]; then
+  echo "== model endpoints: throughput with 1, 2 and 3 equal endpoints (llm.endpoints)"
+  "$BUILD/bench/endpoint_scaling" || failed="${failed:+$failed }endpoint_scaling"
+fi
 if [ -x "$here/scripts/bench_tokenizer.sh" ]; then
   echo "== tokenizer: grag vs node tiktoken"
   bash "$here/scripts/bench_tokenizer.sh" "$BUILD"

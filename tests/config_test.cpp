@@ -230,6 +230,118 @@ TEST(ConfigTest, LlmDefaultsAreTheClientDefaults) {
   EXPECT_EQ(static_cast<int64_t>(c.llm.timeout_seconds * 1000), o.timeout.count());
   EXPECT_EQ(c.llm.max_retries, o.max_retries);
   EXPECT_EQ(c.embeddings.batch_size, o.embedding_batch_size);
+  EXPECT_EQ(c.llm.bench_after_failures, o.bench_after_failures);
+  EXPECT_EQ(static_cast<int64_t>(c.llm.bench_seconds * 1000), o.bench_base.count());
+  EXPECT_EQ(static_cast<int64_t>(c.llm.bench_max_seconds * 1000), o.bench_cap.count());
+  const EndpointConfig e;
+  const EndpointOptions eo;
+  EXPECT_EQ(e.weight, eo.weight);
+}
+
+// ---- several endpoints per model role ----
+
+TEST(ConfigTest, EndpointsAreReadFromArraysOfTables) {
+  TempDir dir;
+  dir.Write(
+      "grag.toml",
+      "[llm]\nmodel = \"llama3.1\"\nconcurrency = 6\n"
+      "[[llm.endpoints]]\nbase_url = \"http://gpu-a:11434/v1\"\nconcurrency = 4\n"
+      "[[llm.endpoints]]\nbase_url = \"http://gpu-b:11434/v1\"\nweight = 2.5\n"
+      "[[llm.endpoints]]\nname = \"hosted\"\nbase_url = \"https://api.example.com/v1\"\n"
+      "api_key_env = \"HOSTED_KEY\"\nmodel = \"meta-llama/Llama-3.1-8B\"\nrpm = 500\n"
+      "tpm = 200000\n"
+      "[embeddings]\nendpoints = [{base_url = \"http://gpu-a:11434/v1\", model = \"nomic\"}]\n");
+  auto c = LoadConfig(dir.path().string(), "", FakeEnv({}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->llm.endpoints.size(), 3u);
+  EXPECT_EQ(c->llm.endpoints[0].base_url, "http://gpu-a:11434/v1");
+  EXPECT_EQ(c->llm.endpoints[0].concurrency, 4);
+  EXPECT_EQ(c->llm.endpoints[1].weight, 2.5);
+  EXPECT_EQ(c->llm.endpoints[1].concurrency, 0);  // llm.concurrency
+  EXPECT_EQ(c->llm.endpoints[2].name, "hosted");
+  EXPECT_EQ(c->llm.endpoints[2].api_key_env, "HOSTED_KEY");
+  EXPECT_EQ(c->llm.endpoints[2].model, "meta-llama/Llama-3.1-8B");
+  EXPECT_EQ(c->llm.endpoints[2].rpm, 500);
+  EXPECT_EQ(c->llm.endpoints[2].tpm, 200000);
+  EXPECT_EQ(LlmConcurrency(*c), 4 + 6 + 6);
+  // The logical model is llm.model, whatever each endpoint calls it.
+  EXPECT_EQ(LogicalModel(c->llm.model, c->llm.endpoints), "llama3.1");
+  ASSERT_EQ(c->embeddings.endpoints.size(), 1u);
+  EXPECT_EQ(LogicalModel(c->embeddings.model, c->embeddings.endpoints), "nomic");
+  EXPECT_EQ(EmbeddingConcurrency(*c), 6);
+
+  // Without endpoints nothing changes: llm.concurrency alone.
+  Config plain;
+  plain.llm.concurrency = 7;
+  EXPECT_EQ(LlmConcurrency(plain), 7);
+  EXPECT_EQ(EmbeddingConcurrency(plain), 7);
+}
+
+TEST(ConfigTest, BadEndpointsAreRefusedByName) {
+  struct Case {
+    std::string toml;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"[llm]\nmodel = \"m\"\n[[llm.endpoints]]\nbase_url = \"\"\n",
+       "llm.endpoints[0]: base_url is empty"},
+      {"[llm]\nmodel = \"m\"\n[[llm.endpoints]]\nbase_url = \"http://a/v1\"\n"
+       "[[llm.endpoints]]\nbase_url = \"http://b/v1\"\nweight = 0\n",
+       "llm.endpoints[1]: weight must be positive"},
+      {"[llm]\nmodel = \"m\"\n[[llm.endpoints]]\nbase_url = \"http://a/v1\"\nweight = -1.5\n",
+       "weight must be positive"},
+      {"[llm]\nmodel = \"m\"\n[[llm.endpoints]]\nbase_url = \"ftp://a\"\n",
+       "must start with http:// or https://"},
+      {"[llm]\nmodel = \"m\"\n[[llm.endpoints]]\nbase_url = \"http://a/v1\"\nbase_ulr = \"x\"\n",
+       "unknown field \"base_ulr\""},
+      {"[llm]\nmodel = \"m\"\n[[llm.endpoints]]\nbase_url = \"http://a/v1\"\nconcurrency = \"4\"\n",
+       "concurrency must be an integer"},
+      {"[llm]\nmodel = \"m\"\n[[llm.endpoints]]\nbase_url = \"http://a/v1\"\nconcurrency = -1\n",
+       "concurrency must be at least 0"},
+      {"[llm]\nmodel = \"m\"\n[[llm.endpoints]]\nbase_url = \"http://a/v1\"\napi_key = \"k\"\n"
+       "api_key_env = \"K\"\n",
+       "api_key or api_key_env, not both"},
+      {"[llm]\nmodel = \"m\"\n[[llm.endpoints]]\nbase_url = \"http://a/v1\"\nname = \"x\"\n"
+       "[[llm.endpoints]]\nbase_url = \"http://b/v1\"\nname = \"x\"\n",
+       "name \"x\" is also endpoint 0's"},
+      {"[[llm.endpoints]]\nbase_url = \"http://a/v1\"\nmodel = \"one\"\n"
+       "[[llm.endpoints]]\nbase_url = \"http://b/v1\"\nmodel = \"two\"\n",
+       "set llm.model to name the model"},
+      {"[llm]\nendpoints = \"http://a/v1\"\n", "llm.endpoints must be a list of tables"},
+      {"[embeddings]\nendpoints = [{base_url = \"http://a/v1\"}]\n",
+       "embeddings.endpoints: set embeddings.model"},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    dir.Write("grag.toml", c.toml);
+    auto loaded = LoadConfig(dir.path().string(), "", FakeEnv({}));
+    ASSERT_FALSE(loaded.ok()) << c.toml;
+    EXPECT_EQ(loaded.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(loaded.status().message().find(c.message), std::string::npos)
+        << loaded.status().message() << "\nexpected: " << c.message;
+  }
+}
+
+TEST(ConfigTest, EndpointsFromAFlagAndRenderedWithoutKeys) {
+  Config c;
+  c.llm.model = "m";
+  ASSERT_TRUE(ApplySetting(c, "llm.endpoints",
+                           "[{base_url = \"http://a:1/v1\", concurrency = 2, api_key = \"sk-x\"}, "
+                           "{base_url = \"http://b:2/v1\", weight = 3.0}]")
+                  .ok());
+  ASSERT_EQ(c.llm.endpoints.size(), 2u);
+  EXPECT_EQ(c.llm.endpoints[0].api_key, "sk-x");
+  EXPECT_EQ(c.llm.endpoints[1].weight, 3.0);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  Status bad = ApplySetting(c, "llm.endpoints", "http://a:1/v1");
+  EXPECT_EQ(bad.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("a TOML list of tables"), std::string::npos) << bad.message();
+  for (const SettingInfo& s : ListSettings(c)) {
+    if (s.key != "llm.endpoints") continue;
+    EXPECT_EQ(s.value_text,
+              "[{base_url = \"http://a:1/v1\", api_key = \"***\", concurrency = 2}, "
+              "{base_url = \"http://b:2/v1\", weight = 3.0}]");
+  }
 }
 
 }  // namespace

@@ -154,6 +154,54 @@ TEST_F(E2eIndexTest, IndexesTheBookCompletelyAndReRunsForFree) {
   EXPECT_GT(after_queries, requests);
 }
 
+// llm.endpoints: two working servers and a broken one. The broken one is benched, every chunk is
+// still extracted, and the summary and `grag stats` show what each endpoint did.
+TEST_F(E2eIndexTest, SeveralEndpointsShareTheCallsAndABrokenOneIsBenched) {
+  FakeOpenAIServer second{FakeGraphRagHandler()};
+  FakeOpenAIServer broken{[](const testing::FakeRequest&) {
+    return testing::OpenAIError(503, "overloaded", "server_error");
+  }};
+  const std::string endpoints = "[{name = \"a\", base_url = \"" + server_.base_url() +
+                                "\", concurrency = 3}, {name = \"b\", base_url = \"" +
+                                second.base_url() + "\", concurrency = 3}, {name = \"broken\", " +
+                                "base_url = \"" + broken.base_url() + "\", concurrency = 2}]";
+  const std::string sets = " --set " + ShellQuote("llm.endpoints=" + endpoints) +
+                           " --set llm.bench_seconds=600 --set llm.bench_max_seconds=600 ";
+  auto r = RunCommand(Env() + Grag("--root " + ShellQuote(root_) + sets + "index --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary["chunks"]["extracted"], 42);
+  EXPECT_EQ(summary["chunks"]["skipped"], 0);
+  EXPECT_EQ(summary["llm"]["failures"], 0);
+  const auto& eps = summary["llm"]["endpoints"];
+  ASSERT_EQ(eps.size(), 3u) << summary["llm"].dump();
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& e : eps) by_name[e["name"].get<std::string>()] = e;
+  EXPECT_EQ(by_name["broken"]["benched"], 1);
+  EXPECT_EQ(by_name["broken"]["errors"], by_name["broken"]["requests"]);
+  EXPECT_EQ(by_name["broken"]["prompt_tokens"], 0);
+  EXPECT_EQ(by_name["broken"]["requests"].get<int>(), broken.request_count());
+  for (const char* name : {"a", "b"}) {
+    EXPECT_GT(by_name[name]["requests"].get<int>(), 0) << name;
+    EXPECT_EQ(by_name[name]["errors"], 0) << name;
+    EXPECT_GT(by_name[name]["prompt_tokens"].get<int>(), 0) << name;
+    EXPECT_TRUE(by_name[name].contains("latency_ms_p50")) << name;
+  }
+
+  auto stats = RunCommand(Grag("--root " + ShellQuote(root_) + " stats --json"));
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  auto s = nlohmann::json::parse(stats.out);
+  ASSERT_EQ(s["llm_endpoints"].size(), 3u) << stats.out;
+  for (const auto& e : s["llm_endpoints"]) {
+    EXPECT_EQ(e["role"], "llm");
+    EXPECT_EQ(e["requests"], by_name[e["name"].get<std::string>()]["requests"]);
+  }
+  auto text = RunCommand(Grag("--root " + ShellQuote(root_) + " stats"));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("llm broken: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("benched 1 time"), std::string::npos) << text.out;
+}
+
 TEST_F(E2eIndexTest, UnreachableModelFailsClearlyAndKeepsWhatWasLoaded) {
   auto r = RunCommand("GRAG_LLM_BASE_URL=http://127.0.0.1:9/v1 GRAG_LLM_MODEL=m " +
                       Grag("--root " + ShellQuote(root_) +

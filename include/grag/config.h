@@ -36,6 +36,20 @@ struct StoreConfig {
   std::string path = "output/index.db";  // the single SQLite file holding the whole index
 };
 
+// One server of a model role (llm.endpoints, embeddings.endpoints): with several, each call goes to
+// the least-loaded healthy one within its own limits; one that keeps failing is benched a while.
+struct EndpointConfig {
+  std::string name;         // in summaries and `grag stats`; empty: host:port of base_url
+  std::string base_url;     // required
+  std::string api_key;      // empty: api_key_env's value, else none (the role's key is not sent)
+  std::string api_key_env;  // environment variable holding the key
+  std::string model;        // the name this server knows the model by; empty: the role's model
+  double weight = 1;        // > 0: among equally loaded endpoints, the heavier goes first
+  int64_t concurrency = 0;  // requests in flight at once here; 0: llm.concurrency
+  int64_t rpm = 0;          // requests per minute here; 0: unlimited
+  int64_t tpm = 0;          // tokens per minute here; 0: unlimited
+};
+
 struct LlmConfig {
   std::string base_url;  // empty: no LLM (the offline no-LLM mode)
   std::string model;
@@ -58,13 +72,20 @@ struct LlmConfig {
   double price_output_per_million = 0;
   int64_t max_calls = 0;
   double max_cost = 0;
+  // Several endpoints serving the chat model; empty: base_url, api_key, concurrency and the rate
+  // limits above. llm.model stays the logical model name (cache keys, extraction results).
+  std::vector<EndpointConfig> endpoints;
+  int64_t bench_after_failures = 3;  // an endpoint failing this many requests in a row is benched
+  double bench_seconds = 5;          // for this long at first, doubling each time, up to
+  double bench_max_seconds = 300;
 };
 
 struct EmbeddingConfig {
-  std::string base_url;     // empty: the LLM's base_url
-  std::string model;        // empty: the built-in lexical embedder (no network)
-  std::string api_key;      // empty: the LLM's key
-  int64_t batch_size = 16;  // inputs per request (Microsoft GraphRAG's default)
+  std::string base_url;                   // empty: the LLM's base_url
+  std::string model;                      // empty: the built-in lexical embedder (no network)
+  std::string api_key;                    // empty: the LLM's key
+  int64_t batch_size = 16;                // inputs per request (Microsoft GraphRAG's default)
+  std::vector<EndpointConfig> endpoints;  // as llm.endpoints, for the embedding model
 };
 
 // The built-in extractor of the no-LLM mode (see nlp_extract.h for what each knob does).
@@ -209,6 +230,16 @@ struct Config {
   // `path` resolved against root (absolute paths unchanged).
   std::string Resolve(const std::string& path) const;
 };
+
+// A role's logical model name: `model` when set, else the model every endpoint names ("" when
+// there is none, or they differ: ValidateConfig refuses that).
+std::string LogicalModel(const std::string& model, const std::vector<EndpointConfig>& endpoints);
+
+// Chat requests in flight at once: llm.concurrency, or with llm.endpoints the sum of theirs. The
+// LLM-bound stages run this many workers.
+int64_t LlmConcurrency(const Config& config);
+// The same for embedding requests (embeddings.endpoints, else llm.concurrency).
+int64_t EmbeddingConcurrency(const Config& config);
 
 // One declared setting, for help texts, `grag init` and `grag config`.
 struct SettingInfo {

@@ -91,6 +91,9 @@ struct SearchRequest {
 struct IndexStats {
   StoreStats store;
   std::map<std::string, int64_t> spent;  // run counters summed: llm_calls, tokens_in, ...
+  // Per model endpoint, from those counters (runs made with llm.endpoints or
+  // embeddings.endpoints): requests, errors, benchings, tokens, mean latency (no median).
+  std::vector<EndpointUsage> endpoints;
   std::vector<EntityRecord> top_entities;
   std::vector<std::pair<std::string, EmbeddingSpace>>
       embeddings;                                   // by owner: entity, chunk, report

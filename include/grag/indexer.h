@@ -190,6 +190,14 @@ struct ChunkPreview {
 Result<ChunkPreview> ChunkFiles(const std::vector<std::string>& paths, const Config& config,
                                 const ChunkOptions& options, const std::string& base_dir);
 
+// Per-endpoint usage as run counters (runs.counters), one key per figure:
+// "endpoint:<role>:<name>:<figure>" with figure requests, errors, benched, tokens_in, tokens_out,
+// latency_ms_sum and answered. Summed over runs they give each endpoint's totals (grag stats).
+std::map<std::string, int64_t> EndpointRunCounters(const std::vector<EndpointUsage>& endpoints);
+// The endpoints such counters describe (other keys are ignored), by role then name. The latency
+// median is not recoverable from sums: only the mean (latency_ms_sum / answered) is.
+std::vector<EndpointUsage> EndpointsFromRunCounters(const std::map<std::string, int64_t>& counters);
+
 // The extractor whose results the pipeline uses with `context`'s models.
 ExtractorId ExtractorFor(const IndexContext& context);
 

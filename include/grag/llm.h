@@ -73,6 +73,32 @@ struct ChatResponse {
   std::chrono::milliseconds latency{0};  // the whole call, waits and retries included
   std::string model;          // who answered: the reply's "model", else the configured one
   std::string finish_reason;  // "stop", "length", ...; "" when the server does not say
+  std::string endpoint;       // the endpoint that answered (its name); "" for a cache hit
+};
+
+// What one endpoint of a model did (OpenAIOptions::endpoints), since the client was created.
+struct EndpointUsage {
+  std::string role;      // "llm" or "embeddings" (OpenAIOptions::usage_role)
+  std::string name;      // EndpointOptions::name
+  std::string base_url;  // as configured
+  std::string model;     // the name sent to it
+  int64_t requests = 0;  // HTTP requests sent to it, failed ones included
+  int64_t errors = 0;    // requests that failed: transport errors and non-2xx replies
+  int64_t benched = 0;   // times it was taken out of rotation after failing repeatedly
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t latency_ms_sum = 0;  // over the requests it answered (2xx)
+  // The requests it answered, per latency bucket (LatencyBucket): subtractable, so a run's share
+  // of a long-lived client still has a median.
+  std::vector<int64_t> latency_histogram;
+
+  int64_t answered() const;  // requests with a latency: the histogram's total
+  double LatencyMeanMs() const;
+  double LatencyP50Ms() const;  // interpolated within its bucket (buckets are 2^(1/8) wide)
+  void RecordLatency(std::chrono::milliseconds latency);
+
+  EndpointUsage& operator+=(const EndpointUsage& other);  // counters only; names kept
+  EndpointUsage& operator-=(const EndpointUsage& other);
 };
 
 // Counters since a model was created. Tokens are those spent: cache hits cost nothing.
@@ -85,6 +111,9 @@ struct LlmUsage {
   int64_t rejected = 0;       // replies the caller's validator refused (also in failures)
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  // Per endpoint, when the model was given a list of endpoints (empty for a single base_url).
+  // += and -= match entries by role and name.
+  std::vector<EndpointUsage> endpoints;
 
   LlmUsage& operator+=(const LlmUsage& other);
   LlmUsage& operator-=(const LlmUsage& other);  // e.g. a run's share: now minus at its start
@@ -219,6 +248,18 @@ enum class ApiStyle {
 // "openai" or "azure".
 Result<ApiStyle> ParseApiStyle(std::string_view name);
 
+// One server of a model: several serve one model role side by side (OpenAIOptions::endpoints).
+struct EndpointOptions {
+  std::string name;          // in logs, summaries and run counters; empty: host[:port] of base_url
+  std::string base_url;      // required, as OpenAIOptions::base_url
+  std::string api_key;       // empty: no auth header (OpenAIOptions::api_key is not used)
+  std::string model;         // the name this server knows the model by; empty: OpenAIOptions::model
+  double weight = 1.0;       // > 0; among equally loaded endpoints, the heavier is chosen first
+  int max_concurrency = 16;  // requests in flight at once at this endpoint
+  int requests_per_minute = 0;  // this endpoint's own limits; 0: unlimited
+  int tokens_per_minute = 0;
+};
+
 struct OpenAIOptions {
   // ---- where and who ----
   ApiStyle api_style = ApiStyle::kOpenAI;  // what OpenAI, Ollama, vLLM and llama.cpp all speak
@@ -251,6 +292,26 @@ struct OpenAIOptions {
   // A longer Retry-After (a quota spent for the day) fails the call instead of hanging it.
   std::chrono::milliseconds max_retry_after{120'000};
   uint64_t jitter_seed = 0;  // 0: from std::random_device; tests fix it for reproducible waits
+
+  // ---- several endpoints ----
+  // Empty: one endpoint, from base_url, api_key, model and the limits above (max_concurrency,
+  // requests_per_minute, tokens_per_minute). Otherwise these serve the model instead, and those
+  // fields are not used (but `model` is): each request goes to the least-loaded endpoint that is
+  // not benched (in flight / its max_concurrency; ties: higher weight, then in turn) within that
+  // endpoint's own limits. A request that fails (network, 5xx, 429; with several endpoints also
+  // 401/403/404 and a refused connection) is retried on another endpoint at once when one is
+  // free to take it, else after the usual backoff. `model` stays the logical name: the reply
+  // cache and ChatModel::model() use it, so which endpoint answered never changes a cache key;
+  // every endpoint must serve that same model (their `model` only spells it their way).
+  std::vector<EndpointOptions> endpoints;
+  // With two endpoints or more: an endpoint failing this many requests in a row is benched (no
+  // requests) for bench_base, doubling up to bench_cap each time it fails again; then one request
+  // probes it, and a success puts it back in rotation. A refused connection to an endpoint that
+  // never answered, and 401/403/404, bench it at once.
+  int bench_after_failures = 3;
+  std::chrono::milliseconds bench_base{5'000};
+  std::chrono::milliseconds bench_cap{300'000};
+  std::string usage_role = "llm";  // EndpointUsage::role of this client's endpoints
 
   // ---- embeddings ----
   int embedding_batch_size = 16;            // inputs per request (GraphRAG's default)

@@ -10,12 +10,14 @@
 namespace grag {
 
 // The chat model the configuration names, or nullptr when none is configured (llm.base_url or
-// llm.model empty). Replies are cached in `cache` (borrowed; may be nullptr). Token counts
+// llm.model empty, and no llm.endpoints). With llm.endpoints, one client spreads the calls over
+// them. Replies are cached in `cache` (borrowed; may be nullptr). Token counts
 // without a usage field use the configured tokenizer.
 Result<std::unique_ptr<ChatModel>> MakeChatModel(const Config& config, KeyValueCache* cache);
 
-// The embedding model embeddings.model names (its base URL and key default to the LLM's), or the
-// built-in lexical embedder (LexicalEmbedder: no network, no weights) when it is empty.
+// The embedding model embeddings.model names (its base URL and key default to the LLM's; or
+// embeddings.endpoints serve it), or the built-in lexical embedder (LexicalEmbedder: no network, no
+// weights) when it is empty.
 Result<std::unique_ptr<EmbeddingModel>> MakeEmbeddingModel(const Config& config,
                                                            KeyValueCache* cache);
 

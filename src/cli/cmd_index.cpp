@@ -135,8 +135,9 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
             << s.calls.glean << " gleaning, " << s.calls.resolve << " resolution, "
             << s.calls.summarize << " summaries, " << s.calls.report << " reports; "
             << s.usage.cache_hits << " from cache), " << FormatCount(s.usage.prompt_tokens)
-            << " tokens in, " << FormatCount(s.usage.completion_tokens)
-            << " out\ntime: " << FormatDuration(s.elapsed_seconds) << "\n";
+            << " tokens in, " << FormatCount(s.usage.completion_tokens) << " out";
+  for (const EndpointUsage& e : s.usage.endpoints) std::cout << "\n  " << FormatEndpoint(e, true);
+  std::cout << "\ntime: " << FormatDuration(s.elapsed_seconds) << "\n";
 }
 
 }  // namespace

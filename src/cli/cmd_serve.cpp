@@ -59,8 +59,9 @@ Command AddServeCommand(CLI::App& app, GlobalOptions& g) {
             const Status st = (*server)->Run([&](const std::string& host, int port) {
               Log(LogLevel::kInfo, "serve",
                   "index " + index + "; model: " +
-                      (config->llm.model.empty() ? std::string("none (extractive answers)")
-                                                 : config->llm.model));
+                      (LogicalModel(config->llm.model, config->llm.endpoints).empty()
+                           ? std::string("none (extractive answers)")
+                           : LogicalModel(config->llm.model, config->llm.endpoints)));
               std::cout << "grag serve: listening on http://" << host << ":" << port
                         << (config->server.api_keys.empty() ? "" : " (API keys required)")
                         << std::endl;

@@ -71,7 +71,11 @@ void PrintStats(const IndexStats& st) {
   std::cout << "\nLLM spent      " << counter("llm_calls") << " calls ("
             << counter("llm_cache_hits") << " from cache), " << FormatCount(counter("tokens_in"))
             << " tokens in, " << FormatCount(counter("tokens_out")) << " out, over " << s.runs
-            << " runs\nreply cache    " << s.cache_entries << " entries\nindex file     "
+            << " runs\n";
+  for (const EndpointUsage& e : st.endpoints) {
+    std::cout << "  " << FormatEndpoint(e, false) << "\n";
+  }
+  std::cout << "reply cache    " << s.cache_entries << " entries\nindex file     "
             << FormatCount(s.file_bytes) << " bytes\n";
   if (!st.top_entities.empty()) {
     std::cout << "\ntop entities by degree:\n";

@@ -19,8 +19,10 @@ Result<Config> LoadProjectConfig(const GlobalOptions& g) {
     // No endpoint at all: the built-in extractor, embedder, reports and answers.
     config.llm.base_url.clear();
     config.llm.model.clear();
+    config.llm.endpoints.clear();
     config.embeddings.base_url.clear();
     config.embeddings.model.clear();
+    config.embeddings.endpoints.clear();
   }
   GRAG_RETURN_IF_ERROR(ValidateConfig(config).WithContext("--set"));
   std::string level = g.log_level.empty() ? config.log_level : g.log_level;

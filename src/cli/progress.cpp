@@ -82,4 +82,26 @@ void ProgressPrinter::Finish() {
   line_open_ = false;
 }
 
+std::string FormatEndpoint(const EndpointUsage& e, bool median) {
+  std::string line = e.role + " " + e.name + ": " + std::to_string(e.requests) +
+                     (e.requests == 1 ? " request (" : " requests (") + std::to_string(e.errors) +
+                     (e.errors == 1 ? " error" : " errors");
+  if (e.benched > 0) {
+    line += ", benched " + std::to_string(e.benched) + (e.benched == 1 ? " time" : " times");
+  }
+  line += "), " + FormatCount(e.prompt_tokens) + " tokens in, " + FormatCount(e.completion_tokens) +
+          " out";
+  if (e.answered() > 0) {
+    char buf[96];
+    if (median) {
+      std::snprintf(buf, sizeof buf, "; latency p50 %.0f ms, mean %.0f ms", e.LatencyP50Ms(),
+                    e.LatencyMeanMs());
+    } else {
+      std::snprintf(buf, sizeof buf, "; mean latency %.0f ms", e.LatencyMeanMs());
+    }
+    line += buf;
+  }
+  return line;
+}
+
 }  // namespace grag::cli

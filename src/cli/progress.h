@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "grag/llm.h"
+
 namespace grag::cli {
 
 struct ProgressLine {
@@ -38,5 +40,8 @@ class ProgressPrinter {
 std::string FormatDuration(double seconds);
 // "1.2M", "12.3k", "950".
 std::string FormatCount(int64_t n);
+// One endpoint's line in a summary: "llm gpu-a: 120 requests (2 errors, benched 1 time),
+// 45.1k tokens in, 3.2k out; latency p50 230 ms, mean 245 ms" (no p50 when `median` is false).
+std::string FormatEndpoint(const EndpointUsage& e, bool median);
 
 }  // namespace grag::cli

@@ -14,7 +14,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using ValueRef = std::variant<std::string*, int64_t*, double*, bool*, std::vector<std::string>*>;
+using ValueRef = std::variant<std::string*, int64_t*, double*, bool*, std::vector<std::string>*,
+                              std::vector<EndpointConfig>*>;
 
 struct Setting {
   const char* key;
@@ -99,6 +100,23 @@ std::vector<Setting> Settings(Config& c) {
        "A run stops cleanly (resumable) once its tokens cost this much at the configured prices; "
        "0: no limit",
        &c.llm.max_cost},
+      // ---- several endpoints per model role (one block: llm.* then embeddings.endpoints) ----
+      {"llm.endpoints", "",
+       "Several servers of the chat model, a list of tables {base_url, api_key or api_key_env, "
+       "model, weight, concurrency, rpm, tpm, name}: each call goes to the least-loaded healthy "
+       "one; empty = llm.base_url alone. llm.model stays the model's name for the reply cache",
+       &c.llm.endpoints},
+      {"llm.bench_after_failures", "",
+       "With several endpoints: one failing this many requests in a row is benched (others take "
+       "its calls)",
+       &c.llm.bench_after_failures},
+      {"llm.bench_seconds", "",
+       "How long a failing endpoint is benched at first (doubling each time it fails again)",
+       &c.llm.bench_seconds},
+      {"llm.bench_max_seconds", "", "The longest bench", &c.llm.bench_max_seconds},
+      {"embeddings.endpoints", "",
+       "Several servers of the embedding model, as llm.endpoints; empty = embeddings.base_url",
+       &c.embeddings.endpoints},
       {"embeddings.base_url", "GRAG_EMBEDDING_BASE_URL", "Embedding endpoint; empty = llm.base_url",
        &c.embeddings.base_url},
       {"embeddings.model", "GRAG_EMBEDDING_MODEL",
@@ -337,6 +355,122 @@ std::string FormatDouble(double d) {
   return s;
 }
 
+// An endpoint as a TOML inline table: the fields that differ from the defaults, and never a key.
+std::string RenderEndpoint(const EndpointConfig& e) {
+  const EndpointConfig d;
+  std::string s = "{base_url = " + Quote(e.base_url);
+  if (!e.name.empty()) s += ", name = " + Quote(e.name);
+  if (!e.api_key.empty()) s += ", api_key = \"***\"";
+  if (!e.api_key_env.empty()) s += ", api_key_env = " + Quote(e.api_key_env);
+  if (!e.model.empty()) s += ", model = " + Quote(e.model);
+  if (e.weight != d.weight) s += ", weight = " + FormatDouble(e.weight);
+  if (e.concurrency != d.concurrency) s += ", concurrency = " + std::to_string(e.concurrency);
+  if (e.rpm != d.rpm) s += ", rpm = " + std::to_string(e.rpm);
+  if (e.tpm != d.tpm) s += ", tpm = " + std::to_string(e.tpm);
+  return s + "}";
+}
+
+// Reads a TOML array of tables into endpoints; errors name `where`, the setting, the entry and
+// the field.
+Status EndpointsFromToml(const toml::node& node, const std::string& where, const char* key,
+                         std::vector<EndpointConfig>& out) {
+  const auto* arr = node.as_array();
+  auto bad = [&](const std::string& what) {
+    return Status::InvalidArgument(where + ": " + key + " " + what);
+  };
+  if (arr == nullptr) {
+    return bad("must be a list of tables ([[" + std::string(key) + "]] sections or [{...}, ...])");
+  }
+  std::vector<EndpointConfig> list;
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const auto* t = (*arr)[i].as_table();
+    const std::string at = "[" + std::to_string(i) + "]";
+    if (t == nullptr) return bad(at + " must be a table");
+    EndpointConfig e;
+    Status st = Status::Ok();
+    t->for_each([&](const toml::key& k, const toml::node& v) {
+      if (!st.ok()) return;
+      const std::string field(k.str());
+      auto text = [&](std::string& into) {
+        if (!v.is_string())
+          st = bad(at + "." + field + " must be a string");
+        else
+          into = *v.value<std::string>();
+      };
+      auto integer = [&](int64_t& into) {
+        if (!v.is_integer())
+          st = bad(at + "." + field + " must be an integer");
+        else
+          into = *v.value<int64_t>();
+      };
+      if (field == "name")
+        text(e.name);
+      else if (field == "base_url")
+        text(e.base_url);
+      else if (field == "api_key")
+        text(e.api_key);
+      else if (field == "api_key_env")
+        text(e.api_key_env);
+      else if (field == "model")
+        text(e.model);
+      else if (field == "concurrency")
+        integer(e.concurrency);
+      else if (field == "rpm")
+        integer(e.rpm);
+      else if (field == "tpm")
+        integer(e.tpm);
+      else if (field == "weight") {
+        if (!v.is_number())
+          st = bad(at + ".weight must be a number");
+        else
+          e.weight = *v.value<double>();
+      } else {
+        st = bad(at + ": unknown field \"" + field +
+                 "\" (known: base_url, api_key, api_key_env, model, weight, concurrency, rpm, "
+                 "tpm, name)");
+      }
+    });
+    GRAG_RETURN_IF_ERROR(st);
+    list.push_back(std::move(e));
+  }
+  out = std::move(list);
+  return Status::Ok();
+}
+
+Status ValidateEndpoints(const char* key, const std::string& model,
+                         const std::vector<EndpointConfig>& endpoints) {
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    const EndpointConfig& e = endpoints[i];
+    const std::string at = std::string(key) + "[" + std::to_string(i) + "]";
+    auto bad = [&](const std::string& what) { return Status::InvalidArgument(at + ": " + what); };
+    if (e.base_url.empty()) return bad("base_url is empty");
+    if (!e.base_url.starts_with("http://") && !e.base_url.starts_with("https://")) {
+      return bad("base_url must start with http:// or https://, not \"" + e.base_url + "\"");
+    }
+    if (!(e.weight > 0) || !std::isfinite(e.weight)) {
+      return bad("weight must be positive, not " + FormatDouble(e.weight));
+    }
+    if (e.concurrency < 0) return bad("concurrency must be at least 0 (0: llm.concurrency)");
+    if (e.rpm < 0 || e.tpm < 0) return bad("rpm and tpm must be at least 0 (0: unlimited)");
+    if (!e.api_key.empty() && !e.api_key_env.empty()) {
+      return bad("set api_key or api_key_env, not both");
+    }
+    for (size_t k = 0; k < i; ++k) {
+      if (!e.name.empty() && endpoints[k].name == e.name) {
+        return bad("name \"" + e.name + "\" is also endpoint " + std::to_string(k) + "'s");
+      }
+    }
+  }
+  if (!endpoints.empty() && LogicalModel(model, endpoints).empty()) {
+    const std::string role(key, std::string_view(key).find('.'));
+    return Status::InvalidArgument(
+        std::string(key) + ": set " + role +
+        ".model to name the model these endpoints serve (its name keys the reply cache), or give "
+        "every endpoint the same model");
+  }
+  return Status::Ok();
+}
+
 std::string Render(const ValueRef& ref) {
   return std::visit(
       [](auto* p) -> std::string {
@@ -348,6 +482,11 @@ std::string Render(const ValueRef& ref) {
         if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           std::string s = "[";
           for (size_t i = 0; i < p->size(); ++i) s += (i ? ", " : "") + Quote((*p)[i]);
+          return s + "]";
+        }
+        if constexpr (std::is_same_v<T, std::vector<EndpointConfig>>) {
+          std::string s = "[";
+          for (size_t i = 0; i < p->size(); ++i) s += (i ? ", " : "") + RenderEndpoint((*p)[i]);
           return s + "]";
         }
       },
@@ -383,6 +522,14 @@ Status ParseText(const Setting& s, const std::string& text) {
             *p = false;
           else
             return bad("true or false");
+        } else if constexpr (std::is_same_v<T, std::vector<EndpointConfig>>) {
+          // TOML's inline form: [{base_url = "http://a:11434/v1"}, {base_url = "..."}]
+          try {
+            const toml::table t = toml::parse("v = " + text);
+            return EndpointsFromToml(*t.get("v"), "setting", s.key, *p);
+          } catch (const toml::parse_error& e) {
+            return bad("a TOML list of tables, e.g. [{base_url = \"http://host:11434/v1\"}]");
+          }
         } else {
           p->clear();
           std::stringstream ss(text);
@@ -417,6 +564,8 @@ Status FromToml(const Setting& s, const toml::node& node, const std::string& whe
         } else if constexpr (std::is_same_v<T, bool>) {
           if (!node.is_boolean()) return bad("true or false");
           *p = *node.value<bool>();
+        } else if constexpr (std::is_same_v<T, std::vector<EndpointConfig>>) {
+          return EndpointsFromToml(node, where, s.key, *p);
         } else {
           const auto* arr = node.as_array();
           if (arr == nullptr) return bad("a list of strings");
@@ -454,6 +603,14 @@ Status ValidateConfig(const Config& c) {
   if (c.llm.max_retries < 0) return Status::InvalidArgument("llm.max_retries must be at least 0");
   if (c.embeddings.batch_size < 1)
     return Status::InvalidArgument("embeddings.batch_size must be at least 1");
+  GRAG_RETURN_IF_ERROR(ValidateEndpoints("llm.endpoints", c.llm.model, c.llm.endpoints));
+  GRAG_RETURN_IF_ERROR(
+      ValidateEndpoints("embeddings.endpoints", c.embeddings.model, c.embeddings.endpoints));
+  if (c.llm.bench_after_failures < 1)
+    return Status::InvalidArgument("llm.bench_after_failures must be at least 1");
+  if (c.llm.bench_seconds < 0 || c.llm.bench_max_seconds < c.llm.bench_seconds)
+    return Status::InvalidArgument(
+        "llm.bench_seconds must be at least 0 and llm.bench_max_seconds at least as long");
   if (c.extraction.gleanings < 0)
     return Status::InvalidArgument("extraction.gleanings must be at least 0");
   if (c.extraction.entity_types.empty())
@@ -570,6 +727,32 @@ Status ValidateConfig(const Config& c) {
     }
   }
   return Status::Ok();
+}
+
+std::string LogicalModel(const std::string& model, const std::vector<EndpointConfig>& endpoints) {
+  if (!model.empty() || endpoints.empty()) return model;
+  const std::string& first = endpoints.front().model;
+  for (const EndpointConfig& e : endpoints) {
+    if (e.model != first) return "";
+  }
+  return first;
+}
+
+namespace {
+int64_t SumConcurrency(const std::vector<EndpointConfig>& endpoints, int64_t fallback) {
+  if (endpoints.empty()) return fallback;
+  int64_t total = 0;
+  for (const EndpointConfig& e : endpoints) total += e.concurrency > 0 ? e.concurrency : fallback;
+  return total;
+}
+}  // namespace
+
+int64_t LlmConcurrency(const Config& c) {
+  return SumConcurrency(c.llm.endpoints, c.llm.concurrency);
+}
+
+int64_t EmbeddingConcurrency(const Config& c) {
+  return SumConcurrency(c.embeddings.endpoints, c.llm.concurrency);
 }
 
 std::string Config::Resolve(const std::string& path) const {

@@ -170,7 +170,7 @@ GlobalSearchOptions Engine::GlobalOptions() const {
   o.reduce_budget_tokens = c.global_search.reduce_budget_tokens;
   o.map_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(c.global_search.map_timeout_seconds * 1000));
-  o.concurrency = static_cast<int>(c.llm.concurrency);
+  o.concurrency = static_cast<int>(LlmConcurrency(c));
   o.map_json_mode = c.llm.json_mode;
   o.map_prompt = impl_->map_prompt;
   o.reduce_prompt = impl_->reduce_prompt;
@@ -386,6 +386,7 @@ Result<IndexStats> Engine::Stats(int64_t top_entities) {
   IndexStats out;
   GRAG_ASSIGN_OR_RETURN(out.store, store.Stats());
   GRAG_ASSIGN_OR_RETURN(out.spent, store.TotalRunCounters());
+  out.endpoints = EndpointsFromRunCounters(out.spent);
   GRAG_ASSIGN_OR_RETURN(out.top_entities, store.ListEntities(top_entities));
   for (EmbeddingOwner owner :
        {EmbeddingOwner::kEntity, EmbeddingOwner::kChunk, EmbeddingOwner::kReport}) {

@@ -257,6 +257,26 @@ std::string QueryRouteJson(const QueryRoute& route, std::string_view question, b
 
 namespace {
 
+// Per-endpoint usage; the median only where the latencies' spread is known (a run's summary).
+json EndpointsArray(const std::vector<EndpointUsage>& endpoints, bool with_median) {
+  json out = json::array();
+  for (const EndpointUsage& e : endpoints) {
+    json o = {{"role", e.role},
+              {"name", e.name},
+              {"requests", e.requests},
+              {"errors", e.errors},
+              {"benched", e.benched},
+              {"prompt_tokens", e.prompt_tokens},
+              {"completion_tokens", e.completion_tokens},
+              {"latency_ms_mean", e.LatencyMeanMs()}};
+    if (!e.base_url.empty()) o["base_url"] = e.base_url;
+    if (!e.model.empty()) o["model"] = e.model;
+    if (with_median) o["latency_ms_p50"] = e.LatencyP50Ms();
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 json PlanObject(const IndexPlan& p) {
   return {
       {"documents",
@@ -346,6 +366,7 @@ std::string IndexSummaryJson(const IndexSummary& s, const IndexPlan* plan, bool 
           {"report", s.calls.report}}}}},
       {"elapsed_seconds", s.elapsed_seconds},
   };
+  if (!s.usage.endpoints.empty()) j["llm"]["endpoints"] = EndpointsArray(s.usage.endpoints, true);
   if (plan != nullptr) j["plan"] = PlanObject(*plan);
   return Dump(j, pretty);
 }
@@ -373,32 +394,33 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
                          {"dimension", space.dimension},
                          {"lexical", IsLexicalEmbeddingModel(space.model)}};
   }
-  return Dump({{"documents", s.documents},
-               {"chunks", s.chunks},
-               {"chunks_extracted", s.extractions_ok},
-               {"chunks_skipped", s.extractions_skipped},
-               {"entities", s.entities},
-               {"relationships", s.relationships},
-               {"resolution",
-                {{"names", st.resolved_names},
-                 {"merged", st.merged_names},
-                 {"by_method", st.merged_by_method}}},
-               {"communities", s.communities},
-               {"communities_per_level", levels},
-               {"modularity", s.modularity ? json(*s.modularity) : json()},
-               {"reports", s.reports_ok},
-               {"report_gaps", s.reports_gap},
-               {"reports_stale", s.reports_stale},
-               {"embeddings", embeddings},
-               {"llm_calls", counter("llm_calls")},
-               {"llm_cache_hits", counter("llm_cache_hits")},
-               {"tokens_in", counter("tokens_in")},
-               {"tokens_out", counter("tokens_out")},
-               {"cache_entries", s.cache_entries},
-               {"runs", s.runs},
-               {"file_bytes", s.file_bytes},
-               {"top_entities", entities}},
-              pretty);
+  json out = {{"documents", s.documents},
+              {"chunks", s.chunks},
+              {"chunks_extracted", s.extractions_ok},
+              {"chunks_skipped", s.extractions_skipped},
+              {"entities", s.entities},
+              {"relationships", s.relationships},
+              {"resolution",
+               {{"names", st.resolved_names},
+                {"merged", st.merged_names},
+                {"by_method", st.merged_by_method}}},
+              {"communities", s.communities},
+              {"communities_per_level", levels},
+              {"modularity", s.modularity ? json(*s.modularity) : json()},
+              {"reports", s.reports_ok},
+              {"report_gaps", s.reports_gap},
+              {"reports_stale", s.reports_stale},
+              {"embeddings", embeddings},
+              {"llm_calls", counter("llm_calls")},
+              {"llm_cache_hits", counter("llm_cache_hits")},
+              {"tokens_in", counter("tokens_in")},
+              {"tokens_out", counter("tokens_out")},
+              {"cache_entries", s.cache_entries},
+              {"runs", s.runs},
+              {"file_bytes", s.file_bytes},
+              {"top_entities", entities}};
+  if (!st.endpoints.empty()) out["llm_endpoints"] = EndpointsArray(st.endpoints, false);
+  return Dump(out, pretty);
 }
 
 std::string DocumentsJson(const std::vector<DocumentInfo>& documents, bool pretty) {

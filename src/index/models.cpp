@@ -6,6 +6,37 @@
 namespace grag {
 namespace {
 
+// A role's endpoint list as client options: keys from api_key or the variable api_key_env names
+// (never the role's own key: the list may mix hosts), concurrency 0 meaning llm.concurrency.
+Result<std::vector<EndpointOptions>> EndpointsFor(const char* key,
+                                                  const std::vector<EndpointConfig>& list,
+                                                  const Config& c) {
+  std::vector<EndpointOptions> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const EndpointConfig& e = list[i];
+    EndpointOptions o;
+    o.name = e.name;
+    o.base_url = e.base_url;
+    o.api_key = e.api_key;
+    if (!e.api_key_env.empty()) {
+      std::optional<std::string> value = ProcessEnv(e.api_key_env);
+      if (!value || value->empty()) {
+        return Status::InvalidArgument(std::string(key) + "[" + std::to_string(i) +
+                                       "]: api_key_env names " + e.api_key_env +
+                                       ", which is not set in the environment");
+      }
+      o.api_key = *value;
+    }
+    o.model = e.model;
+    o.weight = e.weight;
+    o.max_concurrency = static_cast<int>(e.concurrency > 0 ? e.concurrency : c.llm.concurrency);
+    o.requests_per_minute = static_cast<int>(e.rpm);
+    o.tokens_per_minute = static_cast<int>(e.tpm);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 Result<OpenAIOptions> BaseOptions(const Config& c, KeyValueCache* cache) {
   OpenAIOptions o;
   GRAG_ASSIGN_OR_RETURN(o.api_style, ParseApiStyle(c.llm.api_style));
@@ -16,6 +47,9 @@ Result<OpenAIOptions> BaseOptions(const Config& c, KeyValueCache* cache) {
   o.tokens_per_minute = static_cast<int>(c.llm.tokens_per_minute);
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.llm.timeout_seconds * 1000));
   o.max_retries = static_cast<int>(c.llm.max_retries);
+  o.bench_after_failures = static_cast<int>(c.llm.bench_after_failures);
+  o.bench_base = std::chrono::milliseconds(static_cast<int64_t>(c.llm.bench_seconds * 1000));
+  o.bench_cap = std::chrono::milliseconds(static_cast<int64_t>(c.llm.bench_max_seconds * 1000));
   o.cache = cache;
   GRAG_ASSIGN_OR_RETURN(const Tokenizer* tok, Tokenizer::Get(c.chunks.encoding));
   o.token_counter = [tok](std::string_view text) { return tok->Count(text); };
@@ -25,31 +59,39 @@ Result<OpenAIOptions> BaseOptions(const Config& c, KeyValueCache* cache) {
 }  // namespace
 
 Result<std::unique_ptr<ChatModel>> MakeChatModel(const Config& config, KeyValueCache* cache) {
-  if (config.llm.base_url.empty() || config.llm.model.empty()) {
+  const std::string model = LogicalModel(config.llm.model, config.llm.endpoints);
+  if (config.llm.endpoints.empty() && (config.llm.base_url.empty() || model.empty())) {
     return std::unique_ptr<ChatModel>();
   }
   GRAG_ASSIGN_OR_RETURN(OpenAIOptions o, BaseOptions(config, cache));
-  o.base_url = config.llm.base_url;
+  o.base_url = config.llm.base_url.empty() ? o.base_url : config.llm.base_url;
   o.api_key = config.llm.api_key;
-  o.model = config.llm.model;
+  o.model = model;
+  GRAG_ASSIGN_OR_RETURN(o.endpoints, EndpointsFor("llm.endpoints", config.llm.endpoints, config));
+  o.usage_role = "llm";
   GRAG_ASSIGN_OR_RETURN(std::unique_ptr<OpenAIClient> client, OpenAIClient::Create(std::move(o)));
   return std::unique_ptr<ChatModel>(std::move(client));
 }
 
 Result<std::unique_ptr<EmbeddingModel>> MakeEmbeddingModel(const Config& config,
                                                            KeyValueCache* cache) {
-  if (config.embeddings.model.empty()) {
+  const std::string model = LogicalModel(config.embeddings.model, config.embeddings.endpoints);
+  if (model.empty()) {
     return std::unique_ptr<EmbeddingModel>(std::make_unique<LexicalEmbedder>());
   }
   GRAG_ASSIGN_OR_RETURN(OpenAIOptions o, BaseOptions(config, cache));
+  GRAG_ASSIGN_OR_RETURN(o.endpoints,
+                        EndpointsFor("embeddings.endpoints", config.embeddings.endpoints, config));
+  o.usage_role = "embeddings";
   o.base_url =
       config.embeddings.base_url.empty() ? config.llm.base_url : config.embeddings.base_url;
+  if (!o.endpoints.empty() && o.base_url.empty()) o.base_url = o.endpoints.front().base_url;
   if (o.base_url.empty()) {
     return Status::InvalidArgument(
         "embeddings.model is set but no endpoint is: set embeddings.base_url or llm.base_url");
   }
   o.api_key = config.embeddings.api_key.empty() ? config.llm.api_key : config.embeddings.api_key;
-  o.model = config.embeddings.model;
+  o.model = model;
   o.embedding_batch_size = static_cast<int>(config.embeddings.batch_size);
   GRAG_ASSIGN_OR_RETURN(std::unique_ptr<OpenAIClient> client, OpenAIClient::Create(std::move(o)));
   return std::unique_ptr<EmbeddingModel>(std::move(client));

@@ -126,12 +126,14 @@ class Run {
   }
 
   static std::map<std::string, int64_t> UsageCounters(const LlmUsage& u) {
-    return {{"llm_calls", u.calls},
-            {"llm_cache_hits", u.cache_hits},
-            {"llm_http_requests", u.http_requests},
-            {"llm_failures", u.failures},
-            {"tokens_in", u.prompt_tokens},
-            {"tokens_out", u.completion_tokens}};
+    std::map<std::string, int64_t> out = {{"llm_calls", u.calls},
+                                          {"llm_cache_hits", u.cache_hits},
+                                          {"llm_http_requests", u.http_requests},
+                                          {"llm_failures", u.failures},
+                                          {"tokens_in", u.prompt_tokens},
+                                          {"tokens_out", u.completion_tokens}};
+    out.merge(EndpointRunCounters(u.endpoints));
+    return out;
   }
 
   void Progress(const std::string& stage, int64_t done, int64_t total) {
@@ -601,7 +603,7 @@ Status Extract(Run& run, const ExtractorId& extractor, IndexSummary& s) {
   const auto total = static_cast<int64_t>(pending.size());
   run.Progress("extract", 0, total);
   Status st = ParallelForStatus(
-      pending.size(), static_cast<size_t>(c.llm.concurrency),
+      pending.size(), static_cast<size_t>(LlmConcurrency(c)),
       [&](size_t i) -> Status {
         auto chunk = run.store().GetChunk(pending[i]);
         if (!chunk.ok()) return chunk.status();
@@ -691,7 +693,7 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, IndexSum
   std::atomic<int64_t> done{0};
   const auto total = static_cast<int64_t>(llm_jobs.size());
   Status st = ParallelForStatus(
-      llm_jobs.size(), static_cast<size_t>(run.config().llm.concurrency),
+      llm_jobs.size(), static_cast<size_t>(LlmConcurrency(run.config())),
       [&](size_t k) -> Status {
         auto& j = jobs[llm_jobs[k]];
         auto summary = SummarizeDescriptions(*run.chat(), j.name, *j.descriptions, so);
@@ -729,7 +731,7 @@ ResolveOptions ResolveOptionsFor(const Config& c) {
   o.no_llm_merge_threshold = c.resolution.no_llm_merge_threshold;
   o.adjudication_batch = static_cast<size_t>(c.resolution.adjudication_batch);
   o.max_block = static_cast<size_t>(c.resolution.max_block);
-  o.llm_concurrency = static_cast<int>(c.llm.concurrency);
+  o.llm_concurrency = static_cast<int>(LlmConcurrency(c));
   return o;
 }
 
@@ -1191,7 +1193,7 @@ Result<ReportStageSummary> WriteReports(Run& run, const Tokenizer& tok, bool ref
   ReportOptions ro;
   GRAG_ASSIGN_OR_RETURN(ro.prompt,
                         LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kCommunityReport));
-  ro.concurrency = static_cast<int>(c.llm.concurrency);
+  ro.concurrency = static_cast<int>(LlmConcurrency(c));
   ro.json_mode = c.llm.json_mode;
   ro.cancel = run.cancel_flag();  // Ctrl-C: no new community starts
   ro.include = [min_size](const CommunityRecord& community) { return community.size >= min_size; };
@@ -1242,7 +1244,7 @@ Status EmbedOwner(Run& run, EmbeddingOwner owner, const std::vector<EmbedItem>& 
                                                               : "embed reports";
   const size_t group =
       static_cast<size_t>(std::max<int64_t>(1, run.config().embeddings.batch_size)) *
-      static_cast<size_t>(std::max<int64_t>(1, run.config().llm.concurrency));
+      static_cast<size_t>(std::max<int64_t>(1, EmbeddingConcurrency(run.config())));
   int64_t done = 0;
   for (size_t start = 0; start < todo.size(); start += group) {
     if (run.cancelled()) return Status::Cancelled("interrupted");
@@ -1338,6 +1340,58 @@ Status Embed(Run& run, IndexSummary& s) {
 }
 
 }  // namespace
+
+namespace {
+constexpr std::string_view kEndpointPrefix = "endpoint:";
+}  // namespace
+
+std::map<std::string, int64_t> EndpointRunCounters(const std::vector<EndpointUsage>& endpoints) {
+  std::map<std::string, int64_t> out;
+  for (const EndpointUsage& e : endpoints) {
+    const std::string k = std::string(kEndpointPrefix) + e.role + ":" + e.name + ":";
+    out[k + "requests"] = e.requests;
+    out[k + "errors"] = e.errors;
+    out[k + "benched"] = e.benched;
+    out[k + "tokens_in"] = e.prompt_tokens;
+    out[k + "tokens_out"] = e.completion_tokens;
+    out[k + "latency_ms_sum"] = e.latency_ms_sum;
+    out[k + "answered"] = e.answered();
+  }
+  return out;
+}
+
+std::vector<EndpointUsage> EndpointsFromRunCounters(
+    const std::map<std::string, int64_t>& counters) {
+  std::vector<EndpointUsage> out;
+  for (const auto& [key, value] : counters) {
+    if (!key.starts_with(kEndpointPrefix)) continue;
+    // endpoint:<role>:<name>:<figure>; the name may hold colons (host:port), role and figure not.
+    const std::string_view rest = std::string_view(key).substr(kEndpointPrefix.size());
+    const size_t role_end = rest.find(':');
+    const size_t figure_start = rest.rfind(':');
+    if (role_end == std::string_view::npos || figure_start <= role_end) continue;
+    const std::string role(rest.substr(0, role_end));
+    const std::string name(rest.substr(role_end + 1, figure_start - role_end - 1));
+    const std::string_view figure = rest.substr(figure_start + 1);
+    auto it = std::find_if(out.begin(), out.end(), [&](const EndpointUsage& e) {
+      return e.role == role && e.name == name;
+    });
+    if (it == out.end()) {
+      out.emplace_back();
+      it = std::prev(out.end());
+      it->role = role;
+      it->name = name;
+    }
+    if (figure == "requests") it->requests = value;
+    if (figure == "errors") it->errors = value;
+    if (figure == "benched") it->benched = value;
+    if (figure == "tokens_in") it->prompt_tokens = value;
+    if (figure == "tokens_out") it->completion_tokens = value;
+    if (figure == "latency_ms_sum") it->latency_ms_sum = value;
+    if (figure == "answered") it->latency_histogram = {value};  // a count without the spread
+  }
+  return out;
+}
 
 ExtractorId ExtractorFor(const IndexContext& context) {
   if (context.chat == nullptr) return {ExtractorKind::kNlp, std::string(kNlpExtractorModel)};

@@ -12,20 +12,6 @@ std::chrono::nanoseconds Interval(int per_minute) {
 
 }  // namespace
 
-void Semaphore::Acquire() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return available_ > 0; });
-  --available_;
-}
-
-void Semaphore::Release() {
-  {
-    std::lock_guard lock(mu_);
-    ++available_;
-  }
-  cv_.notify_one();
-}
-
 RateLimiter::RateLimiter(Clock& clock, int requests_per_minute, int tokens_per_minute)
     : clock_(clock),
       per_request_(Interval(requests_per_minute)),
@@ -57,6 +43,15 @@ void RateLimiter::Charge(int64_t tokens) {
   if (per_token_.count() == 0 || tokens <= 0) return;
   std::lock_guard lock(mu_);
   next_token_ = std::max(next_token_, clock_.Now()) + per_token_ * tokens;
+}
+
+Clock::TimePoint RateLimiter::NextStart() {
+  Clock::TimePoint start{};  // no limit: any time (not Now(), which differs call to call)
+  if (per_request_.count() == 0 && per_token_.count() == 0) return start;
+  std::lock_guard lock(mu_);
+  if (per_request_.count() > 0) start = std::max(start, next_request_);
+  if (per_token_.count() > 0) start = std::max(start, next_token_);
+  return start;
 }
 
 }  // namespace grag::llm_internal

@@ -1,40 +1,13 @@
-// Concurrency and rate limits of the LLM client. Internal to src/llm.
+// Rate limits of the LLM client (EndpointPool bounds concurrency). Internal to src/llm.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 
 #include "grag/llm.h"
 
 namespace grag::llm_internal {
-
-// A counting semaphore sized at run time (std::counting_semaphore's bound is compile-time).
-// Waiters are woken one per release; no fairness is promised. Thread-safe.
-class Semaphore {
- public:
-  explicit Semaphore(int permits) : available_(permits) {}
-  void Acquire();
-  void Release();
-
-  // Holds one permit for its lifetime.
-  class Permit {
-   public:
-    explicit Permit(Semaphore& s) : s_(s) { s_.Acquire(); }
-    ~Permit() { s_.Release(); }
-    Permit(const Permit&) = delete;
-    Permit& operator=(const Permit&) = delete;
-
-   private:
-    Semaphore& s_;
-  };
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int available_;  // guarded by mu_
-};
 
 // Requests-per-minute and tokens-per-minute limits, as evenly spaced slots (a generic cell rate
 // algorithm without burst): providers enforce their per-minute limits over shorter windows, so
@@ -49,6 +22,9 @@ class RateLimiter {
   void Acquire(int64_t tokens);
   // Books tokens learnt only after the reply (completion tokens); later requests wait for them.
   void Charge(int64_t tokens);
+  // The earliest time Acquire would let a request start, without booking anything; a time in the
+  // past means now.
+  Clock::TimePoint NextStart();
 
  private:
   Clock& clock_;

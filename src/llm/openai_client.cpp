@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <random>
@@ -14,6 +15,7 @@
 #include "grag/llm.h"
 #include "grag/parallel.h"
 #include "grag/log.h"
+#include "llm/endpoint_pool.h"
 #include "llm/limits.h"
 #include "llm/model_common.h"
 #include "llm/wire.h"
@@ -21,8 +23,8 @@
 namespace grag {
 
 using llm_internal::ChatStreamAssembler;
-using llm_internal::RateLimiter;
-using llm_internal::Semaphore;
+using llm_internal::EndpointPool;
+using llm_internal::Outcome;
 using llm_internal::SseParser;
 
 namespace {
@@ -142,10 +144,91 @@ Status CheckOptions(const OpenAIOptions& o) {
     return bad("embedding_dimensions must be at least 1");
   }
   if (o.max_tokens_field.empty()) return bad("max_tokens_field is empty");
+  for (size_t i = 0; i < o.endpoints.size(); ++i) {
+    const EndpointOptions& e = o.endpoints[i];
+    const std::string at = fmt::format("endpoints[{}]", i);
+    if (!e.base_url.starts_with("http://") && !e.base_url.starts_with("https://")) {
+      return bad(at + ": base_url must start with http:// or https://, got '" + e.base_url + "'");
+    }
+    if (!(e.weight > 0) || !std::isfinite(e.weight)) return bad(at + ": weight must be positive");
+    if (e.max_concurrency < 1) return bad(at + ": max_concurrency must be at least 1");
+    if (e.requests_per_minute < 0 || e.tokens_per_minute < 0) {
+      return bad(at + ": requests_per_minute and tokens_per_minute must not be negative");
+    }
+    for (size_t k = 0; k < i; ++k) {
+      if (!e.name.empty() && o.endpoints[k].name == e.name) {
+        return bad(at + ": the name '" + e.name + "' is taken by endpoints[" + std::to_string(k) +
+                   "]");
+      }
+    }
+  }
+  if (!o.endpoints.empty() && o.bench_after_failures < 1) {
+    return bad("bench_after_failures must be at least 1");
+  }
+  if (o.bench_base.count() < 0 || o.bench_cap < o.bench_base) {
+    return bad("bench_base must be >= 0 and bench_cap >= bench_base");
+  }
   return Status::Ok();
 }
 
+// "host:port" of a URL, the default name of an endpoint.
+std::string HostOf(std::string_view url) {
+  if (size_t scheme = url.find("://"); scheme != std::string_view::npos) {
+    url.remove_prefix(scheme + 3);
+  }
+  return std::string(url.substr(0, url.find('/')));
+}
+
+// The endpoints a client sends to: the list given, or one made of the single-endpoint fields.
+// Names default to host:port, made unique with #2, #3...
+std::vector<EndpointOptions> EffectiveEndpoints(const OpenAIOptions& o) {
+  std::vector<EndpointOptions> out = o.endpoints;
+  if (out.empty()) {
+    EndpointOptions e;
+    e.base_url = o.base_url;
+    e.api_key = o.api_key;
+    e.model = o.model;
+    e.max_concurrency = o.max_concurrency;
+    e.requests_per_minute = o.requests_per_minute;
+    e.tokens_per_minute = o.tokens_per_minute;
+    out.push_back(std::move(e));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].model.empty()) out[i].model = o.model;
+    if (!out[i].name.empty()) continue;
+    const std::string host = HostOf(out[i].base_url);
+    std::string name = host;
+    for (int n = 2;; ++n) {
+      bool taken = false;
+      for (size_t k = 0; k < out.size(); ++k) taken = taken || (k != i && out[k].name == name);
+      if (!taken) break;
+      name = host + "#" + std::to_string(n);
+    }
+    out[i].name = name;
+  }
+  return out;
+}
+
 }  // namespace
+
+// Where and how requests to one endpoint go.
+struct Target {
+  std::string model;  // sent in request bodies
+  std::string chat_url;
+  std::string embeddings_url;
+  std::string rerank_url;
+  std::vector<HttpHeader> auth;
+  std::atomic<bool> reached{false};  // some request got an HTTP response
+};
+
+// A request body for the model name an endpoint knows.
+using BodyFor = std::function<std::string(const std::string& model)>;
+
+// A 2xx reply and the endpoint (index) that sent it.
+struct Sent {
+  HttpResponse response;
+  size_t endpoint = 0;
+};
 
 struct OpenAIClient::Impl {
   Impl(OpenAIOptions o, nlohmann::json extra_body, std::shared_ptr<HttpTransport> t,
@@ -155,25 +238,36 @@ struct OpenAIClient::Impl {
         transport(std::move(t)),
         clock(std::move(c)),
         count(options.token_counter ? options.token_counter : TokenCounter(&EstimateTokens)),
-        slots(options.max_concurrency),
-        rate(*clock, options.requests_per_minute, options.tokens_per_minute),
+        pool(EffectiveEndpoints(options), options.usage_role, *clock,
+             llm_internal::BenchPolicy{EffectiveEndpoints(options).size() > 1,
+                                       options.bench_after_failures, options.bench_base,
+                                       options.bench_cap}),
         rng(options.jitter_seed != 0 ? options.jitter_seed : RandomSeed()) {
-    std::string base = options.base_url;
-    while (base.ends_with('/')) base.pop_back();
-    if (options.api_style == ApiStyle::kAzure) {
-      std::string deployment =
-          options.azure_deployment.empty() ? options.model : options.azure_deployment;
-      std::string prefix = base + "/openai/deployments/" + deployment;
-      std::string query = "?api-version=" + options.azure_api_version;
-      chat_url = prefix + "/chat/completions" + query;
-      embeddings_url = prefix + "/embeddings" + query;
-      rerank_url = prefix + "/rerank" + query;
-      if (!options.api_key.empty()) auth.push_back({"api-key", options.api_key});
-    } else {
-      chat_url = base + "/chat/completions";
-      embeddings_url = base + "/embeddings";
-      rerank_url = base + "/rerank";
-      if (!options.api_key.empty()) auth.push_back({"Authorization", "Bearer " + options.api_key});
+    for (size_t i = 0; i < pool.size(); ++i) {
+      const EndpointOptions& e = pool.endpoint(i);
+      auto target = std::make_unique<Target>();
+      target->model = e.model;
+      std::string base = e.base_url;
+      while (base.ends_with('/')) base.pop_back();
+      if (options.api_style == ApiStyle::kAzure) {
+        // The deployment: the endpoint's own model name, else the configured deployment.
+        std::string deployment = !options.endpoints.empty() && !options.endpoints[i].model.empty()
+                                     ? options.endpoints[i].model
+                                 : options.azure_deployment.empty() ? options.model
+                                                                    : options.azure_deployment;
+        std::string prefix = base + "/openai/deployments/" + deployment;
+        std::string query = "?api-version=" + options.azure_api_version;
+        target->chat_url = prefix + "/chat/completions" + query;
+        target->embeddings_url = prefix + "/embeddings" + query;
+        target->rerank_url = prefix + "/rerank" + query;
+        if (!e.api_key.empty()) target->auth.push_back({"api-key", e.api_key});
+      } else {
+        target->chat_url = base + "/chat/completions";
+        target->embeddings_url = base + "/embeddings";
+        target->rerank_url = base + "/rerank";
+        if (!e.api_key.empty()) target->auth.push_back({"Authorization", "Bearer " + e.api_key});
+      }
+      targets.push_back(std::move(target));
     }
   }
 
@@ -184,90 +278,129 @@ struct OpenAIClient::Impl {
     return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
   }
 
-  Result<HttpResponse> Send(std::string_view what, const std::string& url, std::string body,
-                            int64_t tokens, StreamState* stream, int* retries);
+  Result<Sent> Send(std::string_view what, std::string Target::*url, const BodyFor& body_for,
+                    int64_t tokens, StreamState* stream, int* retries);
   Result<ChatResponse> ChatOnce(const ChatRequest& request, int* retries);
   Result<EmbeddingResponse> EmbedOnce(const std::vector<std::string>& inputs, int* retries);
 
   const OpenAIOptions options;
   const nlohmann::json extra;  // the parsed extra body: an object, maybe empty
-  std::string chat_url;
-  std::string embeddings_url;
-  std::string rerank_url;
-  std::vector<HttpHeader> auth;
   const std::shared_ptr<HttpTransport> transport;
   const std::shared_ptr<Clock> clock;
   const TokenCounter count;
-  std::atomic<bool> reached{false};  // some request got an HTTP response
-  Semaphore slots;                   // bounds the HTTP requests in flight
-  RateLimiter rate;                  // spaces them
+  EndpointPool pool;  // chooses the endpoint of each request; bounds and spaces them
+  std::vector<std::unique_ptr<Target>> targets;  // one per pool endpoint, same order
   std::mutex rng_mu;
   std::mt19937_64 rng;  // guarded by rng_mu; jitter only
   Counters counters;
 };
 
-// One request with its retries. Holds a concurrency slot only while the request is in flight,
-// never while waiting to retry.
-Result<HttpResponse> OpenAIClient::Impl::Send(std::string_view what, const std::string& url,
-                                              std::string body, int64_t tokens, StreamState* stream,
-                                              int* retries) {
-  HttpRequest request;
-  request.url = url;
-  request.headers = auth;
-  request.headers.push_back({"Content-Type", "application/json"});
-  request.headers.push_back(
-      {"Accept", stream != nullptr ? "text/event-stream" : "application/json"});
-  request.body = std::move(body);
-  request.timeout = options.timeout;
-  request.connect_timeout = options.connect_timeout;
-  if (stream != nullptr) {
-    request.on_body = [stream](std::string_view bytes) { return stream->OnBody(bytes); };
-  }
+// One request with its retries. Each attempt goes to the endpoint the pool chooses: after a
+// failure, another one when one is in rotation (at once, no backoff), else the backoff below.
+// Holds an endpoint's slot only while the request is in flight, never while waiting to retry.
+Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target::*url,
+                                      const BodyFor& body_for, int64_t tokens, StreamState* stream,
+                                      int* retries) {
+  const bool several = pool.size() > 1;
+  std::vector<bool> failed(pool.size(), false);             // endpoints this call failed on
+  std::vector<std::pair<std::string, std::string>> bodies;  // by model name, built once each
+  auto body = [&](const std::string& model) -> const std::string& {
+    for (const auto& [m, b] : bodies) {
+      if (m == model) return b;
+    }
+    bodies.emplace_back(model, body_for(model));
+    return bodies.back().second;
+  };
 
   for (int attempt = 0;; ++attempt) {
     if (stream != nullptr) stream->Begin();
-    std::optional<Result<HttpResponse>> sent;
-    {
-      Semaphore::Permit permit(slots);
-      rate.Acquire(tokens);
-      counters.http_requests.fetch_add(1);
-      sent.emplace(transport->Post(request));
+    const size_t ep = pool.Acquire(tokens, failed);
+    Target& target = *targets[ep];
+    const std::string& where = target.*url;
+    HttpRequest request;
+    request.url = where;
+    request.headers = target.auth;
+    request.headers.push_back({"Content-Type", "application/json"});
+    request.headers.push_back(
+        {"Accept", stream != nullptr ? "text/event-stream" : "application/json"});
+    request.body = body(target.model);
+    request.timeout = options.timeout;
+    request.connect_timeout = options.connect_timeout;
+    if (stream != nullptr) {
+      request.on_body = [stream](std::string_view bytes) { return stream->OnBody(bytes); };
     }
-    Result<HttpResponse>& result = *sent;
+    counters.http_requests.fetch_add(1);
+    const Clock::TimePoint sent_at = clock->Now();
+    Result<HttpResponse> result = transport->Post(request);
+    const std::chrono::milliseconds latency = Since(*clock, sent_at);
 
     Status failure;
     bool retryable = false;
+    bool never_reached = false;
+    Outcome outcome = Outcome::kCallerError;
     std::optional<std::chrono::milliseconds> server_wait;
     if (result.ok()) {
-      reached.store(true);
+      target.reached.store(true);
       const HttpResponse& response = *result;
       if (response.status >= 200 && response.status < 300) {
         // A web page (a proxy's, a wrong port's, a UI's) is not a model's reply: retrying or
         // parsing it as a bad answer would only spend calls.
-        if (Status st = llm_internal::CheckReplyIsApi(response, url, stream != nullptr); !st.ok()) {
-          return st;
+        failure = llm_internal::CheckReplyIsApi(response, where, stream != nullptr);
+        if (failure.ok()) {
+          pool.Release(ep, Outcome::kOk, latency, failure);
+          return Sent{std::move(result).value(), ep};
         }
-        return std::move(result);
+        outcome = Outcome::kDown;
+      } else {
+        failure = llm_internal::HttpErrorStatus(response.status, response.body, where);
+        const bool quota = response.status == 429 && llm_internal::IsQuotaExhausted(response.body);
+        retryable = llm_internal::IsRetryableStatus(response.status) && !quota;
+        server_wait = llm_internal::ParseRetryAfter(response, clock->WallNow());
+        if (retryable) {
+          outcome = Outcome::kFailed;
+        } else if (quota || response.status == 401 || response.status == 403 ||
+                   response.status == 404) {
+          outcome = Outcome::kDown;  // this endpoint's key, quota, URL or model
+        }
       }
-      failure = llm_internal::HttpErrorStatus(response.status, response.body, url);
-      retryable = llm_internal::IsRetryableStatus(response.status) &&
-                  !(response.status == 429 && llm_internal::IsQuotaExhausted(response.body));
-      server_wait = llm_internal::ParseRetryAfter(response, clock->WallNow());
-
     } else {
       failure = result.status();
       if (stream != nullptr && !stream->error().ok()) failure = stream->error();
       retryable =
           failure.code() == ErrorCode::kTimeout || failure.code() == ErrorCode::kUnavailable;
-      if (IsConnectFailure(failure) && !reached.load()) {
+      if (retryable) outcome = Outcome::kFailed;
+      if (IsConnectFailure(failure) && !target.reached.load()) {
+        never_reached = true;
+        outcome = Outcome::kDown;
+      }
+    }
+    pool.Release(ep, outcome, latency, failure);
+    failed[ep] = true;
+    if (server_wait) pool.PauseUntil(ep, clock->Now() + *server_wait);
+
+    const bool may_repeat = stream == nullptr || stream->MayRetry();
+    if (several && outcome != Outcome::kCallerError && may_repeat &&
+        attempt < options.max_retries && pool.AnyOtherInRotation(failed)) {
+      Log(LogLevel::kInfo, "llm",
+          fmt::format("{} {}: endpoint {}: {}; retry {} of {} on another endpoint", what,
+                      options.model, pool.endpoint(ep).name, failure.ToString(), attempt + 1,
+                      options.max_retries));
+      ++*retries;
+      counters.retries.fetch_add(1);
+      continue;
+    }
+    if (never_reached) {
+      bool any_reached = false;
+      for (const auto& t : targets) any_reached = any_reached || t->reached.load();
+      if (!any_reached) {
         // Never reached: a wrong URL or a server that is not running. Fail now, not after a
         // minute of backoff. (Once it has answered, a refused connection is a restart: retried.)
         return Status::Unavailable(failure.message() +
-                                   " (the model endpoint does not answer: is the server running, "
-                                   "and is the base URL right?)");
+                                   " (the model endpoint does not answer: is the server "
+                                   "running, and is the base URL right?)");
       }
     }
-    if (retryable && stream != nullptr && !stream->MayRetry()) {
+    if (retryable && !may_repeat) {
       return Status(failure.code(),
                     failure.message() + " (the stream broke after part of the reply was shown)");
     }
@@ -292,7 +425,8 @@ Result<HttpResponse> OpenAIClient::Impl::Send(std::string_view what, const std::
                                 Uniform() * static_cast<double>(options.backoff_base.count()) / 4));
     }
     Log(LogLevel::kInfo, "llm",
-        fmt::format("{} {}: {}; retry {} of {} in {:.1f} s", what, options.model,
+        fmt::format("{} {}{}: {}; retry {} of {} in {:.1f} s", what, options.model,
+                    several ? " (endpoint " + pool.endpoint(ep).name + ")" : std::string(),
                     failure.ToString(), attempt + 1, options.max_retries, wait.count() / 1000.0));
     ++*retries;
     counters.retries.fetch_add(1);
@@ -321,18 +455,21 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
 
   const bool streaming = static_cast<bool>(request.on_delta);
   llm_internal::ChatBodyOptions body_options;
-  body_options.model = options.model;
   body_options.extra = Extra();
   body_options.stream = streaming;
   body_options.stream_usage = options.stream_usage;
   body_options.max_tokens_field = options.max_tokens_field;
-  std::string body = llm_internal::BuildChatBody(request, body_options);
+  const BodyFor body_for = [&](const std::string& model) {
+    llm_internal::ChatBodyOptions o = body_options;
+    o.model = model;
+    return llm_internal::BuildChatBody(request, o);
+  };
   const int64_t prompt_estimate = llm_internal::CountPromptTokens(request.messages, count);
 
   StreamState stream(request.on_delta);
-  GRAG_ASSIGN_OR_RETURN(HttpResponse response,
-                        Send("chat", chat_url, std::move(body), prompt_estimate,
-                             streaming ? &stream : nullptr, retries));
+  GRAG_ASSIGN_OR_RETURN(Sent sent, Send("chat", &Target::chat_url, body_for, prompt_estimate,
+                                        streaming ? &stream : nullptr, retries));
+  const HttpResponse& response = sent.response;
   llm_internal::ChatReply reply;
   if (streaming) {
     GRAG_RETURN_IF_ERROR(stream.Finish());
@@ -355,9 +492,12 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
   out.prompt_tokens = reply.prompt_tokens.value_or(prompt_estimate);
   out.completion_tokens =
       reply.completion_tokens.value_or(static_cast<int64_t>(count(out.content)));
+  out.endpoint = pool.endpoint(sent.endpoint).name;
   counters.prompt_tokens.fetch_add(out.prompt_tokens);
   counters.completion_tokens.fetch_add(out.completion_tokens);
-  rate.Charge(out.completion_tokens + std::max<int64_t>(0, out.prompt_tokens - prompt_estimate));
+  pool.AddTokens(sent.endpoint, out.prompt_tokens, out.completion_tokens);
+  pool.Charge(sent.endpoint,
+              out.completion_tokens + std::max<int64_t>(0, out.prompt_tokens - prompt_estimate));
 
   if (request.validator) {
     Status verdict = request.validator(out.content);
@@ -428,21 +568,24 @@ Result<EmbeddingResponse> OpenAIClient::Impl::EmbedOnce(const std::vector<std::s
     std::vector<std::string_view> texts;
     texts.reserve(batch.items.size());
     for (size_t i : batch.items) texts.push_back(inputs[i]);
-    std::string body = llm_internal::BuildEmbeddingBody(texts, options.model,
-                                                        options.embedding_dimensions, Extra());
+    const BodyFor body_for = [&](const std::string& model) {
+      return llm_internal::BuildEmbeddingBody(texts, model, options.embedding_dimensions, Extra());
+    };
     int tries = 0;
-    Result<HttpResponse> response =
-        Send("embed", embeddings_url, std::move(body), batch.tokens, nullptr, &tries);
+    Result<Sent> sent =
+        Send("embed", &Target::embeddings_url, body_for, batch.tokens, nullptr, &tries);
     {
       std::lock_guard lock(mu);
       batch_retries += tries;
     }
-    if (!response.ok()) return response.status();
-    GRAG_ASSIGN_OR_RETURN(llm_internal::EmbeddingReply reply,
-                          llm_internal::ParseEmbeddingReply(response->body, batch.items.size()));
+    if (!sent.ok()) return sent.status();
+    GRAG_ASSIGN_OR_RETURN(
+        llm_internal::EmbeddingReply reply,
+        llm_internal::ParseEmbeddingReply(sent->response.body, batch.items.size()));
     int64_t spent = reply.prompt_tokens.value_or(batch.tokens);
     counters.prompt_tokens.fetch_add(spent);
-    rate.Charge(std::max<int64_t>(0, spent - batch.tokens));
+    pool.AddTokens(sent->endpoint, spent, 0);
+    pool.Charge(sent->endpoint, std::max<int64_t>(0, spent - batch.tokens));
     for (size_t k = 0; k < batch.items.size(); ++k) {
       size_t i = batch.items[k];
       if (options.cache != nullptr) {
@@ -461,7 +604,7 @@ Result<EmbeddingResponse> OpenAIClient::Impl::EmbedOnce(const std::vector<std::s
   // Batches go out in parallel (the semaphore still bounds the requests in flight); the calling
   // thread is one of the workers; the first failure stops the batches not yet started.
   const Status sent =
-      ParallelForStatus(batches.size(), static_cast<size_t>(options.max_concurrency),
+      ParallelForStatus(batches.size(), static_cast<size_t>(pool.total_concurrency()),
                         [&](size_t b) { return run(batches[b]); });
   *retries += batch_retries;
   if (!sent.ok()) return sent;
@@ -543,12 +686,16 @@ Result<std::vector<RerankHit>> OpenAIClient::Rerank(std::string_view query,
   std::vector<RerankHit> out;
   if (documents.empty() || top_n == 0) return out;
   d.counters.calls.fetch_add(1);
-  nlohmann::json body = {{"model", d.options.model},
-                         {"query", std::string(query)},
-                         {"documents", documents},
-                         {"top_n", std::min(top_n, documents.size())}};
-  if (const nlohmann::json* extra = d.Extra()) body.merge_patch(*extra);
-  const std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // The cache key is the body with the logical model; each endpoint gets its own model name.
+  auto body_for = [&](const std::string& model) {
+    nlohmann::json body = {{"model", model},
+                           {"query", std::string(query)},
+                           {"documents", documents},
+                           {"top_n", std::min(top_n, documents.size())}};
+    if (const nlohmann::json* extra = d.Extra()) body.merge_patch(*extra);
+    return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  const std::string text = body_for(d.options.model);
   std::string key;
   if (d.options.cache != nullptr) key = "rerank:" + Sha256Hex(text);
   std::optional<std::string> cached;
@@ -561,13 +708,14 @@ Result<std::vector<RerankHit>> OpenAIClient::Rerank(std::string_view query,
     int64_t tokens = static_cast<int64_t>(d.count(query));
     for (const auto& doc : documents) tokens += static_cast<int64_t>(d.count(doc));
     int retries = 0;
-    auto response = d.Send("rerank", d.rerank_url, text, tokens, nullptr, &retries);
-    if (!response.ok()) {
+    auto sent = d.Send("rerank", &Target::rerank_url, body_for, tokens, nullptr, &retries);
+    if (!sent.ok()) {
       d.counters.failures.fetch_add(1);
-      return response.status().WithContext("reranking");
+      return sent.status().WithContext("reranking");
     }
-    reply = std::move(response->body);
+    reply = std::move(sent->response.body);
     d.counters.prompt_tokens.fetch_add(tokens);
+    d.pool.AddTokens(sent->endpoint, tokens, 0);
   }
   nlohmann::json j = nlohmann::json::parse(reply, nullptr, false);
   const nlohmann::json* results = nullptr;
@@ -606,7 +754,12 @@ Result<std::vector<RerankHit>> OpenAIClient::Rerank(std::string_view query,
 
 const std::string& OpenAIClient::model() const { return impl_->options.model; }
 
-LlmUsage OpenAIClient::Usage() const { return impl_->counters.Snapshot(); }
+LlmUsage OpenAIClient::Usage() const {
+  LlmUsage u = impl_->counters.Snapshot();
+  // Per endpoint only when a list was configured: a single base_url's usage is the total.
+  if (!impl_->options.endpoints.empty()) u.endpoints = impl_->pool.Usage();
+  return u;
+}
 
 // ---- small public helpers ----
 
@@ -621,6 +774,16 @@ LlmUsage& LlmUsage::operator+=(const LlmUsage& other) {
   rejected += other.rejected;
   prompt_tokens += other.prompt_tokens;
   completion_tokens += other.completion_tokens;
+  for (const EndpointUsage& e : other.endpoints) {
+    auto it = std::find_if(endpoints.begin(), endpoints.end(), [&](const EndpointUsage& m) {
+      return m.role == e.role && m.name == e.name;
+    });
+    if (it == endpoints.end()) {
+      endpoints.push_back(e);
+    } else {
+      *it += e;
+    }
+  }
   return *this;
 }
 
@@ -633,6 +796,12 @@ LlmUsage& LlmUsage::operator-=(const LlmUsage& other) {
   rejected -= other.rejected;
   prompt_tokens -= other.prompt_tokens;
   completion_tokens -= other.completion_tokens;
+  for (const EndpointUsage& e : other.endpoints) {
+    auto it = std::find_if(endpoints.begin(), endpoints.end(), [&](const EndpointUsage& m) {
+      return m.role == e.role && m.name == e.name;
+    });
+    if (it != endpoints.end()) *it -= e;
+  }
   return *this;
 }
 
