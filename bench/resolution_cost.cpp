@@ -195,6 +195,7 @@ struct Outcome {
   int64_t merged_names = 0;
   int64_t merged_right = 0;  // names folded into an entity of the same gold cluster
   double seconds = 0;
+  int64_t estimated_calls = 0;  // what the dry run predicted (typical ratios: a first index)
 };
 
 std::vector<std::pair<std::string, std::string>> g_settings;  // --set, for both runs
@@ -223,12 +224,15 @@ Outcome IndexBook(const Book& book, bool resolve) {
   ctx.store = store.get();
   ctx.chat = model.get();
   ctx.embedder = &embedder;
+  auto plan = PlanIndex(config, {}, ctx);
+  if (!plan.ok()) throw std::runtime_error(plan.status().ToString());
   const auto start = std::chrono::steady_clock::now();
   auto summary = RunIndex(config, {}, ctx);
   Outcome o;
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!summary.ok()) throw std::runtime_error(summary.status().ToString());
   o.summary = *summary;
+  o.estimated_calls = plan->estimate.calls.Total();
   o.calls = model.Calls();
   for (const auto& [k, n] : o.calls) o.total += n;
   std::map<std::string, std::string> name_of;
@@ -280,6 +284,7 @@ int Main(int argc, char** argv) {
                   {"reports", o.summary.reports_generated},
                   {"reports_extractive", o.summary.reports_extractive},
                   {"calls_per_chunk", static_cast<double>(o.total) / 42.0},
+                  {"estimated_calls", o.estimated_calls},
                   {"merged_names", o.merged_names},
                   {"merged_right", o.merged_right},
                   {"adjudicated_pairs", o.summary.resolution_adjudicated},
@@ -304,6 +309,8 @@ int Main(int argc, char** argv) {
     std::cout << fmt::format("{:<22}{:>14}{:>14}\n", k + " calls", get(off), get(on));
   }
   std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "all calls", off.total, on.total);
+  std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "dry-run estimate", off.estimated_calls,
+                           on.estimated_calls);
   std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "entities", off.summary.entities,
                            on.summary.entities);
   std::cout << fmt::format("{:<22}{:>14}{:>14}\n", "relationships", off.summary.relationships,

@@ -112,18 +112,26 @@ ReportBasis BasisOf(const ReportGraph& graph, const CommunityRecord& community,
   return b;
 }
 
+// Members of `now` (sorted) not in the basis, and members of the basis not in `now`.
+struct MemberDiff {
+  std::vector<int64_t> added;
+  std::vector<int64_t> removed;
+};
+MemberDiff DiffMembers(const std::vector<int64_t>& now, const ReportBasis& basis) {
+  MemberDiff d;
+  std::set_difference(now.begin(), now.end(), basis.members.begin(), basis.members.end(),
+                      std::back_inserter(d.added));
+  std::set_difference(basis.members.begin(), basis.members.end(), now.begin(), now.end(),
+                      std::back_inserter(d.removed));
+  return d;
+}
+
 // What a stale report does not cover yet: the members that came and went since its basis, the
 // best connected first, so global search and readers still see the new material.
 std::string StaleNote(const ReportGraph& graph, const CommunityRecord& community,
                       const ReportBasis& basis) {
   constexpr size_t kListed = 10;
-  const std::vector<int64_t> now = SortedMembers(community);
-  std::vector<int64_t> added;
-  std::vector<int64_t> removed;
-  std::set_difference(now.begin(), now.end(), basis.members.begin(), basis.members.end(),
-                      std::back_inserter(added));
-  std::set_difference(basis.members.begin(), basis.members.end(), now.begin(), now.end(),
-                      std::back_inserter(removed));
+  const auto [added, removed] = DiffMembers(SortedMembers(community), basis);
   auto entity = [&graph](int64_t id) -> const GraphEntity* {
     auto it = graph.entity_index.find(id);
     return it == graph.entity_index.end() ? nullptr : &graph.entities[it->second];
@@ -301,12 +309,7 @@ double CommunityChange(const ReportBasis& basis, const std::vector<int64_t>& mem
   if (basis.params.empty() || basis.members.empty()) return 1;
   std::vector<int64_t> now = members_now;
   std::sort(now.begin(), now.end());
-  std::vector<int64_t> added;
-  std::vector<int64_t> removed;
-  std::set_difference(now.begin(), now.end(), basis.members.begin(), basis.members.end(),
-                      std::back_inserter(added));
-  std::set_difference(basis.members.begin(), basis.members.end(), now.begin(), now.end(),
-                      std::back_inserter(removed));
+  const auto [added, removed] = DiffMembers(now, basis);
   const double members = static_cast<double>(added.size() + removed.size()) /
                          static_cast<double>(basis.members.size());
   double weight = 0;
