@@ -66,13 +66,10 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
   TempDir dir;
   const std::string root = dir / "carol";
   const std::string grag = ShellQuote(GRAG_BINARY);
-  auto init = RunCommand(grag + " init " + ShellQuote(root));
-  ASSERT_EQ(init.exit_code, 0) << init.err;
-  std::filesystem::copy_file(
-      std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
-      root + "/input/christmas_carol.txt");
-  auto index = RunCommand(grag + " --root " + ShellQuote(root) + " --no-llm index --no-progress");
-  ASSERT_EQ(index.exit_code, 0) << index.err;
+  ASSERT_EQ(
+      testing::MakeNoLlmProject(
+          grag, root, std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt"),
+      "");
 
   ServerProcess serve;
   ASSERT_TRUE(serve.Start(grag + " --root " + ShellQuote(root) +

@@ -208,7 +208,6 @@ struct ReportStageSummary {
   int64_t truncated = 0;           // communities whose prompt was cut to fit
   int64_t extractive = 0;          // of all communities, those with an extractive report (no call)
   int64_t kept_stale = 0;          // prompt changed, community barely: the report stands, stale
-  int64_t stale = 0;               // reports stale after the run (kept now or earlier)
   std::vector<CommunityReportOutcome> outcomes;  // finest level first, by community id
 };
 

@@ -528,7 +528,6 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
       return fatal;
     }
   }
-  summary.stale = summary.kept_stale;
   Log(LogLevel::kInfo, kComponent,
       fmt::format("{} communities: {} reports generated, {} reused, {} kept stale, {} gaps; {} "
                   "LLM calls",

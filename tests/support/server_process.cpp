@@ -1,5 +1,7 @@
 #include "support/server_process.h"
 
+#include "support/run_command.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -99,6 +101,19 @@ std::string ServerProcess::log() const {
   std::stringstream ss;
   ss << f.rdbuf();
   return "stdout: " + stdout_seen_ + "\nstderr: " + ss.str();
+}
+
+std::string MakeNoLlmProject(const std::string& grag, const std::string& root,
+                             const std::string& document) {
+  auto init = RunCommand(grag + " init " + ShellQuote(root));
+  if (init.exit_code != 0) return "grag init: " + init.err;
+  std::error_code ec;
+  std::filesystem::copy_file(
+      document, root + "/input/" + std::filesystem::path(document).filename().string(), ec);
+  if (ec) return "copying " + document + ": " + ec.message();
+  auto index = RunCommand(grag + " --root " + ShellQuote(root) + " --no-llm index --no-progress");
+  if (index.exit_code != 0) return "grag index: " + index.err;
+  return "";
 }
 
 }  // namespace grag::testing

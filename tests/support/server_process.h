@@ -37,4 +37,10 @@ class ServerProcess {
   std::string stderr_path_;
 };
 
+// A project at `root` (made with `grag init`) holding a copy of the file `document`, indexed in
+// the no-LLM mode: what the server's black-box tests serve. `grag` is the shell-quoted binary.
+// Empty on success, else what failed (the command's stderr).
+std::string MakeNoLlmProject(const std::string& grag, const std::string& root,
+                             const std::string& document);
+
 }  // namespace grag::testing
