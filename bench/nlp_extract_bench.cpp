@@ -18,6 +18,7 @@
 #include "grag/lexical_embedder.h"
 #include "grag/merge.h"
 #include "grag/nlp_extract.h"
+#include "grag/nlp_prune.h"
 
 namespace {
 

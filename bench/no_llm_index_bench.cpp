@@ -10,7 +10,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "grag/extractive.h"
+#include "grag/extractive_search.h"
 #include "grag/indexer.h"
 #include "grag/lexical_embedder.h"
 #include "grag/store.h"

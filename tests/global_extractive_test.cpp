@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "global_search_fixture.h"
-#include "grag/extractive.h"
+#include "grag/extractive_search.h"
+#include "grag/words.h"
 #include "grag/store.h"
 #include "grag/tokenizer.h"
 #include "support/store_fixture.h"
@@ -226,13 +227,6 @@ TEST_F(ExtractiveGlobalTest, AnIndexWithoutReportsIsNotFound) {
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(ExtractiveGlobalSearch(**empty, Tok(), "What are the main themes?").status().code(),
             ErrorCode::kNotFound);
-}
-
-TEST(ContentTermsTest, DropsStopAndQuestionWordsAndStems) {
-  EXPECT_TRUE(ContentTerms("What are the main themes of this story?").empty());
-  EXPECT_THAT(ContentTerms("Who haunted Scrooge's ghosts in 1843, at 12?"),
-              ElementsAre("haunt", "scrooge", "ghost", "1843"));
-  EXPECT_THAT(ContentTerms("Stories of the whaling ships"), ElementsAre("whal", "ship"));
 }
 
 TEST(ExtractiveGlobalCarolTest, MicrosoftReportsAnswerGenericAndSpecificQuestions) {

@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "grag/extract.h"
-#include "grag/extractive.h"
+#include "grag/extractive_search.h"
+#include "grag/words.h"
 #include "grag/local_search.h"
 #include "grag/store.h"
 #include "grag/tokenizer.h"

@@ -2,6 +2,7 @@
 // names, descriptions), co-occurrence relationships and their window, pruning thresholds (node
 // frequency, degree, weight percentile, PMI) and determinism, and a run over the whole book.
 #include "grag/nlp_extract.h"
+#include "grag/nlp_prune.h"
 
 #include <gtest/gtest.h>
 

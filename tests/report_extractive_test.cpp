@@ -1,4 +1,4 @@
-// Extractive community reports (no LLM): sentence splitting, report content (title, findings
+// Extractive community reports (no LLM): report content (title, findings
 // citing entities and chunks, fallbacks, rating), input hashes (reuse on a re-run, regeneration
 // when a member's description changes), and a whole book indexed with a crude proper-noun graph
 // for speed and sanity.
@@ -18,7 +18,9 @@
 
 #include "grag/chunker.h"
 #include "grag/extract.h"
-#include "grag/extractive.h"
+#include "grag/extractive_report.h"
+#include "grag/extractive_search.h"
+#include "grag/words.h"
 #include "grag/leiden.h"
 #include "grag/store.h"
 #include "grag/tokenizer.h"
@@ -38,55 +40,6 @@ using ::testing::StartsWith;
 const Tokenizer& Tok() {
   static const Tokenizer* tok = Tokenizer::Get("o200k_base").value();
   return *tok;
-}
-
-std::vector<std::string> Texts(const std::vector<Sentence>& sentences) {
-  std::vector<std::string> out;
-  for (const Sentence& s : sentences) out.push_back(s.text);
-  return out;
-}
-
-// ---------------------------------------------------------------- sentences
-
-TEST(SplitSentencesTest, SplitsAtTerminatorsButNotAbbreviationsOrQuotedSpeech) {
-  const auto s = SplitSentences(
-      "Mr. Fezziwig laughed. \"Bah!\" said Scrooge, \"Humbug!\" Then J. R. Smith came in.\n"
-      "It was   cold?  Yes!");
-  EXPECT_THAT(Texts(s), ElementsAre("Mr. Fezziwig laughed.", "\"Bah!\" said Scrooge, \"Humbug!\"",
-                                    "Then J. R. Smith came in.", "It was cold?", "Yes!"));
-  for (const Sentence& x : s) EXPECT_TRUE(x.complete) << x.text;
-}
-
-TEST(SplitSentencesTest, BlankLinesEndSentencesAndCutPiecesAreIncomplete) {
-  const auto s = SplitSentences(
-      "title: A Christmas Carol.\nwas dead. STAVE ONE\n\nMarley was "
-      "dead: to begin with. There is no doubt whatever about");
-  EXPECT_THAT(Texts(s), ElementsAre("was dead.", "STAVE ONE", "Marley was dead: to begin with.",
-                                    "There is no doubt whatever about"));
-  EXPECT_FALSE(s[0].complete);  // starts lower case: cut at the chunk's start
-  EXPECT_FALSE(s[1].complete);  // no terminator
-  EXPECT_TRUE(s[2].complete);
-  EXPECT_FALSE(s[3].complete);  // cut at the chunk's end
-  EXPECT_EQ(s[2].offset,
-            std::string_view("title: A Christmas Carol.\nwas dead. STAVE ONE\n\n").size());
-}
-
-TEST(SplitSentencesTest, CurlyQuotesCloseTheSentence) {
-  const auto s = SplitSentences(
-      "\xE2\x80\x9C"
-      "A merry Christmas!\xE2\x80\x9D The clerk smiled.");
-  EXPECT_THAT(Texts(s), ElementsAre("\xE2\x80\x9C"
-                                    "A merry Christmas!\xE2\x80\x9D",
-                                    "The clerk smiled."));
-}
-
-TEST(ShortenAtWordTest, CutsAtAWordAndMarksTheCut) {
-  EXPECT_EQ(ShortenAtWord("short", 10), "short");
-  EXPECT_EQ(ShortenAtWord(" two\nlines ", 20), "two lines");
-  EXPECT_EQ(ShortenAtWord("one two three four", 12), "one two\xE2\x80\xA6");
-  const std::string s = ShortenAtWord("\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9", 8);  // five é
-  EXPECT_LE(s.size(), 8u);
-  EXPECT_EQ(s, "\xC3\xA9\xC3\xA9\xE2\x80\xA6");  // whole characters only
 }
 
 // ---------------------------------------------------------------- reports on a small story

@@ -1,7 +1,7 @@
 // grag check: is the index sound? Integrity, foreign keys, full-text index, grag's invariants.
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
 

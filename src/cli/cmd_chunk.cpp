@@ -1,7 +1,7 @@
 // grag chunk FILE...: the chunks and token counts the input would give, to estimate cost.
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "grag/chunker.h"
 #include "grag/engine_json.h"
 #include "grag/indexer.h"

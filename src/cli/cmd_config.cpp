@@ -1,7 +1,7 @@
 // grag config: the settings in force, where each can be set, and what it does.
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "grag/engine_json.h"
 
 namespace grag::cli {

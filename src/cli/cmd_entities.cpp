@@ -6,8 +6,8 @@
 
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/update.h"
+#include "cli.h"
+#include "update.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
 

@@ -2,7 +2,7 @@
 // import files.
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
 #include "grag/export.h"

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
-#include "cli/progress.h"
-#include "cli/update.h"
+#include "cli.h"
+#include "progress.h"
+#include "update.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
 #include "grag/indexer.h"

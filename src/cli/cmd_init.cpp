@@ -1,7 +1,7 @@
 // grag init [DIR]: a new project folder with a commented config and the editable prompts.
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "grag/engine_json.h"
 #include "grag/project.h"
 

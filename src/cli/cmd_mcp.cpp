@@ -1,7 +1,7 @@
 // grag mcp: serve the project to an MCP client (Claude Desktop, an IDE agent) over stdio.
 #include <iostream>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "grag/mcp.h"
 
 namespace grag::cli {

@@ -4,8 +4,8 @@
 #include <optional>
 #include <sstream>
 
-#include "cli/cli.h"
-#include "cli/progress.h"
+#include "cli.h"
+#include "progress.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
 

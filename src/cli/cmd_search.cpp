@@ -4,7 +4,7 @@
 #include <optional>
 #include <sstream>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
 

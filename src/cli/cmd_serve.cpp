@@ -5,7 +5,7 @@
 #include <atomic>
 #include <thread>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "grag/log.h"
 #include "grag/server.h"
 

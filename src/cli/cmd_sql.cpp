@@ -1,7 +1,7 @@
 // grag sql: one read-only SELECT over documented views of the index (docs/schema.md).
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
 #include "grag/export.h"

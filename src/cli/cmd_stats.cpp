@@ -1,8 +1,8 @@
 // grag stats: what the index holds and what it cost.
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/progress.h"
+#include "cli.h"
+#include "progress.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
 #include "grag/lexical_embedder.h"

@@ -1,7 +1,7 @@
 // grag: the command-line shell over the grag library.
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "grag/log.h"
 
 namespace grag::cli {

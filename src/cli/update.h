@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "grag/engine.h"
 #include "grag/indexer.h"
 

@@ -10,7 +10,8 @@
 #include <set>
 
 #include "grag/extract.h"
-#include "grag/extractive.h"
+#include "grag/extractive_search.h"
+#include "grag/words.h"
 #include "grag/indexer.h"
 #include "grag/lexical_embedder.h"
 #include "grag/log.h"

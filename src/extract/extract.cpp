@@ -23,26 +23,6 @@ constexpr std::string_view kRetryPrompt =
     "Your reply was not valid JSON. Reply again with only the JSON object, in the format asked "
     "for above.";
 
-bool IsSeparator(utf8proc_int32_t cp) {
-  switch (utf8proc_category(cp)) {
-    case UTF8PROC_CATEGORY_PC:
-    case UTF8PROC_CATEGORY_PD:
-    case UTF8PROC_CATEGORY_PS:
-    case UTF8PROC_CATEGORY_PE:
-    case UTF8PROC_CATEGORY_PI:
-    case UTF8PROC_CATEGORY_PF:
-    case UTF8PROC_CATEGORY_PO:
-    case UTF8PROC_CATEGORY_ZS:
-    case UTF8PROC_CATEGORY_ZL:
-    case UTF8PROC_CATEGORY_ZP:
-    case UTF8PROC_CATEGORY_CC:
-    case UTF8PROC_CATEGORY_CF:
-      return true;
-    default:
-      return false;
-  }
-}
-
 std::string Trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return {};
@@ -136,52 +116,6 @@ std::string JoinTypes(const std::vector<std::string>& types) {
 }
 
 }  // namespace
-
-std::vector<std::string> SplitNormalizedName(std::string_view normalized) {
-  std::vector<std::string> words;
-  size_t start = 0;
-  while (start < normalized.size()) {
-    size_t end = normalized.find(' ', start);
-    if (end == std::string_view::npos) end = normalized.size();
-    if (end > start) words.emplace_back(normalized.substr(start, end - start));
-    start = end + 1;
-  }
-  return words;
-}
-
-std::string NormalizeEntityName(std::string_view name) {
-  utf8proc_uint8_t* folded = nullptr;
-  const auto len =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(name.data()),
-                   static_cast<utf8proc_ssize_t>(name.size()), &folded,
-                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE |
-                                                  UTF8PROC_COMPAT | UTF8PROC_CASEFOLD));
-  std::string out;
-  if (len < 0) {  // not UTF-8: fall back to ASCII lower-casing
-    out = Lower(std::string(name));
-  } else {
-    std::string f(reinterpret_cast<char*>(folded), static_cast<size_t>(len));
-    std::free(folded);
-    out.reserve(f.size());
-    bool pending_space = false;
-    utf8proc_ssize_t i = 0;
-    const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(f.data());
-    while (i < len) {
-      utf8proc_int32_t cp = 0;
-      const auto n = utf8proc_iterate(p + i, len - i, &cp);
-      if (n <= 0) break;
-      if (IsSeparator(cp)) {
-        pending_space = !out.empty();
-      } else {
-        if (pending_space) out += ' ';
-        pending_space = false;
-        out.append(f, static_cast<size_t>(i), static_cast<size_t>(n));
-      }
-      i += n;
-    }
-  }
-  return out;
-}
 
 Result<ParsedExtraction> ParseExtractionReply(std::string_view reply) {
   auto obj = FindObject(reply);

@@ -20,107 +20,57 @@ namespace {
 
 // ------------------------------------------------------------------------------ word lists
 
-// Words that never form or start a phrase: function words, pronouns, auxiliaries and modals,
-// number words, very common verbs, adverbs and interjections. Lower-case ASCII.
-constexpr std::string_view kStopWords[] = {
-    "a",          "about",      "above",      "abroad",       "according",
-    "across",     "after",      "afterwards", "again",        "against",
-    "ago",        "ah",         "ahead",      "alas",         "all",
-    "almost",     "alone",      "along",      "already",      "also",
-    "although",   "always",     "am",         "among",        "amongst",
-    "an",         "and",        "anew",       "another",      "any",
-    "anybody",    "anyhow",     "anyone",     "anything",     "anyway",
-    "anywhere",   "apart",      "are",        "around",       "as",
-    "aside",      "ask",        "asked",      "at",           "away",
-    "aye",        "back",       "bah",        "be",           "became",
-    "because",    "become",     "becomes",    "been",         "before",
-    "began",      "begin",      "begun",      "behind",       "being",
-    "below",      "beside",     "besides",    "between",      "beyond",
-    "bore",       "both",       "bought",     "broke",        "brought",
-    "but",        "by",         "called",     "came",         "can",
-    "cannot",     "caught",     "certainly",  "come",         "comes",
-    "coming",     "concerning", "could",      "crept",        "cried",
-    "did",        "do",         "does",       "doing",        "done",
-    "down",       "drew",       "drove",      "during",       "each",
-    "eh",         "eight",      "eighteen",   "eighty",       "either",
-    "eleven",     "else",       "elsewhere",  "enough",       "etc",
-    "even",       "ever",       "every",      "everybody",    "everyone",
-    "everything", "everywhere", "except",     "far",          "felt",
-    "few",        "fifteen",    "fifty",      "find",         "first",
-    "five",       "flew",       "for",        "forgot",       "former",
-    "formerly",   "forth",      "forty",      "fought",       "found",
-    "four",       "fourteen",   "from",       "further",      "gave",
-    "get",        "gets",       "getting",    "give",         "given",
-    "gives",      "go",         "goes",       "going",        "gone",
-    "got",        "grew",       "had",        "has",          "hast",
-    "hath",       "have",       "having",     "he",           "hear",
-    "heard",      "held",       "hello",      "hence",        "her",
-    "here",       "hereafter",  "hers",       "herself",      "hey",
-    "hid",        "him",        "himself",    "his",          "hither",
-    "ho",         "how",        "however",    "hullo",        "hundred",
-    "hurrah",     "i",          "if",         "in",           "including",
-    "indeed",     "into",       "is",         "it",           "its",
-    "itself",     "just",       "keep",       "kept",         "knew",
-    "know",       "known",      "knows",      "last",         "latter",
-    "least",      "left",       "less",       "let",          "like",
-    "look",       "looked",     "looking",    "looks",        "lost",
-    "made",       "make",       "makes",      "making",       "many",
-    "may",        "me",         "meant",      "meanwhile",    "met",
-    "might",      "mine",       "more",       "moreover",     "most",
-    "mostly",     "much",       "must",       "my",           "myself",
-    "nay",        "neither",    "never",      "nevertheless", "next",
-    "nine",       "nineteen",   "ninety",     "no",           "nobody",
-    "none",       "nor",        "not",        "nothing",      "now",
-    "nowhere",    "o",          "of",         "off",          "oft",
-    "often",      "oh",         "on",         "once",         "one",
-    "only",       "onto",       "or",         "other",        "others",
-    "otherwise",  "ought",      "our",        "ours",         "ourselves",
-    "out",        "over",       "own",        "paid",         "per",
-    "perhaps",    "put",        "quite",      "ran",          "rang",
-    "rather",     "really",     "regarding",  "replied",      "rode",
-    "round",      "said",       "same",       "sang",         "sank",
-    "sat",        "saw",        "say",        "saying",       "says",
-    "second",     "see",        "seem",       "seemed",       "seems",
-    "seen",       "sees",       "sent",       "seven",        "seventeen",
-    "seventy",    "shall",      "shalt",      "she",          "shook",
-    "should",     "since",      "six",        "sixteen",      "sixty",
-    "so",         "some",       "somebody",   "somehow",      "someone",
-    "something",  "sometime",   "sometimes",  "somewhat",     "somewhere",
-    "soon",       "sought",     "spent",      "spoke",        "still",
-    "stole",      "stood",      "struck",     "such",         "take",
-    "taken",      "takes",      "taking",     "taught",       "tell",
-    "tells",      "ten",        "than",       "that",         "the",
-    "thee",       "their",      "theirs",     "them",         "themselves",
-    "then",       "thence",     "there",      "thereafter",   "thereby",
-    "therefore",  "therein",    "these",      "they",         "thine",
-    "think",      "thinks",     "third",      "thirteen",     "thirty",
-    "this",       "thither",    "those",      "thou",         "though",
-    "thought",    "thousand",   "three",      "threw",        "through",
-    "throughout", "thus",       "thy",        "till",         "to",
-    "together",   "told",       "too",        "took",         "toward",
-    "towards",    "tried",      "try",        "turned",       "twelve",
-    "twenty",     "two",        "under",      "unless",       "until",
-    "unto",       "up",         "upon",       "us",           "used",
-    "very",       "via",        "want",       "wanted",       "was",
-    "we",         "well",       "went",       "wept",         "were",
-    "what",       "whatever",   "whatsoever", "when",         "whence",
-    "whenever",   "where",      "whereas",    "whereby",      "wherein",
-    "whether",    "which",      "while",      "whither",      "who",
-    "whoever",    "whole",      "whom",       "whose",        "why",
-    "will",       "wilt",       "with",       "within",       "without",
-    "wore",       "would",      "wrote",      "ye",           "yes",
-    "yet",        "yonder",     "you",        "your",         "yours",
-    "yourself",   "yourselves"};
+// Words that never form or start a phrase besides the function words (grag/words.h): number
+// words, very common verbs, adverbs and interjections. Lower-case ASCII.
+constexpr std::string_view kPhraseBreakers[] = {
+    "abroad",     "according",  "across",    "afterwards",   "ago",       "ah",         "ahead",
+    "alas",       "almost",     "alone",     "along",        "already",   "although",   "always",
+    "amongst",    "anew",       "another",   "anybody",      "anyhow",    "anyone",     "anything",
+    "anyway",     "anywhere",   "apart",     "around",       "aside",     "ask",        "asked",
+    "away",       "aye",        "back",      "bah",          "became",    "because",    "become",
+    "becomes",    "began",      "begin",     "begun",        "behind",    "beside",     "besides",
+    "beyond",     "bore",       "bought",    "broke",        "brought",   "called",     "came",
+    "caught",     "certainly",  "come",      "comes",        "coming",    "concerning", "crept",
+    "cried",      "drew",       "drove",     "eh",           "eight",     "eighteen",   "eighty",
+    "eleven",     "elsewhere",  "enough",    "etc",          "even",      "everybody",  "everyone",
+    "everything", "everywhere", "except",    "far",          "felt",      "fifteen",    "fifty",
+    "find",       "first",      "five",      "flew",         "forgot",    "former",     "formerly",
+    "forth",      "forty",      "fought",    "found",        "four",      "fourteen",   "gave",
+    "get",        "gets",       "getting",   "give",         "given",     "gives",      "go",
+    "goes",       "going",      "gone",      "got",          "grew",      "hast",       "hath",
+    "hear",       "heard",      "held",      "hello",        "hence",     "hereafter",  "hey",
+    "hid",        "hither",     "ho",        "however",      "hullo",     "hundred",    "hurrah",
+    "including",  "indeed",     "keep",      "kept",         "knew",      "know",       "known",
+    "knows",      "last",       "latter",    "least",        "left",      "less",       "look",
+    "looked",     "looking",    "looks",     "lost",         "made",      "make",       "makes",
+    "making",     "meant",      "meanwhile", "met",          "mine",      "moreover",   "mostly",
+    "nay",        "neither",    "never",     "nevertheless", "next",      "nine",       "nineteen",
+    "ninety",     "nobody",     "none",      "nothing",      "nowhere",   "o",          "oft",
+    "often",      "oh",         "onto",      "others",       "otherwise", "ought",      "ourselves",
+    "paid",       "perhaps",    "put",       "quite",        "ran",       "rang",       "rather",
+    "really",     "regarding",  "replied",   "rode",         "round",     "said",       "sang",
+    "sank",       "sat",        "saw",       "say",          "saying",    "says",       "second",
+    "see",        "seem",       "seemed",    "seems",        "seen",      "sees",       "sent",
+    "seven",      "seventeen",  "seventy",   "shalt",        "shook",     "since",      "six",
+    "sixteen",    "sixty",      "somebody",  "somehow",      "someone",   "something",  "sometime",
+    "sometimes",  "somewhat",   "somewhere", "soon",         "sought",    "spent",      "spoke",
+    "still",      "stole",      "stood",     "struck",       "take",      "taken",      "takes",
+    "taking",     "taught",     "tell",      "tells",        "ten",       "thee",       "thence",
+    "thereafter", "thereby",    "therefore", "therein",      "thine",     "think",      "thinks",
+    "third",      "thirteen",   "thirty",    "thither",      "thou",      "though",     "thought",
+    "thousand",   "three",      "threw",     "throughout",   "thy",       "till",       "together",
+    "told",       "took",       "toward",    "towards",      "tried",     "try",        "turned",
+    "twelve",     "twenty",     "two",       "unless",       "unto",      "used",       "want",
+    "wanted",     "well",       "went",      "wept",         "whatever",  "whatsoever", "whence",
+    "whenever",   "whereas",    "whereby",   "wherein",      "whither",   "whoever",    "whole",
+    "wilt",       "wore",       "wrote",     "ye",           "yes",       "yonder",     "yourself",
+    "yourselves",
+};
 
 // Titles dropped from the front of a name; never names on their own.
 constexpr std::string_view kTitles[] = {"dr",   "frau",   "herr",   "hon",  "madam", "madame",
                                         "miss", "mister", "mlle",   "mme",  "mr",    "mrs",
                                         "ms",   "mx",     "messrs", "prof", "rev",   "sir"};
-
-// Words whose following '.' does not end a sentence.
-constexpr std::string_view kAbbreviations[] = {"dr",  "hon", "jr", "messrs", "mlle", "mme",
-                                               "mr",  "mrs", "ms", "mt",     "mx",   "prof",
-                                               "rev", "sr",  "st", "vs"};
 
 // Lower-case words allowed between capitalised words of one name.
 constexpr std::string_view kParticles[] = {"da", "de", "del", "della", "den", "der", "di",
@@ -142,9 +92,10 @@ uint8_t Lexicon(std::string_view lower) {
   };
   static const Table kTable = [] {
     Table t;
-    t.Add(kStopWords, kStop);
+    t.Add(FunctionWords(), kStop);
+    t.Add(kPhraseBreakers, kStop);
     t.Add(kTitles, kTitle);
-    t.Add(kAbbreviations, kAbbreviation);
+    t.Add(Abbreviations(), kAbbreviation);
     t.Add(kParticles, kParticle);
     return t;
   }();
@@ -513,7 +464,7 @@ class WordSet {
   std::vector<size_t> hashes_;
 };
 
-constexpr std::string_view kProperNoun = "proper noun";
+constexpr std::string_view kProperNoun = kNlpProperNounType;
 constexpr std::string_view kNounPhrase = "noun phrase";
 constexpr std::string_view kTitleType = kNlpTitleType;
 
@@ -946,41 +897,6 @@ ParsedExtraction Extract(std::string_view text, const NlpExtractorOptions& optio
   return out;
 }
 
-// ------------------------------------------------------------------------------ pruning
-
-// numpy.percentile's default (linear interpolation between closest ranks).
-double Percentile(std::vector<double> values, double pct) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const double rank = pct / 100.0 * static_cast<double>(values.size() - 1);
-  const auto lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (rank - static_cast<double>(lo)) * (values[hi] - values[lo]);
-}
-
-void ApplyPmi(MergedGraph& graph, const std::unordered_map<std::string_view, size_t>& index) {
-  double total_freq = 0;
-  for (const auto& e : graph.entities) total_freq += static_cast<double>(e.chunk_ids.size());
-  double total_weight = 0;
-  for (const auto& r : graph.relationships) total_weight += r.weight;
-  if (total_freq <= 0 || total_weight <= 0) return;
-  auto prob = [&](const std::string& key) {
-    auto it = index.find(key);
-    return it == index.end()
-               ? 0.0
-               : static_cast<double>(graph.entities[it->second].chunk_ids.size()) / total_freq;
-  };
-  for (auto& r : graph.relationships) {
-    const double px = prob(r.source_key);
-    const double py = prob(r.target_key);
-    const double pxy = r.weight / total_weight;
-    r.weight = px > 0 && py > 0 && pxy > 0 ? r.weight * std::log2(pxy / (px * py)) : 0;
-  }
-  std::erase_if(graph.relationships, [](const MergedRelationship& r) {
-    return !(r.weight > 0) || !std::isfinite(r.weight);
-  });
-}
-
 }  // namespace
 
 std::string NlpExtractorFingerprint(const NlpExtractorOptions& o) {
@@ -1044,98 +960,6 @@ Result<ParsedExtraction> ExtractNlp(std::string_view chunk_text, const NlpExtrac
   } catch (const std::exception& e) {
     return Status::Internal(std::string("NLP extraction failed: ") + e.what());
   }
-}
-
-NlpPruneStats PruneNlpGraph(MergedGraph& graph, const NlpPruneOptions& options) {
-  NlpPruneStats stats;
-  stats.entities_before = static_cast<int64_t>(graph.entities.size());
-  stats.relationships_before = static_cast<int64_t>(graph.relationships.size());
-
-  std::unordered_map<std::string_view, size_t> index;
-  for (size_t i = 0; i < graph.entities.size(); ++i) index.emplace(graph.entities[i].name_key, i);
-  if (options.pmi_weights) ApplyPmi(graph, index);
-
-  // Nodes: frequency, then degree over the edges that are left. Two kinds stay whatever their
-  // counts: document titles, and the one name of a chunk that would keep no name at all (in a
-  // corpus of one short passage per document most subjects occur once; without them a passage
-  // is unreachable through the graph).
-  const size_t n = graph.entities.size();
-  auto is_name = [&](const MergedEntity& e) {
-    return e.type_counts.count(std::string(kNlpTitleType)) > 0 ||
-           e.type_counts.count(std::string(kProperNoun)) > 0;
-  };
-  std::vector<bool> keep(n);
-  std::vector<bool> protect(n, false);
-  for (size_t i = 0; i < n; ++i) {
-    protect[i] = graph.entities[i].type_counts.count(std::string(kNlpTitleType)) > 0;
-    keep[i] = protect[i] ||
-              static_cast<int64_t>(graph.entities[i].chunk_ids.size()) >= options.min_node_freq;
-  }
-  if (options.keep_sole_names) {
-    std::unordered_map<std::string_view, bool> named;   // chunk -> keeps a name
-    std::unordered_map<std::string_view, size_t> best;  // chunk -> its most frequent name
-    for (size_t i = 0; i < n; ++i) {
-      const MergedEntity& e = graph.entities[i];
-      if (!is_name(e)) continue;
-      for (const auto& c : e.chunk_ids) {
-        bool& has = named[c];
-        has = has || keep[i];
-        auto [it, added] = best.try_emplace(c, i);
-        if (!added && graph.entities[it->second].chunk_ids.size() < e.chunk_ids.size())
-          it->second = i;
-      }
-    }
-    for (const auto& [chunk, has] : named) {
-      if (has) continue;
-      const size_t i = best.at(chunk);
-      keep[i] = true;
-      protect[i] = true;
-    }
-  }
-  auto kept = [&](const std::string& key) {
-    auto it = index.find(key);
-    return it != index.end() && keep[it->second];
-  };
-  auto drop_dangling = [&] {
-    std::erase_if(graph.relationships, [&](const MergedRelationship& r) {
-      return !kept(r.source_key) || !kept(r.target_key);
-    });
-  };
-  drop_dangling();
-  if (options.min_node_degree > 0) {
-    std::vector<int64_t> degree(graph.entities.size(), 0);
-    for (const auto& r : graph.relationships) {
-      ++degree[index.at(r.source_key)];
-      ++degree[index.at(r.target_key)];
-    }
-    for (size_t i = 0; i < keep.size(); ++i)
-      keep[i] = keep[i] && (protect[i] || degree[i] >= options.min_node_degree);
-    drop_dangling();
-  }
-
-  // Edges: below the weight percentile of those left.
-  const double pct = std::clamp(
-      std::isfinite(options.min_edge_weight_pct) ? options.min_edge_weight_pct : 0.0, 0.0, 100.0);
-  if (pct > 0 && !graph.relationships.empty()) {
-    std::vector<double> weights;
-    weights.reserve(graph.relationships.size());
-    for (const auto& r : graph.relationships) weights.push_back(r.weight);
-    stats.edge_weight_threshold = Percentile(std::move(weights), pct);
-    std::erase_if(graph.relationships, [&](const MergedRelationship& r) {
-      return r.weight < stats.edge_weight_threshold;
-    });
-  }
-
-  size_t out = 0;
-  for (size_t i = 0; i < graph.entities.size(); ++i) {
-    if (!keep[i]) continue;
-    if (out != i) graph.entities[out] = std::move(graph.entities[i]);
-    ++out;
-  }
-  graph.entities.resize(out);
-  stats.entities_after = static_cast<int64_t>(graph.entities.size());
-  stats.relationships_after = static_cast<int64_t>(graph.relationships.size());
-  return stats;
 }
 
 }  // namespace grag

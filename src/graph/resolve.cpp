@@ -26,6 +26,7 @@
 
 #include "grag/lexical_embedder.h"
 #include "grag/parallel.h"
+#include "grag/words.h"
 
 namespace grag {
 namespace {
@@ -33,13 +34,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Word lists (generic English; nothing from any data set)
 // ---------------------------------------------------------------------------------------------
-
-bool IsStopWord(std::string_view w) {
-  static const std::unordered_set<std::string_view> k = {"a",   "an", "the",  "of",   "and",
-                                                         "or",  "in", "on",   "at",   "to",
-                                                         "for", "by", "with", "from", "de"};
-  return k.count(w) > 0;
-}
 
 bool IsArticle(std::string_view w) { return w == "the" || w == "a" || w == "an"; }
 
@@ -514,9 +508,9 @@ NameForm ParseName(std::string_view name, std::string_view type) {
     }
     // A kinship title addresses the person named after it ("Uncle Scrooge"), not a relation
     // ("Uncle of Fred").
-    const char g = HonorificGender(w) != 0         ? HonorificGender(w)
-                   : IsStopWord(words[b + 1].text) ? 0
-                                                   : KinshipTitleGender(w);
+    const char g = HonorificGender(w) != 0           ? HonorificGender(w)
+                   : IsNameFiller(words[b + 1].text) ? 0
+                                                     : KinshipTitleGender(w);
     if (g != 0 && !words[b].possessive) {
       if (g == 'm' || g == 'f') f.gender = g;
       ++b;
@@ -568,7 +562,7 @@ NameForm ParseName(std::string_view name, std::string_view type) {
         }
       }
     }
-    t.stop = t.number == 0 && !t.acronym && IsStopWord(t.text);
+    t.stop = t.number == 0 && !t.acronym && IsNameFiller(t.text);
     f.tokens.push_back(std::move(t));
   }
   if (f.tokens.empty() && !words.empty()) {  // only honorifics: keep them
@@ -1573,7 +1567,7 @@ std::vector<std::pair<uint64_t, uint8_t>> DescriptionMentions(const ResolveInput
         possessive_role = true;
         continue;
       }
-      if (IsStopWord(w[k].text)) continue;
+      if (IsNameFiller(w[k].text)) continue;
       any_content = true;
       if (common.count(Singular(w[k].text)) == 0) all_common = false;
     }

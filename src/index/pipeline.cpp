@@ -11,7 +11,8 @@
 
 #include "grag/chunker.h"
 #include "grag/extract.h"
-#include "grag/extractive.h"
+#include "grag/extractive_report.h"
+#include "grag/nlp_prune.h"
 #include "grag/hash.h"
 #include "grag/indexer.h"
 #include "grag/leiden.h"

@@ -1,4 +1,4 @@
-#include "llm/endpoint_pool.h"
+#include "endpoint_pool.h"
 
 #include <fmt/format.h>
 

@@ -15,7 +15,7 @@
 
 #include "grag/llm.h"
 #include "grag/status.h"
-#include "llm/limits.h"
+#include "limits.h"
 
 namespace grag::llm_internal {
 

@@ -1,4 +1,4 @@
-#include "llm/limits.h"
+#include "limits.h"
 
 #include <algorithm>
 

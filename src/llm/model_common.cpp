@@ -1,4 +1,4 @@
-#include "llm/model_common.h"
+#include "model_common.h"
 
 #include <fmt/format.h>
 

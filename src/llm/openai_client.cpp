@@ -15,10 +15,10 @@
 #include "grag/llm.h"
 #include "grag/parallel.h"
 #include "grag/log.h"
-#include "llm/endpoint_pool.h"
-#include "llm/limits.h"
-#include "llm/model_common.h"
-#include "llm/wire.h"
+#include "endpoint_pool.h"
+#include "limits.h"
+#include "model_common.h"
+#include "wire.h"
 
 namespace grag {
 

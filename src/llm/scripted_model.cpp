@@ -6,7 +6,7 @@
 
 #include "grag/llm.h"
 #include "grag/log.h"
-#include "llm/model_common.h"
+#include "model_common.h"
 
 namespace grag {
 namespace {

@@ -1,4 +1,4 @@
-#include "llm/wire.h"
+#include "wire.h"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,6 @@
 // Extractive global search (no LLM): BM25 relevance blended with community size scores each
 // report, then the LLM path's drop-zero / sort / budget logic, and an answer assembled from the
-// top reports. See grag/extractive.h for the formulas. Also the search-term helper
-// (ContentTerms) the extractive answers share.
+// top reports. See grag/extractive_search.h for the formulas.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "grag/extract.h"
-#include "grag/extractive.h"
+#include "grag/extractive_search.h"
 #include "grag/log.h"
-#include "query/global_plan.h"
+#include "grag/words.h"
+#include "global_plan.h"
 
 namespace grag {
 namespace {
@@ -27,73 +26,6 @@ using SteadyClock = std::chrono::steady_clock;
 
 std::chrono::milliseconds Since(SteadyClock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - start);
-}
-
-// English function words, and the words of questions about a corpus as a whole: a question
-// made only of these ("What are the main themes of this story?") asks for the big picture, and
-// matching them against reports would only find noise.
-const std::unordered_set<std::string>& StopWords() {
-  static const std::unordered_set<std::string> kWords = {
-      // function words
-      "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any",
-      "are", "as", "at", "be", "been", "before", "being", "below", "between", "both", "but", "by",
-      "can", "could", "did", "do", "does", "doing", "done", "down", "during", "each", "either",
-      "else", "ever", "every", "few", "for", "from", "further", "had", "has", "have", "having",
-      "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in",
-      "into", "is", "it", "its", "itself", "just", "let", "like", "may", "me", "might", "more",
-      "most", "much", "must", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once",
-      "one", "only", "or", "other", "our", "ours", "out", "over", "own", "same", "shall", "she",
-      "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
-      "themselves", "then", "there", "these", "they", "this", "those", "through", "thus", "to",
-      "too", "under", "until", "up", "upon", "us", "very", "was", "we", "were", "what", "when",
-      "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "would",
-      "yet", "you", "your", "yours", "s", "t", "d", "ll", "m", "re", "ve", "don", "isn", "aren",
-      "wasn", "weren", "doesn", "didn", "won", "wouldn", "shouldn", "couldn", "hasn", "haven",
-      "hadn", "cannot", "many", "within", "without", "among", "via", "per",
-      // words of questions about a whole corpus
-      "main", "major", "key", "chief", "central", "principal", "primary", "important", "importance",
-      "significant", "overall", "general", "broad", "biggest", "largest", "theme", "themes",
-      "topic", "topics", "subject", "subjects", "idea", "ideas", "thread", "threads", "motif",
-      "motifs", "message", "messages", "point", "points", "issue", "issues", "story", "stories",
-      "book", "books", "novel", "novels", "text", "texts", "corpus", "document", "documents",
-      "dataset", "data", "collection", "content", "contents", "tale", "narrative", "passage",
-      "passages", "summary", "summarise", "summarize", "summarised", "summarized", "overview",
-      "describe", "description", "explain", "tell", "discuss", "discussed", "list", "give", "show",
-      "say", "says", "said", "mention", "mentioned", "happen", "happens", "happened", "thing",
-      "things", "kind", "kinds", "type", "types", "aspect", "aspects", "part", "parts", "role",
-      "roles", "entities", "entity", "relationships", "relationship", "sources", "source", "chunk",
-      "chunks", "report", "reports", "community", "communities", "please", "know", "find",
-      "something", "anything", "everything"};
-  return kWords;
-}
-
-bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix.data(), suffix.size()) == 0;
-}
-
-// Plural and verb endings off, so "ghosts"/"ghost" and "haunted"/"haunting" agree. Crude (no
-// dictionary), but the same on both sides of a comparison, which is all BM25 needs.
-std::string Stem(std::string w) {
-  if (w.size() > 4 && EndsWith(w, "ies")) {
-    w.replace(w.size() - 3, 3, "y");
-  } else if (w.size() > 4 && EndsWith(w, "sses")) {
-    w.resize(w.size() - 2);
-  } else if (w.size() > 3 && w.back() == 's' && !EndsWith(w, "ss") && !EndsWith(w, "us") &&
-             !EndsWith(w, "is")) {
-    w.pop_back();
-  }
-  if (w.size() > 5 && EndsWith(w, "ing")) {
-    w.resize(w.size() - 3);
-  } else if (w.size() > 4 && EndsWith(w, "ed")) {
-    w.resize(w.size() - 2);
-  }
-  return w;
-}
-
-bool IsShortNumber(const std::string& w) {
-  return w.size() <= 2 &&
-         std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // `text` without its "[Data: ...]" citations, whose ids and labels are not content.
@@ -134,10 +66,9 @@ std::string DocText(const ReportRecord& r) {
 // The question's content words as written (not stemmed: the full-text tokenizer stems), for
 // the BM25 query.
 std::string QueryWords(std::string_view question) {
-  const auto& stop = StopWords();
   std::string out;
   for (std::string& word : SplitNormalizedName(NormalizeEntityName(question))) {
-    if (stop.count(word) != 0 || IsShortNumber(word) || stop.count(Stem(word)) != 0) continue;
+    if (IsNonContentWord(word)) continue;
     if (!out.empty()) out += ' ';
     out += word;
   }
@@ -273,19 +204,6 @@ Status CheckOptions(const GlobalSearchOptions& o, const ExtractiveGlobalOptions&
 }
 
 }  // namespace
-
-std::vector<std::string> ContentTerms(std::string_view text) {
-  const std::string normalised = NormalizeEntityName(text);
-  const auto& stop = StopWords();
-  std::vector<std::string> terms;
-  for (std::string& word : SplitNormalizedName(normalised)) {
-    if (stop.count(word) != 0 || IsShortNumber(word)) continue;
-    std::string stem = Stem(std::move(word));
-    if (stop.count(stem) != 0) continue;
-    terms.push_back(std::move(stem));
-  }
-  return terms;
-}
 
 Result<GlobalSearchResult> ExtractiveGlobalSearch(Store& store, const Tokenizer& tokenizer,
                                                   std::string_view question,

@@ -1,5 +1,5 @@
 // Report selection, the map-call cap, the seeded shuffle and token-bounded batching.
-#include "query/global_plan.h"
+#include "global_plan.h"
 
 #include <algorithm>
 #include <chrono>

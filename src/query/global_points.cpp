@@ -1,7 +1,7 @@
 // Map replies in, reduce prompt out. Models are loose with JSON (code fences, prose around it,
 // scores as strings, a reply cut off by its token cap), so reading is tolerant: anything that
 // holds a description and a score is a point, and only a reply with no point at all is a failure.
-#include "query/global_points.h"
+#include "global_points.h"
 
 #include <algorithm>
 #include <cctype>

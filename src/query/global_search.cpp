@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "grag/log.h"
-#include "query/global_plan.h"
-#include "query/global_points.h"
+#include "global_plan.h"
+#include "global_points.h"
 
 namespace grag {
 namespace {

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "grag/extract.h"
-#include "grag/extractive.h"
+#include "grag/extractive_search.h"
+#include "grag/words.h"
 #include "grag/log.h"
 
 namespace grag {

@@ -1,4 +1,4 @@
-#include "query/ppr.h"
+#include "ppr.h"
 
 #include <algorithm>
 #include <deque>

@@ -12,13 +12,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "grag/extract.h"
 #include "grag/lexical_embedder.h"
 #include "grag/log.h"
 #include "grag/nlp_extract.h"
 #include "grag/question.h"
 #include "grag/vector_index.h"
-#include "query/ppr.h"
+#include "grag/words.h"
+#include "ppr.h"
 
 namespace grag {
 
@@ -58,42 +58,9 @@ std::vector<QuestionWord> QuestionWords(std::string_view question) {
   return words;
 }
 
-// A crude stem, enough to match "played" with "plays" and "born" with "born": question and
-// sentence words are compared through it.
-std::string Stem(std::string w) {
-  auto strip = [&](std::string_view suffix) {
-    if (w.size() >= suffix.size() + 3 && w.ends_with(suffix)) {
-      w.resize(w.size() - suffix.size());
-      return true;
-    }
-    return false;
-  };
-  if (!strip("ing") && !strip("ed") && !strip("es")) strip("s");
-  return w;
-}
-
 // The normalised words of `text`.
 std::vector<std::string> Words(std::string_view text) {
   return SplitNormalizedName(NormalizeEntityName(text));
-}
-
-// Sentences of a chunk: split after . ! ? followed by white space, and at blank lines. Enough to
-// find which sentence names what; not the extractor's full splitter.
-std::vector<std::string_view> SplitSentencesLite(std::string_view text) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const bool end_mark = (c == '.' || c == '!' || c == '?') && i + 1 < text.size() &&
-                          std::isspace(static_cast<unsigned char>(text[i + 1])) != 0;
-    const bool blank = c == '\n' && i + 1 < text.size() && text[i + 1] == '\n';
-    if (end_mark || blank) {
-      if (i + 1 > start) out.push_back(text.substr(start, i + 1 - start));
-      start = i + 1;
-    }
-  }
-  if (start < text.size()) out.push_back(text.substr(start));
-  return out;
 }
 
 // Whether `words` hold `name` (normalised words) in a row.
@@ -540,8 +507,8 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(const GraphData& g,
     if (!chunk) continue;
     // Each sentence's share of the question's specific words.
     std::vector<std::pair<double, std::vector<std::string>>> sentences;
-    for (std::string_view s : SplitSentencesLite(chunk->text)) {
-      std::vector<std::string> words = Words(s);
+    for (const Sentence& s : SplitSentences(chunk->text)) {
+      std::vector<std::string> words = Words(s.text);
       std::unordered_set<std::string> stems;
       for (const auto& w : words) stems.insert(Stem(w));
       double matched = 0;

@@ -1,7 +1,6 @@
 // Extractive community reports (no LLM): titles from top entities, findings from the source
 // sentences naming the most members, input hashes to skip unchanged communities. See
-// grag/extractive.h for the rules; this file also holds the sentence splitter the extractive
-// query answers share.
+// grag/extractive_report.h for the rules.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,185 +18,19 @@
 #include <utility>
 #include <vector>
 
-#include "grag/extract.h"
-#include "grag/extractive.h"
+#include "grag/extractive_report.h"
 #include "grag/hash.h"
 #include "grag/log.h"
+#include "grag/words.h"
 
 namespace grag {
 namespace {
 
 constexpr std::string_view kComponent = "report";
 // Bumped when the report's layout or selection rules change, so stored reports are redone.
-constexpr std::string_view kHashVersion = "grag/report-extractive/v2";
+constexpr std::string_view kHashVersion = "grag/report-extractive/v3";
 // Entity ids a citation lists before "+more" (Microsoft GraphRAG's convention).
 constexpr size_t kMaxCitedIds = 5;
-
-// ---------------------------------------------------------------- sentence splitting
-
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
-bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
-bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
-bool IsAlpha(char c) { return IsLower(c) || IsUpper(c); }
-bool IsTerminator(char c) { return c == '.' || c == '!' || c == '?'; }
-
-// Closing quotes and brackets that belong to the sentence before them: the length of the one at
-// text[i], or 0.
-size_t CloserAt(std::string_view text, size_t i) {
-  const char c = text[i];
-  if (c == '"' || c == '\'' || c == ')' || c == ']' || c == '_') return 1;
-  for (std::string_view closer : {"\xE2\x80\x9D", "\xE2\x80\x99"}) {  // ” ’
-    if (text.substr(i, closer.size()) == closer) return closer.size();
-  }
-  return 0;
-}
-
-// Opening quotes and brackets before a sentence's first word: the length of the one at text[i].
-size_t OpenerAt(std::string_view text, size_t i) {
-  const char c = text[i];
-  if (c == '"' || c == '\'' || c == '(' || c == '[' || c == '_' || c == '-') return 1;
-  for (std::string_view opener : {"\xE2\x80\x9C", "\xE2\x80\x98"}) {  // “ ‘
-    if (text.substr(i, opener.size()) == opener) return opener.size();
-  }
-  return 0;
-}
-
-// The period at text[dot] ends an abbreviation ("Mr.") or an initial ("J."), not a sentence.
-bool IsAbbreviation(std::string_view text, size_t dot) {
-  size_t w = dot;
-  while (w > 0 && IsAlpha(text[w - 1])) --w;
-  if (w == dot) return false;
-  const std::string_view word = text.substr(w, dot - w);
-  if (word.size() == 1) return IsUpper(word[0]);
-  static const std::set<std::string, std::less<>> kAbbreviations = {
-      "mr",  "mrs", "ms",   "messrs", "dr", "st", "jr",  "sr",  "prof", "rev",
-      "gen", "col", "capt", "lt",     "mt", "vs", "esq", "hon", "sgt",  "fr"};
-  std::string lower(word);
-  for (char& c : lower) c = IsUpper(c) ? static_cast<char>(c - 'A' + 'a') : c;
-  return kAbbreviations.count(lower) != 0;
-}
-
-// The sentence text[begin, end), whitespace collapsed; nullopt when it holds no letter or digit.
-std::optional<Sentence> MakeSentence(std::string_view text, size_t begin, size_t end) {
-  Sentence s;
-  bool space = false;
-  bool has_word = false;
-  for (size_t i = begin; i < end; ++i) {
-    const char c = text[i];
-    if (IsSpace(c)) {
-      space = !s.text.empty();
-      continue;
-    }
-    if (s.text.empty()) s.offset = i;
-    if (space) s.text += ' ';
-    space = false;
-    s.text += c;
-    has_word =
-        has_word || IsAlpha(c) || (c >= '0' && c <= '9') || static_cast<unsigned char>(c) >= 0x80;
-  }
-  if (!has_word) return std::nullopt;
-  size_t first = 0;
-  while (first < s.text.size()) {
-    const size_t n = OpenerAt(s.text, first);
-    if (n == 0) break;
-    first += n;
-  }
-  size_t last = s.text.size();
-  for (bool more = true; more && last > 0;) {
-    more = false;
-    for (size_t n : {size_t{1}, size_t{3}}) {
-      if (last >= n && CloserAt(s.text, last - n) == n) {
-        last -= n;
-        more = true;
-        break;
-      }
-    }
-  }
-  const bool starts_well = first < s.text.size() && !IsLower(s.text[first]);
-  s.complete = starts_well && last > 0 && IsTerminator(s.text[last - 1]);
-  return s;
-}
-
-// Where the sentence that has a terminator at text[i] ends (past its closers), or nullopt when
-// the terminator does not end a sentence.
-std::optional<size_t> SentenceEnd(std::string_view text, size_t i) {
-  size_t j = i + 1;
-  while (j < text.size() && IsTerminator(text[j])) ++j;
-  while (j < text.size()) {
-    const size_t n = CloserAt(text, j);
-    if (n == 0) break;
-    j += n;
-  }
-  if (j < text.size() && !IsSpace(text[j])) return std::nullopt;  // "3.5", "e.g."
-  if (text[i] == '.' && j == i + 1 && IsAbbreviation(text, i)) return std::nullopt;
-  size_t k = j;
-  while (k < text.size() && IsSpace(text[k])) ++k;
-  if (k < text.size() && IsLower(text[k])) return std::nullopt;  // '"Bah!" said Scrooge'
-  return j;
-}
-
-}  // namespace
-
-std::vector<Sentence> SplitSentences(std::string_view text) {
-  std::vector<Sentence> out;
-  size_t start = 0;
-  if (text.substr(0, 7) == "title: ") {  // chunks.prepend_title's prefix is not prose
-    const size_t nl = text.find('\n');
-    start = nl == std::string_view::npos ? text.size() : nl + 1;
-  }
-  auto emit = [&](size_t end) {
-    if (auto s = MakeSentence(text, start, end)) out.push_back(std::move(*s));
-  };
-  for (size_t i = start; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') {  // a blank line ends a paragraph, and with it a sentence
-      size_t j = i + 1;
-      while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r')) ++j;
-      if (j < text.size() && text[j] == '\n') {
-        emit(i);
-        start = j + 1;
-        i = j;
-      }
-      continue;
-    }
-    if (!IsTerminator(c)) continue;
-    if (auto end = SentenceEnd(text, i)) {
-      emit(*end);
-      start = *end;
-      i = *end - 1;
-    }
-  }
-  emit(text.size());
-  return out;
-}
-
-std::string ShortenAtWord(std::string_view raw, size_t max_bytes) {
-  std::string flat;  // descriptions joined from several mentions hold line breaks
-  flat.reserve(raw.size());
-  for (char c : raw) {
-    if (!IsSpace(c)) {
-      flat += c;
-    } else if (!flat.empty() && flat.back() != ' ') {
-      flat += ' ';
-    }
-  }
-  if (!flat.empty() && flat.back() == ' ') flat.pop_back();
-  const std::string_view text = flat;
-  if (text.size() <= max_bytes) return flat;
-  constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // …
-  if (max_bytes < kEllipsis.size()) return {};
-  size_t cut = max_bytes - kEllipsis.size();
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  const size_t space = text.rfind(' ', cut);
-  if (space != std::string_view::npos && space > cut / 2) cut = space;
-  while (cut > 0 && (IsSpace(text[cut - 1]) || text[cut - 1] == ',' || text[cut - 1] == ';' ||
-                     text[cut - 1] == ':')) {
-    --cut;
-  }
-  return std::string(text.substr(0, cut)) + std::string(kEllipsis);
-}
-
-namespace {
 
 // ---------------------------------------------------------------- helpers
 
@@ -237,6 +70,8 @@ std::string Citation(const std::vector<int64_t>& entities, const std::vector<int
   for (size_t i = 0; i < parts.size(); ++i) out += (i > 0 ? "; " : "") + parts[i];
   return out + "]";
 }
+
+bool IsTerminator(char c) { return c == '.' || c == '!' || c == '?'; }
 
 // `text` ending with a full stop (or other terminator).
 std::string Sentenced(std::string text) {

@@ -17,7 +17,7 @@
 #include "grag/log.h"
 #include "grag/parallel.h"
 #include "grag/report.h"
-#include "report/report_input.h"
+#include "report_input.h"
 
 namespace grag {
 namespace {

@@ -1,5 +1,5 @@
 // Building one community's prompt within the token budget (see grag/report.h for the rules).
-#include "report/report_input.h"
+#include "report_input.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <thread>
 #include <unordered_set>
 
-#include "grag/extractive.h"
+#include "grag/words.h"
 #include "grag/hash.h"
 #include "grag/parallel.h"
 #include "grag/prompts.h"

@@ -1,4 +1,4 @@
-#include "server/jobs.h"
+#include "jobs.h"
 
 #include <nlohmann/json.hpp>
 

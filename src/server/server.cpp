@@ -26,8 +26,8 @@
 #include "grag/input_files.h"
 #include "grag/loader.h"
 #include "grag/log.h"
-#include "server/jobs.h"
-#include "server/web_assets.h"
+#include "jobs.h"
+#include "web_assets.h"
 
 namespace grag {
 

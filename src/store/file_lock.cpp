@@ -1,4 +1,4 @@
-#include "store/file_lock.h"
+#include "file_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,4 +1,4 @@
-#include "store/json_fields.h"
+#include "json_fields.h"
 
 #include <nlohmann/json.hpp>
 

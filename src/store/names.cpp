@@ -1,5 +1,5 @@
 // Names of the store's enums, as written in the index file.
-#include "store/names.h"
+#include "names.h"
 
 namespace grag {
 

@@ -11,7 +11,7 @@
 #include <system_error>
 
 #include "grag/log.h"
-#include "store/store_impl.h"
+#include "store_impl.h"
 
 namespace grag::store {
 namespace {

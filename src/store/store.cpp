@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "grag/log.h"
-#include "store/store_impl.h"
+#include "store_impl.h"
 
 namespace grag {
 

@@ -10,9 +10,9 @@
 
 #include "grag/cache.h"
 #include "grag/store.h"
-#include "store/file_lock.h"
-#include "store/sqlite.h"
-#include "store/verify.h"
+#include "file_lock.h"
+#include "sqlite.h"
+#include "verify.h"
 
 // The current time as the store writes it: UTC ISO 8601 with milliseconds. A macro so it can be
 // pasted into SQL string literals.

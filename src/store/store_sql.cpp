@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "grag/store.h"
-#include "store/store_impl.h"
+#include "store_impl.h"
 
 namespace grag {
 

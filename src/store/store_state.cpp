@@ -7,9 +7,9 @@
 
 #include "grag/log.h"
 #include "grag/store.h"
-#include "store/json_fields.h"
-#include "store/names.h"
-#include "store/store_impl.h"
+#include "json_fields.h"
+#include "names.h"
+#include "store_impl.h"
 
 namespace grag {
 

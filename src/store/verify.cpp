@@ -1,4 +1,4 @@
-#include "store/verify.h"
+#include "verify.h"
 
 #include <sys/stat.h>
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "grag/status.h"
-#include "store/sqlite.h"
+#include "sqlite.h"
 
 namespace grag::store {
 

@@ -1,4 +1,4 @@
-#include "text/bpe.h"
+#include "bpe.h"
 
 #include <algorithm>
 #include <array>

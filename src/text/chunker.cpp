@@ -7,7 +7,7 @@
 
 #include "grag/hash.h"
 #include "grag/tokenizer.h"
-#include "text/utf8.h"
+#include "utf8.h"
 
 namespace grag {
 

@@ -1,4 +1,4 @@
-#include "text/csv.h"
+#include "csv.h"
 
 namespace grag {
 

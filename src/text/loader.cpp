@@ -15,8 +15,8 @@
 #include <utf8proc.h>
 
 #include "grag/hash.h"
-#include "text/csv.h"
-#include "text/utf8.h"
+#include "csv.h"
+#include "utf8.h"
 
 namespace grag {
 namespace fs = std::filesystem;

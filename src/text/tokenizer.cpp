@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "text/bpe.h"
-#include "text/unicode_delta.h"
-#include "text/utf8.h"
+#include "bpe.h"
+#include "unicode_delta.h"
+#include "utf8.h"
 
 // The tiktoken npm package's encoders/<name>.json files, embedded by vocab_blobs.S.
 extern "C" const char grag_cl100k_json_begin[];

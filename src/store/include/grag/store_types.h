@@ -16,6 +16,12 @@
 
 namespace grag {
 
+// Entity types the built-in NLP extractor (extract module) gives and its graph pruning (graph
+// module) reads: a document's title, which pruning never drops, and a capitalised name, which
+// pruning keeps one of per chunk.
+inline constexpr std::string_view kNlpTitleType = "title";
+inline constexpr std::string_view kNlpProperNounType = "proper noun";
+
 // ---------------------------------------------------------------- documents and chunks
 
 // A document without its text: what change detection and listings need.

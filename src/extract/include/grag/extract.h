@@ -13,16 +13,9 @@
 #include "grag/llm.h"
 #include "grag/status.h"
 #include "grag/store_types.h"
+#include "grag/words.h"  // NormalizeEntityName: the name keys mentions carry
 
 namespace grag {
-
-// The key entities merge on: Unicode case-folded (NFKC), punctuation and whitespace runs
-// collapsed to one space, trimmed. "Ebenezer  Scrooge", "EBENEZER SCROOGE." and
-// "ebenezer-scrooge" share one key.
-std::string NormalizeEntityName(std::string_view name);
-
-// The words of a NormalizeEntityName result (split on its single spaces).
-std::vector<std::string> SplitNormalizedName(std::string_view normalized);
 
 struct ParsedExtraction {
   std::vector<EntityMention> entities;             // name_key filled, type lower-cased
