@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "grag/engine_json.h"
 #include "support/temp_dir.h"
@@ -142,6 +143,42 @@ TEST_F(EngineTest, AQueryCompletesWhileAnIndexingTransactionIsOpen) {
   ASSERT_TRUE(hits.ok()) << hits.status().ToString();
   EXPECT_FALSE(hits->chunks.empty());
   ASSERT_TRUE(tx->Commit().ok());
+}
+
+TEST_F(EngineTest, EachIndexLogsToItsOwnFileOnly) {
+  // A second project beside the first, each written by its own engine on its own thread at
+  // the same time (a server indexing two projects): each grag.log holds its own lines only.
+  dir_.Write("other/input/notes.txt",
+             "Jacob Marley kept the counting-house with Ebenezer Scrooge.");
+  dir_.Write("other/input/extra.txt", "Bob Cratchit copied letters for Scrooge in London.");
+  Config other;
+  other.root = dir_ / "other";
+  auto first = OpenWritable();
+  ASSERT_NE(first, nullptr);
+  EngineOptions o;
+  o.writable = true;
+  auto second = Engine::Open(other, o);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto run = [](Engine& e, const std::string& doc) -> Status {
+    GRAG_RETURN_IF_ERROR(e.Index({}).status());
+    IndexRequest remove;
+    remove.remove = {doc};
+    return e.Index(remove).status();
+  };
+  Status a, b;
+  std::thread t([&] { a = run(*first, "part2.txt"); });
+  b = run(**second, "extra.txt");
+  t.join();
+  ASSERT_TRUE(a.ok()) << a.ToString();
+  ASSERT_TRUE(b.ok()) << b.ToString();
+  first.reset();
+  second->reset();
+  const std::string log1 = testing::ReadFile(dir_ / "proj/output/grag.log");
+  const std::string log2 = testing::ReadFile(dir_ / "other/output/grag.log");
+  EXPECT_NE(log1.find("[index] removed part2.txt"), std::string::npos) << log1;
+  EXPECT_EQ(log1.find("extra.txt"), std::string::npos) << log1;
+  EXPECT_NE(log2.find("[index] removed extra.txt"), std::string::npos) << log2;
+  EXPECT_EQ(log2.find("part2.txt"), std::string::npos) << log2;
 }
 
 TEST_F(EngineTest, AReadingEngineNeedsAnIndexAndAWritableOneMakesIt) {

@@ -50,6 +50,9 @@ struct EngineOptions {
   // Keep the whole graph in memory for many questions (a server). Off: each question reads its
   // seeds' neighbourhood (a command answering one question: fast to open on a large index).
   bool keep_graph = false;
+  // A writable engine logs what it does (debug level and above) to grag.log beside the index,
+  // besides stderr; each engine to its own file only.
+  bool log_file = true;
 };
 
 struct QueryRequest {

@@ -163,7 +163,6 @@ int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexReq
   request.refresh_reports = request.refresh_reports || f.refresh_reports;
   auto config = LoadProjectConfig(g);
   if (!config.ok()) return Fail(config.status());
-  const std::string db = config->Resolve(config->store.path);
   EngineOptions eo;
   eo.writable = true;
   // One writer per index: a second run would pay for every call twice. A dry run only reads.
@@ -181,7 +180,6 @@ int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexReq
     if (said->empty()) return kExitOk;  // nothing to do
     if (!g.quiet) std::cerr << *said << "\n";
   }
-  (void)AddLogFile((std::filesystem::path(db).parent_path() / "grag.log").string());
   const bool pretty = isatty(STDOUT_FILENO) != 0;
   if (f.dry_run) {
     auto plan = (*engine)->Plan(request);

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <mutex>
+#include <utility>
 
 namespace grag {
 namespace {
@@ -28,8 +29,8 @@ spdlog::level::level_enum ToSpd(LogLevel l) {
   return spdlog::level::info;
 }
 
-// The process-wide log sink. Logging is inherently global (stderr is), so this is the one
-// piece of shared state; it is created on first use and guarded by spdlog's own locks.
+// The process-wide stderr sink. stderr is global, so this is the one piece of shared state;
+// it is created on first use and guarded by spdlog's own locks. Log files are per index.
 struct Sink {
   std::shared_ptr<spdlog::sinks::stderr_color_sink_mt> console;
   std::shared_ptr<spdlog::logger> logger;
@@ -63,20 +64,52 @@ Result<LogLevel> ParseLogLevel(std::string_view name) {
 
 void SetLogLevel(LogLevel level) { TheSink().console->set_level(ToSpd(level)); }
 
-Status AddLogFile(const std::string& path) {
+struct LogFile::Impl {
+  std::string path;
+  std::shared_ptr<spdlog::logger> logger;
+};
+
+LogFile::LogFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LogFile::~LogFile() {
+  if (impl_ && impl_->logger) impl_->logger->flush();
+}
+
+Result<std::shared_ptr<LogFile>> LogFile::Open(const std::string& path) {
   try {
     auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
-    file->set_level(spdlog::level::debug);
     file->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l %v");
-    TheSink().logger->sinks().push_back(std::move(file));
+    auto impl = std::make_unique<Impl>();
+    impl->path = path;
+    impl->logger = std::make_shared<spdlog::logger>("grag-file", std::move(file));
+    impl->logger->set_level(spdlog::level::debug);
+    impl->logger->flush_on(spdlog::level::info);
+    return std::shared_ptr<LogFile>(new LogFile(std::move(impl)));
   } catch (const spdlog::spdlog_ex& e) {
     return Status::IoError("cannot open log file " + path + ": " + e.what());
   }
-  return Status::Ok();
 }
+
+const std::string& LogFile::path() const { return impl_->path; }
+
+void LogFile::Write(LogLevel level, std::string_view component, std::string_view message) {
+  impl_->logger->log(ToSpd(level), "[{}] {}", component, message);
+}
+
+namespace {
+thread_local std::shared_ptr<LogFile> tls_log_file;
+}  // namespace
+
+ScopedLogFile::ScopedLogFile(std::shared_ptr<LogFile> file)
+    : previous_(std::exchange(tls_log_file, std::move(file))) {}
+ScopedLogFile::~ScopedLogFile() { tls_log_file = std::move(previous_); }
+
+std::shared_ptr<LogFile> CurrentLogFile() { return tls_log_file; }
 
 void Log(LogLevel level, std::string_view component, std::string_view message) {
   TheSink().logger->log(ToSpd(level), "[{}] {}", component, message);
+  if (tls_log_file && level >= LogLevel::kDebug && level != LogLevel::kOff) {
+    tls_log_file->Write(level, component, message);
+  }
 }
 
 }  // namespace grag

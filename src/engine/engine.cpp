@@ -60,6 +60,10 @@ struct Engine::Impl {
   // prompt is read by the pipeline) and reports this on the first question.
   Status prompts_status;
 
+  // A writable engine's own log file (grag.log beside the index): what runs on its behalf logs
+  // there, and no other index's lines do.
+  std::shared_ptr<LogFile> log_file;
+
   bool keep_graph = false;
   std::mutex retriever_mu;
   std::unique_ptr<Retriever> retriever;  // guarded by retriever_mu until built
@@ -94,6 +98,15 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
     return store.status();
   }
   impl->store = std::move(store).value();
+  if (options.writable && options.log_file) {
+    const std::string path = (std::filesystem::path(db).parent_path() / "grag.log").string();
+    auto file = LogFile::Open(path);
+    if (file.ok()) {
+      impl->log_file = std::move(file).value();
+    } else {
+      Log(LogLevel::kWarn, "engine", file.status().message() + " (logging to stderr only)");
+    }
+  }
   // The tokenizer is loaded on first use (tens of milliseconds): a search needs none.
   GRAG_RETURN_IF_ERROR(Tokenizer::CheckEncoding(c.chunks.encoding));
   KeyValueCache* cache = &impl->store->ReplyCache();
@@ -210,6 +223,7 @@ PassageSearchOptions Engine::PassageOptions(RetrievalMethod method) const {
 // ---------------------------------------------------------------- routing
 
 Result<QueryRoute> Engine::Route(std::string_view question) {
+  ScopedLogFile log_scope(impl_->log_file);
   GRAG_RETURN_IF_ERROR(impl_->prompts_status);
   GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer(), config().query.max_question_tokens));
   GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
@@ -267,6 +281,7 @@ Result<QueryRoute> Engine::Route(std::string_view question) {
 // ---------------------------------------------------------------- questions
 
 Result<QueryResult> Engine::Query(const QueryRequest& request) {
+  ScopedLogFile log_scope(impl_->log_file);
   GRAG_RETURN_IF_ERROR(impl_->prompts_status);
   GRAG_RETURN_IF_ERROR(
       CheckQuestion(request.question, tokenizer(), config().query.max_question_tokens));
@@ -341,6 +356,7 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
 }
 
 Result<RetrievalResult> Engine::Search(const SearchRequest& request) {
+  ScopedLogFile log_scope(impl_->log_file);
   const int64_t max_tokens = config().query.max_question_tokens;
   GRAG_RETURN_IF_ERROR(QuestionNeedsCounting(request.question, max_tokens)
                            ? CheckQuestion(request.question, tokenizer(), max_tokens)
@@ -360,6 +376,7 @@ Result<RetrievalResult> Engine::Search(const SearchRequest& request) {
 // ---------------------------------------------------------------- the index
 
 Result<IndexSummary> Engine::Index(const IndexRequest& request, const IndexCallbacks& callbacks) {
+  ScopedLogFile log_scope(impl_->log_file);
   IndexContext ctx;
   ctx.store = impl_->store.get();
   ctx.chat = impl_->chat.get();
@@ -375,6 +392,7 @@ Result<IndexSummary> Engine::Index(const IndexRequest& request, const IndexCallb
 }
 
 Result<IndexPlan> Engine::Plan(const IndexRequest& request) {
+  ScopedLogFile log_scope(impl_->log_file);
   IndexContext ctx;
   ctx.store = impl_->store.get();
   ctx.chat = impl_->chat.get();
@@ -383,6 +401,7 @@ Result<IndexPlan> Engine::Plan(const IndexRequest& request) {
 }
 
 Result<IndexStats> Engine::Stats(int64_t top_entities) {
+  ScopedLogFile log_scope(impl_->log_file);
   Store& store = *impl_->store;
   IndexStats out;
   GRAG_ASSIGN_OR_RETURN(out.store, store.Stats());
@@ -407,6 +426,7 @@ Result<IndexStats> Engine::Stats(int64_t top_entities) {
 Result<std::vector<DocumentInfo>> Engine::Documents() { return impl_->store->ListDocuments(); }
 
 Result<ExportSummary> Engine::Export(const ExportOptions& options) {
+  ScopedLogFile log_scope(impl_->log_file);
   return ExportIndex(*impl_->store, options);
 }
 
@@ -476,10 +496,12 @@ Result<AliasListing> Engine::Aliases(std::string_view search) {
 }
 
 Result<bool> Engine::MergeEntities(std::string_view a, std::string_view b) {
+  ScopedLogFile log_scope(impl_->log_file);
   return RecordEntityMerge(*impl_->store, a, b);
 }
 
 Result<int64_t> Engine::SplitEntity(std::string_view entity, std::string_view alias) {
+  ScopedLogFile log_scope(impl_->log_file);
   return RecordEntitySplit(*impl_->store, entity, alias);
 }
 

@@ -10,13 +10,12 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "grag/log.h"
+#include "grag/thread_pool.h"
 #include "global_plan.h"
 #include "global_points.h"
 
@@ -33,8 +32,9 @@ std::chrono::milliseconds Since(SteadyClock::time_point start) {
 //
 // ChatModel has no way to abandon a call, so a call past its deadline is only given up on: its
 // slot settles as timed out, a replacement worker takes over the remaining requests, and the
-// late reply is dropped (its worker then ends). Every thread is joined by the destructor, so
-// nothing outlives the borrowed model or requests. Run() and the destructor belong to the creating
+// late reply is dropped (its worker then ends). The workers are threads of the shared pool; the
+// destructor waits until every one has returned, so nothing outlives the borrowed model or
+// requests. Run() and the destructor belong to the creating
 // thread.
 class MapRunner {
  public:
@@ -53,7 +53,8 @@ class MapRunner {
         concurrency_(std::max<size_t>(1, std::min(concurrency, requests.size()))) {}
 
   ~MapRunner() {
-    for (std::thread& t : threads_) t.join();
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return live_ == 0; });
   }
   MapRunner(const MapRunner&) = delete;
   MapRunner& operator=(const MapRunner&) = delete;
@@ -61,8 +62,11 @@ class MapRunner {
   // Blocks until every call has returned or timed out; `on_settled(count)` runs on this thread
   // each time more calls have settled. Returns one entry per request, in request order.
   std::vector<Settled> Run(const std::function<void(size_t)>& on_settled) {
-    for (size_t i = 0; i < concurrency_; ++i) Spawn();
-    if (threads_.empty()) Work();  // no thread could be started: do it all here, untimed
+    {
+      std::lock_guard lock(mu_);
+      for (size_t i = 0; i < concurrency_; ++i) Spawn();
+    }
+    if (spawned_ == 0) Work();  // no thread could be started: do it all here, untimed
 
     std::unique_lock lock(mu_);
     size_t reported = 0;
@@ -125,12 +129,23 @@ class MapRunner {
     std::optional<Result<ChatResponse>> result;
   };
 
-  // Called with mu_ held, or before any worker runs.
+  // Called with mu_ held. The worker is a thread borrowed from the
+  // shared pool; the destructor waits until every worker has returned it.
   void Spawn() {
-    try {
-      threads_.emplace_back([this] { Work(); });
-    } catch (const std::system_error& e) {  // out of threads: the others carry on
-      Log(LogLevel::kWarn, "global", std::string("cannot start a map worker: ") + e.what());
+    ++live_;
+    const bool started = ThreadPool::Shared().TrySubmit([this, log_file = CurrentLogFile()] {
+      {
+        ScopedLogFile log_scope(log_file);  // the map calls log where the search does
+        Work();
+      }
+      std::lock_guard lock(mu_);
+      if (--live_ == 0) cv_.notify_all();
+    });
+    if (!started) {  // the pool is full: the others carry on
+      --live_;
+      Log(LogLevel::kWarn, "global", "cannot start a map worker: the thread pool is full");
+    } else {
+      ++spawned_;
     }
   }
 
@@ -168,7 +183,8 @@ class MapRunner {
   size_t next_ = 0;          // guarded by mu_: the next request to start
   const std::chrono::milliseconds timeout_;
   const size_t concurrency_;
-  std::vector<std::thread> threads_;  // touched by the creating thread only (Spawn runs there)
+  size_t live_ = 0;     // guarded by mu_ once workers run: workers not yet returned to the pool
+  size_t spawned_ = 0;  // touched by the creating thread only (Spawn runs there)
 };
 
 MapCallOutcome OutcomeOf(ErrorCode code) {
