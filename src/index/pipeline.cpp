@@ -465,26 +465,47 @@ Result<IndexPlan> PlanFrom(const Gathered& g, Store& store, const ExtractorId& e
 Status Apply(Run& run, Gathered& g, IndexSummary& s) {
   const auto total = static_cast<int64_t>(g.documents.size() + g.to_remove.size());
   int64_t done = 0;
-  for (auto& ld : g.documents) {
+  // Documents go in by batches, a transaction each: a commit per document cost more than
+  // chunking it (each writes its pages and a full-text segment again). A run stopped mid-batch
+  // reads that batch again next time, which costs no model call; progress counts a document only
+  // once its batch is committed.
+  constexpr size_t kBatchDocuments = 64;
+  constexpr size_t kBatchBytes = size_t{4} << 20;
+  for (size_t begin = 0; begin < g.documents.size();) {
     if (run.cancelled()) return Status::Cancelled("interrupted");
-    GRAG_ASSIGN_OR_RETURN(Transaction tx, run.store().Begin());
-    GRAG_ASSIGN_OR_RETURN(DocumentChange change, run.store().UpsertDocument(ld.doc));
-    GRAG_ASSIGN_OR_RETURN(ChunkChanges cc, run.store().ReplaceDocumentChunks(ld.doc.id, ld.chunks));
-    GRAG_RETURN_IF_ERROR(tx.Commit());
-    switch (change) {
-      case DocumentChange::kAdded:
-        ++s.documents_added;
-        break;
-      case DocumentChange::kChanged:
-        ++s.documents_changed;
-        break;
-      case DocumentChange::kUnchanged:
-        ++s.documents_unchanged;
-        break;
+    std::vector<std::pair<DocumentChange, ChunkChanges>> changes;
+    size_t end = begin;
+    {
+      GRAG_ASSIGN_OR_RETURN(Transaction tx, run.store().Begin());
+      for (size_t bytes = 0;
+           end < g.documents.size() && end - begin < kBatchDocuments && bytes < kBatchBytes;
+           ++end) {
+        const LoadedDocument& ld = g.documents[end];
+        bytes += ld.doc.text.size();
+        GRAG_ASSIGN_OR_RETURN(DocumentChange change, run.store().UpsertDocument(ld.doc));
+        GRAG_ASSIGN_OR_RETURN(ChunkChanges cc,
+                              run.store().ReplaceDocumentChunks(ld.doc.id, ld.chunks));
+        changes.emplace_back(change, cc);
+      }
+      GRAG_RETURN_IF_ERROR(tx.Commit());
     }
-    s.chunks_added += cc.added;
-    s.chunks_removed += cc.removed;
-    run.Progress("load", ++done, total);
+    begin = end;
+    for (const auto& [change, cc] : changes) {
+      switch (change) {
+        case DocumentChange::kAdded:
+          ++s.documents_added;
+          break;
+        case DocumentChange::kChanged:
+          ++s.documents_changed;
+          break;
+        case DocumentChange::kUnchanged:
+          ++s.documents_unchanged;
+          break;
+      }
+      s.chunks_added += cc.added;
+      s.chunks_removed += cc.removed;
+      run.Progress("load", ++done, total);
+    }
   }
   std::map<std::string, int64_t> chunk_count;
   for (const auto& d : g.stored) chunk_count[d.id] = d.chunk_count;
