@@ -99,6 +99,57 @@ TEST(StoreConcurrencyTest, WritersOnManyThreadsAreSerialised) {
   EXPECT_TRUE(store->CheckIntegrity().ok());
 }
 
+TEST(StoreConcurrencyTest, GroupedWritesAllLandAndAFailingOneIsRolledBackAlone) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.File("index.db"));
+  ASSERT_NE(store, nullptr);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  std::atomic<int> refused{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&store, &failures, &refused, t] {
+      for (int i = 0; i < 25; ++i) {
+        const std::string id = std::to_string(t) + "/" + std::to_string(i);
+        // Every fifth write fails after writing: none of it may stay, and the writes it was
+        // committed with must.
+        const bool fail = i % 5 == 4;
+        const Status st = store->WriteGrouped([&]() -> Status {
+          if (!store->UpsertDocument(Doc(id, "text " + id)).ok()) return Status::Internal("doc");
+          if (!store->ReplaceDocumentChunks(id, {{id + "#0", id, 0, "text " + id, 2, 0}}).ok()) {
+            return Status::Internal("chunks");
+          }
+          return fail ? Status::InvalidArgument("refused") : Status::Ok();
+        });
+        if (fail) {
+          if (st.code() == ErrorCode::kInvalidArgument) ++refused;
+        } else if (!st.ok()) {
+          ++failures;
+        } else if (!store->GetDocument(id)->has_value()) {
+          ++failures;  // committed before WriteGrouped returned
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(refused.load(), 8 * 5);
+  EXPECT_EQ(store->ListDocuments()->size(), 8u * 20u);
+  EXPECT_EQ(*store->CountChunks(), 8 * 20);
+  EXPECT_FALSE(store->GetDocument("0/4")->has_value());
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+
+  // Inside this thread's own transaction a grouped write is part of it.
+  {
+    auto tx = store->Begin();
+    ASSERT_TRUE(tx.ok());
+    ASSERT_TRUE(
+        store->WriteGrouped([&] { return store->UpsertDocument(Doc("in-tx", "x")).status(); })
+            .ok());
+    ASSERT_TRUE(tx->Rollback().ok());
+  }
+  EXPECT_FALSE(store->GetDocument("in-tx")->has_value());
+}
+
 TEST(StoreConcurrencyTest, OtherThreadsNeverSeeAnOpenTransaction) {
   TempDir dir;
   auto store = OpenOrDie(dir.File("index.db"));

@@ -110,20 +110,31 @@ class Run {
   void SetRunId(int64_t id) { run_id_ = id; }
 
   // Writes this run's LLM spend to its record when it changed. Called as each unit of work is
-  // committed, so a run that is killed still accounts for what it spent (all but the calls in
-  // flight); one small write per LLM call is nothing next to the call.
+  // committed (inside the unit's own transaction where there is one, so the spend costs no commit
+  // of its own), so a run that is killed still accounts for what it spent (all but the calls in
+  // flight).
   void FlushUsage() {
     if (run_id_ == 0) return;
+    {
+      std::lock_guard<std::mutex> lock(flush_mu_);
+      if (SameUsage(Usage(), flushed_)) return;
+    }
+    // The store's lock before ours: a unit of work calls this inside its transaction, which
+    // holds the store's lock.
+    auto tx = ctx_.store->Begin();
+    if (!tx.ok()) return;
     std::lock_guard<std::mutex> lock(flush_mu_);
     const LlmUsage u = Usage();
-    if (u.calls == flushed_.calls && u.cache_hits == flushed_.cache_hits &&
-        u.prompt_tokens == flushed_.prompt_tokens &&
-        u.completion_tokens == flushed_.completion_tokens &&
-        u.http_requests == flushed_.http_requests && u.failures == flushed_.failures) {
-      return;
+    if (SameUsage(u, flushed_)) return;
+    if (ctx_.store->UpdateRun(run_id_, "", UsageCounters(u)).ok() && tx->Commit().ok()) {
+      flushed_ = u;
     }
-    flushed_ = u;
-    (void)ctx_.store->UpdateRun(run_id_, "", UsageCounters(u));
+  }
+
+  static bool SameUsage(const LlmUsage& a, const LlmUsage& b) {
+    return a.calls == b.calls && a.cache_hits == b.cache_hits &&
+           a.prompt_tokens == b.prompt_tokens && a.completion_tokens == b.completion_tokens &&
+           a.http_requests == b.http_requests && a.failures == b.failures;
   }
 
   static std::map<std::string, int64_t> UsageCounters(const LlmUsage& u) {
@@ -137,8 +148,9 @@ class Run {
     return out;
   }
 
-  void Progress(const std::string& stage, int64_t done, int64_t total) {
-    FlushUsage();
+  // `flush`: write the spend first (false: the unit just done wrote it in its transaction).
+  void Progress(const std::string& stage, int64_t done, int64_t total, bool flush = true) {
+    if (flush) FlushUsage();
     if (!ctx_.on_progress) return;
     IndexProgress p;
     p.stage = stage;
@@ -466,26 +478,47 @@ Result<IndexPlan> PlanFrom(const Gathered& g, Store& store, const ExtractorId& e
 Status Apply(Run& run, Gathered& g, IndexSummary& s) {
   const auto total = static_cast<int64_t>(g.documents.size() + g.to_remove.size());
   int64_t done = 0;
-  for (auto& ld : g.documents) {
+  // Documents go in by batches, a transaction each: a commit per document cost more than
+  // chunking it (each writes its pages and a full-text segment again). A run stopped mid-batch
+  // reads that batch again next time, which costs no model call; progress counts a document only
+  // once its batch is committed.
+  constexpr size_t kBatchDocuments = 64;
+  constexpr size_t kBatchBytes = size_t{4} << 20;
+  for (size_t begin = 0; begin < g.documents.size();) {
     if (run.cancelled()) return Status::Cancelled("interrupted");
-    GRAG_ASSIGN_OR_RETURN(Transaction tx, run.store().Begin());
-    GRAG_ASSIGN_OR_RETURN(DocumentChange change, run.store().UpsertDocument(ld.doc));
-    GRAG_ASSIGN_OR_RETURN(ChunkChanges cc, run.store().ReplaceDocumentChunks(ld.doc.id, ld.chunks));
-    GRAG_RETURN_IF_ERROR(tx.Commit());
-    switch (change) {
-      case DocumentChange::kAdded:
-        ++s.documents_added;
-        break;
-      case DocumentChange::kChanged:
-        ++s.documents_changed;
-        break;
-      case DocumentChange::kUnchanged:
-        ++s.documents_unchanged;
-        break;
+    std::vector<std::pair<DocumentChange, ChunkChanges>> changes;
+    size_t end = begin;
+    {
+      GRAG_ASSIGN_OR_RETURN(Transaction tx, run.store().Begin());
+      for (size_t bytes = 0;
+           end < g.documents.size() && end - begin < kBatchDocuments && bytes < kBatchBytes;
+           ++end) {
+        const LoadedDocument& ld = g.documents[end];
+        bytes += ld.doc.text.size();
+        GRAG_ASSIGN_OR_RETURN(DocumentChange change, run.store().UpsertDocument(ld.doc));
+        GRAG_ASSIGN_OR_RETURN(ChunkChanges cc,
+                              run.store().ReplaceDocumentChunks(ld.doc.id, ld.chunks));
+        changes.emplace_back(change, cc);
+      }
+      GRAG_RETURN_IF_ERROR(tx.Commit());
     }
-    s.chunks_added += cc.added;
-    s.chunks_removed += cc.removed;
-    run.Progress("load", ++done, total);
+    begin = end;
+    for (const auto& [change, cc] : changes) {
+      switch (change) {
+        case DocumentChange::kAdded:
+          ++s.documents_added;
+          break;
+        case DocumentChange::kChanged:
+          ++s.documents_changed;
+          break;
+        case DocumentChange::kUnchanged:
+          ++s.documents_unchanged;
+          break;
+      }
+      s.chunks_added += cc.added;
+      s.chunks_removed += cc.removed;
+      run.Progress("load", ++done, total);
+    }
   }
   std::map<std::string, int64_t> chunk_count;
   for (const auto& d : g.stored) chunk_count[d.id] = d.chunk_count;
@@ -628,8 +661,15 @@ Status Extract(Run& run, const ExtractorId& extractor, IndexSummary& s) {
           rec.relationships = std::move(result->result.relationships);
           ++extracted;
         }
-        GRAG_RETURN_IF_ERROR(run.store().PutExtraction(rec));  // one transaction per chunk
-        run.Progress("extract", ++done, total);
+        // The chunk's extraction and the run's spend so far, committed (with the chunks that
+        // finished at the same time) before the chunk counts as done.
+        const Status stored = run.store().WriteGrouped([&]() -> Status {
+          GRAG_RETURN_IF_ERROR(run.store().PutExtraction(rec));
+          run.FlushUsage();
+          return Status::Ok();
+        });
+        if (!stored.ok()) return stored;
+        run.Progress("extract", ++done, total, /*flush=*/false);
         return Status::Ok();
       },
       run.cancel_flag());

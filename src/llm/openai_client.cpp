@@ -245,6 +245,7 @@ struct OpenAIClient::Impl {
         rng(options.jitter_seed != 0 ? options.jitter_seed : RandomSeed()) {
     for (size_t i = 0; i < pool.size(); ++i) {
       const EndpointOptions& e = pool.endpoint(i);
+      token_limited = token_limited || e.tokens_per_minute > 0;
       auto target = std::make_unique<Target>();
       target->model = e.model;
       std::string base = e.base_url;
@@ -289,6 +290,8 @@ struct OpenAIClient::Impl {
   const std::shared_ptr<Clock> clock;
   const TokenCounter count;
   EndpointPool pool;  // chooses the endpoint of each request; bounds and spaces them
+  // Some endpoint limits tokens per minute: a prompt's tokens are counted before it is sent.
+  bool token_limited = false;
   std::vector<std::unique_ptr<Target>> targets;  // one per pool endpoint, same order
   std::mutex rng_mu;
   std::mt19937_64 rng;  // guarded by rng_mu; jitter only
@@ -464,7 +467,11 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
     o.model = model;
     return llm_internal::BuildChatBody(request, o);
   };
-  const int64_t prompt_estimate = llm_internal::CountPromptTokens(request.messages, count);
+  // Tokenising the prompt costs more CPU than the rest of the call (a gleaning prompt carries the
+  // whole conversation), and only a token limit needs the count before the call: otherwise it is
+  // counted after, and only when the reply gives no usage.
+  const int64_t prompt_estimate =
+      token_limited ? llm_internal::CountPromptTokens(request.messages, count) : 0;
 
   StreamState stream(request.on_delta);
   GRAG_ASSIGN_OR_RETURN(Sent sent, Send("chat", &Target::chat_url, body_for, prompt_estimate,
@@ -489,7 +496,9 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
   out.model = reply.model.empty() ? options.model : reply.model;
   out.finish_reason = reply.finish_reason;
   out.tokens_estimated = !reply.prompt_tokens || !reply.completion_tokens;
-  out.prompt_tokens = reply.prompt_tokens.value_or(prompt_estimate);
+  out.prompt_tokens = reply.prompt_tokens ? *reply.prompt_tokens
+                      : token_limited     ? prompt_estimate
+                                      : llm_internal::CountPromptTokens(request.messages, count);
   out.completion_tokens =
       reply.completion_tokens.value_or(static_cast<int64_t>(count(out.content)));
   out.endpoint = pool.endpoint(sent.endpoint).name;

@@ -1,12 +1,15 @@
 // Store internals shared by the store module's source files (and its tests).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "grag/cache.h"
 #include "grag/store.h"
@@ -20,7 +23,9 @@
 
 namespace grag {
 
-// The KeyValueCache the LLM client uses, over table llm_cache.
+// The KeyValueCache the LLM client uses, over table llm_cache. Put returns once its row is
+// committed, as a single INSERT would, but replies that arrive together share a commit
+// (Store::WriteGrouped).
 class ReplyCacheTable final : public KeyValueCache {
  public:
   explicit ReplyCacheTable(Store::Impl* impl) : impl_(impl) {}
@@ -52,6 +57,20 @@ struct Store::Impl {
   // Begins a transaction, or a savepoint when one is already open on this thread. A read
   // transaction (write == false) gives multi-statement reads one snapshot.
   Result<Transaction> Begin(bool write);
+
+  // Store::WriteGrouped: while one thread commits a batch, the writes of the others queue, and
+  // the next of them commits the whole queue in one transaction, each write in a savepoint.
+  Status WriteGrouped(const std::function<Status()>& write);
+  struct GroupedWrite {
+    const std::function<Status()>* write = nullptr;
+    bool done = false;
+    Status status;
+  };
+  std::vector<Status> CommitGroup(const std::vector<GroupedWrite*>& batch);
+  std::mutex group_mu;
+  std::condition_variable group_cv;
+  std::vector<GroupedWrite*> group_queue;  // guarded by group_mu: waiting for the next commit
+  bool group_committing = false;           // guarded by group_mu: a thread commits a batch
 
   const std::string path;
   // Recursive so that the thread holding an open Transaction can call store methods, which lock

@@ -184,13 +184,14 @@ std::optional<std::string> ReplyCacheTable::Get(std::string_view key) {
 Status ReplyCacheTable::Put(std::string_view key, std::string_view value, std::string_view model,
                             std::string_view kind) {
   if (impl_->read_only) return Status::Ok();  // a read-only index answers without caching
-  auto lock = impl_->Lock();
-  GRAG_ASSIGN_OR_RETURN(
-      sqlite::Stmt stmt,
-      impl_->conn.Prepare("INSERT INTO llm_cache (key, value, model, kind) VALUES (?, ?, ?, ?) "
-                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value, model = "
-                          "excluded.model, kind = excluded.kind, created_at = " GRAG_SQL_NOW));
-  return stmt.BindAll(key, value, model, kind).Run();
+  return impl_->WriteGrouped([&]() -> Status {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        impl_->conn.Prepare("INSERT INTO llm_cache (key, value, model, kind) VALUES (?, ?, ?, ?) "
+                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, model = "
+                            "excluded.model, kind = excluded.kind, created_at = " GRAG_SQL_NOW));
+    return stmt.BindAll(key, value, model, kind).Run();
+  });
 }
 
 // ---------------------------------------------------------------- runs

@@ -4,6 +4,7 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <optional>
 #include <unordered_set>
@@ -354,6 +355,31 @@ std::vector<std::string> SplitNormalizedName(std::string_view normalized) {
 }
 
 std::string NormalizeEntityName(std::string_view name) {
+  // ASCII (nearly all of an English text: the reports stage folds every sentence) folds to lower
+  // case byte for byte, as utf8proc would, at a fraction of its cost.
+  static const std::array<bool, 128> kAsciiSeparator = [] {
+    std::array<bool, 128> t{};
+    for (int c = 0; c < 128; ++c) t[static_cast<size_t>(c)] = IsSeparator(c);
+    return t;
+  }();
+  if (std::all_of(name.begin(), name.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u != 0 && u < 0x80;
+      })) {
+    std::string out;
+    out.reserve(name.size());
+    bool pending_space = false;
+    for (char c : name) {
+      if (kAsciiSeparator[static_cast<unsigned char>(c)]) {
+        pending_space = !out.empty();
+      } else {
+        if (pending_space) out += ' ';
+        pending_space = false;
+        out += c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+      }
+    }
+    return out;
+  }
   utf8proc_uint8_t* folded = nullptr;
   const auto len =
       utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(name.data()),

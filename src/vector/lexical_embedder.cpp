@@ -2,6 +2,7 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -75,6 +76,17 @@ std::string Sanitize(std::string_view text) {
 
 // NFKC + case folding + accents stripped; empty when utf8proc fails.
 std::string Fold(std::string_view text) {
+  // ASCII folds to lower case byte for byte, as utf8proc would, at a fraction of its cost.
+  if (std::all_of(text.begin(), text.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u != 0 && u < 0x80;
+      })) {
+    std::string out(text);
+    for (char& c : out) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    return out;
+  }
   utf8proc_uint8_t* folded = nullptr;
   const auto len = utf8proc_map(
       reinterpret_cast<const utf8proc_uint8_t*>(text.data()),

@@ -98,6 +98,13 @@ class Store {
   // transaction, so each call is atomic on its own and composes inside a caller's transaction.
   Result<Transaction> Begin();
 
+  // Runs `write` (store writes) in a write transaction shared with the other threads' concurrent
+  // calls, and returns once that transaction is committed (group commit): each unit of work is
+  // still durable before it counts as done, but units that finish together share a commit. A
+  // failing `write` is rolled back alone and returns its error. Inside a transaction of this
+  // thread, `write` runs in it. `write` may run on another thread.
+  Status WriteGrouped(const std::function<Status()>& write);
+
   // ---- documents
 
   // Inserts or updates a document by id. Updating keeps its chunks (call ReplaceDocumentChunks

@@ -1,0 +1,469 @@
+// What a full index costs as the corpus grows (issue 17): wall time against the bound the model's
+// latency sets, the engine's own CPU per chunk, peak memory, bytes written and LLM calls by kind.
+//
+// The corpus is generated (bench/support/transcripts.h: podcast-like transcripts sharing a Zipf
+// cast, as bench/incremental_cost) or read from a folder (--input). The model is a loopback
+// OpenAI-compatible mock (tests/support/fake_openai_server.h) answering like a model that follows
+// grag's prompts (the cast names a chunk mentions for generated corpora, the fake GraphRAG model's
+// capitalised names for --input), each call held --latency-ms. Each run indexes into a fresh
+// project through the real path: Engine::Open and Engine::Index, with the HTTP client at
+// llm.concurrency, in a child process of its own (this program run with --worker), so the CPU
+// time, peak RSS and I/O it reports are the engine's alone, not the mock server's.
+//
+// Figures per run and their median over --runs:
+//   wall          seconds of Engine::Open + Index + closing the index
+//   cpu           user + system CPU seconds of the indexing process (getrusage)
+//   cpu/chunk     cpu in ms per chunk
+//   peak RSS      VmHWM of the indexing process
+//   written       /proc/self/io write_bytes (reached the disk) and wchar (passed to write())
+//   index size    the project's output folder afterwards
+//   calls         LLM calls by kind (the pipeline's count), per chunk
+//   bound         ceil(calls / concurrency) x latency, and wall / bound
+//
+//   scale_bench [--docs N | --input DIR] [--latency-ms MS] [--concurrency C] [--gleanings G]
+//               [--no-llm] [--runs R] [--query] [--set key=value]... [--json] [--verbose]
+//
+// --query also times a one-off global and local query on the index (Engine::Open + Query, with an
+// instant model), as `grag query` would.
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "grag/engine.h"
+#include "grag/indexer.h"
+#include "grag/log.h"
+#include "support/fake_graphrag_llm.h"
+#include "support/fake_openai_server.h"
+#include "support/transcripts.h"
+
+namespace grag {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+struct Options {
+  int docs = 400;
+  std::string input;  // a folder to index instead of the generated corpus
+  int latency_ms = 0;
+  int concurrency = 16;
+  int gleanings = 1;
+  bool no_llm = false;
+  int runs = 1;
+  bool query = false;
+  bool json_out = false;
+  bool verbose = false;  // the stages' log lines on stderr
+  std::vector<std::pair<std::string, std::string>> settings;
+};
+
+double Seconds(SteadyClock::time_point since) {
+  return std::chrono::duration<double>(SteadyClock::now() - since).count();
+}
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+// A field of a "key: value" /proc file (value in its own unit), -1 when absent.
+int64_t ProcField(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1));
+  }
+  return -1;
+}
+
+int64_t FolderBytes(const fs::path& dir) {
+  int64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file()) total += static_cast<int64_t>(e.file_size());
+  }
+  return total;
+}
+
+// ---- the worker: one index run in a process of its own, figures as one JSON line
+
+Config WorkerConfig(const json& args) {
+  Config config;
+  config.root = args["root"].get<std::string>();
+  config.input.dir = args["corpus"].get<std::string>();
+  const std::string url = args["base_url"].get<std::string>();
+  if (!url.empty()) {
+    config.llm.base_url = url;
+    config.llm.model = "bench-model";
+    config.llm.api_key = "bench";
+  }
+  config.llm.concurrency = args["concurrency"].get<int>();
+  config.extraction.gleanings = args["gleanings"].get<int>();
+  for (const auto& kv : args["settings"]) {
+    const Status st = ApplySetting(config, kv[0].get<std::string>(), kv[1].get<std::string>());
+    if (!st.ok()) throw std::runtime_error(st.ToString());
+  }
+  return config;
+}
+
+json TimeQuery(Config config, const std::string& instant_url, QueryMethod method) {
+  config.llm.base_url = instant_url;
+  config.llm.model = "bench-model";
+  config.llm.api_key = "bench";
+  const auto start = SteadyClock::now();
+  auto engine = Engine::Open(config);
+  if (!engine.ok()) throw std::runtime_error(engine.status().ToString());
+  const double open = Seconds(start);
+  QueryRequest q;
+  q.method = method;
+  q.question = method == QueryMethod::kGlobal ? "What are the main themes of the show?"
+                                              : "What does Maya Lindqvist talk about?";
+  auto answer = (*engine)->Query(q);
+  if (!answer.ok()) throw std::runtime_error(answer.status().ToString());
+  const double total = Seconds(start);
+  engine->reset();
+  return {{"open", open}, {"total", total}};
+}
+
+int Worker(const std::string& arg) {
+  const json args = json::parse(arg);
+  // The stages' info lines (what each did, how long it took) would drown the table.
+  if (!args.value("verbose", false)) SetLogLevel(LogLevel::kWarn);
+  const Config config = WorkerConfig(args);
+  const int64_t wchar0 = ProcField("/proc/self/io", "wchar");
+  const int64_t written0 = ProcField("/proc/self/io", "write_bytes");
+  const double cpu0 = CpuSeconds();
+  const auto start = SteadyClock::now();
+  IndexSummary s;
+  struct Mark {
+    std::string stage;
+    double cpu = 0, wall = 0;
+    int64_t wchar = 0;
+  };
+  std::vector<Mark> stages;  // where each stage began
+  {
+    EngineOptions eo;
+    eo.writable = true;
+    auto engine = Engine::Open(config, eo);
+    if (!engine.ok()) throw std::runtime_error(engine.status().ToString());
+    // CPU and wall time by stage, from the first progress event of each to that of the next.
+    IndexCallbacks callbacks;
+    callbacks.on_progress = [&](const IndexProgress& p) {
+      if (!stages.empty() && stages.back().stage == p.stage) return;
+      stages.push_back(
+          {p.stage, CpuSeconds(), Seconds(start), ProcField("/proc/self/io", "wchar")});
+    };
+    auto summary = (*engine)->Index({}, callbacks);
+    if (!summary.ok()) throw std::runtime_error(summary.status().ToString());
+    s = *summary;
+  }  // closed: the last checkpoint is part of the cost
+  json out;
+  out["wall"] = Seconds(start);
+  out["cpu"] = CpuSeconds() - cpu0;
+  stages.push_back({"end", cpu0 + out["cpu"].get<double>(), out["wall"].get<double>(),
+                    ProcField("/proc/self/io", "wchar")});
+  // Before the first stage: opening the index and reading the input.
+  stages.insert(stages.begin(), {"open", cpu0, 0, wchar0});
+  out["stages"] = json::array();
+  for (size_t i = 0; i + 1 < stages.size(); ++i) {
+    out["stages"].push_back({stages[i].stage, stages[i + 1].cpu - stages[i].cpu,
+                             stages[i + 1].wall - stages[i].wall,
+                             stages[i + 1].wchar - stages[i].wchar});
+  }
+  out["peak_rss"] = ProcField("/proc/self/status", "VmHWM") * 1024;
+  out["write_bytes"] = ProcField("/proc/self/io", "write_bytes") - written0;
+  out["wchar"] = ProcField("/proc/self/io", "wchar") - wchar0;
+  out["index_bytes"] = FolderBytes(fs::path(config.root) / "output");
+  out["documents"] = s.documents_added + s.documents_changed + s.documents_unchanged;
+  out["chunks"] = s.chunks;
+  out["entities"] = s.entities;
+  out["relationships"] = s.relationships;
+  out["calls"] = {{"extract", s.calls.extract},      {"glean", s.calls.glean},
+                  {"resolve", s.calls.resolve},      {"summarize", s.calls.summarize},
+                  {"report", s.calls.report},        {"all", s.usage.calls},
+                  {"cache_hits", s.usage.cache_hits}};
+  out["reports"] = {{"llm", s.reports_generated - s.reports_extractive},
+                    {"extractive", s.reports_extractive}};
+  if (args.value("query", false)) {
+    const std::string instant = args["instant_url"].get<std::string>();
+    out["query_global"] = TimeQuery(config, instant, QueryMethod::kGlobal);
+    out["query_local"] = TimeQuery(config, instant, QueryMethod::kLocal);
+  }
+  std::cout << out.dump() << std::endl;
+  return 0;
+}
+
+// ---- the driver
+
+std::string LastUser(const testing::FakeRequest& r) { return r.LastUserMessage(); }
+
+testing::FakeHandler MockModel(const bench::Cast* cast, std::chrono::milliseconds latency) {
+  return [cast, latency](const testing::FakeRequest& r) {
+    testing::FakeReply reply;
+    if (r.IsEmbeddings()) {
+      std::vector<std::vector<float>> vectors;
+      for (const auto& in : r.EmbeddingInputs()) vectors.push_back(testing::FakeEmbedding(in, 8));
+      reply = testing::Embeddings(vectors);
+    } else {
+      const std::string prompt = LastUser(r);
+      const bool extract = cast && testing::PromptKind(prompt) == "extract";
+      reply = testing::ChatCompletion(extract ? bench::CastExtraction(*cast, prompt)
+                                              : testing::FakeGraphRagReply(prompt));
+    }
+    // A content type httplib does not compress: brotli at its default quality costs the mock
+    // milliseconds of CPU per reply, taken from the engine on a small machine.
+    reply.content_type = "application/json; charset=utf-8";
+    reply.delay = latency;
+    return reply;
+  };
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.empty() ? 0 : v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+json RunWorker(const json& args) {
+  const std::string cmd =
+      "/proc/" + std::to_string(getpid()) + "/exe --worker '" + args.dump() + "'";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("cannot start the worker");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int rc = pclose(p);
+  if (rc != 0)
+    throw std::runtime_error("the worker failed (exit status " + std::to_string(rc) + ")");
+  return json::parse(out);
+}
+
+std::string Mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / 1048576.0); }
+
+int Driver(const Options& o) {
+  setenv("no_proxy", "127.0.0.1,localhost", 1);
+  const fs::path base = fs::temp_directory_path() / fmt::format("grag-scale-bench-{}", getpid());
+  fs::remove_all(base);
+  fs::create_directories(base);
+  std::unique_ptr<bench::Cast> cast;
+  std::string corpus = o.input;
+  if (corpus.empty()) {
+    cast = std::make_unique<bench::Cast>(bench::MakeCast());
+    corpus = (base / "corpus").string();
+    bench::WriteEpisodes(*cast, corpus, 0, o.docs);
+  } else {
+    corpus = fs::absolute(corpus).string();
+  }
+  const int64_t corpus_bytes = FolderBytes(corpus);
+  testing::FakeServerOptions so;
+  so.threads = std::max(48, 2 * o.concurrency + 8);
+  std::unique_ptr<testing::FakeOpenAIServer> model, instant;
+  if (!o.no_llm) {
+    model = std::make_unique<testing::FakeOpenAIServer>(
+        MockModel(cast.get(), std::chrono::milliseconds(o.latency_ms)), so);
+  }
+  if (o.query) {
+    instant = std::make_unique<testing::FakeOpenAIServer>(
+        MockModel(cast.get(), std::chrono::milliseconds(0)), so);
+  }
+  json settings = json::array();
+  for (const auto& [k, v] : o.settings) settings.push_back({k, v});
+  std::vector<json> runs;
+  for (int r = 0; r < o.runs; ++r) {
+    const fs::path root = base / fmt::format("run{}", r);
+    fs::create_directories(root);
+    json args = {{"root", root.string()},
+                 {"corpus", corpus},
+                 {"base_url", model ? model->base_url() : ""},
+                 {"instant_url", instant ? instant->base_url() : ""},
+                 {"concurrency", o.concurrency},
+                 {"gleanings", o.gleanings},
+                 {"settings", settings},
+                 {"query", o.query},
+                 {"verbose", o.verbose}};
+    runs.push_back(RunWorker(args));
+    fs::remove_all(root);
+    std::cerr << fmt::format("run {}/{}: {:.2f} s wall, {:.2f} s CPU\n", r + 1, o.runs,
+                             runs.back()["wall"].get<double>(), runs.back()["cpu"].get<double>());
+  }
+  fs::remove_all(base);
+
+  // Each figure: per run, then the median.
+  auto figure = [&](const std::function<double(const json&)>& f) {
+    std::vector<double> v;
+    for (const auto& r : runs) v.push_back(f(r));
+    return v;
+  };
+  const json& first = runs.front();
+  const double chunks = first["chunks"].get<double>();
+  const double calls = first["calls"]["all"].get<double>();
+  const double bound =
+      std::ceil(calls / static_cast<double>(o.concurrency)) * o.latency_ms / 1000.0;
+  struct Row {
+    std::string name;
+    std::vector<double> values;
+    std::function<std::string(double)> format;
+  };
+  auto secs = [](double x) { return fmt::format("{:.2f} s", x); };
+  auto ms = [](double x) { return fmt::format("{:.2f} ms", x); };
+  auto ratio = [](double x) { return fmt::format("{:.2f}x", x); };
+  std::vector<Row> rows = {
+      {"wall", figure([](const json& r) { return r["wall"].get<double>(); }), secs},
+      {"cpu (user+sys)", figure([](const json& r) { return r["cpu"].get<double>(); }), secs},
+      {"cpu per chunk",
+       figure([&](const json& r) { return 1000 * r["cpu"].get<double>() / chunks; }), ms},
+      {"peak RSS", figure([](const json& r) { return r["peak_rss"].get<double>(); }), Mib},
+      {"write_bytes", figure([](const json& r) { return r["write_bytes"].get<double>(); }), Mib},
+      {"wchar", figure([](const json& r) { return r["wchar"].get<double>(); }), Mib},
+      {"index size", figure([](const json& r) { return r["index_bytes"].get<double>(); }), Mib},
+  };
+  if (!o.no_llm && o.latency_ms > 0) {
+    rows.push_back({"wall / bound",
+                    figure([&](const json& r) { return r["wall"].get<double>() / bound; }), ratio});
+  }
+  if (o.query) {
+    for (const char* q : {"query_global", "query_local"}) {
+      rows.push_back(
+          {std::string(q == std::string("query_global") ? "global" : "local") + " query (open)",
+           figure([q](const json& r) { return 1000 * r[q]["total"].get<double>(); }),
+           [](double x) { return fmt::format("{:.1f} ms", x); }});
+    }
+  }
+  if (o.json_out) {
+    json out = {{"documents", first["documents"]}, {"chunks", first["chunks"]},
+                {"latency_ms", o.latency_ms},      {"concurrency", o.concurrency},
+                {"bound_seconds", bound},          {"runs", runs}};
+    for (const auto& row : rows) out["median"][row.name] = Median(row.values);
+    std::cout << out.dump(1) << "\n";
+    return 0;
+  }
+
+  std::cout << fmt::format(
+      "{} documents ({}, {}), {} chunks; {} entities, {} relationships\n"
+      "model: {}\n\n",
+      first["documents"].get<int64_t>(), o.input.empty() ? "generated transcripts" : o.input,
+      Mib(static_cast<double>(corpus_bytes)), first["chunks"].get<int64_t>(),
+      first["entities"].get<int64_t>(), first["relationships"].get<int64_t>(),
+      o.no_llm
+          ? std::string("none (no-LLM mode)")
+          : fmt::format("loopback mock, {} ms per call, llm.concurrency {}, {} gleaning "
+                        "round{}",
+                        o.latency_ms, o.concurrency, o.gleanings, o.gleanings == 1 ? "" : "s"));
+  std::cout << fmt::format("{:<22}", "");
+  for (size_t r = 0; r < runs.size(); ++r)
+    std::cout << fmt::format("{:>12}", fmt::format("run {}", r + 1));
+  std::cout << fmt::format("{:>12}\n", "median");
+  for (const auto& row : rows) {
+    std::cout << fmt::format("{:<22}", row.name);
+    for (double v : row.values) std::cout << fmt::format("{:>12}", row.format(v));
+    std::cout << fmt::format("{:>12}\n", row.format(Median(row.values)));
+  }
+  std::cout << "\nby stage (median of the runs; a stage's time runs from its first progress event "
+               "to the next stage's):\n";
+  std::cout << fmt::format("{:<22}{:>12}{:>12}{:>14}{:>14}\n", "stage", "cpu", "wall", "cpu/chunk",
+                           "wchar");
+  for (size_t i = 0; i < first["stages"].size(); ++i) {
+    std::vector<double> cpu, wall, wchar;
+    for (const auto& r : runs) {
+      if (i >= r["stages"].size()) continue;
+      cpu.push_back(r["stages"][i][1].get<double>());
+      wall.push_back(r["stages"][i][2].get<double>());
+      wchar.push_back(r["stages"][i][3].get<double>());
+    }
+    std::cout << fmt::format(
+        "{:<22}{:>12}{:>12}{:>14}{:>14}\n", first["stages"][i][0].get<std::string>(),
+        secs(Median(cpu)), secs(Median(wall)), ms(1000 * Median(cpu) / chunks), Mib(Median(wchar)));
+  }
+  if (!o.no_llm) {
+    const json& c = first["calls"];
+    std::cout << fmt::format(
+        "\nLLM calls: {} ({:.2f} per chunk): {} extraction, {} gleaning, {} resolution, {} "
+        "summaries, {} reports ({} communities reported extractively, no call); {} from cache\n",
+        c["all"].get<int64_t>(), calls / chunks, c["extract"].get<int64_t>(),
+        c["glean"].get<int64_t>(), c["resolve"].get<int64_t>(), c["summarize"].get<int64_t>(),
+        c["report"].get<int64_t>(), first["reports"]["extractive"].get<int64_t>(),
+        c["cache_hits"].get<int64_t>());
+    if (o.latency_ms > 0) {
+      std::cout << fmt::format("bound: ceil({} / {}) x {} ms = {:.2f} s\n", c["all"].get<int64_t>(),
+                               o.concurrency, o.latency_ms, bound);
+    }
+  }
+  return 0;
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  auto need = [&](int& i) -> std::string {
+    if (i + 1 >= argc) throw std::runtime_error(std::string(argv[i]) + " needs a value");
+    return argv[++i];
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--docs") {
+      o.docs = std::stoi(need(i));
+    } else if (a == "--input") {
+      o.input = need(i);
+    } else if (a == "--latency-ms") {
+      o.latency_ms = std::stoi(need(i));
+    } else if (a == "--concurrency") {
+      o.concurrency = std::stoi(need(i));
+    } else if (a == "--gleanings") {
+      o.gleanings = std::stoi(need(i));
+    } else if (a == "--runs") {
+      o.runs = std::stoi(need(i));
+    } else if (a == "--no-llm") {
+      o.no_llm = true;
+    } else if (a == "--query") {
+      o.query = true;
+    } else if (a == "--verbose") {
+      o.verbose = true;
+    } else if (a == "--json") {
+      o.json_out = true;
+    } else if (a == "--set") {
+      const std::string kv = need(i);
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos) throw std::runtime_error("--set expects key=value");
+      o.settings.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    } else {
+      throw std::runtime_error(
+          "usage: scale_bench [--docs N | --input DIR] [--latency-ms MS] [--concurrency C] "
+          "[--gleanings G] [--no-llm] [--runs R] [--query] [--set key=value]... [--json] "
+          "[--verbose]");
+    }
+  }
+  if (o.docs < 1 || o.latency_ms < 0 || o.concurrency < 1 || o.runs < 1 || o.gleanings < 0) {
+    throw std::runtime_error("--docs, --concurrency and --runs must be positive");
+  }
+  return o;
+}
+
+}  // namespace
+}  // namespace grag
+
+int main(int argc, char** argv) {
+  try {
+    if (argc == 3 && std::string(argv[1]) == "--worker") return grag::Worker(argv[2]);
+    return grag::Driver(grag::Parse(argc, argv));
+  } catch (const std::exception& e) {
+    std::cerr << "scale_bench: " << e.what() << "\n";
+    return 1;
+  }
+}
