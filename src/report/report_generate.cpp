@@ -1,11 +1,12 @@
-// The report stage: levels finest first, communities of a level concurrently, one PutReport per
-// report as it arrives.
+// The report stage: finest first, each community as soon as its children are done (not level by
+// level), `concurrency` at once, one PutReport per report as it arrives.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -379,154 +380,223 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
   prog.total = summary.communities;
   std::atomic<bool> stop{false};
 
-  for (const std::vector<size_t>& level : levels) {
-    const int64_t level_number = graph.communities[level.front()].level;
-    std::vector<CommunityReportOutcome> outcomes(level.size());
-    std::vector<std::optional<ChildReport>> fresh(level.size());  // new ok reports
-    std::vector<char> finished(level.size(), 0);  // char, not bool: written by several threads
-
-    ParallelFor(
-        level.size(), static_cast<size_t>(options.concurrency),
-        [&](size_t i) {
-          const CommunityRecord& community = graph.communities[level[i]];
-          if (options.cancel != nullptr && options.cancel->load()) {
-            std::lock_guard lock(mu);
-            if (fatal.ok()) fatal = Status::Cancelled("report stage interrupted");
-            stop = true;
-            return;
-          }
-          const ReportInput in =
-              BuildReportInput(graph, community, ok_reports, tokenizer, options, model_name);
-          CommunityReportOutcome& o = outcomes[i];
-          o.community_id = community.id;
-          o.level = community.level;
-          o.child_reports_used = in.child_reports_used;
-          o.context_tokens = in.context_tokens;
-          o.truncated = in.truncated;
-
-          ModelCall call;
-          std::optional<ReportRecord> record;
-          Status put;
-          bool failed = false;  // an error that stops the run came from this community
-          auto it = stored.find(community.id);
-          if (in.entities_total == 0) {
-            record = GapRecord(in, "the community has no entities", model_name);
-          } else if (it != stored.end() && it->second.status == ReportStatus::kOk &&
-                     it->second.input_hash == in.input_hash && !it->second.stale) {
-            o.action = ReportAction::kReused;
-          } else if (it != stored.end() &&
-                     KeepStale(graph, community, it->second, params, options)) {
-            o.action = ReportAction::kKeptStale;
-            put =
-                store.MarkReportStale(community.id, StaleNote(graph, community, it->second.basis));
-          } else {
-            call = CallModel(model, options, in.prompt);
-            o.calls = call.calls;
-            if (call.parsed.ok()) {
-              record = OkRecord(std::move(call.parsed).value(), in, options, model_name,
-                                BasisOf(graph, community, params));
-            } else if (call.parsed.status().code() == ErrorCode::kParse ||
-                       call.parsed.status().code() == ErrorCode::kTimeout) {
-              record = GapRecord(in,
-                                 fmt::format("no usable reply after {} calls: {}", call.calls,
-                                             call.parsed.status().ToString()),
-                                 model_name);
-            } else {
-              failed = true;
-              std::lock_guard lock(mu);
-              if (fatal.ok()) {
-                fatal = call.parsed.status().WithContext(
-                    fmt::format("report of community {}", community.id));
-              }
-              stop = true;
-            }
-          }
-
-          if (record) {
-            put = store.PutReport(*record);
-            if (put.ok()) {
-              o.action = record->status == ReportStatus::kOk ? ReportAction::kGenerated
-                                                             : ReportAction::kGap;
-              o.reason = record->reason;
-              if (record->status == ReportStatus::kOk) {
-                fresh[i] = ChildReport{record->full_content, record->input_hash};
-              }
-              if (record->status == ReportStatus::kGap) {
-                Log(LogLevel::kWarn, kComponent,
-                    fmt::format("community {}: recorded a gap: {}", community.id, record->reason));
-              } else {
-                Log(LogLevel::kDebug, kComponent,
-                    fmt::format("community {} (level {}): \"{}\", {} findings, {} context tokens, "
-                                "{} child reports, {} calls",
-                                community.id, community.level, record->title,
-                                record->findings.size(), in.context_tokens,
-                                in.child_reports_used.size(), call.calls));
-              }
-            }
-          }
-
-          std::lock_guard lock(mu);
-          summary.llm_calls += call.calls;
-          summary.cache_hits += call.cache_hits;
-          summary.prompt_tokens += call.prompt_tokens;
-          summary.completion_tokens += call.completion_tokens;
-          prog.llm_calls += call.calls;
-          prog.prompt_tokens += call.prompt_tokens;
-          prog.completion_tokens += call.completion_tokens;
-          if (!put.ok()) {
-            failed = true;
-            if (fatal.ok()) {
-              fatal =
-                  put.WithContext(fmt::format("storing the report of community {}", community.id));
-            }
-            stop = true;
-          }
-          if (failed) return;  // nothing final to count
-          finished[i] = 1;
-          ++prog.done;
-          prog.level = level_number;
-          if (o.action == ReportAction::kGenerated) ++prog.generated;
-          if (o.action == ReportAction::kReused || o.action == ReportAction::kKeptStale) {
-            ++prog.reused;
-          }
-          if (o.action == ReportAction::kGap) ++prog.gaps;
-          if (progress) progress(prog);
-        },
-        &stop);
-
-    // The level is done: its reports are what the next (coarser) level draws on.
-    for (size_t i = 0; i < level.size(); ++i) {
-      if (!finished[i]) continue;
-      const CommunityReportOutcome& o = outcomes[i];
-      if (fresh[i]) {
-        ok_reports[o.community_id] = std::move(*fresh[i]);
+  // Every community in one order (finest level first, by id within a level), each started as
+  // soon as the children it may draw on are done rather than level by level, so the LLM calls
+  // of one level overlap the next level's where the hierarchy allows (a parent whose children
+  // finished early starts early).
+  std::vector<size_t> order;  // positions -> graph.communities indices
+  for (const auto& level : levels) order.insert(order.end(), level.begin(), level.end());
+  const size_t n = order.size();
+  std::unordered_map<int64_t, size_t> position;  // community id -> position in `order`
+  for (size_t k = 0; k < n; ++k) position[graph.communities[order[k]].id] = k;
+  std::vector<size_t> waiting_on(n, 0);            // children in `order` not finished yet
+  std::vector<std::vector<size_t>> parents_of(n);  // positions whose input this one feeds
+  for (size_t k = 0; k < n; ++k) {
+    auto kids = graph.children.find(graph.communities[order[k]].id);
+    if (kids == graph.children.end()) continue;
+    for (int64_t child : kids->second) {
+      auto c = position.find(child);
+      if (c == position.end()) continue;  // not reported in this run: its stored report stands
+      ++waiting_on[k];
+      parents_of[c->second].push_back(k);
+    }
+  }
+  std::vector<CommunityReportOutcome> outcomes(n);
+  std::vector<std::optional<ChildReport>> fresh(n);  // new ok reports
+  std::vector<char> finished(n, 0);                  // char, not bool: written by several threads
+  std::set<size_t> ready;  // guarded by mu: positions whose children are all done
+  size_t remaining = n;    // guarded by mu: positions not settled
+  size_t in_flight = 0;    // guarded by mu: positions being reported
+  std::condition_variable cv;
+  for (size_t k = 0; k < n; ++k) {
+    if (waiting_on[k] == 0) ready.insert(k);
+  }
+  // A settled position (done, or failed: the run stops) frees its parents. Called with mu held.
+  auto settle = [&](size_t k) {
+    --remaining;
+    if (finished[k]) {
+      const CommunityReportOutcome& o = outcomes[k];
+      if (fresh[k]) {
+        ok_reports[o.community_id] = *fresh[k];
       } else if (o.action == ReportAction::kGap) {
         ok_reports.erase(o.community_id);  // a stale report must not stand in for new content
       }
-      switch (o.action) {
-        case ReportAction::kGenerated:
-          ++summary.generated;
-          break;
-        case ReportAction::kReused:
-          ++summary.reused;
-          break;
-        case ReportAction::kGap:
-          ++summary.gaps;
-          break;
-        case ReportAction::kKeptStale:
-          ++summary.kept_stale;
-          break;
-      }
-      if (!o.child_reports_used.empty()) ++summary.used_child_reports;
-      if (o.truncated) ++summary.truncated;
-      summary.outcomes.push_back(o);
     }
-    if (stop) {
+    for (size_t parent : parents_of[k]) {
+      if (--waiting_on[parent] == 0) ready.insert(parent);
+    }
+    cv.notify_all();
+  };
+
+  auto report_one = [&](size_t i) {
+    const CommunityRecord& community = graph.communities[order[i]];
+    if (options.cancel != nullptr && options.cancel->load()) {
       std::lock_guard lock(mu);
-      Log(fatal.code() == ErrorCode::kCancelled ? LogLevel::kInfo : LogLevel::kError, kComponent,
-          "report stage stopped: " + fatal.ToString());
-      return fatal;
+      if (fatal.ok()) fatal = Status::Cancelled("report stage interrupted");
+      stop = true;
+      return;
     }
+    // The children's reports as they stand now (all of them are done), copied under the
+    // lock: other workers add to ok_reports meanwhile.
+    ChildReports kids_reports;
+    {
+      std::lock_guard lock(mu);
+      if (auto kids = graph.children.find(community.id); kids != graph.children.end()) {
+        for (int64_t child : kids->second) {
+          if (auto r = ok_reports.find(child); r != ok_reports.end()) {
+            kids_reports.emplace(child, r->second);
+          }
+        }
+      }
+    }
+    const ReportInput in =
+        BuildReportInput(graph, community, kids_reports, tokenizer, options, model_name);
+    CommunityReportOutcome& o = outcomes[i];
+    o.community_id = community.id;
+    o.level = community.level;
+    o.child_reports_used = in.child_reports_used;
+    o.context_tokens = in.context_tokens;
+    o.truncated = in.truncated;
+
+    ModelCall call;
+    std::optional<ReportRecord> record;
+    Status put;
+    bool failed = false;  // an error that stops the run came from this community
+    auto it = stored.find(community.id);
+    if (in.entities_total == 0) {
+      record = GapRecord(in, "the community has no entities", model_name);
+    } else if (it != stored.end() && it->second.status == ReportStatus::kOk &&
+               it->second.input_hash == in.input_hash && !it->second.stale) {
+      o.action = ReportAction::kReused;
+    } else if (it != stored.end() && KeepStale(graph, community, it->second, params, options)) {
+      o.action = ReportAction::kKeptStale;
+      put = store.MarkReportStale(community.id, StaleNote(graph, community, it->second.basis));
+    } else {
+      call = CallModel(model, options, in.prompt);
+      o.calls = call.calls;
+      if (call.parsed.ok()) {
+        record = OkRecord(std::move(call.parsed).value(), in, options, model_name,
+                          BasisOf(graph, community, params));
+      } else if (call.parsed.status().code() == ErrorCode::kParse ||
+                 call.parsed.status().code() == ErrorCode::kTimeout) {
+        record = GapRecord(in,
+                           fmt::format("no usable reply after {} calls: {}", call.calls,
+                                       call.parsed.status().ToString()),
+                           model_name);
+      } else {
+        failed = true;
+        std::lock_guard lock(mu);
+        if (fatal.ok()) {
+          fatal =
+              call.parsed.status().WithContext(fmt::format("report of community {}", community.id));
+        }
+        stop = true;
+      }
+    }
+
+    if (record) {
+      put = store.PutReport(*record);
+      if (put.ok()) {
+        o.action =
+            record->status == ReportStatus::kOk ? ReportAction::kGenerated : ReportAction::kGap;
+        o.reason = record->reason;
+        if (record->status == ReportStatus::kOk) {
+          fresh[i] = ChildReport{record->full_content, record->input_hash};
+        }
+        if (record->status == ReportStatus::kGap) {
+          Log(LogLevel::kWarn, kComponent,
+              fmt::format("community {}: recorded a gap: {}", community.id, record->reason));
+        } else {
+          Log(LogLevel::kDebug, kComponent,
+              fmt::format("community {} (level {}): \"{}\", {} findings, {} context tokens, "
+                          "{} child reports, {} calls",
+                          community.id, community.level, record->title, record->findings.size(),
+                          in.context_tokens, in.child_reports_used.size(), call.calls));
+        }
+      }
+    }
+
+    std::lock_guard lock(mu);
+    summary.llm_calls += call.calls;
+    summary.cache_hits += call.cache_hits;
+    summary.prompt_tokens += call.prompt_tokens;
+    summary.completion_tokens += call.completion_tokens;
+    prog.llm_calls += call.calls;
+    prog.prompt_tokens += call.prompt_tokens;
+    prog.completion_tokens += call.completion_tokens;
+    if (!put.ok()) {
+      failed = true;
+      if (fatal.ok()) {
+        fatal = put.WithContext(fmt::format("storing the report of community {}", community.id));
+      }
+      stop = true;
+    }
+    if (failed) return;  // nothing final to count
+    finished[i] = 1;
+    ++prog.done;
+    prog.level = community.level;
+    if (o.action == ReportAction::kGenerated) ++prog.generated;
+    if (o.action == ReportAction::kReused || o.action == ReportAction::kKeptStale) {
+      ++prog.reused;
+    }
+    if (o.action == ReportAction::kGap) ++prog.gaps;
+    if (progress) progress(prog);
+  };
+
+  // `concurrency` workers take ready communities, lowest position (finest, then by id) first.
+  ParallelFor(static_cast<size_t>(options.concurrency), static_cast<size_t>(options.concurrency),
+              [&](size_t) {
+                std::unique_lock lock(mu);
+                for (;;) {
+                  cv.wait(lock, [&] {
+                    return stop.load() || remaining == 0 || !ready.empty() || in_flight == 0;
+                  });
+                  if (stop.load() || remaining == 0) return;
+                  if (ready.empty()) {  // nothing running, nothing ready: the hierarchy loops
+                    if (fatal.ok()) {
+                      fatal = Status::Internal("the community hierarchy has a cycle");
+                    }
+                    stop = true;
+                    cv.notify_all();
+                    return;
+                  }
+                  const size_t k = *ready.begin();
+                  ready.erase(ready.begin());
+                  ++in_flight;
+                  lock.unlock();
+                  report_one(k);
+                  lock.lock();
+                  --in_flight;
+                  settle(k);
+                }
+              });
+
+  for (size_t i = 0; i < n; ++i) {
+    if (!finished[i]) continue;
+    const CommunityReportOutcome& o = outcomes[i];
+    switch (o.action) {
+      case ReportAction::kGenerated:
+        ++summary.generated;
+        break;
+      case ReportAction::kReused:
+        ++summary.reused;
+        break;
+      case ReportAction::kGap:
+        ++summary.gaps;
+        break;
+      case ReportAction::kKeptStale:
+        ++summary.kept_stale;
+        break;
+    }
+    if (!o.child_reports_used.empty()) ++summary.used_child_reports;
+    if (o.truncated) ++summary.truncated;
+    summary.outcomes.push_back(o);
+  }
+  if (stop) {
+    std::lock_guard lock(mu);
+    Log(fatal.code() == ErrorCode::kCancelled ? LogLevel::kInfo : LogLevel::kError, kComponent,
+        "report stage stopped: " + fatal.ToString());
+    return fatal;
   }
   Log(LogLevel::kInfo, kComponent,
       fmt::format("{} communities: {} reports generated, {} reused, {} kept stale, {} gaps; {} "
