@@ -38,12 +38,19 @@ TEST(ThreadPoolTest, StartsThreadsOnDemandUpToTheBoundAndRefusesWhenFull) {
     release = true;
   }
   cv.notify_all();
-  // The threads come back idle and take new work without new threads.
+  // The threads come back idle and take new work without new threads: three more tasks are
+  // accepted (a refusal, while a thread is still on its way back, is retried) and all three run.
   std::atomic<int> done{0};
-  for (int attempt = 0; attempt < 2000 && done.load() < 3; ++attempt) {
-    if (!pool.TrySubmit([&] { ++done; })) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  int accepted = 0;
+  for (int attempt = 0; attempt < 5000 && accepted < 3; ++attempt) {
+    if (pool.TrySubmit([&] { ++done; })) {
+      ++accepted;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
-  for (int i = 0; i < 2000 && done.load() < 3; ++i) {
+  EXPECT_EQ(accepted, 3);
+  for (int i = 0; i < 5000 && done.load() < 3; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_EQ(done.load(), 3);
@@ -65,11 +72,16 @@ TEST(ThreadPoolTest, IdleThreadsEnd) {
 TEST(ThreadPoolTest, ParallelForRunsEveryItemOnPoolThreadsAndNestedLoopsFinish) {
   std::vector<std::atomic<int>> hits(200);
   std::mutex mu;
+  std::condition_variable cv;
   std::set<std::thread::id> ids;
   ParallelFor(20, 8, [&](size_t i) {
     {
-      std::lock_guard lock(mu);
+      // The first items wait (5 s at most) until a second thread has joined: the loop runs on
+      // borrowed threads, not only on the caller.
+      std::unique_lock lock(mu);
       ids.insert(std::this_thread::get_id());
+      cv.notify_all();
+      cv.wait_for(lock, std::chrono::seconds(5), [&] { return ids.size() > 1; });
     }
     // A stage whose items make parallel calls of their own.
     ParallelFor(10, 8, [&](size_t j) {
