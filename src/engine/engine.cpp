@@ -9,7 +9,6 @@
 #include <map>
 #include <set>
 
-#include "grag/extract.h"
 #include "grag/extractive_search.h"
 #include "grag/words.h"
 #include "grag/indexer.h"

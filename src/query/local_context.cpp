@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "grag/extract.h"
+#include "grag/words.h"
 #include "grag/local_search.h"
 #include "grag/log.h"
 

@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "grag/extract.h"
 #include "grag/extractive_search.h"
 #include "grag/words.h"
 #include "grag/log.h"

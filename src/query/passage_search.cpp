@@ -9,7 +9,7 @@
 #include <set>
 #include <unordered_set>
 
-#include "grag/extract.h"
+#include "grag/words.h"
 #include "grag/log.h"
 
 namespace grag {

@@ -417,7 +417,7 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
     if (finished[k]) {
       const CommunityReportOutcome& o = outcomes[k];
       if (fresh[k]) {
-        ok_reports[o.community_id] = *fresh[k];
+        ok_reports[o.community_id] = std::move(*fresh[k]);
       } else if (o.action == ReportAction::kGap) {
         ok_reports.erase(o.community_id);  // a stale report must not stand in for new content
       }
