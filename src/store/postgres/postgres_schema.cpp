@@ -25,6 +25,24 @@ CREATE TEXT SEARCH CONFIGURATION grag_text (COPY = pg_catalog.simple);
 ALTER TEXT SEARCH CONFIGURATION grag_text
   ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
   WITH grag_stem;
+-- Case- and diacritic-insensitive ("cafe" finds "café") where the server has the unaccent
+-- extension (PostgreSQL's contrib; trusted, so a database owner may create it).
+DO $$
+DECLARE
+  ns text;
+BEGIN
+  BEGIN
+    CREATE EXTENSION IF NOT EXISTS unaccent;
+  EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'unaccent unavailable: %', SQLERRM;
+  END;
+  SELECT extnamespace::regnamespace::text INTO ns FROM pg_extension WHERE extname = 'unaccent';
+  IF ns IS NOT NULL THEN
+    EXECUTE format('ALTER TEXT SEARCH CONFIGURATION grag_text ALTER MAPPING FOR asciiword, '
+                   'asciihword, hword_asciipart, word, hword, hword_part WITH %I.unaccent, '
+                   'grag_stem', ns);
+  END IF;
+END $$;
 
 CREATE TABLE meta (
   key   text COLLATE "C" PRIMARY KEY,

@@ -30,20 +30,50 @@ constexpr int64_t kLockClass = 0x67726167;
 constexpr int64_t kWriterLock = 1;
 constexpr int64_t kMigrationLock = 2;
 
-// Words of a plain-text query: runs of ASCII letters and digits and of non-ASCII bytes, as the
-// SQLite store splits them, so no input means anything but words.
+// Length of the valid UTF-8 sequence at s[i], 0 when the byte there starts none.
+size_t Utf8Length(std::string_view s, size_t i) {
+  const auto at = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = at(i);
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || at(i + 1) < lo || at(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if (at(i + k) < 0x80 || at(i + k) > 0xBF) return 0;
+  }
+  return n;
+}
+
+// Words of a plain-text query: runs of ASCII letters and digits and of non-ASCII characters,
+// as the SQLite store splits them, so no input means anything but words. Bytes that are not
+// UTF-8 separate words (PostgreSQL refuses them in text).
 std::vector<std::string> QueryWords(std::string_view query, size_t max_words) {
-  auto is_word = [](unsigned char ch) {
-    return ch >= 0x80 || (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
-           (ch >= 'A' && ch <= 'Z');
+  // Length of the word character at i, 0 for a separator.
+  auto word_char = [&](size_t i) -> size_t {
+    const auto ch = static_cast<unsigned char>(query[i]);
+    if (ch >= 0x80) return Utf8Length(query, i);
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ? 1
+                                                                                             : 0;
   };
   std::vector<std::string> out;
   std::unordered_set<std::string> seen;
   size_t i = 0;
   while (i < query.size() && out.size() < max_words) {
-    while (i < query.size() && !is_word(static_cast<unsigned char>(query[i]))) ++i;
+    while (i < query.size() && word_char(i) == 0) ++i;
     const size_t start = i;
-    while (i < query.size() && is_word(static_cast<unsigned char>(query[i]))) ++i;
+    for (size_t n = 0; i < query.size() && (n = word_char(i)) > 0;) i += n;
     if (i == start) break;
     std::string word(query.substr(start, i - start));
     if (seen.insert(word).second) out.push_back(std::move(word));
@@ -580,7 +610,7 @@ Result<std::vector<ChunkHit>> PostgresStore::SearchChunks(std::string_view query
           "to_tsvector('grag_text', u.x)))) AS wt FROM unnest($2::text[], $3::float8[]) AS "
           "u(x, idf), unnest(tsvector_to_array(to_tsvector('grag_text', u.x))) AS l) "
           "SELECT c.id, c.document_id, c.chunk_index, s.score FROM chunks c, LATERAL ("
-          "SELECT coalesce(sum(w.wt * t.tf * ($6 + 1) / (t.tf + $6 * (1 - $7 + $7 * c.n_terms / "
+          "SELECT coalesce(sum(w.wt * t.tf * ($6::float8 + 1) / (t.tf + $6::float8 * (1 - $7::float8 + $7::float8 * c.n_terms / "
           "$4::float8))), 0) AS score FROM (SELECT e.lexeme, coalesce(array_length(e.positions, "
           "1), 1) AS tf FROM unnest(c.tsv) AS e) t JOIN w ON w.lex = t.lexeme) s "
           "WHERE c.tsv @@ $1::tsquery ORDER BY s.score DESC, c.id LIMIT $5",
@@ -681,7 +711,7 @@ Status PostgresStore::PutExtraction(const ExtractionRecord& r) {
     }
     GRAG_RETURN_IF_ERROR(conn_.Exec(
         "INSERT INTO entity_mentions (extraction_id, name, name_key, type, description) "
-        "SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) "
+        "SELECT $1::bigint, a, b, c, d FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) "
         "WITH ORDINALITY AS u(a, b, c, d, o) ORDER BY o",
         {extraction_id, pq::TextArray(name), pq::TextArray(key), pq::TextArray(type),
          pq::TextArray(desc)}));
@@ -700,7 +730,7 @@ Status PostgresStore::PutExtraction(const ExtractionRecord& r) {
     }
     GRAG_RETURN_IF_ERROR(conn_.Exec(
         "INSERT INTO relationship_mentions (extraction_id, source, target, source_key, "
-        "target_key, description, strength) SELECT $1, a, b, c, d, e, f FROM unnest($2::text[], "
+        "target_key, description, strength) SELECT $1::bigint, a, b, c, d, e, f FROM unnest($2::text[], "
         "$3::text[], $4::text[], $5::text[], $6::text[], $7::float8[]) WITH ORDINALITY AS "
         "u(a, b, c, d, e, f, o) ORDER BY o",
         {extraction_id, pq::TextArray(src), pq::TextArray(tgt), pq::TextArray(skey),
@@ -828,7 +858,7 @@ Status SetLinks(pq::Connection& conn, const std::string& table, const std::strin
       conn.Exec("DELETE FROM " + table + " WHERE " + column + " = $1", {owner_id}));
   if (chunk_ids.empty()) return Status::Ok();
   Status st = conn.Exec("INSERT INTO " + table + " (" + column +
-                            ", chunk_id) SELECT $1, c FROM unnest($2::text[]) AS c "
+                            ", chunk_id) SELECT $1::bigint, c FROM unnest($2::text[]) AS c "
                             "ON CONFLICT DO NOTHING",
                         {owner_id, pq::TextArray(chunk_ids)});
   if (!st.ok()) {
@@ -1402,7 +1432,7 @@ Result<int64_t> PostgresStore::ReplaceCommunities(const ClusteringRecord& cluste
     std::vector<std::string> ids;
     for (int64_t e : c.entity_ids) ids.push_back(std::to_string(e));
     Status st = conn_.Exec(
-        "INSERT INTO community_members (community_id, entity_id) SELECT $1, e FROM "
+        "INSERT INTO community_members (community_id, entity_id) SELECT $1::bigint, e FROM "
         "unnest($2::bigint[]) AS e ON CONFLICT DO NOTHING",
         {c.id, pq::TextArray(ids)});
     if (!st.ok()) {
@@ -1616,15 +1646,8 @@ Status PostgresStore::PutEmbeddings(const std::vector<EmbeddingRecord>& records)
   for (const auto& [owner, space] : batch_space) {
     GRAG_ASSIGN_OR_RETURN(
         Rows rows,
-        conn_.Query("SELECT model, dimension FROM embeddings WHERE owner_kind = $1 AND "
-                    "(owner_kind, owner_id) NOT IN (SELECT $1, unnest($2::text[])) LIMIT 1",
-                    {EmbeddingOwnerName(owner), [&] {
-                       std::vector<std::string> ids;
-                       for (const auto& r : records) {
-                         if (r.owner == owner) ids.push_back(r.owner_id);
-                       }
-                       return pq::TextArray(ids);
-                     }()}));
+        conn_.Query("SELECT model, dimension FROM embeddings WHERE owner_kind = $1 LIMIT 1",
+                    {EmbeddingOwnerName(owner)}));
     if (!rows.empty() && (rows.View(0, 0) != space.first || rows.Int(0, 1) != space.second)) {
       return Status::InvalidArgument(
           "the index holds " + SpaceName(owner, rows.View(0, 0), rows.Int(0, 1)) +
