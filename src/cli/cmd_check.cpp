@@ -25,7 +25,7 @@ Command AddCheckCommand(CLI::App& app, GlobalOptions& g) {
   return {cmd, [o, &g]() {
             auto config = LoadProjectConfig(g);
             if (!config.ok()) return Fail(config.status());
-            const std::string db = config->Resolve(config->store.path);
+            const std::string db = config->IndexLabel();
             auto checked = CheckIndex(*config, o->max);
             if (!checked.ok()) return Fail(checked.status());
             const IntegrityReport& report = *checked;

@@ -45,7 +45,7 @@ Command AddServeCommand(CLI::App& app, GlobalOptions& g) {
             sigaddset(&signals, SIGINT);
             sigaddset(&signals, SIGTERM);
             pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-            const std::string index = config->Resolve(config->store.path);
+            const std::string index = config->IndexLabel();
             auto server = Server::Create(*config);
             if (!server.ok()) return Fail(server.status());
             std::atomic<bool> done{false};

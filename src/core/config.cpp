@@ -58,6 +58,10 @@ std::vector<Setting> Settings(Config& c) {
        &c.chunks.prepend_title},
       {"store.path", "GRAG_INDEX_PATH", "The SQLite file that holds the whole index",
        &c.store.path},
+      {"store.url", "GRAG_STORE_URL",
+       "PostgreSQL database holding the index instead of store.path, e.g. "
+       "postgresql://grag@db.example/grag (several grag processes can share it); empty = SQLite",
+       &c.store.url},
       {"llm.base_url", "GRAG_LLM_BASE_URL",
        "OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://localhost:11434/v1 "
        "(Ollama); empty = no LLM",
@@ -760,6 +764,43 @@ std::string Config::Resolve(const std::string& path) const {
   fs::path p(path);
   if (p.is_absolute()) return p.string();
   return (fs::path(root) / p).lexically_normal().string();
+}
+
+std::string Config::IndexLocation() const {
+  return store.url.empty() ? Resolve(store.path) : store.url;
+}
+
+std::string Config::IndexLabel() const {
+  return store.url.empty() ? Resolve(store.path) : RedactUrlPassword(store.url);
+}
+
+std::string RedactUrlPassword(std::string_view url) {
+  std::string out(url);
+  // scheme://user:secret@host/... -> scheme://user@host/...
+  const size_t scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    const size_t start = scheme + 3;
+    const size_t end = out.find_first_of("/?", start);
+    const size_t at = out.rfind('@', end == std::string::npos ? out.size() : end);
+    if (at != std::string::npos && at >= start) {
+      const size_t colon = out.find(':', start);
+      if (colon != std::string::npos && colon < at) out.erase(colon, at - colon);
+    }
+  }
+  // ...?password=secret&... -> the parameter dropped
+  for (size_t p = out.find("password="); p != std::string::npos; p = out.find("password=", p)) {
+    if (p == 0 || (out[p - 1] != '?' && out[p - 1] != '&')) {
+      ++p;
+      continue;
+    }
+    const size_t end = out.find('&', p);
+    if (end == std::string::npos) {
+      out.erase(p - 1);  // with its ? or &
+      break;
+    }
+    out.erase(p, end + 1 - p);
+  }
+  return out;
 }
 
 std::vector<SettingInfo> ListSettings(const Config& config) {

@@ -78,7 +78,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
   impl->config = std::move(config);
   impl->keep_graph = options.keep_graph;
   const Config& c = impl->config;
-  const std::string db = c.Resolve(c.store.path);
+  const std::string db = c.IndexLocation();
   StoreOptions so;
   if (options.writable) {
     so.writer_lock = options.take_writer_lock;
@@ -92,13 +92,15 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
   auto store = Store::Open(db, so);
   if (!store.ok()) {
     if (store.status().code() == ErrorCode::kNotFound) {
-      return Status::NotFound("no index at " + db + ": run `grag index` first");
+      return Status::NotFound("no index at " + c.IndexLabel() + ": run `grag index` first");
     }
     return store.status();
   }
   impl->store = std::move(store).value();
   if (options.writable && options.log_file) {
-    const std::string path = (std::filesystem::path(db).parent_path() / "grag.log").string();
+    // Beside the SQLite file; with PostgreSQL, where that file would be (the project's output).
+    const std::string path =
+        (std::filesystem::path(c.Resolve(c.store.path)).parent_path() / "grag.log").string();
     auto file = LogFile::Open(path);
     if (file.ok()) {
       impl->log_file = std::move(file).value();
@@ -745,7 +747,7 @@ Result<IntegrityReport> CheckIndex(const Config& config, int max_per_check) {
   so.create_if_missing = false;
   so.allow_read_only = true;  // read-only media: every check but the FTS one
   so.verify = false;          // the full check below is the point
-  auto store = Store::Open(config.Resolve(config.store.path), so);
+  auto store = Store::Open(config.IndexLocation(), so);
   if (!store.ok()) {
     if (store.status().code() != ErrorCode::kCorruption) return store.status();
     IntegrityReport report;

@@ -961,7 +961,8 @@ void Server::Impl::Health(const Request&, Response& res) {
   }
   if (!loaded) {
     std::error_code ec;
-    loaded = std::filesystem::exists(config.Resolve(config.store.path), ec);
+    loaded =
+        !config.store.url.empty() || std::filesystem::exists(config.Resolve(config.store.path), ec);
   }
   SendJson(res, 200,
            Dump({{"status", "ok"},

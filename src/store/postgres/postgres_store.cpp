@@ -64,8 +64,7 @@ std::vector<std::string> QueryWords(std::string_view query, size_t max_words) {
   auto word_char = [&](size_t i) -> size_t {
     const auto ch = static_cast<unsigned char>(query[i]);
     if (ch >= 0x80) return Utf8Length(query, i);
-    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ? 1
-                                                                                             : 0;
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ? 1 : 0;
   };
   std::vector<std::string> out;
   std::unordered_set<std::string> seen;
@@ -141,8 +140,7 @@ class PostgresStore final : public Store, private TransactionOwner {
   Result<std::optional<ExtractionRecord>> GetExtraction(std::string_view chunk_id,
                                                         const ExtractorId& extractor) override;
   Result<std::vector<std::string>> ChunksNeedingExtraction(const ExtractorId& extractor) override;
-  Result<std::vector<ChunkEntityMention>> ListEntityMentions(
-      const ExtractorId& extractor) override;
+  Result<std::vector<ChunkEntityMention>> ListEntityMentions(const ExtractorId& extractor) override;
   Result<std::vector<ChunkRelationshipMention>> ListRelationshipMentions(
       const ExtractorId& extractor) override;
 
@@ -402,10 +400,10 @@ Result<std::optional<Document>> PostgresStore::GetDocument(std::string_view id) 
 
 Result<std::vector<DocumentInfo>> PostgresStore::ListDocuments() {
   auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(
-      Rows rows, conn_.Query("SELECT d.id, d.title, d.source_path, d.content_hash, "
-                             "(SELECT count(*) FROM chunks c WHERE c.document_id = d.id), "
-                             "d.created_at, d.updated_at FROM documents d ORDER BY d.id"));
+  GRAG_ASSIGN_OR_RETURN(Rows rows,
+                        conn_.Query("SELECT d.id, d.title, d.source_path, d.content_hash, "
+                                    "(SELECT count(*) FROM chunks c WHERE c.document_id = d.id), "
+                                    "d.created_at, d.updated_at FROM documents d ORDER BY d.id"));
   std::vector<DocumentInfo> out(static_cast<size_t>(rows.size()));
   for (int i = 0; i < rows.size(); ++i) {
     DocumentInfo& info = out[static_cast<size_t>(i)];
@@ -519,9 +517,9 @@ Result<ChunkChanges> PostgresStore::ReplaceDocumentChunks(std::string_view docum
 
 Result<std::optional<ChunkRecord>> PostgresStore::GetChunk(std::string_view id) {
   auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows, conn_.Query("SELECT " + std::string(kChunkColumns) +
-                                                   " FROM chunks WHERE id = $1",
-                                               {id}));
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rows,
+      conn_.Query("SELECT " + std::string(kChunkColumns) + " FROM chunks WHERE id = $1", {id}));
   if (rows.empty()) return std::optional<ChunkRecord>();
   return std::optional<ChunkRecord>(ReadChunk(rows, 0));
 }
@@ -610,7 +608,8 @@ Result<std::vector<ChunkHit>> PostgresStore::SearchChunks(std::string_view query
           "to_tsvector('grag_text', u.x)))) AS wt FROM unnest($2::text[], $3::float8[]) AS "
           "u(x, idf), unnest(tsvector_to_array(to_tsvector('grag_text', u.x))) AS l) "
           "SELECT c.id, c.document_id, c.chunk_index, s.score FROM chunks c, LATERAL ("
-          "SELECT coalesce(sum(w.wt * t.tf * ($6::float8 + 1) / (t.tf + $6::float8 * (1 - $7::float8 + $7::float8 * c.n_terms / "
+          "SELECT coalesce(sum(w.wt * t.tf * ($6::float8 + 1) / (t.tf + $6::float8 * (1 - "
+          "$7::float8 + $7::float8 * c.n_terms / "
           "$4::float8))), 0) AS score FROM (SELECT e.lexeme, coalesce(array_length(e.positions, "
           "1), 1) AS tf FROM unnest(c.tsv) AS e) t JOIN w ON w.lex = t.lexeme) s "
           "WHERE c.tsv @@ $1::tsquery ORDER BY s.score DESC, c.id LIMIT $5",
@@ -671,8 +670,8 @@ Result<std::vector<double>> PostgresStore::RankTexts(const std::vector<std::stri
   for (const Hit& h : hits) {
     const double idf =
         Idf(static_cast<double>(n), static_cast<double>(texts_of_word[h.word].size()));
-    scores[h.text] += idf * h.wt * h.tf * (kK1 + 1) /
-                      (h.tf + kK1 * (1 - kB + kB * dl[h.text] / avgdl));
+    scores[h.text] +=
+        idf * h.wt * h.tf * (kK1 + 1) / (h.tf + kK1 * (1 - kB + kB * dl[h.text] / avgdl));
   }
   for (double& s : scores) s = std::max(0.0, s);
   return scores;
@@ -685,7 +684,8 @@ Status PostgresStore::PutExtraction(const ExtractionRecord& r) {
     return Status::InvalidArgument("an extraction result needs the extractor's model name");
   }
   GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(true));
-  GRAG_ASSIGN_OR_RETURN(Rows chunk, conn_.Query("SELECT 1 FROM chunks WHERE id = $1", {r.chunk_id}));
+  GRAG_ASSIGN_OR_RETURN(Rows chunk,
+                        conn_.Query("SELECT 1 FROM chunks WHERE id = $1", {r.chunk_id}));
   if (chunk.empty()) {
     return Status::InvalidArgument("no chunk " + r.chunk_id + " to store an extraction for");
   }
@@ -695,12 +695,11 @@ Status PostgresStore::PutExtraction(const ExtractionRecord& r) {
                  {r.chunk_id, kind, r.extractor.model}));
   GRAG_ASSIGN_OR_RETURN(
       const int64_t extraction_id,
-      conn_.QueryInt(
-          "INSERT INTO extractions (id, chunk_id, extractor, model, status, reason, "
-          "gleaning_rounds, params_hash) VALUES ((SELECT coalesce(max(id), 0) + 1 FROM "
-          "extractions), $1, $2, $3, $4, $5, $6, $7) RETURNING id",
-          {r.chunk_id, kind, r.extractor.model, ExtractionStatusName(r.status), r.reason,
-           r.gleaning_rounds, r.params_hash}));
+      conn_.QueryInt("INSERT INTO extractions (id, chunk_id, extractor, model, status, reason, "
+                     "gleaning_rounds, params_hash) VALUES ((SELECT coalesce(max(id), 0) + 1 FROM "
+                     "extractions), $1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                     {r.chunk_id, kind, r.extractor.model, ExtractionStatusName(r.status), r.reason,
+                      r.gleaning_rounds, r.params_hash}));
   if (!r.entities.empty()) {
     std::vector<std::string> name, key, type, desc;
     for (const EntityMention& m : r.entities) {
@@ -730,7 +729,8 @@ Status PostgresStore::PutExtraction(const ExtractionRecord& r) {
     }
     GRAG_RETURN_IF_ERROR(conn_.Exec(
         "INSERT INTO relationship_mentions (extraction_id, source, target, source_key, "
-        "target_key, description, strength) SELECT $1::bigint, a, b, c, d, e, f FROM unnest($2::text[], "
+        "target_key, description, strength) SELECT $1::bigint, a, b, c, d, e, f FROM "
+        "unnest($2::text[], "
         "$3::text[], $4::text[], $5::text[], $6::text[], $7::float8[]) WITH ORDINALITY AS "
         "u(a, b, c, d, e, f, o) ORDER BY o",
         {extraction_id, pq::TextArray(src), pq::TextArray(tgt), pq::TextArray(skey),
@@ -739,8 +739,8 @@ Status PostgresStore::PutExtraction(const ExtractionRecord& r) {
   return tx.Commit();
 }
 
-Result<std::optional<ExtractionRecord>> PostgresStore::GetExtraction(
-    std::string_view chunk_id, const ExtractorId& extractor) {
+Result<std::optional<ExtractionRecord>> PostgresStore::GetExtraction(std::string_view chunk_id,
+                                                                     const ExtractorId& extractor) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(false));
   GRAG_ASSIGN_OR_RETURN(
       Rows head,
@@ -764,11 +764,11 @@ Result<std::optional<ExtractionRecord>> PostgresStore::GetExtraction(
   for (int i = 0; i < ents.size(); ++i) {
     r.entities.push_back({ents.Text(i, 0), ents.Text(i, 1), ents.Text(i, 2), ents.Text(i, 3)});
   }
-  GRAG_ASSIGN_OR_RETURN(
-      Rows rels, conn_.Query("SELECT source, target, source_key, target_key, description, "
-                             "strength FROM relationship_mentions WHERE extraction_id = $1 "
-                             "ORDER BY id",
-                             {id}));
+  GRAG_ASSIGN_OR_RETURN(Rows rels,
+                        conn_.Query("SELECT source, target, source_key, target_key, description, "
+                                    "strength FROM relationship_mentions WHERE extraction_id = $1 "
+                                    "ORDER BY id",
+                                    {id}));
   for (int i = 0; i < rels.size(); ++i) {
     r.relationships.push_back({rels.Text(i, 0), rels.Text(i, 1), rels.Text(i, 2), rels.Text(i, 3),
                                rels.Text(i, 4), rels.Double(i, 5)});
@@ -890,9 +890,9 @@ Result<int64_t> PostgresStore::UpsertEntity(const EntityRecord& e) {
 
 Result<std::optional<EntityRecord>> PostgresStore::GetEntity(int64_t id) {
   auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows, conn_.Query("SELECT " + std::string(kEntityColumns) +
-                                                   " FROM entities WHERE id = $1",
-                                               {id}));
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rows,
+      conn_.Query("SELECT " + std::string(kEntityColumns) + " FROM entities WHERE id = $1", {id}));
   if (rows.empty()) return std::optional<EntityRecord>();
   return std::optional<EntityRecord>(ReadEntity(rows, 0));
 }
@@ -901,8 +901,9 @@ Result<std::optional<EntityRecord>> PostgresStore::GetEntityByKey(std::string_vi
   auto lock = Lock();
   const std::string cols(kEntityColumns);
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows, conn_.Query("SELECT " + cols + " FROM entities WHERE name_key = $1 UNION ALL "
-                                                "SELECT " +
+      Rows rows, conn_.Query("SELECT " + cols +
+                                 " FROM entities WHERE name_key = $1 UNION ALL "
+                                 "SELECT " +
                                  cols +
                                  " FROM entities WHERE name_key = (SELECT canonical_key FROM "
                                  "entity_aliases WHERE name_key = $1) LIMIT 1",
@@ -979,20 +980,20 @@ Result<int64_t> PostgresStore::UpsertRelationship(const RelationshipRecord& r) {
   }
   const int64_t a = std::min(r.source_id, r.target_id);
   const int64_t b = std::max(r.source_id, r.target_id);
-  Result<Rows> rows =
-      Write("INSERT INTO relationships (id, source_id, target_id, description, "
-            "description_hash, description_model, weight, description_basis) VALUES ((SELECT "
-            "coalesce(max(id), 0) + 1 FROM relationships), $1, $2, $3, $4, $5, $6, $7) "
-            "ON CONFLICT (source_id, target_id) DO UPDATE SET description = "
-            "excluded.description, description_hash = excluded.description_hash, "
-            "description_model = excluded.description_model, weight = excluded.weight, "
-            "description_basis = excluded.description_basis, updated_at = grag_now() "
-            "RETURNING id",
-            {a, b, r.description, r.description_hash, r.description_model, r.weight,
-             r.description_basis});
+  Result<Rows> rows = Write(
+      "INSERT INTO relationships (id, source_id, target_id, description, "
+      "description_hash, description_model, weight, description_basis) VALUES ((SELECT "
+      "coalesce(max(id), 0) + 1 FROM relationships), $1, $2, $3, $4, $5, $6, $7) "
+      "ON CONFLICT (source_id, target_id) DO UPDATE SET description = "
+      "excluded.description, description_hash = excluded.description_hash, "
+      "description_model = excluded.description_model, weight = excluded.weight, "
+      "description_basis = excluded.description_basis, updated_at = grag_now() "
+      "RETURNING id",
+      {a, b, r.description, r.description_hash, r.description_model, r.weight,
+       r.description_basis});
   if (!rows.ok()) {
-    return rows.status().WithContext("relationship " + std::to_string(a) + "-" +
-                                     std::to_string(b) + " (do both entities exist?)");
+    return rows.status().WithContext("relationship " + std::to_string(a) + "-" + std::to_string(b) +
+                                     " (do both entities exist?)");
   }
   if (rows->empty()) return Status::Internal("INSERT ... RETURNING gave no row");
   return rows->Int(0, 0);
@@ -1034,7 +1035,8 @@ Result<ChunkLinks> PostgresStore::ListChunkLinks() {
       Rows ents, conn_.Query("SELECT l.entity_id, l.chunk_id FROM entity_chunks l JOIN chunks c "
                              "ON c.id = l.chunk_id ORDER BY l.entity_id, c.document_id, "
                              "c.chunk_index"));
-  for (int i = 0; i < ents.size(); ++i) links.entities.emplace_back(ents.Int(i, 0), ents.Text(i, 1));
+  for (int i = 0; i < ents.size(); ++i)
+    links.entities.emplace_back(ents.Int(i, 0), ents.Text(i, 1));
   GRAG_ASSIGN_OR_RETURN(
       Rows rels,
       conn_.Query("SELECT l.relationship_id, l.chunk_id FROM relationship_chunks l JOIN chunks c "
@@ -1060,7 +1062,8 @@ Result<GraphSnapshot> PostgresStore::LoadGraphSnapshot() {
   }
   {
     GRAG_ASSIGN_OR_RETURN(
-        Rows rows, conn_.Query("SELECT source_id, target_id, weight FROM relationships ORDER BY id"));
+        Rows rows,
+        conn_.Query("SELECT source_id, target_id, weight FROM relationships ORDER BY id"));
     g.edges.reserve(static_cast<size_t>(rows.size()));
     for (int i = 0; i < rows.size(); ++i) {
       g.edges.push_back({rows.Int(i, 0), rows.Int(i, 1), rows.Double(i, 2)});
@@ -1144,10 +1147,10 @@ Result<GraphSnapshot> PostgresStore::LoadGraphNeighbourhood(
       for (size_t k = 0; k < by_weight.size() && k < limits.max_fanout; ++k) {
         add_entity(by_weight[k].first, depth + 1);
       }
-      GRAG_ASSIGN_OR_RETURN(
-          Rows chunks, conn_.Query("SELECT chunk_id FROM entity_chunks WHERE entity_id = $1 "
-                                   "ORDER BY chunk_id LIMIT $2",
-                                   {id, static_cast<int64_t>(limits.max_fanout)}));
+      GRAG_ASSIGN_OR_RETURN(Rows chunks,
+                            conn_.Query("SELECT chunk_id FROM entity_chunks WHERE entity_id = $1 "
+                                        "ORDER BY chunk_id LIMIT $2",
+                                        {id, static_cast<int64_t>(limits.max_fanout)}));
       for (int i = 0; i < chunks.size(); ++i) add_chunk(chunks.Text(i, 0), depth + 1);
     } else {
       const int depth = chunk_depth.at(key);
@@ -1170,10 +1173,10 @@ Result<GraphSnapshot> PostgresStore::LoadGraphNeighbourhood(
     std::sort(ids.begin(), ids.end());
     std::vector<std::string> id_text;
     for (int64_t id : ids) id_text.push_back(std::to_string(id));
-    GRAG_ASSIGN_OR_RETURN(
-        Rows rows, conn_.Query("SELECT id, name_key, frequency FROM entities WHERE id = "
-                               "ANY($1::bigint[]) ORDER BY id",
-                               {pq::TextArray(id_text)}));
+    GRAG_ASSIGN_OR_RETURN(Rows rows,
+                          conn_.Query("SELECT id, name_key, frequency FROM entities WHERE id = "
+                                      "ANY($1::bigint[]) ORDER BY id",
+                                      {pq::TextArray(id_text)}));
     for (int i = 0; i < rows.size(); ++i) {
       g.entities.push_back({rows.Int(i, 0), rows.Text(i, 1), rows.Int(i, 2)});
     }
@@ -1232,7 +1235,8 @@ Result<std::vector<int64_t>> PostgresStore::CountChunksWithWords(
                   {pq::TextArray(words)}));
   for (int i = 0; i < rows.size(); ++i) {
     const int64_t at = rows.Int(i, 0) - 1;
-    if (at >= 0 && static_cast<size_t>(at) < df.size()) df[static_cast<size_t>(at)] = rows.Int(i, 1);
+    if (at >= 0 && static_cast<size_t>(at) < df.size())
+      df[static_cast<size_t>(at)] = rows.Int(i, 1);
   }
   return df;
 }
@@ -1339,17 +1343,18 @@ Status PostgresStore::PutEntityOverride(std::string_view key_a, std::string_view
     return Status::InvalidArgument("an override needs two different names");
   }
   const auto [a, b] = std::minmax(key_a, key_b);
-  return Write("INSERT INTO entity_overrides (key_a, key_b, decision) VALUES ($1, $2, $3) "
-               "ON CONFLICT (key_a, key_b) DO UPDATE SET decision = excluded.decision, "
-               "created_at = excluded.created_at",
-               {a, b, merge ? "merge" : "split"})
+  return Write(
+             "INSERT INTO entity_overrides (key_a, key_b, decision) VALUES ($1, $2, $3) "
+             "ON CONFLICT (key_a, key_b) DO UPDATE SET decision = excluded.decision, "
+             "created_at = excluded.created_at",
+             {a, b, merge ? "merge" : "split"})
       .status();
 }
 
 Result<bool> PostgresStore::DeleteEntityOverride(std::string_view key_a, std::string_view key_b) {
   const auto [a, b] = std::minmax(key_a, key_b);
-  GRAG_ASSIGN_OR_RETURN(Rows rows,
-                        Write("DELETE FROM entity_overrides WHERE key_a = $1 AND key_b = $2", {a, b}));
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rows, Write("DELETE FROM entity_overrides WHERE key_a = $1 AND key_b = $2", {a, b}));
   return rows.Affected() > 0;
 }
 
@@ -1373,9 +1378,10 @@ Result<std::optional<std::string>> PostgresStore::GetMeta(std::string_view key) 
 }
 
 Status PostgresStore::SetMeta(std::string_view key, std::string_view value) {
-  return Write("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET "
-               "value = excluded.value",
-               {key, value})
+  return Write(
+             "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET "
+             "value = excluded.value",
+             {key, value})
       .status();
 }
 
@@ -1497,10 +1503,9 @@ Result<std::vector<CommunityRecord>> PostgresStore::ListCommunities(std::optiona
 Result<std::vector<int64_t>> PostgresStore::CommunitiesOfEntity(int64_t entity_id) {
   auto lock = Lock();
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows,
-      conn_.Query("SELECT c.id FROM community_members m JOIN communities c ON c.id = "
-                  "m.community_id WHERE m.entity_id = $1 ORDER BY c.level, c.id",
-                  {entity_id}));
+      Rows rows, conn_.Query("SELECT c.id FROM community_members m JOIN communities c ON c.id = "
+                             "m.community_id WHERE m.entity_id = $1 ORDER BY c.level, c.id",
+                             {entity_id}));
   std::vector<int64_t> out;
   for (int i = 0; i < rows.size(); ++i) out.push_back(rows.Int(i, 0));
   return out;
@@ -1592,7 +1597,8 @@ Status PostgresStore::MarkReportStale(int64_t community_id, std::string_view not
 Result<std::optional<ReportRecord>> PostgresStore::GetReport(int64_t community_id) {
   auto lock = Lock();
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows, conn_.Query(std::string(kReportSelect) + "WHERE r.community_id = $1", {community_id}));
+      Rows rows,
+      conn_.Query(std::string(kReportSelect) + "WHERE r.community_id = $1", {community_id}));
   if (rows.empty()) return std::optional<ReportRecord>();
   return std::optional<ReportRecord>(ReadReport(rows, 0));
 }
@@ -1650,8 +1656,8 @@ Status PostgresStore::PutEmbeddings(const std::vector<EmbeddingRecord>& records)
                     {EmbeddingOwnerName(owner)}));
     if (!rows.empty() && (rows.View(0, 0) != space.first || rows.Int(0, 1) != space.second)) {
       return Status::InvalidArgument(
-          "the index holds " + SpaceName(owner, rows.View(0, 0), rows.Int(0, 1)) +
-          "; refusing " + SpaceName(owner, space.first, space.second) +
+          "the index holds " + SpaceName(owner, rows.View(0, 0), rows.Int(0, 1)) + "; refusing " +
+          SpaceName(owner, space.first, space.second) +
           ": vectors of different models cannot be compared (delete the old ones to switch)");
     }
   }
@@ -1708,12 +1714,13 @@ Result<std::optional<EmbeddingSpace>> PostgresStore::GetEmbeddingSpace(Embedding
                              "owner_kind = $1) FROM embeddings WHERE owner_kind = $1 LIMIT 1",
                              {EmbeddingOwnerName(owner)}));
   if (rows.empty()) return std::optional<EmbeddingSpace>();
-  return std::optional<EmbeddingSpace>(EmbeddingSpace{rows.Text(0, 0), rows.Int(0, 1), rows.Int(0, 2)});
+  return std::optional<EmbeddingSpace>(
+      EmbeddingSpace{rows.Text(0, 0), rows.Int(0, 1), rows.Int(0, 2)});
 }
 
 Result<int64_t> PostgresStore::DeleteEmbeddings(EmbeddingOwner owner) {
-  GRAG_ASSIGN_OR_RETURN(
-      Rows rows, Write("DELETE FROM embeddings WHERE owner_kind = $1", {EmbeddingOwnerName(owner)}));
+  GRAG_ASSIGN_OR_RETURN(Rows rows, Write("DELETE FROM embeddings WHERE owner_kind = $1",
+                                         {EmbeddingOwnerName(owner)}));
   return rows.Affected();
 }
 
@@ -1750,10 +1757,10 @@ Result<int64_t> PostgresStore::BeginRun(std::string_view command) {
 
 Status PostgresStore::UpdateRun(int64_t run_id, std::string_view stage,
                                 const std::map<std::string, int64_t>& counters) {
-  GRAG_ASSIGN_OR_RETURN(
-      Rows rows, Write("UPDATE runs SET stage = CASE WHEN $2 = '' THEN stage ELSE $2 END, "
-                       "counters = counters || $3::jsonb WHERE id = $1",
-                       {run_id, stage, CountsToJson(counters)}));
+  GRAG_ASSIGN_OR_RETURN(Rows rows,
+                        Write("UPDATE runs SET stage = CASE WHEN $2 = '' THEN stage ELSE $2 END, "
+                              "counters = counters || $3::jsonb WHERE id = $1",
+                              {run_id, stage, CountsToJson(counters)}));
   if (rows.Affected() == 0) return Status::NotFound("no run " + std::to_string(run_id));
   return Status::Ok();
 }
@@ -1791,11 +1798,12 @@ Result<std::vector<RunRecord>> PostgresStore::ListRuns(int64_t limit) {
 
 Status PostgresStore::SetStageProgress(int64_t run_id, const StageProgress& p) {
   if (p.stage.empty()) return Status::InvalidArgument("stage progress needs a stage name");
-  Status st = Write("INSERT INTO run_stages (run_id, stage, status, done, total, checkpoint) "
-                    "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id, stage) DO UPDATE SET "
-                    "status = excluded.status, done = excluded.done, total = excluded.total, "
-                    "checkpoint = excluded.checkpoint, updated_at = grag_now()",
-                    {run_id, p.stage, StageStatusName(p.status), p.done, p.total, p.checkpoint})
+  Status st = Write(
+                  "INSERT INTO run_stages (run_id, stage, status, done, total, checkpoint) "
+                  "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id, stage) DO UPDATE SET "
+                  "status = excluded.status, done = excluded.done, total = excluded.total, "
+                  "checkpoint = excluded.checkpoint, updated_at = grag_now()",
+                  {run_id, p.stage, StageStatusName(p.status), p.done, p.total, p.checkpoint})
                   .status();
   return st.ok() ? st : st.WithContext("progress of run " + std::to_string(run_id));
 }
@@ -1863,15 +1871,18 @@ Result<StoreStats> PostgresStore::Stats() {
   GRAG_ASSIGN_OR_RETURN(
       Rows levels,
       conn_.Query("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"));
-  for (int i = 0; i < levels.size(); ++i) s.communities_per_level[levels.Int(i, 0)] = levels.Int(i, 1);
-  GRAG_ASSIGN_OR_RETURN(Rows owners,
-                        conn_.Query("SELECT owner_kind, count(*) FROM embeddings GROUP BY owner_kind"));
-  for (int i = 0; i < owners.size(); ++i) s.embeddings_per_owner[owners.Text(i, 0)] = owners.Int(i, 1);
+  for (int i = 0; i < levels.size(); ++i)
+    s.communities_per_level[levels.Int(i, 0)] = levels.Int(i, 1);
   GRAG_ASSIGN_OR_RETURN(
-      Rows cache, conn_.Query("SELECT model, kind, count(*), sum(octet_length(value)) FROM "
-                              "llm_cache GROUP BY model, kind ORDER BY model, kind"));
+      Rows owners, conn_.Query("SELECT owner_kind, count(*) FROM embeddings GROUP BY owner_kind"));
+  for (int i = 0; i < owners.size(); ++i)
+    s.embeddings_per_owner[owners.Text(i, 0)] = owners.Int(i, 1);
+  GRAG_ASSIGN_OR_RETURN(Rows cache,
+                        conn_.Query("SELECT model, kind, count(*), sum(octet_length(value)) FROM "
+                                    "llm_cache GROUP BY model, kind ORDER BY model, kind"));
   for (int i = 0; i < cache.size(); ++i) {
-    s.cache_by_model.push_back({cache.Text(i, 0), cache.Text(i, 1), cache.Int(i, 2), cache.Int(i, 3)});
+    s.cache_by_model.push_back(
+        {cache.Text(i, 0), cache.Text(i, 1), cache.Int(i, 2), cache.Int(i, 3)});
   }
   GRAG_RETURN_IF_ERROR(tx.Commit());
   return s;
@@ -1896,9 +1907,9 @@ Result<StoreInfo> PostgresStore::Info() {
 
 Status PostgresStore::CheckIntegrity() {
   auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(
-      Rows rows, conn_.Query("SELECT id FROM chunks WHERE tsv IS DISTINCT FROM "
-                             "to_tsvector('grag_text', text) OR tsv IS NULL LIMIT 1"));
+  GRAG_ASSIGN_OR_RETURN(Rows rows,
+                        conn_.Query("SELECT id FROM chunks WHERE tsv IS DISTINCT FROM "
+                                    "to_tsvector('grag_text', text) OR tsv IS NULL LIMIT 1"));
   if (!rows.empty()) {
     return Status::Corruption(redacted_ + ": full-text index out of step with chunk " +
                               rows.Text(0, 0));
@@ -1958,9 +1969,9 @@ Result<IntegrityReport> PostgresStore::Check(int max_per_check) {
 }
 
 Result<SqlRows> PostgresStore::RunReadOnlySql(std::string_view, int64_t) {
-  return Status::Unimplemented(
-      "grag sql reads SQLite indexes; this index is in PostgreSQL at " + redacted_ +
-      ": query it with psql (the tables are those of docs/schema.md)");
+  return Status::Unimplemented("grag sql reads SQLite indexes; this index is in PostgreSQL at " +
+                               redacted_ +
+                               ": query it with psql (the tables are those of docs/schema.md)");
 }
 
 // ---------------------------------------------------------------- reply cache
@@ -1999,8 +2010,7 @@ std::string WriterLockHolder(pq::Connection& conn) {
       "pg_database WHERE datname = current_database()) LIMIT 1",
       {kLockClass, kWriterLock});
   if (!rows.ok() || rows->empty()) return "another session";
-  return rows->Text(0, 0) + " (server pid " + rows->Text(0, 1) + ", from " + rows->Text(0, 2) +
-         ")";
+  return rows->Text(0, 0) + " (server pid " + rows->Text(0, 1) + ", from " + rows->Text(0, 2) + ")";
 }
 
 Status TakeWriterLock(pq::Connection& conn, const std::string& redacted,
@@ -2016,8 +2026,8 @@ Status TakeWriterLock(pq::Connection& conn, const std::string& redacted,
   if (options.on_wait) options.on_wait(holder);
   // lock_timeout would cut the wait short.
   GRAG_RETURN_IF_ERROR(conn.Exec("SET lock_timeout = 0"));
-  GRAG_RETURN_IF_ERROR(conn.Exec("SELECT pg_advisory_lock($1::int, $2::int)",
-                                 {kLockClass, kWriterLock}));
+  GRAG_RETURN_IF_ERROR(
+      conn.Exec("SELECT pg_advisory_lock($1::int, $2::int)", {kLockClass, kWriterLock}));
   return conn.Exec("SET lock_timeout = " + std::to_string(std::max(0, options.busy_timeout_ms)));
 }
 
@@ -2046,15 +2056,16 @@ Status Migrate(pq::Connection& conn, const std::string& redacted) {
     GRAG_RETURN_IF_ERROR(conn.Exec("BEGIN"));
     // Another process may be migrating too: one at a time, and re-read the version under the
     // lock.
-    Status st = conn.Exec("SELECT pg_advisory_xact_lock($1::int, $2::int)",
-                          {kLockClass, kMigrationLock});
+    Status st =
+        conn.Exec("SELECT pg_advisory_xact_lock($1::int, $2::int)", {kLockClass, kMigrationLock});
     if (st.ok()) {
       st = conn.Exec(
           "CREATE TABLE IF NOT EXISTS grag_migrations (version bigint PRIMARY KEY, description "
           "text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())");
     }
-    Result<int64_t> current = st.ok() ? conn.QueryInt("SELECT coalesce(max(version), 0) FROM "
-                                                      "grag_migrations")
+    Result<int64_t> current = st.ok() ? conn.QueryInt(
+                                            "SELECT coalesce(max(version), 0) FROM "
+                                            "grag_migrations")
                                       : Result<int64_t>(st);
     st = current.status();
     if (st.ok() && *current < step.version) {
@@ -2109,9 +2120,10 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url,
   const bool read_only = options.read_only;
   std::string app = "grag: " + options.lock_holder + " (pid " + std::to_string(getpid()) + ")";
   if (app.size() > 63) app.resize(63);
-  GRAG_RETURN_IF_ERROR(conn.Exec("SELECT set_config('application_name', $1, false), "
-                                 "set_config('lock_timeout', $2, false)",
-                                 {app, std::to_string(std::max(0, options.busy_timeout_ms))}));
+  GRAG_RETURN_IF_ERROR(
+      conn.Exec("SELECT set_config('application_name', $1, false), "
+                "set_config('lock_timeout', $2, false)",
+                {app, std::to_string(std::max(0, options.busy_timeout_ms))}));
   if (read_only) {
     GRAG_RETURN_IF_ERROR(conn.Exec("SET default_transaction_read_only = on"));
   }
@@ -2121,10 +2133,9 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url,
   const int64_t latest = postgres::Migrations().back().version;
   GRAG_ASSIGN_OR_RETURN(const int64_t version, SchemaVersion(conn, redacted));
   if (version > latest) {
-    return Status::InvalidArgument("the index at " + redacted +
-                                   " was written by a newer grag (schema " +
-                                   std::to_string(version) + "); this grag reads up to " +
-                                   std::to_string(latest));
+    return Status::InvalidArgument(
+        "the index at " + redacted + " was written by a newer grag (schema " +
+        std::to_string(version) + "); this grag reads up to " + std::to_string(latest));
   }
   const bool create = options.create_if_missing && !read_only;
   if (version == 0 && !create) {

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "grag/config.h"
+
 namespace grag::store::pq {
 
 Arg::Arg(double v) {
@@ -107,16 +109,16 @@ std::string Trim(std::string s) {
 ErrorCode CodeOf(std::string_view state) {
   if (state.size() < 2) return ErrorCode::kInternal;
   const std::string_view cls = state.substr(0, 2);
-  if (cls == "23") return ErrorCode::kInvalidArgument;  // integrity constraint violation
-  if (cls == "22") return ErrorCode::kInvalidArgument;  // data exception (bad value)
+  if (cls == "23") return ErrorCode::kInvalidArgument;       // integrity constraint violation
+  if (cls == "22") return ErrorCode::kInvalidArgument;       // data exception (bad value)
   if (state == "P0001") return ErrorCode::kInvalidArgument;  // RAISE in a trigger of ours
   if (state == "25006") return ErrorCode::kIoError;  // read-only transaction: as a read-only file
   if (state == "40001" || state == "40P01") return ErrorCode::kUnavailable;  // retry later
   if (state == "55P03") return ErrorCode::kUnavailable;                      // lock not available
-  if (cls == "08" || cls == "57") return ErrorCode::kUnavailable;  // connection, shutdown
-  if (cls == "53") return ErrorCode::kIoError;                     // disk full, out of memory
-  if (cls == "58") return ErrorCode::kIoError;                     // system error
-  if (cls == "28") return ErrorCode::kPermissionDenied;            // authorization
+  if (cls == "08" || cls == "57") return ErrorCode::kUnavailable;            // connection, shutdown
+  if (cls == "53") return ErrorCode::kIoError;           // disk full, out of memory
+  if (cls == "58") return ErrorCode::kIoError;           // system error
+  if (cls == "28") return ErrorCode::kPermissionDenied;  // authorization
   if (cls == "42" && state == "42501") return ErrorCode::kPermissionDenied;
   if (state == "XX001" || state == "XX002") return ErrorCode::kCorruption;
   return ErrorCode::kInternal;
@@ -150,8 +152,8 @@ Result<Connection> Connection::Open(const std::string& url, const std::string& r
     // Messages about the password name no password; say which server was refused.
     if (message.find("authentication failed") != std::string::npos ||
         message.find("password") != std::string::npos) {
-      return Status::PermissionDenied("PostgreSQL at " + redacted + " refused the login: " +
-                                      message);
+      return Status::PermissionDenied("PostgreSQL at " + redacted +
+                                      " refused the login: " + message);
     }
     if (message.find("does not exist") != std::string::npos) {
       return Status::NotFound("PostgreSQL at " + redacted + ": " + message);
@@ -159,7 +161,8 @@ Result<Connection> Connection::Open(const std::string& url, const std::string& r
     return Status::Unavailable("cannot connect to PostgreSQL at " + redacted + ": " + message);
   }
   // Notices (e.g. "relation already exists, skipping") are not for the user's terminal.
-  PQsetNoticeProcessor(c.conn_.get(), [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      c.conn_.get(), [](void*, const char*) {}, nullptr);
   return c;
 }
 
@@ -169,10 +172,10 @@ Result<Rows> Connection::Query(std::string_view sql, const Args& args) {
   std::vector<const char*> values;
   values.reserve(args.size());
   for (const Arg& a : args) values.push_back(a.value() ? a.value()->c_str() : nullptr);
-  PGresult* res =
-      args.empty() ? PQexec(conn_.get(), query.c_str())
-                   : PQexecParams(conn_.get(), query.c_str(), static_cast<int>(values.size()),
-                                  nullptr, values.data(), nullptr, nullptr, 0);
+  PGresult* res = args.empty()
+                      ? PQexec(conn_.get(), query.c_str())
+                      : PQexecParams(conn_.get(), query.c_str(), static_cast<int>(values.size()),
+                                     nullptr, values.data(), nullptr, nullptr, 0);
   Rows rows(res);
   const ExecStatusType status = res != nullptr ? PQresultStatus(res) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
@@ -214,30 +217,6 @@ bool Connection::InFailedTransaction() const {
   return conn_ && PQtransactionStatus(conn_.get()) == PQTRANS_INERROR;
 }
 
-std::string RedactUrl(std::string_view url) {
-  std::string out(url);
-  // postgresql://user:secret@host/... -> postgresql://user@host/...
-  const size_t scheme = out.find("://");
-  if (scheme != std::string::npos) {
-    const size_t start = scheme + 3;
-    const size_t end = out.find_first_of("/?", start);
-    const size_t at = out.rfind('@', end == std::string::npos ? out.size() : end);
-    if (at != std::string::npos && at >= start) {
-      const size_t colon = out.find(':', start);
-      if (colon != std::string::npos && colon < at) out.erase(colon, at - colon);
-    }
-  }
-  // ...?password=secret&... -> drop the parameter
-  for (size_t p = out.find("password="); p != std::string::npos; p = out.find("password=")) {
-    if (p > 0 && out[p - 1] != '?' && out[p - 1] != '&') break;
-    size_t end = out.find('&', p);
-    if (end == std::string::npos) {
-      out.erase(p > 0 ? p - 1 : p);
-    } else {
-      out.erase(p, end + 1 - p);
-    }
-  }
-  return out;
-}
+std::string RedactUrl(std::string_view url) { return RedactUrlPassword(url); }
 
 }  // namespace grag::store::pq

@@ -21,7 +21,7 @@ namespace grag::store::pq {
 // One statement parameter in text format; nullopt is SQL NULL.
 class Arg {
  public:
-  Arg(std::nullopt_t) {}  // NOLINT(google-explicit-constructor)
+  Arg(std::nullopt_t) {}                               // NOLINT(google-explicit-constructor)
   Arg(std::string_view s) : value_(std::string(s)) {}  // NOLINT
   Arg(const std::string& s) : value_(s) {}             // NOLINT
   Arg(const char* s) : value_(std::string(s)) {}       // NOLINT

@@ -34,6 +34,9 @@ struct ChunkConfig {
 
 struct StoreConfig {
   std::string path = "output/index.db";  // the single SQLite file holding the whole index
+  // A PostgreSQL database holding the index instead (postgresql://...): for several grag
+  // processes sharing one index. Empty: the SQLite file at `path`.
+  std::string url;
 };
 
 // One server of a model role (llm.endpoints, embeddings.endpoints): with several, each call goes to
@@ -229,7 +232,14 @@ struct Config {
 
   // `path` resolved against root (absolute paths unchanged).
   std::string Resolve(const std::string& path) const;
+  // Where the index lives, for Store::Open: store.url when set, else store.path resolved.
+  std::string IndexLocation() const;
+  // The same for messages and output: a URL's password removed.
+  std::string IndexLabel() const;
 };
+
+// `url` without a password (user:secret@ and password=...), for messages and logs.
+std::string RedactUrlPassword(std::string_view url);
 
 // A role's logical model name: `model` when set, else the model every endpoint names ("" when
 // there is none, or they differ: ValidateConfig refuses that).
