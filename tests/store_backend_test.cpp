@@ -4,18 +4,16 @@
 // skipped, saying why. Backend-specific behaviour (SQLite files, WAL, damage screening,
 // `grag sql`) is tested in store_open_test, store_robustness_test and store_sql_test.
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "grag/store.h"
+#include "support/postgres.h"
 #include "support/temp_dir.h"
 
 namespace grag {
@@ -23,91 +21,29 @@ namespace {
 
 using testing::TempDir;
 
-// The PostgreSQL server to test against: GRAG_TEST_PG_URL, else the URL the suite's cluster
-// fixture wrote (GRAG_TEST_PG_URL_FILE); empty when there is none.
-std::string PgUrl() {
-  if (const char* env = std::getenv("GRAG_TEST_PG_URL"); env != nullptr && *env != '\0') {
-    return env;
-  }
-#ifdef GRAG_TEST_PG_URL_FILE
-  std::ifstream in(GRAG_TEST_PG_URL_FILE);
-  std::string url;
-  std::getline(in, url);
-  return url;
-#else
-  return "";
-#endif
-}
-
-// `url` with its database name replaced by `db`.
-std::string WithDatabase(const std::string& url, const std::string& db) {
-  const size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  const size_t path = url.find('/', scheme + 3);
-  const size_t query = url.find('?', scheme + 3);
-  if (path == std::string::npos || (query != std::string::npos && path > query)) {
-    // No path: insert one before the query.
-    const size_t at = query == std::string::npos ? url.size() : query;
-    return url.substr(0, at) + "/" + db + url.substr(at);
-  }
-  const size_t end = query == std::string::npos ? url.size() : query;
-  return url.substr(0, path + 1) + db + url.substr(end);
-}
-
-// Runs one statement on the server (CREATE/DROP DATABASE); the error text, empty when fine.
-std::string AdminExec(const std::string& url, const std::string& sql) {
-  PGconn* conn = PQconnectdb(url.c_str());
-  std::string error;
-  if (PQstatus(conn) != CONNECTION_OK) {
-    error = PQerrorMessage(conn);
-  } else {
-    PGresult* res = PQexec(conn, sql.c_str());
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) error = PQresultErrorMessage(res);
-    PQclear(res);
-  }
-  PQfinish(conn);
-  return error;
-}
-
 // A fresh, empty index location of one backend, removed again at the end.
 class Backend {
  public:
   explicit Backend(std::string kind) : kind_(std::move(kind)) {}
-  ~Backend() {
-    if (!db_.empty()) {
-      (void)AdminExec(admin_, "DROP DATABASE IF EXISTS " + db_ + " WITH (FORCE)");
-    }
-  }
   // Sets location(); an empty string when ready, else why the backend cannot be tested here.
   std::string Prepare() {
     if (kind_ == "sqlite") {
       location_ = dir_.File("index.db");
       return "";
     }
-    admin_ = PgUrl();
-    if (admin_.empty()) {
-      return "no PostgreSQL server to test against: GRAG_TEST_PG_URL is unset and the suite's "
-             "throwaway cluster is not running (scripts/pg_test_cluster.sh start; it needs "
-             "Debian's postgresql package)";
-    }
-    static std::atomic<int> counter{0};
-    db_ = "grag_t_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-    const std::string error = AdminExec(admin_, "CREATE DATABASE " + db_);
-    if (!error.empty()) {
-      db_.clear();
-      return "cannot create a test database on the PostgreSQL server: " + error;
-    }
-    location_ = WithDatabase(admin_, db_);
+    const std::string admin = testing::PostgresUrl();
+    if (admin.empty()) return testing::NoPostgresReason();
+    const std::string error = db_.Create(admin);
+    if (!error.empty()) return error;
+    location_ = db_.url();
     return "";
   }
   const std::string& location() const { return location_; }
-  bool postgres() const { return kind_ == "postgresql"; }
 
  private:
   std::string kind_;
   TempDir dir_;
-  std::string admin_;
-  std::string db_;
+  testing::TestDatabase db_;
   std::string location_;
 };
 
