@@ -17,14 +17,16 @@ constexpr std::string_view kSchemaV1 = R"sql(
 CREATE FUNCTION grag_now() RETURNS text LANGUAGE sql VOLATILE AS
 $$ SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
 
--- Words as the full-text index sees them: English stemming (Snowball), no stop words, so that
--- document frequencies count "the" as SQLite's FTS5 does and common words are dropped by
--- frequency, not by a list.
-CREATE TEXT SEARCH DICTIONARY grag_stem (TEMPLATE = snowball, Language = english);
+-- Words as the full-text index sees them, as close to SQLite's FTS5 tokenizer ('porter unicode61
+-- remove_diacritics 2') as PostgreSQL's parser allows, so both stores rank alike: Porter stems,
+-- no stop words (document frequencies count "the", and common words are dropped by frequency,
+-- not by a list), and a hyphenated compound indexed as its parts only ("counting-house" is
+-- "counting" and "house").
+CREATE TEXT SEARCH DICTIONARY grag_stem (TEMPLATE = snowball, Language = porter);
 CREATE TEXT SEARCH CONFIGURATION grag_text (COPY = pg_catalog.simple);
 ALTER TEXT SEARCH CONFIGURATION grag_text
-  ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
-  WITH grag_stem;
+  ALTER MAPPING FOR asciiword, hword_asciipart, word, hword_part WITH grag_stem;
+ALTER TEXT SEARCH CONFIGURATION grag_text DROP MAPPING FOR asciihword, hword, numhword;
 -- Case- and diacritic-insensitive ("cafe" finds "café") where the server has the unaccent
 -- extension (PostgreSQL's contrib; trusted, so a database owner may create it).
 DO $$
@@ -39,8 +41,7 @@ BEGIN
   SELECT extnamespace::regnamespace::text INTO ns FROM pg_extension WHERE extname = 'unaccent';
   IF ns IS NOT NULL THEN
     EXECUTE format('ALTER TEXT SEARCH CONFIGURATION grag_text ALTER MAPPING FOR asciiword, '
-                   'asciihword, hword_asciipart, word, hword, hword_part WITH %I.unaccent, '
-                   'grag_stem', ns);
+                   'hword_asciipart, word, hword_part WITH %I.unaccent, grag_stem', ns);
   END IF;
 END $$;
 

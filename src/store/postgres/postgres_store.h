@@ -9,7 +9,7 @@
 // - read_only sessions run with default_transaction_read_only, so writes fail with kIoError;
 // - busy_timeout_ms becomes lock_timeout;
 // - SearchChunks and RankTexts compute BM25 (k1 1.2, b 0.75, FTS5's IDF) over a tsvector of the
-//   text (the grag_text configuration: Snowball English stems, no stop words) with a GIN index;
+//   text (the grag_text configuration: Porter stems as FTS5, no stop words) with a GIN index;
 // - RunReadOnlySql (grag sql) is not offered: kUnimplemented saying to use psql;
 // - Check() runs grag's own invariants and checks the tsvectors against the text; PostgreSQL
 //   enforces foreign keys itself. `verify` does not apply.
