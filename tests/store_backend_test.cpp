@@ -1050,6 +1050,22 @@ TEST_P(StoreBackendTest, ReplyCacheAndGroupedWritesFromManyThreads) {
   EXPECT_TRUE(store_->GetMeta("g2:6")->has_value());
 }
 
+// ---------------------------------------------------------------- PostgreSQL without a server
+
+TEST(PostgresOpenTest, AnUnreachableServerIsUnavailableAndThePasswordIsNeverShown) {
+  for (const std::string url :
+       {"postgresql://grag:s3cret@127.0.0.1:1/grag?connect_timeout=2",
+        "postgres:///grag?host=/nonexistent-grag-socket-dir&user=grag&password=s3cret"}) {
+    auto opened = Store::Open(url);
+    ASSERT_FALSE(opened.ok()) << url;
+    EXPECT_EQ(opened.status().code(), ErrorCode::kUnavailable) << opened.status().ToString();
+    EXPECT_EQ(opened.status().message().find("s3cret"), std::string::npos)
+        << opened.status().message();
+    EXPECT_NE(opened.status().message().find("grag"), std::string::npos)
+        << opened.status().message();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreBackendTest, ::testing::Values("sqlite", "postgresql"),
                          BackendName);
 
