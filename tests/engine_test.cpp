@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -143,6 +145,28 @@ TEST_F(EngineTest, AQueryCompletesWhileAnIndexingTransactionIsOpen) {
   ASSERT_TRUE(hits.ok()) << hits.status().ToString();
   EXPECT_FALSE(hits->chunks.empty());
   ASSERT_TRUE(tx->Commit().ok());
+}
+
+TEST_F(EngineTest, AQueryOnTheIndexingEngineCompletesWhileItsTransactionIsOpen) {
+  // One engine (one Store) for both sides, as a server that indexes and answers: a query on
+  // another thread reads beside the open write transaction instead of queueing behind it.
+  auto engine = OpenWritable();
+  ASSERT_NE(engine, nullptr);
+  ASSERT_TRUE(engine->Index({}).ok());
+  auto tx = engine->store().Begin();
+  ASSERT_TRUE(tx.ok()) << tx.status().ToString();
+  auto query = std::async(std::launch::async, [&] {
+    QueryRequest q;
+    q.question = "Who is Jacob Marley?";
+    q.method = QueryMethod::kLocal;
+    return engine->Query(q);
+  });
+  const bool finished = query.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  EXPECT_TRUE(finished) << "the query waited for the indexing transaction";
+  ASSERT_TRUE(tx->Commit().ok());
+  auto answer = query.get();
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_NE(answer->answer.find("Marley"), std::string::npos);
 }
 
 TEST_F(EngineTest, EachIndexLogsToItsOwnFileOnly) {

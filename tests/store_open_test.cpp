@@ -12,7 +12,7 @@
 
 #include "grag/store.h"
 #include "support/temp_dir.h"
-#include "store/store_impl.h"
+#include "store/sqlite/store_impl.h"
 
 namespace grag {
 namespace {

@@ -40,7 +40,7 @@ Result<std::vector<EndpointOptions>> EndpointsFor(const char* key,
 Result<OpenAIOptions> BaseOptions(const Config& c, KeyValueCache* cache) {
   OpenAIOptions o;
   GRAG_ASSIGN_OR_RETURN(o.api_style, ParseApiStyle(c.llm.api_style));
-  o.azure_api_version = c.llm.azure_api_version;
+  if (!c.llm.azure_api_version.empty()) o.azure_api_version = c.llm.azure_api_version;
   o.extra_body_json = c.llm.extra_body;
   o.max_concurrency = static_cast<int>(c.llm.concurrency);
   o.requests_per_minute = static_cast<int>(c.llm.requests_per_minute);

@@ -231,9 +231,8 @@ class PostgresStore final : public Store, private TransactionOwner {
   Result<Rows> Write(std::string_view sql, const Args& args);
 
   const std::string redacted_;
-  std::recursive_mutex mu_;  // guards conn_ and tx_depth_; held by an open Transaction
+  std::recursive_mutex mu_;  // guards conn_ (and the open transactions); held by a Transaction
   pq::Connection conn_;
-  int tx_depth_ = 0;
   const bool read_only_;
   const int busy_timeout_ms_;
   PgReplyCache reply_cache_{this};
@@ -248,7 +247,7 @@ class PostgresStore final : public Store, private TransactionOwner {
 
 Result<Transaction> PostgresStore::BeginTx(bool write) {
   std::unique_lock lock(mu_);
-  const int depth = tx_depth_;
+  const int depth = open_transactions();
   Status st;
   if (depth == 0) {
     st = conn_.Exec(write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
@@ -258,16 +257,12 @@ Result<Transaction> PostgresStore::BeginTx(bool write) {
     st = conn_.Exec("SAVEPOINT sp" + std::to_string(depth));
   }
   if (!st.ok()) return st.WithContext("beginning a transaction on " + redacted_);
-  ++tx_depth_;
+  Opened();
   return Transaction(this, std::move(lock), depth);
 }
 
 Status PostgresStore::FinishTransaction(int depth, bool commit) {
-  std::unique_lock lock(mu_);
-  if (tx_depth_ != depth + 1) {
-    return Status::Internal("a nested transaction is still open; finish it first");
-  }
-  --tx_depth_;
+  // Called by Transaction with mu_ held and the transaction already counted out.
   Status st;
   if (depth == 0) {
     if (!conn_.InTransaction()) {
@@ -297,7 +292,7 @@ Status PostgresStore::FinishTransaction(int depth, bool commit) {
 Status PostgresStore::WriteGrouped(const std::function<Status()>& write) {
   {
     auto lock = Lock();
-    if (tx_depth_ > 0) return write();
+    if (open_transactions() > 0) return write();
   }
   GroupedWrite w;
   w.write = &write;
@@ -341,7 +336,7 @@ std::vector<Status> PostgresStore::CommitGroup(const std::vector<GroupedWrite*>&
 
 Result<Rows> PostgresStore::Write(std::string_view sql, const Args& args) {
   auto lock = Lock();
-  if (tx_depth_ == 0) return conn_.Query(sql, args);
+  if (open_transactions() == 0) return conn_.Query(sql, args);
   GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(true));
   GRAG_ASSIGN_OR_RETURN(Rows rows, conn_.Query(sql, args));
   GRAG_RETURN_IF_ERROR(tx.Commit());
@@ -1929,7 +1924,7 @@ Result<IntegrityReport> PostgresStore::Check(int max_per_check) {
     Result<Rows> result = conn_.Query(sql);
     if (!result.ok()) {
       report.problems.push_back({check, "could not run: " + result.status().message()});
-      if (tx_depth_ > 0 && conn_.InFailedTransaction()) return;
+      if (open_transactions() > 0 && conn_.InFailedTransaction()) return;
       return;
     }
     for (int i = 0; i < result->size(); ++i) report.problems.push_back({check, result->Text(i, 0)});

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "grag/retrieval_tuning.h"
 #include "grag/status.h"
 
 namespace grag {
@@ -58,16 +59,15 @@ struct LlmConfig {
   std::string model;
   std::string api_key;               // falls back to OPENAI_API_KEY
   std::string api_style = "openai";  // openai | azure
-  std::string azure_api_version =
-      "2024-10-21";                 // OpenAIOptions's default (a test keeps them equal)
-  std::string extra_body;           // JSON object merged into every request body, e.g. {"seed": 1}
-  int64_t concurrency = 16;         // requests in flight at once
-  int64_t requests_per_minute = 0;  // 0: unlimited
-  int64_t tokens_per_minute = 0;    // 0: unlimited
-  double timeout_seconds = 120;     // per call, including the whole reply
-  int64_t max_retries = 6;          // on 429, 5xx and network errors
-  bool json_mode = true;            // ask for response_format json_object where JSON is wanted
-  double temperature = 0;           // deterministic extraction and reports
+  std::string azure_api_version;     // empty: the client's (OpenAIOptions::azure_api_version)
+  std::string extra_body;            // JSON object merged into every request body, e.g. {"seed": 1}
+  int64_t concurrency = 16;          // requests in flight at once
+  int64_t requests_per_minute = 0;   // 0: unlimited
+  int64_t tokens_per_minute = 0;     // 0: unlimited
+  double timeout_seconds = 120;      // per call, including the whole reply
+  int64_t max_retries = 6;           // on 429, 5xx and network errors
+  bool json_mode = true;             // ask for response_format json_object where JSON is wanted
+  double temperature = 0;            // deterministic extraction and reports
   // Spending: prices (per million tokens, in any currency; 0: unknown) turn token counts into a
   // cost in dry-run estimates and budgets. A run stops cleanly, resumable, once it has made
   // max_calls model calls or spent max_cost (0: no limit).
@@ -167,23 +167,12 @@ struct QueryConfig {
   std::string router = "rules";  // how auto decides: rules | llm (one small cached call)
 };
 
-// Retrieval: grag search, basic and hybrid search, and local search's chunk lane. The defaults
-// mirror RetrievalOptions (grag/retrieval.h), where each is explained; a test keeps them equal.
-struct SearchConfig {
-  std::string method = "hybrid";  // grag search's default: vector | bm25 | graph | hybrid
-  int64_t top_k = 10;             // chunks grag search returns
-  int64_t candidates = 100;       // chunks each signal contributes to the fusion
-  double rrf_k = 5;
-  double vector_weight = 1.125;
-  double bm25_weight = 1.0;
-  double graph_weight = 6.0;
-  double unanchored_graph_weight = 1.0;
-  double lexical_vector_weight = 0.5;
-  double damping = 0.5;
-  double fact_seed_share = 0.3;
-  double passage_seed_share = 0.2;
-  double titled_chunk_share = 0.9;
-  double min_name_specificity = 0.25;
+// Retrieval: grag search, basic and hybrid search, and local search's chunk lane. The weights
+// are RetrievalTuning's (grag/retrieval_tuning.h), where each default is explained.
+struct SearchConfig : RetrievalTuning {
+  std::string method = "hybrid";          // grag search's default: vector | bm25 | graph | hybrid
+  int64_t top_k = 10;                     // chunks grag search returns
+  int64_t candidates = 100;               // chunks each signal contributes to the fusion
   int64_t context_budget_tokens = 12000;  // basic and hybrid search: tokens of passages
 };
 

@@ -93,11 +93,9 @@ struct IndexProgress {
   double elapsed_seconds = 0;
 };
 
-struct IndexSummary {
-  int64_t run_id = 0;
-  bool no_llm = false;          // built-in extractor, extractive reports (no chat model)
-  std::string embedding_model;  // empty: none
-  IndexPlan plan;               // as worked out at the start of the run
+// What each stage of a run did: the stage's own summary, which the stage alone fills
+// (src/index/stages.h). IndexSummary is all of them together.
+struct LoadSummary {
   int64_t documents_added = 0;
   int64_t documents_changed = 0;
   int64_t documents_unchanged = 0;
@@ -106,8 +104,14 @@ struct IndexSummary {
   int64_t chunks = 0;
   int64_t chunks_added = 0;
   int64_t chunks_removed = 0;
+};
+
+struct ExtractSummary {
   int64_t chunks_extracted = 0;  // extracted in this run
   int64_t chunks_skipped = 0;    // unparseable replies in this run (retried by the next run)
+};
+
+struct MergeSummary {
   int64_t entities = 0;
   int64_t relationships = 0;
   int64_t entities_changed = 0;        // new, or with changed mentions or relationships, this run
@@ -117,6 +121,9 @@ struct IndexSummary {
   int64_t resolution_llm_calls = 0;    // adjudication calls this run (cache hits included)
   int64_t descriptions_summarized = 0;
   int64_t descriptions_appended = 0;  // new descriptions added to a stored summary (no call)
+};
+
+struct CommunitiesSummary {
   std::map<int64_t, int64_t> communities_per_level;
   double modularity = 0;
   bool communities_unchanged = false;   // same graph as the last clustering: not re-detected
@@ -125,14 +132,32 @@ struct IndexSummary {
   int64_t communities_new = 0;
   int64_t communities_removed = 0;  // previous communities with no successor
   std::string community_note;       // why a full re-detection was done, if one was
+};
+
+struct ReportsSummary {
   int64_t reports_generated = 0;
   int64_t reports_reused = 0;
   int64_t reports_extractive = 0;  // with an LLM: small communities reported without a call
   int64_t report_gaps = 0;
   int64_t reports_kept_stale = 0;  // community changed too little to rewrite: report kept, stale
+};
+
+struct EmbedSummary {
   int64_t embeddings_written = 0;
-  CallsByKind calls;  // this run's chat calls by kind (cache hits included)
-  LlmUsage usage;     // this run's chat and embedding usage
+};
+
+struct IndexSummary : LoadSummary,
+                      ExtractSummary,
+                      MergeSummary,
+                      CommunitiesSummary,
+                      ReportsSummary,
+                      EmbedSummary {
+  int64_t run_id = 0;
+  bool no_llm = false;          // built-in extractor, extractive reports (no chat model)
+  std::string embedding_model;  // empty: none
+  IndexPlan plan;               // as worked out at the start of the run
+  CallsByKind calls;            // this run's chat calls by kind (cache hits included)
+  LlmUsage usage;               // this run's chat and embedding usage
   double elapsed_seconds = 0;
 };
 

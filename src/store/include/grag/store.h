@@ -1,24 +1,28 @@
-// The index store: everything an index holds, in one SQLite file.
+// The index store: everything an index holds, behind one interface with two backends.
 //
 // Documents, chunks (with full-text search), per-chunk extraction results, the merged entity
-// graph, communities, reports, embeddings, the LLM reply cache and run state live in one file
-// (e.g. <root>/output/index.db). docs/schema.md documents the tables for users of the `sqlite3`
-// shell; no SQL leaves this module.
+// graph, communities, reports, embeddings, the LLM reply cache and run state. The SQLite backend
+// (src/store/sqlite/) keeps them in one file (e.g. <root>/output/index.db; docs/schema.md
+// documents its tables for users of the `sqlite3` shell); the PostgreSQL backend
+// (src/store/postgres/) in one database that several processes share. Store::Open picks the
+// backend from the location. No SQL leaves this module: the methods below are the whole
+// contract, and a backend implements all of them.
 //
-// Durability: the file is in WAL mode with synchronous=NORMAL. A process crash at any moment
-// leaves the index as of the last committed transaction; a power loss may also lose the last
-// few commits but never leaves a half-written one. Callers make each unit of pipeline work
-// (one chunk's extraction, one report, one document's chunks) a single transaction.
+// Durability: a process crash at any moment leaves the index as of the last committed
+// transaction. SQLite: WAL mode with synchronous=NORMAL, so a power loss may also lose the last
+// few commits but never leaves a half-written one. Callers make each unit of pipeline work (one
+// chunk's extraction, one report, one document's chunks) a single transaction.
 //
-// Thread-safety: every method may be called from any thread. The store has one connection and
-// serialises all calls on it with one mutex, so there is one writer at a time. An open
-// Transaction holds that mutex: other threads' calls (reads included) wait until it commits or
-// rolls back, and calls from the owning thread join it. Keep transactions short; never hold one
-// across an LLM call or while waiting for another thread that uses the store.
+// Thread-safety: every method may be called from any thread. Writes go through one connection,
+// serialised by one mutex, so there is one writer at a time; an open Transaction holds that
+// mutex, and calls from the owning thread join it (its reads see its own writes). Reads from
+// other threads do not wait for it: they run on a small pool of read connections and see the
+// index as of the last commit. Keep transactions short; never hold one across an LLM call or
+// while waiting for another thread that writes to the store.
 //
-// Errors: methods return Status/Result; SQLite errors become kUnavailable (locked by another
-// process), kInvalidArgument (a constraint the caller broke), kIoError, kCorruption or kInternal,
-// with a message naming what was being done.
+// Errors: methods return Status/Result; database errors become kUnavailable (locked by another
+// process, server unreachable), kInvalidArgument (a constraint the caller broke), kIoError,
+// kCorruption or kInternal, with a message naming what was being done.
 #pragma once
 
 #include <functional>
@@ -70,6 +74,26 @@ struct StoreOptions {
 
 class Transaction;
 
+// The part of a store backend that Transaction drives. A backend's Begin() takes its write
+// mutex, runs BEGIN (depth 0) or a SAVEPOINT, calls Opened() and hands both to a Transaction.
+class TransactionOwner {
+ public:
+  // Transactions open: the outermost and its savepoints. Guarded by the write mutex.
+  int open_transactions() const { return open_; }
+
+ protected:
+  virtual ~TransactionOwner() = default;
+  void Opened() { ++open_; }
+  // Commits (commit) or rolls back the innermost open transaction, at `depth`: 0 is the
+  // outermost one, deeper ones are savepoints. Called on the thread that began it, with the
+  // write mutex held and open_transactions() already counting it out.
+  virtual Status FinishTransaction(int depth, bool commit) = 0;
+
+ private:
+  friend class Transaction;
+  int open_ = 0;
+};
+
 class Store {
  public:
   // Opens (or creates) the index at `path`: WAL mode, foreign keys on, busy timeout,
@@ -79,13 +103,16 @@ class Store {
   // kCorruption (not a database, or damaged: the message says what to do), kUnavailable
   // (locked, or the writer lock is taken), kIoError (among others: opened for writing on
   // read-only media, which the message names).
-  static Result<std::unique_ptr<Store>> Open(const std::string& path,
+  //
+  // `location` is an SQLite file path, or a PostgreSQL URL (postgresql://... or postgres://...)
+  // for the PostgreSQL backend (see its header for what differs).
+  static Result<std::unique_ptr<Store>> Open(const std::string& location,
                                              const StoreOptions& options = {});
 
-  // The newest schema version this build reads and writes.
+  // The newest schema version of an SQLite index this build reads and writes.
   static int64_t LatestSchemaVersion();
 
-  ~Store();
+  virtual ~Store() = default;
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
@@ -96,27 +123,27 @@ class Store {
   // thread, Begin() nests as a savepoint: its Commit() folds into the outer transaction and its
   // rollback undoes only its own part. Every write method below runs in its own (nested)
   // transaction, so each call is atomic on its own and composes inside a caller's transaction.
-  Result<Transaction> Begin();
+  virtual Result<Transaction> Begin() = 0;
 
   // Runs `write` (store writes) in a write transaction shared with the other threads' concurrent
   // calls, and returns once that transaction is committed (group commit): each unit of work is
   // still durable before it counts as done, but units that finish together share a commit. A
   // failing `write` is rolled back alone and returns its error. Inside a transaction of this
   // thread, `write` runs in it. `write` may run on another thread.
-  Status WriteGrouped(const std::function<Status()>& write);
+  virtual Status WriteGrouped(const std::function<Status()>& write) = 0;
 
   // ---- documents
 
   // Inserts or updates a document by id. Updating keeps its chunks (call ReplaceDocumentChunks
   // for a changed text); kChanged means the content hash differs.
-  Result<DocumentChange> UpsertDocument(const Document& doc);
-  Result<std::optional<Document>> GetDocument(std::string_view id);
+  virtual Result<DocumentChange> UpsertDocument(const Document& doc) = 0;
+  virtual Result<std::optional<Document>> GetDocument(std::string_view id) = 0;
   // All documents without their text, ordered by id.
-  Result<std::vector<DocumentInfo>> ListDocuments();
+  virtual Result<std::vector<DocumentInfo>> ListDocuments() = 0;
   // Deletes a document and, by cascade, its chunks, their extraction results, mentions,
   // entity/relationship links, chunk embeddings and full-text entries. Merged entities,
   // relationships and communities stay until the graph is rebuilt. Returns false if absent.
-  Result<bool> DeleteDocument(std::string_view id);
+  virtual Result<bool> DeleteDocument(std::string_view id) = 0;
 
   // ---- chunks
 
@@ -125,15 +152,15 @@ class Store {
   // updated), new ones are added, the rest are deleted with everything hanging off them.
   // Errors: kNotFound if the document is absent; kInvalidArgument for a chunk of another
   // document, duplicate ids or indexes, or an id stored for another document.
-  Result<ChunkChanges> ReplaceDocumentChunks(std::string_view document_id,
-                                             const std::vector<ChunkRecord>& chunks);
-  Result<std::optional<ChunkRecord>> GetChunk(std::string_view id);
+  virtual Result<ChunkChanges> ReplaceDocumentChunks(std::string_view document_id,
+                                                     const std::vector<ChunkRecord>& chunks) = 0;
+  virtual Result<std::optional<ChunkRecord>> GetChunk(std::string_view id) = 0;
   // The document's chunks in order.
-  Result<std::vector<ChunkRecord>> ListChunks(std::string_view document_id);
+  virtual Result<std::vector<ChunkRecord>> ListChunks(std::string_view document_id) = 0;
   // Every chunk id, by document and position.
-  Result<std::vector<std::string>> ListChunkIds();
-  Result<int64_t> CountChunks();
-  Result<int64_t> CountEntities();
+  virtual Result<std::vector<std::string>> ListChunkIds() = 0;
+  virtual Result<int64_t> CountChunks() = 0;
+  virtual Result<int64_t> CountEntities() = 0;
 
   // BM25 full-text search over chunk text: the best `k` chunks containing any of the query's
   // words (Porter-stemmed, case- and diacritic-insensitive), best first. Words in more than half
@@ -142,59 +169,62 @@ class Store {
   // is plain text:
   // quotes, operators (AND, OR, NOT, NEAR), `*`, `^`, `:` and parentheses have no special meaning,
   // so no query can be a syntax error. A query with no words returns nothing.
-  Result<std::vector<ChunkHit>> SearchChunks(std::string_view query, int k);
+  virtual Result<std::vector<ChunkHit>> SearchChunks(std::string_view query, int k) = 0;
   // BM25 of some texts that are not chunks (community reports, for the extractive global
   // search) against a plain-text query, with the chunks' tokenizer and SQLite's BM25 (k1 1.2,
   // b 0.75), the IDF taken over these texts: one score per text, in order, higher is better,
   // 0 for a text that matches no word. Uses a temporary table of this connection; writes
   // nothing to the index (works on a read-only one).
-  Result<std::vector<double>> RankTexts(const std::vector<std::string>& texts,
-                                        std::string_view query);
+  virtual Result<std::vector<double>> RankTexts(const std::vector<std::string>& texts,
+                                                std::string_view query) = 0;
 
   // ---- extraction results
 
   // Stores one chunk's result for `record.extractor`, replacing an earlier result of the same
   // extractor for that chunk (mentions included). kInvalidArgument if the chunk is absent.
-  Status PutExtraction(const ExtractionRecord& record);
-  Result<std::optional<ExtractionRecord>> GetExtraction(std::string_view chunk_id,
-                                                        const ExtractorId& extractor);
+  virtual Status PutExtraction(const ExtractionRecord& record) = 0;
+  virtual Result<std::optional<ExtractionRecord>> GetExtraction(std::string_view chunk_id,
+                                                                const ExtractorId& extractor) = 0;
   // Chunks without an ok result from `extractor` (never extracted, or skipped last time), by
   // document and position: the work an extraction stage has left.
-  Result<std::vector<std::string>> ChunksNeedingExtraction(const ExtractorId& extractor);
+  virtual Result<std::vector<std::string>> ChunksNeedingExtraction(
+      const ExtractorId& extractor) = 0;
   // Every mention in ok results from `extractor`, by chunk.
-  Result<std::vector<ChunkEntityMention>> ListEntityMentions(const ExtractorId& extractor);
-  Result<std::vector<ChunkRelationshipMention>> ListRelationshipMentions(
-      const ExtractorId& extractor);
+  virtual Result<std::vector<ChunkEntityMention>> ListEntityMentions(
+      const ExtractorId& extractor) = 0;
+  virtual Result<std::vector<ChunkRelationshipMention>> ListRelationshipMentions(
+      const ExtractorId& extractor) = 0;
 
   // ---- entities and relationships
 
   // Inserts or updates an entity by name_key and returns its id (unchanged on update).
-  Result<int64_t> UpsertEntity(const EntityRecord& entity);
-  Result<std::optional<EntityRecord>> GetEntity(int64_t id);
+  virtual Result<int64_t> UpsertEntity(const EntityRecord& entity) = 0;
+  virtual Result<std::optional<EntityRecord>> GetEntity(int64_t id) = 0;
   // The entity with this name_key, or else the entity an extracted name with this key was
   // resolved into ("marley" finds "jacob marley").
-  Result<std::optional<EntityRecord>> GetEntityByKey(std::string_view name_key);
+  virtual Result<std::optional<EntityRecord>> GetEntityByKey(std::string_view name_key) = 0;
   // All entities, highest degree first (then by name_key). `limit` < 0: all.
-  Result<std::vector<EntityRecord>> ListEntities(int64_t limit = -1);
+  virtual Result<std::vector<EntityRecord>> ListEntities(int64_t limit = -1) = 0;
   // Deletes an entity with its relationships, links, memberships and embedding.
-  Result<bool> DeleteEntity(int64_t id);
+  virtual Result<bool> DeleteEntity(int64_t id) = 0;
   // Makes `chunk_ids` the chunks the entity was extracted from (for local search).
-  Status SetEntityChunks(int64_t entity_id, const std::vector<std::string>& chunk_ids);
-  Result<std::vector<std::string>> GetEntityChunks(int64_t entity_id);
+  virtual Status SetEntityChunks(int64_t entity_id, const std::vector<std::string>& chunk_ids) = 0;
+  virtual Result<std::vector<std::string>> GetEntityChunks(int64_t entity_id) = 0;
 
   // Inserts or updates the relationship between two distinct entities (either order) and
   // returns its id. kInvalidArgument for a self-loop or an unknown entity.
-  Result<int64_t> UpsertRelationship(const RelationshipRecord& relationship);
+  virtual Result<int64_t> UpsertRelationship(const RelationshipRecord& relationship) = 0;
   // All relationships, or those touching `entity_id`, by descending weight.
-  Result<std::vector<RelationshipRecord>> ListRelationships();
-  Result<std::vector<RelationshipRecord>> ListRelationshipsOf(int64_t entity_id);
-  Status SetRelationshipChunks(int64_t relationship_id, const std::vector<std::string>& chunk_ids);
+  virtual Result<std::vector<RelationshipRecord>> ListRelationships() = 0;
+  virtual Result<std::vector<RelationshipRecord>> ListRelationshipsOf(int64_t entity_id) = 0;
+  virtual Status SetRelationshipChunks(int64_t relationship_id,
+                                       const std::vector<std::string>& chunk_ids) = 0;
   // Deletes a relationship with its chunk links. Returns false if absent.
-  Result<bool> DeleteRelationship(int64_t id);
+  virtual Result<bool> DeleteRelationship(int64_t id) = 0;
 
   // The whole graph in compact form (ids, keys, weights, entity-chunk links), read in one
   // snapshot: what retrieval keeps in memory.
-  Result<GraphSnapshot> LoadGraphSnapshot();
+  virtual Result<GraphSnapshot> LoadGraphSnapshot() = 0;
   // The part of the graph around some entities and chunks, in the same form: what they reach in
   // `hops` steps over relationships and entity-chunk links (breadth first, at most
   // max_entities entities and max_chunks chunks, at most max_fanout steps out of any one
@@ -207,41 +237,42 @@ class Store {
     size_t max_chunks = 1500;
     size_t max_fanout = 100;
   };
-  Result<GraphSnapshot> LoadGraphNeighbourhood(const std::vector<int64_t>& entity_ids,
-                                               const std::vector<std::string>& chunk_ids,
-                                               const NeighbourhoodLimits& limits);
+  virtual Result<GraphSnapshot> LoadGraphNeighbourhood(const std::vector<int64_t>& entity_ids,
+                                                       const std::vector<std::string>& chunk_ids,
+                                                       const NeighbourhoodLimits& limits) = 0;
   // Chunks whose text holds `phrase` (its words in a row; case-, diacritic- and stem-
   // insensitive as the full-text search is): how specific a name is. 0 for no words.
-  Result<int64_t> CountChunksWithPhrase(std::string_view phrase);
+  virtual Result<int64_t> CountChunksWithPhrase(std::string_view phrase) = 0;
   // The same for single words, all at once and faster (vocabulary look-ups): the chunks holding
   // each word, in order.
-  Result<std::vector<int64_t>> CountChunksWithWords(const std::vector<std::string>& words);
+  virtual Result<std::vector<int64_t>> CountChunksWithWords(
+      const std::vector<std::string>& words) = 0;
 
   // Every entity-chunk and relationship-chunk link, read in one snapshot (what exports list as
   // text unit ids).
-  Result<ChunkLinks> ListChunkLinks();
+  virtual Result<ChunkLinks> ListChunkLinks() = 0;
 
   // Recomputes the derived columns from the links: entity degree and frequency, relationship
   // frequency. Call after the merge stage has written entities, relationships and links.
-  Status RecomputeGraphStats();
+  virtual Status RecomputeGraphStats() = 0;
 
   // ---- entity resolution
 
   // Every extracted name the resolver has placed, by name_key.
-  Result<std::vector<EntityAlias>> ListAliases();
+  virtual Result<std::vector<EntityAlias>> ListAliases() = 0;
   // The resolver's pairwise links, by (key_a, key_b).
-  Result<std::vector<ResolutionLinkRecord>> ListResolutionLinks();
+  virtual Result<std::vector<ResolutionLinkRecord>> ListResolutionLinks() = 0;
   // Replaces the aliases and the links (the merge stage, inside its transaction).
-  Status ReplaceResolution(const std::vector<EntityAlias>& aliases,
-                           const std::vector<ResolutionLinkRecord>& links);
+  virtual Status ReplaceResolution(const std::vector<EntityAlias>& aliases,
+                                   const std::vector<ResolutionLinkRecord>& links) = 0;
   // A person's decisions. Putting a pair replaces its earlier decision; keys are ordered here.
-  Status PutEntityOverride(std::string_view key_a, std::string_view key_b, bool merge);
-  Result<bool> DeleteEntityOverride(std::string_view key_a, std::string_view key_b);
-  Result<std::vector<EntityOverride>> ListEntityOverrides();
+  virtual Status PutEntityOverride(std::string_view key_a, std::string_view key_b, bool merge) = 0;
+  virtual Result<bool> DeleteEntityOverride(std::string_view key_a, std::string_view key_b) = 0;
+  virtual Result<std::vector<EntityOverride>> ListEntityOverrides() = 0;
 
   // Small named values of the index (the meta table): settings fingerprints and the like.
-  Result<std::optional<std::string>> GetMeta(std::string_view key);
-  Status SetMeta(std::string_view key, std::string_view value);
+  virtual Result<std::optional<std::string>> GetMeta(std::string_view key) = 0;
+  virtual Status SetMeta(std::string_view key, std::string_view value) = 0;
 
   // ---- communities
 
@@ -250,25 +281,26 @@ class Store {
   // (the report module compares input hashes to decide whether to regenerate it); the others are
   // deleted with their reports. Parents need not come before children. size and weight are
   // computed from the members. kInvalidArgument for an unknown entity or parent, or a duplicate id.
-  Result<int64_t> ReplaceCommunities(const ClusteringRecord& clustering,
-                                     const std::vector<CommunityRecord>& communities);
+  virtual Result<int64_t> ReplaceCommunities(const ClusteringRecord& clustering,
+                                             const std::vector<CommunityRecord>& communities) = 0;
   // Communities (with members), coarsest level first, or only those of `level`.
-  Result<std::vector<CommunityRecord>> ListCommunities(std::optional<int64_t> level = {});
+  virtual Result<std::vector<CommunityRecord>> ListCommunities(
+      std::optional<int64_t> level = {}) = 0;
   // Ids of the communities an entity belongs to, coarsest first.
-  Result<std::vector<int64_t>> CommunitiesOfEntity(int64_t entity_id);
-  Result<std::optional<ClusteringRecord>> LatestClustering();
+  virtual Result<std::vector<int64_t>> CommunitiesOfEntity(int64_t entity_id) = 0;
+  virtual Result<std::optional<ClusteringRecord>> LatestClustering() = 0;
 
   // ---- reports
 
   // Inserts or replaces the report of a community. kInvalidArgument if the community is absent.
-  Status PutReport(const ReportRecord& report);
+  virtual Status PutReport(const ReportRecord& report) = 0;
   // Marks a stored report as covering an older version of its community (ReportRecord::stale),
   // with a note on what changed since (ReportRecord::stale_note); a missing report is not an
   // error. PutReport clears both.
-  Status MarkReportStale(int64_t community_id, std::string_view note);
-  Result<std::optional<ReportRecord>> GetReport(int64_t community_id);
+  virtual Status MarkReportStale(int64_t community_id, std::string_view note) = 0;
+  virtual Result<std::optional<ReportRecord>> GetReport(int64_t community_id) = 0;
   // Reports (ok and gaps), coarsest level first, or only those of `level`.
-  Result<std::vector<ReportRecord>> ListReports(std::optional<int64_t> level = {});
+  virtual Result<std::vector<ReportRecord>> ListReports(std::optional<int64_t> level = {}) = 0;
 
   // ---- embeddings
 
@@ -276,57 +308,57 @@ class Store {
   // owner kind must share one model and dimension: kInvalidArgument names the stored model and
   // dimension otherwise (DeleteEmbeddings first to switch models). Owners are not checked to
   // exist, but deleting an entity, chunk or report deletes its vector.
-  Status PutEmbeddings(const std::vector<EmbeddingRecord>& records);
-  Result<std::optional<EmbeddingRecord>> GetEmbedding(EmbeddingOwner owner,
-                                                      std::string_view owner_id);
+  virtual Status PutEmbeddings(const std::vector<EmbeddingRecord>& records) = 0;
+  virtual Result<std::optional<EmbeddingRecord>> GetEmbedding(EmbeddingOwner owner,
+                                                              std::string_view owner_id) = 0;
   // Every vector of one owner kind, by owner id.
-  Result<std::vector<EmbeddingRecord>> ListEmbeddings(EmbeddingOwner owner);
+  virtual Result<std::vector<EmbeddingRecord>> ListEmbeddings(EmbeddingOwner owner) = 0;
   // owner id -> input_hash of every vector of one owner kind, without reading the vectors: what
   // an update needs to tell which texts changed.
-  Result<std::map<std::string, std::string>> ListEmbeddingHashes(EmbeddingOwner owner);
+  virtual Result<std::map<std::string, std::string>> ListEmbeddingHashes(EmbeddingOwner owner) = 0;
   // The model and dimension of a kind's vectors, or nullopt when there are none.
-  Result<std::optional<EmbeddingSpace>> GetEmbeddingSpace(EmbeddingOwner owner);
+  virtual Result<std::optional<EmbeddingSpace>> GetEmbeddingSpace(EmbeddingOwner owner) = 0;
   // Deletes every vector of one owner kind; returns how many.
-  Result<int64_t> DeleteEmbeddings(EmbeddingOwner owner);
+  virtual Result<int64_t> DeleteEmbeddings(EmbeddingOwner owner) = 0;
 
   // ---- LLM reply cache
 
   // The reply cache kept in the index (table llm_cache), for the LLM client. Same lifetime and
   // thread-safety as the Store. A failing read is logged and counts as a miss.
-  KeyValueCache& ReplyCache();
+  virtual KeyValueCache& ReplyCache() = 0;
 
   // ---- run state
 
   // Records a new run of `command` as running and returns its id. Runs still marked running
   // are marked interrupted first: one index is written by one grag process at a time.
-  Result<int64_t> BeginRun(std::string_view command);
+  virtual Result<int64_t> BeginRun(std::string_view command) = 0;
   // Sets the current stage (unless empty) and merges `counters` into the run's counters
   // (given keys overwrite, others stay).
-  Status UpdateRun(int64_t run_id, std::string_view stage,
-                   const std::map<std::string, int64_t>& counters);
-  Status FinishRun(int64_t run_id, RunStatus status, std::string_view message = {});
-  Result<std::optional<RunRecord>> GetRun(int64_t run_id);
+  virtual Status UpdateRun(int64_t run_id, std::string_view stage,
+                           const std::map<std::string, int64_t>& counters) = 0;
+  virtual Status FinishRun(int64_t run_id, RunStatus status, std::string_view message = {}) = 0;
+  virtual Result<std::optional<RunRecord>> GetRun(int64_t run_id) = 0;
   // The latest runs, newest first.
-  Result<std::vector<RunRecord>> ListRuns(int64_t limit = 20);
+  virtual Result<std::vector<RunRecord>> ListRuns(int64_t limit = 20) = 0;
   // Inserts or updates one stage's progress within a run.
-  Status SetStageProgress(int64_t run_id, const StageProgress& progress);
-  Result<std::vector<StageProgress>> ListStageProgress(int64_t run_id);
+  virtual Status SetStageProgress(int64_t run_id, const StageProgress& progress) = 0;
+  virtual Result<std::vector<StageProgress>> ListStageProgress(int64_t run_id) = 0;
   // Each counter summed over all runs (LLM calls and tokens spent on this index).
-  Result<std::map<std::string, int64_t>> TotalRunCounters();
+  virtual Result<std::map<std::string, int64_t>> TotalRunCounters() = 0;
 
   // ---- inspection
 
-  Result<StoreStats> Stats();
-  Result<StoreInfo> Info();
+  virtual Result<StoreStats> Stats() = 0;
+  virtual Result<StoreInfo> Info() = 0;
   // SQLite's integrity and foreign-key checks plus the full-text index's own check.
   // kCorruption describing the first problems found.
-  Status CheckIntegrity();
+  virtual Status CheckIntegrity() = 0;
   // Everything `grag check` looks at: SQLite's full integrity check, foreign keys, the
   // full-text index against the chunks, and grag's own invariants (vectors of owners that are
   // gone, entities no chunk mentions, relationships naming one entity twice, communities
   // without members or at the wrong level under their parent, entities in no community).
   // Each check lists at most `max_per_check` problems. An error only when no check could run.
-  Result<IntegrityReport> Check(int max_per_check = 20);
+  virtual Result<IntegrityReport> Check(int max_per_check = 20) = 0;
 
   // ---- read-only SQL (grag sql)
 
@@ -339,21 +371,17 @@ class Store {
   // authorizer does not allow (only SELECT, reads, functions, recursive CTEs and introspection
   // pragmas such as table_info). An SQL error (syntax, no such column) is kInvalidArgument too.
   // At most `max_rows` rows are read (truncated says when there were more); max_rows < 0: all.
-  Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows);
+  virtual Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows) = 0;
 
-  // Internal: the implementation, defined in src/store. Only the store module can make one.
-  struct Impl;
-  explicit Store(std::unique_ptr<Impl> impl);
-
- private:
-  std::unique_ptr<Impl> impl_;
+ protected:
+  Store() = default;
 };
 
 // An open transaction. Commit() makes its writes durable (or, when nested, part of the enclosing
 // transaction); a Transaction destroyed without Commit() rolls back. Commit() and Rollback()
 // finish it either way: after a failed Commit() the writes are rolled back. Holds the store's
-// mutex from Begin() to the end (see Store); must be finished on the thread that began it, and
-// nested transactions must finish innermost first. Must not outlive its Store.
+// write mutex from Begin() to the end (see Store); must be finished on the thread that began it,
+// and nested transactions must finish innermost first. Must not outlive its Store.
 class [[nodiscard]] Transaction {
  public:
   Transaction(Transaction&& other) noexcept;
@@ -366,13 +394,13 @@ class [[nodiscard]] Transaction {
   Status Rollback();
   bool active() const { return active_; }
 
-  // Internal: made by the store module only.
-  Transaction(Store::Impl* impl, std::unique_lock<std::recursive_mutex> lock, int depth);
+  // Internal: made by a store backend only, holding its write mutex.
+  Transaction(TransactionOwner* owner, std::unique_lock<std::recursive_mutex> lock, int depth);
 
  private:
   Status Finish(bool commit);
 
-  Store::Impl* impl_;
+  TransactionOwner* owner_;
   std::unique_lock<std::recursive_mutex> lock_;  // the store's mutex, held while active
   int depth_;                                    // 0: the outermost transaction
   bool active_ = true;

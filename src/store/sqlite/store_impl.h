@@ -1,20 +1,24 @@
 // Store internals shared by the store module's source files (and its tests).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "grag/cache.h"
 #include "grag/store.h"
 #include "file_lock.h"
 #include "sqlite.h"
+#include "sqlite_store.h"
 #include "verify.h"
 
 // The current time as the store writes it: UTC ISO 8601 with milliseconds. A macro so it can be
@@ -25,19 +29,54 @@ namespace grag {
 
 // The KeyValueCache the LLM client uses, over table llm_cache. Put returns once its row is
 // committed, as a single INSERT would, but replies that arrive together share a commit
-// (Store::WriteGrouped).
+// (SqliteStore::WriteGrouped).
 class ReplyCacheTable final : public KeyValueCache {
  public:
-  explicit ReplyCacheTable(Store::Impl* impl) : impl_(impl) {}
+  explicit ReplyCacheTable(SqliteStore::Impl* impl) : impl_(impl) {}
   std::optional<std::string> Get(std::string_view key) override;
   Status Put(std::string_view key, std::string_view value, std::string_view model,
              std::string_view kind) override;
 
  private:
-  Store::Impl* impl_;  // not owned; the Store owns both
+  SqliteStore::Impl* impl_;  // not owned; the Store owns both
 };
 
-struct Store::Impl {
+// A read-only connection of the reader pool, with the per-connection state SearchChunks keeps.
+struct PooledReader {
+  explicit PooledReader(sqlite::Connection c) : conn(std::move(c)) {}
+  sqlite::Connection conn;
+  bool query_vocab_ready = false;  // the temporary tables SearchChunks uses exist
+};
+
+// The connection one read call uses (SqliteStore::Impl::Read): the write connection, under the
+// write mutex, when this thread has a transaction open (its reads must see its own writes) or
+// the index has no reader pool; else a connection of the pool, which sees the last commit and
+// waits for nobody. Returns the pooled connection when it goes.
+class ReadHandle {
+ public:
+  ReadHandle(SqliteStore::Impl* impl, std::unique_lock<std::recursive_mutex> lock)
+      : impl_(impl), lock_(std::move(lock)) {}
+  ReadHandle(SqliteStore::Impl* impl, std::unique_ptr<PooledReader> reader)
+      : impl_(impl), reader_(std::move(reader)) {}
+  ReadHandle(ReadHandle&&) noexcept = default;
+  ReadHandle& operator=(ReadHandle&&) = delete;
+  ~ReadHandle();
+
+  sqlite::Connection& conn();
+  bool& query_vocab_ready();
+  // Makes the handle's later statements read one snapshot (a read transaction until the handle
+  // goes), for reads of several statements that must agree.
+  Status BeginSnapshot();
+
+ private:
+  SqliteStore::Impl* impl_;
+  std::unique_lock<std::recursive_mutex> lock_;  // the write path
+  std::unique_ptr<PooledReader> reader_;         // the pool path
+  std::optional<Transaction> snapshot_;          // the write path's read transaction
+  bool in_snapshot_ = false;                     // the pool path's read transaction
+};
+
+struct SqliteStore::Impl final : TransactionOwner {
   Impl(std::string path_in, sqlite::Connection conn_in)
       : path(std::move(path_in)), conn(std::move(conn_in)) {}
 
@@ -57,9 +96,16 @@ struct Store::Impl {
   // Begins a transaction, or a savepoint when one is already open on this thread. A read
   // transaction (write == false) gives multi-statement reads one snapshot.
   Result<Transaction> Begin(bool write);
+  Status FinishTransaction(int depth, bool commit) override;
 
-  // Store::WriteGrouped: while one thread commits a batch, the writes of the others queue, and
-  // the next of them commits the whole queue in one transaction, each write in a savepoint.
+  // The connection for one read call (see ReadHandle).
+  Result<ReadHandle> Read();
+  // Closes the pool's connections (before the write connection closes and checkpoints).
+  void CloseReaders();
+  void ReturnReader(std::unique_ptr<PooledReader> reader);
+
+  // SqliteStore::WriteGrouped: while one thread commits a batch, the writes of the others queue,
+  // and the next of them commits the whole queue in one transaction, each write in a savepoint.
   Status WriteGrouped(const std::function<Status()>& write);
   struct GroupedWrite {
     const std::function<Status()>* write = nullptr;
@@ -74,14 +120,28 @@ struct Store::Impl {
 
   const std::string path;
   // Recursive so that the thread holding an open Transaction can call store methods, which lock
-  // again. Guards `conn` (and every Stmt it hands out) and `tx_depth`.
+  // again. Guards `conn` (and every Stmt it hands out) and the open-transaction count.
   std::recursive_mutex mu;
   sqlite::Connection conn;  // guarded by mu
-  int tx_depth = 0;         // guarded by mu: open transactions, outermost included
+  // The thread whose transaction is open on `conn`, if any (set and cleared under mu; read
+  // without it, to tell whether the calling thread is that one).
+  std::atomic<std::thread::id> tx_thread;
   ReplyCacheTable reply_cache{this};
   bool read_only = false;
   bool query_vocab_ready = false;  // guarded by mu: the temporary tables SearchChunks uses
   store::FileLock writer_lock;     // held for the Store's lifetime when StoreOptions::writer_lock
+
+  // The reader pool: read-only connections to the same file, opened on demand, at most
+  // kMaxReaders at once (callers beyond wait for one). Off when the file is not in WAL mode,
+  // where a reader would block the writer.
+  static constexpr int kMaxReaders = 8;
+  bool pool_enabled = false;
+  int busy_timeout_ms = 10000;
+  std::mutex pool_mu;
+  std::condition_variable pool_cv;
+  std::vector<std::unique_ptr<PooledReader>> idle_readers;  // guarded by pool_mu
+  int readers_out = 0;                                      // guarded by pool_mu: lent out
+  int readers_open = 0;                                     // guarded by pool_mu: idle + lent
 };
 
 namespace store {

@@ -218,7 +218,7 @@ SqlValue ColumnValue(sqlite3_stmt* stmt, int col) {
 
 }  // namespace
 
-Result<SqlRows> Store::RunReadOnlySql(std::string_view sql, int64_t max_rows) {
+Result<SqlRows> SqliteStore::RunReadOnlySql(std::string_view sql, int64_t max_rows) {
   // Its own connection: the views shadow tables the store's own statements read.
   GRAG_ASSIGN_OR_RETURN(sqlite::Connection conn, store::OpenForReading(impl_->path));
   sqlite3* db = conn.get();

@@ -46,7 +46,7 @@ constexpr std::string_view kEmbeddingColumns =
 
 }  // namespace
 
-Status Store::PutEmbeddings(const std::vector<EmbeddingRecord>& records) {
+Status SqliteStore::PutEmbeddings(const std::vector<EmbeddingRecord>& records) {
   // The space (model, dimension) each owner kind gets from this batch.
   std::map<EmbeddingOwner, std::pair<std::string, int64_t>> batch_space;
   for (const EmbeddingRecord& r : records) {
@@ -92,11 +92,11 @@ Status Store::PutEmbeddings(const std::vector<EmbeddingRecord>& records) {
   return tx.Commit();
 }
 
-Result<std::optional<EmbeddingRecord>> Store::GetEmbedding(EmbeddingOwner owner,
-                                                           std::string_view owner_id) {
-  auto lock = impl_->Lock();
+Result<std::optional<EmbeddingRecord>> SqliteStore::GetEmbedding(EmbeddingOwner owner,
+                                                                 std::string_view owner_id) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        impl_->conn.Prepare("SELECT " + std::string(kEmbeddingColumns) +
+                        read.conn().Prepare("SELECT " + std::string(kEmbeddingColumns) +
                                             " FROM embeddings WHERE owner_kind = ? AND "
                                             "owner_id = ?"));
   GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(EmbeddingOwnerName(owner), owner_id).Step());
@@ -104,10 +104,10 @@ Result<std::optional<EmbeddingRecord>> Store::GetEmbedding(EmbeddingOwner owner,
   return std::optional<EmbeddingRecord>(ReadEmbedding(stmt));
 }
 
-Result<std::vector<EmbeddingRecord>> Store::ListEmbeddings(EmbeddingOwner owner) {
-  auto lock = impl_->Lock();
+Result<std::vector<EmbeddingRecord>> SqliteStore::ListEmbeddings(EmbeddingOwner owner) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        impl_->conn.Prepare("SELECT " + std::string(kEmbeddingColumns) +
+                        read.conn().Prepare("SELECT " + std::string(kEmbeddingColumns) +
                                             " FROM embeddings WHERE owner_kind = ? "
                                             "ORDER BY owner_id"));
   stmt.BindAll(EmbeddingOwnerName(owner));
@@ -120,11 +120,11 @@ Result<std::vector<EmbeddingRecord>> Store::ListEmbeddings(EmbeddingOwner owner)
   return out;
 }
 
-Result<std::map<std::string, std::string>> Store::ListEmbeddingHashes(EmbeddingOwner owner) {
-  auto lock = impl_->Lock();
+Result<std::map<std::string, std::string>> SqliteStore::ListEmbeddingHashes(EmbeddingOwner owner) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT owner_id, input_hash FROM embeddings WHERE owner_kind = ?"));
+      read.conn().Prepare("SELECT owner_id, input_hash FROM embeddings WHERE owner_kind = ?"));
   stmt.BindAll(EmbeddingOwnerName(owner));
   std::map<std::string, std::string> out;
   while (true) {
@@ -135,26 +135,26 @@ Result<std::map<std::string, std::string>> Store::ListEmbeddingHashes(EmbeddingO
   return out;
 }
 
-Result<std::optional<EmbeddingSpace>> Store::GetEmbeddingSpace(EmbeddingOwner owner) {
+Result<std::optional<EmbeddingSpace>> SqliteStore::GetEmbeddingSpace(EmbeddingOwner owner) {
   // The schema's triggers keep one model and dimension per owner kind, so one row tells them;
   // the count comes from the primary key's index, without reading the vectors (a GROUP BY over
   // the rows read every vector: 75 ms for 100k of them).
-  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT model, dimension FROM embeddings WHERE owner_kind = ? LIMIT 1"));
+      read.conn().Prepare("SELECT model, dimension FROM embeddings WHERE owner_kind = ? LIMIT 1"));
   GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(EmbeddingOwnerName(owner)).Step());
   if (!found) return std::optional<EmbeddingSpace>();
   EmbeddingSpace space{stmt.Text(0), stmt.Int(1), 0};
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt count,
-      impl_->conn.Prepare("SELECT count(*) FROM embeddings WHERE owner_kind = ?"));
+      read.conn().Prepare("SELECT count(*) FROM embeddings WHERE owner_kind = ?"));
   GRAG_ASSIGN_OR_RETURN(bool counted, count.BindAll(EmbeddingOwnerName(owner)).Step());
   if (counted) space.count = count.Int(0);
   return std::optional<EmbeddingSpace>(std::move(space));
 }
 
-Result<int64_t> Store::DeleteEmbeddings(EmbeddingOwner owner) {
+Result<int64_t> SqliteStore::DeleteEmbeddings(EmbeddingOwner owner) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
                         impl_->conn.Prepare("DELETE FROM embeddings WHERE owner_kind = ?"));
@@ -166,11 +166,13 @@ Result<int64_t> Store::DeleteEmbeddings(EmbeddingOwner owner) {
 
 // ---------------------------------------------------------------- reply cache
 
-KeyValueCache& Store::ReplyCache() { return impl_->reply_cache; }
+KeyValueCache& SqliteStore::ReplyCache() { return impl_->reply_cache; }
 
 std::optional<std::string> ReplyCacheTable::Get(std::string_view key) {
-  auto lock = impl_->Lock();
-  Result<sqlite::Stmt> stmt = impl_->conn.Prepare("SELECT value FROM llm_cache WHERE key = ?");
+  Result<ReadHandle> read = impl_->Read();
+  Result<sqlite::Stmt> stmt =
+      read.ok() ? read->conn().Prepare("SELECT value FROM llm_cache WHERE key = ?")
+                : Result<sqlite::Stmt>(read.status());
   Result<bool> found = stmt.ok() ? stmt->BindAll(key).Step() : Result<bool>(stmt.status());
   if (!found.ok()) {
     // A cache that cannot be read costs an LLM call, not the run.
@@ -216,7 +218,7 @@ RunRecord ReadRun(const sqlite::Stmt& stmt) {
 
 }  // namespace
 
-Result<int64_t> Store::BeginRun(std::string_view command) {
+Result<int64_t> SqliteStore::BeginRun(std::string_view command) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
   sqlite::Connection& conn = impl_->conn;
   GRAG_RETURN_IF_ERROR(
@@ -233,8 +235,8 @@ Result<int64_t> Store::BeginRun(std::string_view command) {
   return id;
 }
 
-Status Store::UpdateRun(int64_t run_id, std::string_view stage,
-                        const std::map<std::string, int64_t>& counters) {
+Status SqliteStore::UpdateRun(int64_t run_id, std::string_view stage,
+                              const std::map<std::string, int64_t>& counters) {
   auto lock = impl_->Lock();
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
@@ -247,7 +249,7 @@ Status Store::UpdateRun(int64_t run_id, std::string_view stage,
   return Status::Ok();
 }
 
-Status Store::FinishRun(int64_t run_id, RunStatus status, std::string_view message) {
+Status SqliteStore::FinishRun(int64_t run_id, RunStatus status, std::string_view message) {
   if (status == RunStatus::kRunning) {
     return Status::InvalidArgument("a run cannot finish as running");
   }
@@ -263,20 +265,20 @@ Status Store::FinishRun(int64_t run_id, RunStatus status, std::string_view messa
   return Status::Ok();
 }
 
-Result<std::optional<RunRecord>> Store::GetRun(int64_t run_id) {
-  auto lock = impl_->Lock();
+Result<std::optional<RunRecord>> SqliteStore::GetRun(int64_t run_id) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT " + std::string(kRunColumns) + " FROM runs WHERE id = ?"));
+      read.conn().Prepare("SELECT " + std::string(kRunColumns) + " FROM runs WHERE id = ?"));
   GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(run_id).Step());
   if (!found) return std::optional<RunRecord>();
   return std::optional<RunRecord>(ReadRun(stmt));
 }
 
-Result<std::vector<RunRecord>> Store::ListRuns(int64_t limit) {
-  auto lock = impl_->Lock();
+Result<std::vector<RunRecord>> SqliteStore::ListRuns(int64_t limit) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        impl_->conn.Prepare("SELECT " + std::string(kRunColumns) +
+                        read.conn().Prepare("SELECT " + std::string(kRunColumns) +
                                             " FROM runs ORDER BY id DESC LIMIT ?"));
   stmt.BindAll(limit);
   std::vector<RunRecord> out;
@@ -288,7 +290,7 @@ Result<std::vector<RunRecord>> Store::ListRuns(int64_t limit) {
   return out;
 }
 
-Status Store::SetStageProgress(int64_t run_id, const StageProgress& p) {
+Status SqliteStore::SetStageProgress(int64_t run_id, const StageProgress& p) {
   if (p.stage.empty()) return Status::InvalidArgument("stage progress needs a stage name");
   auto lock = impl_->Lock();
   GRAG_ASSIGN_OR_RETURN(
@@ -304,11 +306,11 @@ Status Store::SetStageProgress(int64_t run_id, const StageProgress& p) {
   return st.ok() ? st : st.WithContext("progress of run " + std::to_string(run_id));
 }
 
-Result<std::vector<StageProgress>> Store::ListStageProgress(int64_t run_id) {
-  auto lock = impl_->Lock();
+Result<std::vector<StageProgress>> SqliteStore::ListStageProgress(int64_t run_id) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT stage, status, done, total, checkpoint, updated_at FROM "
+      read.conn().Prepare("SELECT stage, status, done, total, checkpoint, updated_at FROM "
                           "run_stages WHERE run_id = ? ORDER BY rowid"));
   stmt.BindAll(run_id);
   std::vector<StageProgress> out;
@@ -326,11 +328,11 @@ Result<std::vector<StageProgress>> Store::ListStageProgress(int64_t run_id) {
   return out;
 }
 
-Result<std::map<std::string, int64_t>> Store::TotalRunCounters() {
-  auto lock = impl_->Lock();
+Result<std::map<std::string, int64_t>> SqliteStore::TotalRunCounters() {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT j.key, sum(j.value) FROM runs, json_each(runs.counters) AS j "
+      read.conn().Prepare("SELECT j.key, sum(j.value) FROM runs, json_each(runs.counters) AS j "
                           "WHERE j.type = 'integer' GROUP BY j.key ORDER BY j.key"));
   std::map<std::string, int64_t> out;
   while (true) {

@@ -8,10 +8,10 @@
 
 namespace grag {
 
-Result<std::vector<EntityAlias>> Store::ListAliases() {
-  auto lock = impl_->Lock();
+Result<std::vector<EntityAlias>> SqliteStore::ListAliases() {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        impl_->conn.Prepare("SELECT name_key, name, canonical_key, score, method, "
+                        read.conn().Prepare("SELECT name_key, name, canonical_key, score, method, "
                                             "reason FROM entity_aliases ORDER BY name_key"));
   std::vector<EntityAlias> out;
   while (true) {
@@ -23,10 +23,10 @@ Result<std::vector<EntityAlias>> Store::ListAliases() {
   return out;
 }
 
-Result<std::vector<ResolutionLinkRecord>> Store::ListResolutionLinks() {
-  auto lock = impl_->Lock();
+Result<std::vector<ResolutionLinkRecord>> SqliteStore::ListResolutionLinks() {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        impl_->conn.Prepare("SELECT key_a, key_b, score, method, reason FROM "
+                        read.conn().Prepare("SELECT key_a, key_b, score, method, reason FROM "
                                             "resolution_links ORDER BY key_a, key_b"));
   std::vector<ResolutionLinkRecord> out;
   while (true) {
@@ -37,8 +37,8 @@ Result<std::vector<ResolutionLinkRecord>> Store::ListResolutionLinks() {
   return out;
 }
 
-Status Store::ReplaceResolution(const std::vector<EntityAlias>& aliases,
-                                const std::vector<ResolutionLinkRecord>& links) {
+Status SqliteStore::ReplaceResolution(const std::vector<EntityAlias>& aliases,
+                                      const std::vector<ResolutionLinkRecord>& links) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/true));
   sqlite::Connection& conn = impl_->conn;
   GRAG_RETURN_IF_ERROR(conn.Exec("DELETE FROM entity_aliases; DELETE FROM resolution_links;"));
@@ -70,7 +70,7 @@ Status Store::ReplaceResolution(const std::vector<EntityAlias>& aliases,
   return tx.Commit();
 }
 
-Status Store::PutEntityOverride(std::string_view key_a, std::string_view key_b, bool merge) {
+Status SqliteStore::PutEntityOverride(std::string_view key_a, std::string_view key_b, bool merge) {
   if (key_a == key_b || key_a.empty() || key_b.empty()) {
     return Status::InvalidArgument("an override needs two different names");
   }
@@ -84,7 +84,7 @@ Status Store::PutEntityOverride(std::string_view key_a, std::string_view key_b, 
   return stmt.BindAll(a, b, std::string_view(merge ? "merge" : "split")).Run();
 }
 
-Result<bool> Store::DeleteEntityOverride(std::string_view key_a, std::string_view key_b) {
+Result<bool> SqliteStore::DeleteEntityOverride(std::string_view key_a, std::string_view key_b) {
   const auto [a, b] = std::minmax(key_a, key_b);
   auto lock = impl_->Lock();
   GRAG_ASSIGN_OR_RETURN(
@@ -94,10 +94,10 @@ Result<bool> Store::DeleteEntityOverride(std::string_view key_a, std::string_vie
   return stmt.BindAll(a, b).Step();
 }
 
-Result<std::vector<EntityOverride>> Store::ListEntityOverrides() {
-  auto lock = impl_->Lock();
+Result<std::vector<EntityOverride>> SqliteStore::ListEntityOverrides() {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        impl_->conn.Prepare("SELECT key_a, key_b, decision, created_at FROM "
+                        read.conn().Prepare("SELECT key_a, key_b, decision, created_at FROM "
                                             "entity_overrides ORDER BY created_at, key_a, key_b"));
   std::vector<EntityOverride> out;
   while (true) {
@@ -108,16 +108,16 @@ Result<std::vector<EntityOverride>> Store::ListEntityOverrides() {
   return out;
 }
 
-Result<std::optional<std::string>> Store::GetMeta(std::string_view key) {
-  auto lock = impl_->Lock();
+Result<std::optional<std::string>> SqliteStore::GetMeta(std::string_view key) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        impl_->conn.Prepare("SELECT value FROM meta WHERE key = ?"));
+                        read.conn().Prepare("SELECT value FROM meta WHERE key = ?"));
   GRAG_ASSIGN_OR_RETURN(bool row, stmt.BindAll(key).Step());
   if (!row) return std::optional<std::string>();
   return std::optional<std::string>(stmt.Text(0));
 }
 
-Status Store::SetMeta(std::string_view key, std::string_view value) {
+Status SqliteStore::SetMeta(std::string_view key, std::string_view value) {
   auto lock = impl_->Lock();
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
                         impl_->conn.Prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON "

@@ -39,7 +39,7 @@ Result<std::vector<std::string>> TextColumn(sqlite::Stmt& stmt) {
 
 // ---------------------------------------------------------------- extraction results
 
-Status Store::PutExtraction(const ExtractionRecord& r) {
+Status SqliteStore::PutExtraction(const ExtractionRecord& r) {
   if (r.extractor.model.empty()) {
     return Status::InvalidArgument("an extraction result needs the extractor's model name");
   }
@@ -97,10 +97,11 @@ Status Store::PutExtraction(const ExtractionRecord& r) {
   return tx.Commit();
 }
 
-Result<std::optional<ExtractionRecord>> Store::GetExtraction(std::string_view chunk_id,
-                                                             const ExtractorId& extractor) {
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
-  sqlite::Connection& conn = impl_->conn;
+Result<std::optional<ExtractionRecord>> SqliteStore::GetExtraction(std::string_view chunk_id,
+                                                                   const ExtractorId& extractor) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
+  sqlite::Connection& conn = read.conn();
   ExtractionRecord r;
   int64_t id = 0;
   {
@@ -145,26 +146,27 @@ Result<std::optional<ExtractionRecord>> Store::GetExtraction(std::string_view ch
           {stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Text(4), stmt.Double(5)});
     }
   }
-  GRAG_RETURN_IF_ERROR(tx.Commit());
   return std::optional<ExtractionRecord>(std::move(r));
 }
 
-Result<std::vector<std::string>> Store::ChunksNeedingExtraction(const ExtractorId& extractor) {
-  auto lock = impl_->Lock();
+Result<std::vector<std::string>> SqliteStore::ChunksNeedingExtraction(
+    const ExtractorId& extractor) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT c.id FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM extractions "
+      read.conn().Prepare("SELECT c.id FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM extractions "
                           "e WHERE e.chunk_id = c.id AND e.extractor = ? AND e.model = ? AND "
                           "e.status = 'ok') ORDER BY c.document_id, c.chunk_index"));
   stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
   return TextColumn(stmt);
 }
 
-Result<std::vector<ChunkEntityMention>> Store::ListEntityMentions(const ExtractorId& extractor) {
-  auto lock = impl_->Lock();
+Result<std::vector<ChunkEntityMention>> SqliteStore::ListEntityMentions(
+    const ExtractorId& extractor) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare(
+      read.conn().Prepare(
           "SELECT e.chunk_id, m.name, m.name_key, m.type, m.description FROM entity_mentions m "
           "JOIN extractions e ON e.id = m.extraction_id JOIN chunks c ON c.id = e.chunk_id "
           "WHERE e.extractor = ? AND e.model = ? AND e.status = 'ok' "
@@ -179,12 +181,12 @@ Result<std::vector<ChunkEntityMention>> Store::ListEntityMentions(const Extracto
   return out;
 }
 
-Result<std::vector<ChunkRelationshipMention>> Store::ListRelationshipMentions(
+Result<std::vector<ChunkRelationshipMention>> SqliteStore::ListRelationshipMentions(
     const ExtractorId& extractor) {
-  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare(
+      read.conn().Prepare(
           "SELECT e.chunk_id, m.source, m.target, m.source_key, m.target_key, m.description, "
           "m.strength FROM relationship_mentions m JOIN extractions e ON e.id = m.extraction_id "
           "JOIN chunks c ON c.id = e.chunk_id WHERE e.extractor = ? AND e.model = ? AND "
@@ -255,7 +257,7 @@ Status SetLinks(sqlite::Connection& conn, std::string_view table, std::string_vi
 
 }  // namespace
 
-Result<int64_t> Store::UpsertEntity(const EntityRecord& e) {
+Result<int64_t> SqliteStore::UpsertEntity(const EntityRecord& e) {
   if (e.name_key.empty()) return Status::InvalidArgument("an entity needs a name_key");
   auto lock = impl_->Lock();
   GRAG_ASSIGN_OR_RETURN(
@@ -279,21 +281,21 @@ Result<int64_t> Store::UpsertEntity(const EntityRecord& e) {
   return id;
 }
 
-Result<std::optional<EntityRecord>> Store::GetEntity(int64_t id) {
-  auto lock = impl_->Lock();
+Result<std::optional<EntityRecord>> SqliteStore::GetEntity(int64_t id) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT " + std::string(kEntityColumns) + " FROM entities WHERE id = ?"));
+      read.conn().Prepare("SELECT " + std::string(kEntityColumns) + " FROM entities WHERE id = ?"));
   stmt.BindAll(id);
   return OneEntity(stmt);
 }
 
-Result<std::optional<EntityRecord>> Store::GetEntityByKey(std::string_view name_key) {
-  auto lock = impl_->Lock();
+Result<std::optional<EntityRecord>> SqliteStore::GetEntityByKey(std::string_view name_key) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   // The entity of that name, else the one an extracted name of that key was resolved into.
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT " + std::string(kEntityColumns) +
+      read.conn().Prepare("SELECT " + std::string(kEntityColumns) +
                           " FROM entities WHERE name_key = ?1 UNION ALL SELECT " +
                           std::string(kEntityColumns) +
                           " FROM entities WHERE name_key = (SELECT canonical_key FROM "
@@ -302,10 +304,10 @@ Result<std::optional<EntityRecord>> Store::GetEntityByKey(std::string_view name_
   return OneEntity(stmt);
 }
 
-Result<std::vector<EntityRecord>> Store::ListEntities(int64_t limit) {
-  auto lock = impl_->Lock();
+Result<std::vector<EntityRecord>> SqliteStore::ListEntities(int64_t limit) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        impl_->conn.Prepare("SELECT " + std::string(kEntityColumns) +
+                        read.conn().Prepare("SELECT " + std::string(kEntityColumns) +
                                             " FROM entities ORDER BY degree DESC, name_key "
                                             "LIMIT ?"));
   stmt.BindAll(limit);  // a negative LIMIT means no limit in SQLite
@@ -318,7 +320,7 @@ Result<std::vector<EntityRecord>> Store::ListEntities(int64_t limit) {
   return out;
 }
 
-Result<bool> Store::DeleteEntity(int64_t id) {
+Result<bool> SqliteStore::DeleteEntity(int64_t id) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
                         impl_->conn.Prepare("DELETE FROM entities WHERE id = ?"));
@@ -328,29 +330,30 @@ Result<bool> Store::DeleteEntity(int64_t id) {
   return deleted;
 }
 
-Status Store::SetEntityChunks(int64_t entity_id, const std::vector<std::string>& chunk_ids) {
+Status SqliteStore::SetEntityChunks(int64_t entity_id, const std::vector<std::string>& chunk_ids) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
   GRAG_RETURN_IF_ERROR(SetLinks(impl_->conn, "entity_chunks", "entity_id", entity_id, chunk_ids));
   return tx.Commit();
 }
 
-Result<std::vector<std::string>> Store::GetEntityChunks(int64_t entity_id) {
-  auto lock = impl_->Lock();
+Result<std::vector<std::string>> SqliteStore::GetEntityChunks(int64_t entity_id) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT l.chunk_id FROM entity_chunks l JOIN chunks c ON c.id = "
+      read.conn().Prepare("SELECT l.chunk_id FROM entity_chunks l JOIN chunks c ON c.id = "
                           "l.chunk_id WHERE l.entity_id = ? ORDER BY c.document_id, "
                           "c.chunk_index"));
   stmt.BindAll(entity_id);
   return TextColumn(stmt);
 }
 
-Result<ChunkLinks> Store::ListChunkLinks() {
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
-  sqlite::Connection& conn = impl_->conn;
+Result<ChunkLinks> SqliteStore::ListChunkLinks() {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
+  sqlite::Connection& conn = read.conn();
   ChunkLinks links;
-  auto read = [&](std::string_view sql,
-                  std::vector<std::pair<int64_t, std::string>>& out) -> Status {
+  auto read_links = [&](std::string_view sql,
+                        std::vector<std::pair<int64_t, std::string>>& out) -> Status {
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, conn.Prepare(sql));
     while (true) {
       GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -360,23 +363,23 @@ Result<ChunkLinks> Store::ListChunkLinks() {
     return Status::Ok();
   };
   GRAG_RETURN_IF_ERROR(
-      read("SELECT l.entity_id, l.chunk_id FROM entity_chunks l JOIN chunks c "
-           "ON c.id = l.chunk_id ORDER BY l.entity_id, c.document_id, "
-           "c.chunk_index",
-           links.entities));
+      read_links("SELECT l.entity_id, l.chunk_id FROM entity_chunks l JOIN chunks c "
+                 "ON c.id = l.chunk_id ORDER BY l.entity_id, c.document_id, "
+                 "c.chunk_index",
+                 links.entities));
   GRAG_RETURN_IF_ERROR(
-      read("SELECT l.relationship_id, l.chunk_id FROM relationship_chunks l "
-           "JOIN chunks c ON c.id = l.chunk_id ORDER BY l.relationship_id, "
-           "c.document_id, c.chunk_index",
-           links.relationships));
-  GRAG_RETURN_IF_ERROR(tx.Commit());
+      read_links("SELECT l.relationship_id, l.chunk_id FROM relationship_chunks l "
+                 "JOIN chunks c ON c.id = l.chunk_id ORDER BY l.relationship_id, "
+                 "c.document_id, c.chunk_index",
+                 links.relationships));
   return links;
 }
 
-Result<GraphSnapshot> Store::LoadGraphSnapshot() {
+Result<GraphSnapshot> SqliteStore::LoadGraphSnapshot() {
   // One read transaction: the four lists describe the same graph.
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
-  sqlite::Connection& conn = impl_->conn;
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
+  sqlite::Connection& conn = read.conn();
   GraphSnapshot g;
   {
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
@@ -433,15 +436,15 @@ Result<GraphSnapshot> Store::LoadGraphSnapshot() {
       g.aliases.emplace_back(stmt.Text(0), stmt.Int(1));
     }
   }
-  GRAG_RETURN_IF_ERROR(tx.Commit());
   return g;
 }
 
-Result<GraphSnapshot> Store::LoadGraphNeighbourhood(const std::vector<int64_t>& entity_ids,
-                                                    const std::vector<std::string>& chunk_ids,
-                                                    const NeighbourhoodLimits& limits) {
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
-  sqlite::Connection& conn = impl_->conn;
+Result<GraphSnapshot> SqliteStore::LoadGraphNeighbourhood(const std::vector<int64_t>& entity_ids,
+                                                          const std::vector<std::string>& chunk_ids,
+                                                          const NeighbourhoodLimits& limits) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
+  sqlite::Connection& conn = read.conn();
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt related,
       conn.Prepare("SELECT target_id, weight FROM relationships WHERE source_id = ?1 UNION ALL "
@@ -555,17 +558,16 @@ Result<GraphSnapshot> Store::LoadGraphNeighbourhood(const std::vector<int64_t>& 
       }
     }
   }
-  GRAG_RETURN_IF_ERROR(tx.Commit());
   return g;
 }
 
-Result<int64_t> Store::CountChunksWithPhrase(std::string_view phrase) {
+Result<int64_t> SqliteStore::CountChunksWithPhrase(std::string_view phrase) {
   const std::string match = store::FtsPhraseQuery(phrase);
   if (match.empty()) return int64_t{0};
-  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"));
+      read.conn().Prepare("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"));
   stmt.BindAll(match);
   GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
   return row ? stmt.Int(0) : int64_t{0};
@@ -603,7 +605,7 @@ Result<std::vector<RelationshipRecord>> ReadRelationships(sqlite::Stmt& stmt) {
 
 }  // namespace
 
-Result<int64_t> Store::UpsertRelationship(const RelationshipRecord& r) {
+Result<int64_t> SqliteStore::UpsertRelationship(const RelationshipRecord& r) {
   if (r.source_id == r.target_id) {
     return Status::InvalidArgument("a relationship needs two distinct entities (got " +
                                    std::to_string(r.source_id) + " twice)");
@@ -634,32 +636,32 @@ Result<int64_t> Store::UpsertRelationship(const RelationshipRecord& r) {
   return id;
 }
 
-Result<std::vector<RelationshipRecord>> Store::ListRelationships() {
-  auto lock = impl_->Lock();
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, impl_->conn.Prepare(std::string(kRelationshipSelect) +
+Result<std::vector<RelationshipRecord>> SqliteStore::ListRelationships() {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read.conn().Prepare(std::string(kRelationshipSelect) +
                                                                "ORDER BY r.weight DESC, r.id"));
   return ReadRelationships(stmt);
 }
 
-Result<std::vector<RelationshipRecord>> Store::ListRelationshipsOf(int64_t entity_id) {
-  auto lock = impl_->Lock();
+Result<std::vector<RelationshipRecord>> SqliteStore::ListRelationshipsOf(int64_t entity_id) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        impl_->conn.Prepare(std::string(kRelationshipSelect) +
+                        read.conn().Prepare(std::string(kRelationshipSelect) +
                                             "WHERE r.source_id = ?1 OR r.target_id = ?1 "
                                             "ORDER BY r.weight DESC, r.id"));
   stmt.BindAll(entity_id);
   return ReadRelationships(stmt);
 }
 
-Status Store::SetRelationshipChunks(int64_t relationship_id,
-                                    const std::vector<std::string>& chunk_ids) {
+Status SqliteStore::SetRelationshipChunks(int64_t relationship_id,
+                                          const std::vector<std::string>& chunk_ids) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
   GRAG_RETURN_IF_ERROR(
       SetLinks(impl_->conn, "relationship_chunks", "relationship_id", relationship_id, chunk_ids));
   return tx.Commit();
 }
 
-Result<bool> Store::DeleteRelationship(int64_t id) {
+Result<bool> SqliteStore::DeleteRelationship(int64_t id) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
                         impl_->conn.Prepare("DELETE FROM relationships WHERE id = ?"));
@@ -669,7 +671,7 @@ Result<bool> Store::DeleteRelationship(int64_t id) {
   return deleted;
 }
 
-Status Store::RecomputeGraphStats() {
+Status SqliteStore::RecomputeGraphStats() {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
   GRAG_RETURN_IF_ERROR(impl_->conn.Exec(
       "UPDATE entities SET "
@@ -683,8 +685,8 @@ Status Store::RecomputeGraphStats() {
 
 // ---------------------------------------------------------------- communities
 
-Result<int64_t> Store::ReplaceCommunities(const ClusteringRecord& clustering,
-                                          const std::vector<CommunityRecord>& communities) {
+Result<int64_t> SqliteStore::ReplaceCommunities(const ClusteringRecord& clustering,
+                                                const std::vector<CommunityRecord>& communities) {
   // Check the hierarchy up front: the parent key is deferred, so a bad parent would otherwise
   // surface only when the outermost transaction commits.
   std::unordered_map<int64_t, int64_t> level_of;
@@ -778,9 +780,10 @@ Result<int64_t> Store::ReplaceCommunities(const ClusteringRecord& clustering,
   return clustering_id;
 }
 
-Result<std::vector<CommunityRecord>> Store::ListCommunities(std::optional<int64_t> level) {
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/false));
-  sqlite::Connection& conn = impl_->conn;
+Result<std::vector<CommunityRecord>> SqliteStore::ListCommunities(std::optional<int64_t> level) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
+  sqlite::Connection& conn = read.conn();
   std::vector<CommunityRecord> out;
   std::unordered_map<int64_t, size_t> index_of;
   {
@@ -816,15 +819,14 @@ Result<std::vector<CommunityRecord>> Store::ListCommunities(std::optional<int64_
       if (it != index_of.end()) out[it->second].entity_ids.push_back(stmt.Int(1));
     }
   }
-  GRAG_RETURN_IF_ERROR(tx.Commit());
   return out;
 }
 
-Result<std::vector<int64_t>> Store::CommunitiesOfEntity(int64_t entity_id) {
-  auto lock = impl_->Lock();
+Result<std::vector<int64_t>> SqliteStore::CommunitiesOfEntity(int64_t entity_id) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT c.id FROM community_members m JOIN communities c ON c.id = "
+      read.conn().Prepare("SELECT c.id FROM community_members m JOIN communities c ON c.id = "
                           "m.community_id WHERE m.entity_id = ? ORDER BY c.level, c.id"));
   stmt.BindAll(entity_id);
   std::vector<int64_t> out;
@@ -836,11 +838,11 @@ Result<std::vector<int64_t>> Store::CommunitiesOfEntity(int64_t entity_id) {
   return out;
 }
 
-Result<std::optional<ClusteringRecord>> Store::LatestClustering() {
-  auto lock = impl_->Lock();
+Result<std::optional<ClusteringRecord>> SqliteStore::LatestClustering() {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      impl_->conn.Prepare("SELECT id, method, seed, resolution, max_cluster_size, modularity, "
+      read.conn().Prepare("SELECT id, method, seed, resolution, max_cluster_size, modularity, "
                           "warm_start, note, created_at, graph_hash, fresh_modularity "
                           "FROM clusterings ORDER BY id DESC LIMIT 1"));
   GRAG_ASSIGN_OR_RETURN(bool found, stmt.Step());
@@ -896,7 +898,7 @@ ReportRecord ReadReport(const sqlite::Stmt& stmt) {
 
 }  // namespace
 
-Status Store::PutReport(const ReportRecord& r) {
+Status SqliteStore::PutReport(const ReportRecord& r) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
   sqlite::Connection& conn = impl_->conn;
   GRAG_ASSIGN_OR_RETURN(bool found,
@@ -928,7 +930,7 @@ Status Store::PutReport(const ReportRecord& r) {
   return tx.Commit();
 }
 
-Status Store::MarkReportStale(int64_t community_id, std::string_view note) {
+Status SqliteStore::MarkReportStale(int64_t community_id, std::string_view note) {
   auto lock = impl_->Lock();
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
@@ -936,18 +938,18 @@ Status Store::MarkReportStale(int64_t community_id, std::string_view note) {
   return stmt.BindAll(note, community_id).Run();
 }
 
-Result<std::optional<ReportRecord>> Store::GetReport(int64_t community_id) {
-  auto lock = impl_->Lock();
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, impl_->conn.Prepare(std::string(kReportSelect) +
+Result<std::optional<ReportRecord>> SqliteStore::GetReport(int64_t community_id) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read.conn().Prepare(std::string(kReportSelect) +
                                                                "WHERE r.community_id = ?"));
   GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(community_id).Step());
   if (!found) return std::optional<ReportRecord>();
   return std::optional<ReportRecord>(ReadReport(stmt));
 }
 
-Result<std::vector<ReportRecord>> Store::ListReports(std::optional<int64_t> level) {
-  auto lock = impl_->Lock();
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, impl_->conn.Prepare(std::string(kReportSelect) +
+Result<std::vector<ReportRecord>> SqliteStore::ListReports(std::optional<int64_t> level) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read.conn().Prepare(std::string(kReportSelect) +
                                                                "WHERE ?1 IS NULL OR c.level = ?1 "
                                                                "ORDER BY c.level, r.community_id"));
   stmt.BindAll(level);

@@ -575,14 +575,18 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOpt
   GRAG_ASSIGN_OR_RETURN(int64_t fk, conn.QueryInt("PRAGMA foreign_keys"));
   if (fk != 1) return Status::Internal("this SQLite cannot enforce foreign keys");
 
-  auto impl = std::make_unique<Store::Impl>(path, std::move(conn));
+  // Readers beside the writer need WAL (in a rollback journal a reader blocks a commit).
+  GRAG_ASSIGN_OR_RETURN(std::string journal_mode, conn.QueryText("PRAGMA journal_mode"));
+  auto impl = std::make_unique<SqliteStore::Impl>(path, std::move(conn));
   impl->read_only = options.read_only;
+  impl->pool_enabled = journal_mode == "wal";
+  impl->busy_timeout_ms = options.busy_timeout_ms;
   // Checked (or just created) and written only by SQLite from here on: the state at close is
   // as sound as this one.
   impl->stamp.path = path;
   impl->stamp.enabled = options.verify;
   impl->writer_lock = std::move(writer_lock);
-  return std::make_unique<Store>(std::move(impl));
+  return std::unique_ptr<Store>(std::make_unique<SqliteStore>(std::move(impl)));
 }
 
 }  // namespace grag::store

@@ -1,0 +1,58 @@
+// The tunable weights of retrieval: the fusion of its signals and the graph signal's walk.
+//
+// Declared once, here, with the reasons for their defaults: retrieval's options
+// (RetrievalOptions, grag/retrieval.h) are built on this struct, and the settings' [search]
+// section (SearchConfig, grag/config.h) reads into it, so a default cannot differ between the
+// library and grag.toml. Plain data in core because both the settings and the query module need
+// it.
+#pragma once
+
+namespace grag {
+
+struct RetrievalTuning {
+  // ---- fusion
+  // Reciprocal rank fusion: score = Σ weight / (rrf_k + rank). Cormack et al.'s 60 flattens the
+  // difference between ranks 1 and 5, which suits lists of equal strength; here the graph list
+  // is the strong one (it already holds the other two signals' best passages as seeds) and its
+  // top ranks must count: 5, tuned with graph_weight on half of HotpotQA-100 (README).
+  double rrf_k = 5;
+  // Signal weights in the fusion: seed 002's 1.125 for vector and 1.0 for BM25, and the graph's,
+  // which breaks ties only where the walk has no opinion at 1.0 and carried multi-hop recall
+  // from 0.79 to 0.92 at 6 (recall@5 on the tuning half).
+  double vector_weight = 1.125;
+  double bm25_weight = 1.0;
+  double graph_weight = 6.0;
+  // The graph's weight when nothing anchors its walk: no entity named in the question and no
+  // fact seed in the best passages, only entity descriptions near the question by embedding and
+  // the passages themselves. The walk then guesses; at 6 a guess from one loosely similar
+  // description outranked the only passage both BM25 and vector put first.
+  double unanchored_graph_weight = 1.0;
+  // With the built-in lexical embedder the vector signal is a second keyword signal: it gets
+  // this weight instead of vector_weight.
+  double lexical_vector_weight = 0.5;
+
+  // ---- graph signal (personalised PageRank over entities and chunks)
+  // Probability that the walk takes one more step (HippoRAG 2's 0.5).
+  double damping = 0.5;
+  // Of an entity's mass for chunks (RetrievalOptions::entity_to_chunk), the share that goes to
+  // the chunks of the documents the entity is the title of (when there are such): "Christopher
+  // Nolan"'s own article before the films that name him.
+  double titled_chunk_share = 0.9;
+  // Entities named in the question whose specificity (IDF of the name's phrase, normalised to
+  // 0-1) is below this seed nothing unless no name clears it: "located" or "film" are in too
+  // many chunks to point anywhere. A name in fewer than 5 chunks always clears it (in a small
+  // index every name is in a large share of the chunks; that says nothing).
+  double min_name_specificity = 0.25;
+  // Of the seed mass, the share given to the best passages of the vector and BM25 signals
+  // (HippoRAG 2 seeds passage nodes too, at a small weight), split over
+  // RetrievalOptions::passage_seeds.
+  double passage_seed_share = 0.2;
+  // Fact seeds, HippoRAG 2's "query to triple" step without a model: in the best passages,
+  // the sentences that share the most specific words with the question ("He played for the
+  // Philadelphia Eagles (1941, 1945–1949)" for "...played for an NFL team from 1945-1949") seed
+  // the entities they name, weighted by the sentence's match and the entity's specificity. They
+  // are how the walk finds a bridge the question never names. Their share of the seed mass:
+  double fact_seed_share = 0.3;
+};
+
+}  // namespace grag

@@ -1,0 +1,125 @@
+// The index pipeline's embeddings stage: what RunIndex calls (stages.h).
+#include "stages.h"
+
+#include <algorithm>
+
+#include "grag/hash.h"
+#include "grag/log.h"
+
+namespace grag {
+namespace {
+
+struct EmbedItem {
+  std::string owner_id;
+  std::string text;
+  std::string hash;
+};
+
+// Embeds `todo` (texts whose stored vector is missing or stale) in groups, storing each group as
+// it arrives. The client spreads a group's batches over its concurrency slots.
+Status EmbedOwner(Run& run, EmbeddingOwner owner, const std::vector<EmbedItem>& todo,
+                  int64_t& written) {
+  if (todo.empty()) return Status::Ok();
+  const std::string stage = owner == EmbeddingOwner::kEntity  ? "embed entities"
+                            : owner == EmbeddingOwner::kChunk ? "embed chunks"
+                                                              : "embed reports";
+  const size_t group =
+      static_cast<size_t>(std::max<int64_t>(1, run.config().embeddings.batch_size)) *
+      static_cast<size_t>(std::max<int64_t>(1, EmbeddingConcurrency(run.config())));
+  int64_t done = 0;
+  for (size_t start = 0; start < todo.size(); start += group) {
+    if (run.cancelled()) return Status::Cancelled("interrupted");
+    const size_t end = std::min(todo.size(), start + group);
+    std::vector<std::string> texts;
+    for (size_t i = start; i < end; ++i) texts.push_back(todo[i].text);
+    auto reply = run.embedder()->Embed(texts);
+    if (!reply.ok()) return reply.status().WithContext(stage);
+    std::vector<EmbeddingRecord> records;
+    for (size_t i = start; i < end; ++i) {
+      EmbeddingRecord r;
+      r.owner = owner;
+      r.owner_id = todo[i].owner_id;
+      r.model = run.embedder()->model();
+      r.vector = std::move(reply->vectors[i - start]);
+      r.input_hash = todo[i].hash;
+      records.push_back(std::move(r));
+    }
+    GRAG_RETURN_IF_ERROR(run.store().PutEmbeddings(records).WithContext(stage));
+    written += static_cast<int64_t>(records.size());
+    done += static_cast<int64_t>(records.size());
+    run.Progress(stage, done, static_cast<int64_t>(todo.size()));
+  }
+  return Status::Ok();
+}
+
+// Whether the stored vector of `owner_id` is missing or was made from another text.
+bool Stale(const std::map<std::string, std::string>& stored, const std::string& owner_id,
+           const std::string& hash) {
+  auto it = stored.find(owner_id);
+  return it == stored.end() || it->second != hash;
+}
+
+// Vectors of another model cannot share an index with the current one's (nor be compared
+// with a question embedded by it): when the embedding model changed, they are dropped and
+// every text of that kind is embedded again.
+Status DropOtherModelsVectors(Run& run, EmbeddingOwner owner) {
+  GRAG_ASSIGN_OR_RETURN(std::optional<EmbeddingSpace> space, run.store().GetEmbeddingSpace(owner));
+  if (!space || space->model == run.embedder()->model()) return Status::Ok();
+  GRAG_ASSIGN_OR_RETURN(int64_t dropped, run.store().DeleteEmbeddings(owner));
+  Log(LogLevel::kInfo, "embed",
+      "the embedding model changed from " + space->model + " to " + run.embedder()->model() + ": " +
+          std::to_string(dropped) + " " + std::string(EmbeddingOwnerName(owner)) +
+          " vectors will be embedded again");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Embed(Run& run, EmbedSummary& s) {
+  if (run.embedder() == nullptr) return Status::Ok();
+  Store& store = run.store();
+  for (EmbeddingOwner owner :
+       {EmbeddingOwner::kEntity, EmbeddingOwner::kChunk, EmbeddingOwner::kReport}) {
+    GRAG_RETURN_IF_ERROR(DropOtherModelsVectors(run, owner));
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(auto stored, store.ListEmbeddingHashes(EmbeddingOwner::kEntity));
+    GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> entities, store.ListEntities());
+    std::vector<EmbedItem> todo;
+    for (const auto& e : entities) {
+      std::string text = e.name + ": " + e.description;
+      std::string hash = Sha256Hex(text);
+      std::string id = std::to_string(e.id);
+      if (Stale(stored, id, hash))
+        todo.push_back({std::move(id), std::move(text), std::move(hash)});
+    }
+    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kEntity, todo, s.embeddings_written));
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(auto stored, store.ListEmbeddingHashes(EmbeddingOwner::kChunk));
+    GRAG_ASSIGN_OR_RETURN(std::vector<std::string> ids, store.ListChunkIds());
+    std::vector<EmbedItem> todo;
+    for (const auto& id : ids) {
+      // A chunk id already is a hash of its text (and document): only new chunks are read.
+      if (!Stale(stored, id, id)) continue;
+      GRAG_ASSIGN_OR_RETURN(auto chunk, store.GetChunk(id));
+      if (chunk) todo.push_back({id, std::move(chunk->text), id});
+    }
+    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kChunk, todo, s.embeddings_written));
+  }
+  {
+    GRAG_ASSIGN_OR_RETURN(auto stored, store.ListEmbeddingHashes(EmbeddingOwner::kReport));
+    GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store.ListReports());
+    std::vector<EmbedItem> todo;
+    for (const auto& r : reports) {
+      if (r.status != ReportStatus::kOk || r.full_content.empty()) continue;
+      std::string hash = Sha256Hex(r.full_content);
+      std::string id = std::to_string(r.community_id);
+      if (Stale(stored, id, hash)) todo.push_back({std::move(id), r.full_content, std::move(hash)});
+    }
+    GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kReport, todo, s.embeddings_written));
+  }
+  return Status::Ok();
+}
+
+}  // namespace grag

@@ -1,0 +1,420 @@
+// The index pipeline's load and chunk stage: what RunIndex calls (stages.h).
+#include "stages.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "grag/chunker.h"
+#include "grag/log.h"
+
+namespace grag {
+namespace {
+
+struct LoadedDocument {
+  Document doc;
+  std::vector<ChunkRecord> chunks;
+};
+
+// The input as the request describes it, chunked, and the stored documents it no longer has.
+struct Gathered {
+  std::vector<LoadedDocument> documents;
+  std::vector<LoadIssue> issues;
+  std::vector<std::string> to_remove;  // document ids
+  std::vector<DocumentInfo> stored;    // the index's documents before the update
+};
+
+// Whether `path` lies in `folder` (both as spelled, or with symlinked parents resolved).
+bool IsUnderFolder(const std::string& path, const std::string& folder) {
+  const std::string rel = SourcePathFor(path, folder);
+  return !std::filesystem::path(rel).is_absolute();
+}
+
+Result<std::vector<ChunkRecord>> ChunkRecords(const Document& doc, const ChunkOptions& copts) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ChunkDocument(doc, copts));
+  std::vector<ChunkRecord> records;
+  records.reserve(chunks.size());
+  for (auto& ch : chunks) {
+    ChunkRecord r;
+    r.id = std::move(ch.id);
+    r.document_id = doc.id;
+    r.index = ch.index;
+    r.text = std::move(ch.text);
+    r.n_tokens = static_cast<int64_t>(ch.n_tokens);
+    r.start_token = static_cast<int64_t>(ch.start_token);
+    records.push_back(std::move(r));
+  }
+  return records;
+}
+
+Result<Gathered> Gather(const Config& c, const IndexRequest& request, Store& store,
+                        const std::atomic<bool>* cancel) {
+  Gathered out;
+  GRAG_ASSIGN_OR_RETURN(out.stored, store.ListDocuments());
+  const std::vector<DocumentInfo>& stored = out.stored;
+  std::set<std::string> stored_ids;
+  for (const auto& d : stored) stored_ids.insert(d.id);
+  for (const auto& id : request.remove) {
+    if (!stored_ids.count(id)) {
+      return Status::NotFound("no document \"" + id +
+                              "\" in the index (`grag stats --documents` lists them)");
+    }
+    out.to_remove.push_back(id);
+  }
+  const bool whole_input = request.paths.empty() && request.remove.empty();
+  std::vector<std::string> paths = request.paths;
+  if (whole_input) {
+    const std::string input = c.Resolve(c.input.dir);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(input, ec)) {
+      return Status::NotFound("input folder " + input +
+                              " does not exist: put documents there or name files to index");
+    }
+    paths.push_back(input);
+  }
+  if (paths.empty()) return out;
+  GRAG_ASSIGN_OR_RETURN(LoadResult loaded, LoadDocuments(paths, LoadOptionsFor(c)));
+  out.issues = std::move(loaded.issues);
+  const auto skipped = std::count_if(out.issues.begin(), out.issues.end(),
+                                     [](const LoadIssue& i) { return i.skipped; });
+  if (loaded.documents.empty() && skipped > 0) {
+    // Nothing to index and something went wrong: a failure, not an empty success. Nothing is
+    // removed either.
+    std::string first = out.issues.front().path + ": " + out.issues.front().message;
+    for (const auto& i : out.issues) {
+      if (i.skipped) {
+        first = i.path + ": " + i.message;
+        break;
+      }
+    }
+    return Status::IoError("no input file could be read (" + std::to_string(skipped) +
+                           (skipped == 1 ? " problem" : " problems") + "; first: " + first + ")");
+  }
+
+  const ChunkOptions copts = ChunkOptionsFor(c);
+  std::set<std::string> present;
+  for (auto& doc : loaded.documents) {
+    if (cancel != nullptr && cancel->load()) return Status::Cancelled("interrupted");
+    present.insert(doc.id);
+    // Chunking is cheap next to an LLM call, and re-chunking every document keeps chunks true
+    // to the current chunk settings; unchanged chunks keep their ids and their extraction.
+    GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, ChunkRecords(doc, copts));
+    out.documents.push_back({std::move(doc), std::move(chunks)});
+  }
+
+  // Folders are synchronised: a stored document that came from a folder being indexed and whose
+  // file is gone from it leaves the index; so does a record gone from a file that was read
+  // cleanly. A document whose file is still there but could not be read this time (unreadable,
+  // invalid UTF-8, a bad record) is kept: a transient problem must never delete work.
+  std::vector<std::string> folders;
+  if (request.sync_folders || whole_input) {
+    for (const auto& p : paths) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(p, ec)) folders.push_back(p);
+    }
+  }
+  if (folders.empty()) return out;
+  const std::string root = c.root;
+  std::set<std::string> troubled;  // source files with a problem this run
+  for (const auto& issue : out.issues) {
+    if (issue.skipped) troubled.insert(issue.source_path);
+  }
+  std::set<std::string> read_cleanly;  // source files that gave documents and no problem
+  for (const auto& ld : out.documents) {
+    if (!troubled.count(ld.doc.source_path)) read_cleanly.insert(ld.doc.source_path);
+  }
+  const std::string input_dir = c.Resolve(c.input.dir);
+  for (const auto& d : stored) {
+    if (present.count(d.id)) continue;
+    if (std::find(out.to_remove.begin(), out.to_remove.end(), d.id) != out.to_remove.end())
+      continue;
+    // The stored source path is relative to the project root. Indexes written before that may
+    // hold one relative to another working directory; for a plain file the id (its path
+    // relative to the input folder) locates it too. A record's id says nothing about its file:
+    // it is judged by the stored path alone, and kept when that does not lead anywhere.
+    const std::string stored_file = ResolveSourcePath(d.source_path, root);
+    const std::string source = SourcePathFor(stored_file, root);
+    std::vector<std::string> candidates = {stored_file};
+    const bool plain_file = d.id.find('#') == std::string::npos &&
+                            d.id == d.source_path.substr(d.source_path.size() >= d.id.size()
+                                                             ? d.source_path.size() - d.id.size()
+                                                             : 0);
+    if (plain_file) {
+      candidates.push_back(
+          (std::filesystem::path(input_dir) / d.id).lexically_normal().generic_string());
+    }
+    bool under = false;
+    bool file_exists = false;
+    for (const auto& file : candidates) {
+      for (const auto& f : folders) under = under || IsUnderFolder(file, f);
+      std::error_code ec;
+      file_exists = file_exists || std::filesystem::exists(file, ec);
+    }
+    if (!under) continue;
+    if (troubled.count(source)) {
+      Log(LogLevel::kWarn, "load",
+          "kept " + d.id + ": its file " + d.source_path + " could not be read this run");
+      continue;
+    }
+    const bool gone = !file_exists || read_cleanly.count(source) > 0;
+    if (gone) {
+      out.to_remove.push_back(d.id);
+    } else {
+      Log(LogLevel::kWarn, "load",
+          "kept " + d.id + ": its file " + d.source_path + " is still there but gave no document");
+    }
+  }
+  return out;
+}
+
+// Typical calls per chunk extracted, for an index without history of its own: what
+// bench/incremental_cost measures on its transcript corpus (a first index; adding 1-10%).
+struct CallRatios {
+  double glean = 1;  // per gleaning round configured
+  double resolve = 0;
+  double summarize = 0;
+  double report = 0;
+  double prompt_tokens_per_call = 0;      // 0: the chunk size plus the prompt's ~1,500
+  double completion_tokens_per_call = 0;  // 0: 400
+};
+constexpr CallRatios kTypicalFullIndex{1, 0.002, 0.07, 0.1, 0, 0};
+constexpr CallRatios kTypicalUpdate{1, 0.01, 0.15, 0.5, 0, 0};
+
+Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks) {
+  CallEstimate e;
+  GRAG_ASSIGN_OR_RETURN(std::optional<ClusteringRecord> clustered, store.LatestClustering());
+  e.update = clustered.has_value();
+  CallRatios r = e.update ? kTypicalUpdate : kTypicalFullIndex;
+  r.glean *= static_cast<double>(std::max<int64_t>(0, c.extraction.gleanings));
+  // This index's own runs of the same kind, when it has some.
+  GRAG_ASSIGN_OR_RETURN(std::vector<RunRecord> runs, store.ListRuns(100));
+  std::map<std::string, double> sum;
+  for (const RunRecord& run : runs) {
+    auto get = [&run](const char* key) {
+      auto it = run.counters.find(key);
+      return it == run.counters.end() ? 0.0 : static_cast<double>(it->second);
+    };
+    if (run.status != RunStatus::kOk || get("calls_extract") <= 0 ||
+        (get("update_run") > 0) != e.update) {
+      continue;
+    }
+    ++e.history_runs;
+    for (const char* key : {"calls_extract", "calls_glean", "calls_resolve", "calls_summarize",
+                            "calls_report", "llm_calls", "tokens_in", "tokens_out"}) {
+      sum[key] += get(key);
+    }
+  }
+  if (e.history_runs > 0) {
+    const double per = sum["calls_extract"];
+    r = {sum["calls_glean"] / per,
+         sum["calls_resolve"] / per,
+         sum["calls_summarize"] / per,
+         sum["calls_report"] / per,
+         sum["tokens_in"] / std::max(1.0, sum["llm_calls"]),
+         sum["tokens_out"] / std::max(1.0, sum["llm_calls"])};
+  }
+  const auto n = static_cast<double>(chunks);
+  auto times = [n](double ratio) { return static_cast<int64_t>(std::llround(n * ratio)); };
+  e.calls.extract = chunks;
+  e.calls.glean = times(r.glean);
+  e.calls.resolve = times(r.resolve);
+  e.calls.summarize = times(r.summarize);
+  e.calls.report = times(r.report);
+  const auto calls = static_cast<double>(e.calls.Total());
+  const double in = r.prompt_tokens_per_call > 0 ? r.prompt_tokens_per_call
+                                                 : static_cast<double>(c.chunks.size) + 1500;
+  const double out = r.completion_tokens_per_call > 0 ? r.completion_tokens_per_call : 400;
+  e.prompt_tokens = static_cast<int64_t>(std::llround(calls * in));
+  e.completion_tokens = static_cast<int64_t>(std::llround(calls * out));
+  if (c.llm.price_input_per_million > 0 || c.llm.price_output_per_million > 0) {
+    e.cost = (static_cast<double>(e.prompt_tokens) * c.llm.price_input_per_million +
+              static_cast<double>(e.completion_tokens) * c.llm.price_output_per_million) /
+             1e6;
+  }
+  return e;
+}
+
+Result<IndexPlan> PlanFrom(const Gathered& g, Store& store, const ExtractorId& extractor,
+                           const Config& c) {
+  IndexPlan plan;
+  plan.load_issues = g.issues;
+  std::map<std::string, const DocumentInfo*> by_id;
+  for (const auto& d : g.stored) by_id[d.id] = &d;
+  GRAG_ASSIGN_OR_RETURN(std::vector<std::string> stored_chunks, store.ListChunkIds());
+  const std::set<std::string> stored_chunk_set(stored_chunks.begin(), stored_chunks.end());
+  GRAG_ASSIGN_OR_RETURN(std::vector<std::string> pending, store.ChunksNeedingExtraction(extractor));
+  const std::set<std::string> pending_set(pending.begin(), pending.end());
+
+  std::set<std::string> reloaded;
+  for (const auto& ld : g.documents) {
+    reloaded.insert(ld.doc.id);
+    auto it = by_id.find(ld.doc.id);
+    const bool changed = it != by_id.end() && it->second->content_hash != ld.doc.content_hash;
+    if (it == by_id.end()) {
+      plan.documents_added.push_back(ld.doc.id);
+    } else if (changed) {
+      plan.documents_changed.push_back(ld.doc.id);
+    } else {
+      ++plan.documents_unchanged;
+    }
+    std::set<std::string> now;
+    for (const auto& ch : ld.chunks) {
+      now.insert(ch.id);
+      if (!stored_chunk_set.count(ch.id) || pending_set.count(ch.id)) ++plan.chunks_to_extract;
+    }
+    if (changed) {
+      GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> old, store.ListChunks(ld.doc.id));
+      for (const auto& ch : old) plan.chunks_removed += now.count(ch.id) ? 0 : 1;
+    }
+  }
+  const std::set<std::string> removed(g.to_remove.begin(), g.to_remove.end());
+  for (const auto& id : g.to_remove) {
+    plan.documents_removed.push_back(id);
+    plan.chunks_removed += by_id.count(id) ? by_id[id]->chunk_count : 0;
+  }
+  // Chunks an earlier run stored but did not get to (or skipped), in documents not reloaded now:
+  // only the pending chunks are read, to learn their document.
+  if (reloaded.size() < by_id.size()) {
+    for (const auto& id : pending) {
+      GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(id));
+      if (chunk && !reloaded.count(chunk->document_id) && !removed.count(chunk->document_id)) {
+        ++plan.chunks_to_extract;
+      }
+    }
+  }
+  plan.extraction_calls_max =
+      extractor.kind == ExtractorKind::kLlm
+          ? plan.chunks_to_extract * (1 + std::max<int64_t>(0, c.extraction.gleanings))
+          : 0;
+  if (extractor.kind == ExtractorKind::kLlm && plan.chunks_to_extract > 0) {
+    GRAG_ASSIGN_OR_RETURN(plan.estimate, EstimateCalls(store, c, plan.chunks_to_extract));
+  }
+  return plan;
+}
+
+Status Apply(Run& run, Gathered& g, LoadSummary& s) {
+  const auto total = static_cast<int64_t>(g.documents.size() + g.to_remove.size());
+  int64_t done = 0;
+  // Documents go in by batches, a transaction each: a commit per document cost more than
+  // chunking it (each writes its pages and a full-text segment again). A run stopped mid-batch
+  // reads that batch again next time, which costs no model call; progress counts a document only
+  // once its batch is committed.
+  constexpr size_t kBatchDocuments = 64;
+  constexpr size_t kBatchBytes = size_t{4} << 20;
+  for (size_t begin = 0; begin < g.documents.size();) {
+    if (run.cancelled()) return Status::Cancelled("interrupted");
+    std::vector<std::pair<DocumentChange, ChunkChanges>> changes;
+    size_t end = begin;
+    {
+      GRAG_ASSIGN_OR_RETURN(Transaction tx, run.store().Begin());
+      for (size_t bytes = 0;
+           end < g.documents.size() && end - begin < kBatchDocuments && bytes < kBatchBytes;
+           ++end) {
+        const LoadedDocument& ld = g.documents[end];
+        bytes += ld.doc.text.size();
+        GRAG_ASSIGN_OR_RETURN(DocumentChange change, run.store().UpsertDocument(ld.doc));
+        GRAG_ASSIGN_OR_RETURN(ChunkChanges cc,
+                              run.store().ReplaceDocumentChunks(ld.doc.id, ld.chunks));
+        changes.emplace_back(change, cc);
+      }
+      GRAG_RETURN_IF_ERROR(tx.Commit());
+    }
+    begin = end;
+    for (const auto& [change, cc] : changes) {
+      switch (change) {
+        case DocumentChange::kAdded:
+          ++s.documents_added;
+          break;
+        case DocumentChange::kChanged:
+          ++s.documents_changed;
+          break;
+        case DocumentChange::kUnchanged:
+          ++s.documents_unchanged;
+          break;
+      }
+      s.chunks_added += cc.added;
+      s.chunks_removed += cc.removed;
+      run.Progress("load", ++done, total);
+    }
+  }
+  std::map<std::string, int64_t> chunk_count;
+  for (const auto& d : g.stored) chunk_count[d.id] = d.chunk_count;
+  for (const auto& id : g.to_remove) {
+    GRAG_ASSIGN_OR_RETURN(bool removed, run.store().DeleteDocument(id));
+    if (removed) {
+      ++s.documents_removed;
+      s.chunks_removed += chunk_count[id];
+      Log(LogLevel::kInfo, "index", "removed " + id);
+    }
+    run.Progress("load", ++done, total);
+  }
+  GRAG_ASSIGN_OR_RETURN(s.chunks, run.store().CountChunks());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status LoadAndChunk(Run& run, const IndexRequest& request, const ExtractorId& extractor,
+                    LoadSummary& s, IndexPlan& plan) {
+  GRAG_ASSIGN_OR_RETURN(Gathered g, Gather(run.config(), request, run.store(), run.cancel_flag()));
+  s.load_issues = g.issues;
+  for (const auto& issue : g.issues) {
+    Log(issue.skipped ? LogLevel::kWarn : LogLevel::kInfo, "load",
+        issue.path + ": " + issue.message);
+  }
+  GRAG_ASSIGN_OR_RETURN(plan, PlanFrom(g, run.store(), extractor, run.config()));
+  run.Plan(plan);
+  return Apply(run, g, s);
+}
+
+ChunkOptions ChunkOptionsFor(const Config& c) {
+  ChunkOptions o;
+  o.size = static_cast<size_t>(c.chunks.size);
+  o.overlap = static_cast<size_t>(c.chunks.overlap);
+  o.encoding = c.chunks.encoding;
+  o.prepend_title = c.chunks.prepend_title;
+  return o;
+}
+
+LoadOptions LoadOptionsFor(const Config& c) {
+  LoadOptions o;
+  o.base_dir = c.Resolve(c.input.dir);
+  o.root_dir = c.root;
+  o.json_text_field = c.input.json_text_field;
+  o.json_id_field = c.input.json_id_field;
+  o.json_title_field = c.input.json_title_field;
+  o.csv_text_column = c.input.csv_text_column;
+  o.csv_id_column = c.input.csv_id_column;
+  o.csv_title_column = c.input.csv_title_column;
+  o.invalid_utf8 = ParseInvalidUtf8Policy(c.input.invalid_utf8).value_or(InvalidUtf8Policy::kSkip);
+  return o;
+}
+
+Result<ChunkPreview> ChunkFiles(const std::vector<std::string>& paths, const Config& config,
+                                const ChunkOptions& options, const std::string& base_dir) {
+  LoadOptions load_options = LoadOptionsFor(config);
+  load_options.base_dir = base_dir;
+  GRAG_ASSIGN_OR_RETURN(LoadResult loaded, LoadDocuments(paths, load_options));
+  ChunkPreview out;
+  out.issues = std::move(loaded.issues);
+  for (auto& doc : loaded.documents) {
+    ChunkedDocument d;
+    GRAG_ASSIGN_OR_RETURN(d.chunks, ChunkDocument(doc, options));
+    for (const auto& c : d.chunks) d.tokens += c.n_tokens;
+    out.chunks += static_cast<int64_t>(d.chunks.size());
+    out.tokens += d.tokens;
+    d.document = std::move(doc);
+    out.documents.push_back(std::move(d));
+  }
+  return out;
+}
+
+Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,
+                            IndexContext& context) {
+  if (context.store == nullptr) return Status::InvalidArgument("PlanIndex needs a store");
+  GRAG_ASSIGN_OR_RETURN(Gathered g, Gather(config, request, *context.store, context.cancel));
+  return PlanFrom(g, *context.store, ExtractorFor(context), config);
+}
+
+}  // namespace grag
