@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -108,10 +110,42 @@ class PgReplyCache final : public KeyValueCache {
   PostgresStore* store_;  // not owned; the store owns this
 };
 
+// The connection one read call uses (PostgresStore::Read): the writer's, under its mutex, on the
+// thread with an open transaction (its reads see its writes); else one of a small pool of read
+// connections, which sees the last commit and waits for nobody. Returns the pooled connection
+// when it goes.
+class ReadHandle {
+ public:
+  ReadHandle(PostgresStore* store, std::unique_lock<std::recursive_mutex> lock)
+      : store_(store), lock_(std::move(lock)) {}
+  ReadHandle(PostgresStore* store, std::unique_ptr<pq::Connection> reader)
+      : store_(store), reader_(std::move(reader)) {}
+  ReadHandle(ReadHandle&& other) noexcept
+      : store_(other.store_),
+        lock_(std::move(other.lock_)),
+        reader_(std::move(other.reader_)),
+        snapshot_(std::move(other.snapshot_)),
+        in_snapshot_(std::exchange(other.in_snapshot_, false)) {}
+  ReadHandle& operator=(ReadHandle&&) = delete;
+  ~ReadHandle();
+  pq::Connection& conn();
+  // One snapshot for the reads of a multi-statement call (ended when the handle goes).
+  Status BeginSnapshot();
+
+ private:
+  PostgresStore* store_;
+  std::unique_lock<std::recursive_mutex> lock_;  // the writer path
+  std::unique_ptr<pq::Connection> reader_;       // the pool path
+  std::optional<Transaction> snapshot_;          // the writer path's read transaction
+  bool in_snapshot_ = false;                     // the pool path's read transaction
+};
+
 class PostgresStore final : public Store, private TransactionOwner {
  public:
-  PostgresStore(std::string redacted, pq::Connection conn, bool read_only, int busy_timeout_ms)
-      : redacted_(std::move(redacted)),
+  PostgresStore(std::string url, std::string redacted, pq::Connection conn, bool read_only,
+                int busy_timeout_ms)
+      : url_(std::move(url)),
+        redacted_(std::move(redacted)),
         conn_(std::move(conn)),
         read_only_(read_only),
         busy_timeout_ms_(busy_timeout_ms) {}
@@ -213,10 +247,13 @@ class PostgresStore final : public Store, private TransactionOwner {
   Result<IntegrityReport> Check(int max_per_check) override;
   Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows) override;
 
-  // For the reply cache.
+  // For the reply cache and ReadHandle.
   std::unique_lock<std::recursive_mutex> Lock() { return std::unique_lock(mu_); }
   pq::Connection& conn() { return conn_; }
   bool read_only() const { return read_only_; }
+  Result<ReadHandle> Read();
+  Result<Transaction> BeginRead() { return BeginTx(false); }
+  void ReturnReader(std::unique_ptr<pq::Connection> reader);
 
  private:
   Status FinishTransaction(int depth, bool commit) override;
@@ -230,12 +267,22 @@ class PostgresStore final : public Store, private TransactionOwner {
   // failed statement aborts a whole PostgreSQL transaction, unlike SQLite's).
   Result<Rows> Write(std::string_view sql, const Args& args);
 
+  const std::string url_;  // with its password, if any: never shown
   const std::string redacted_;
   std::recursive_mutex mu_;  // guards conn_ (and the open transactions); held by a Transaction
   pq::Connection conn_;
   const bool read_only_;
   const int busy_timeout_ms_;
   PgReplyCache reply_cache_{this};
+  // The thread with an open transaction, if any (its reads use the writer connection).
+  std::atomic<std::thread::id> tx_thread_{};
+
+  // The reader pool: connections opened on demand, at most kMaxReaders at once.
+  static constexpr int kMaxReaders = 8;
+  std::mutex pool_mu_;
+  std::condition_variable pool_cv_;
+  std::vector<std::unique_ptr<pq::Connection>> idle_readers_;  // guarded by pool_mu_
+  int readers_open_ = 0;                                       // guarded by pool_mu_
 
   std::mutex group_mu_;
   std::condition_variable group_cv_;
@@ -257,12 +304,14 @@ Result<Transaction> PostgresStore::BeginTx(bool write) {
     st = conn_.Exec("SAVEPOINT sp" + std::to_string(depth));
   }
   if (!st.ok()) return st.WithContext("beginning a transaction on " + redacted_);
+  if (depth == 0) tx_thread_ = std::this_thread::get_id();
   Opened();
   return Transaction(this, std::move(lock), depth);
 }
 
 Status PostgresStore::FinishTransaction(int depth, bool commit) {
   // Called by Transaction with mu_ held and the transaction already counted out.
+  if (depth == 0) tx_thread_ = std::thread::id();
   Status st;
   if (depth == 0) {
     if (!conn_.InTransaction()) {
@@ -343,6 +392,72 @@ Result<Rows> PostgresStore::Write(std::string_view sql, const Args& args) {
   return rows;
 }
 
+Result<ReadHandle> PostgresStore::Read() {
+  if (tx_thread_.load() == std::this_thread::get_id()) return ReadHandle(this, Lock());
+  {
+    std::unique_lock lock(pool_mu_);
+    pool_cv_.wait(lock, [&] { return !idle_readers_.empty() || readers_open_ < kMaxReaders; });
+    if (!idle_readers_.empty()) {
+      std::unique_ptr<pq::Connection> reader = std::move(idle_readers_.back());
+      idle_readers_.pop_back();
+      return ReadHandle(this, std::move(reader));
+    }
+    ++readers_open_;
+  }
+  Result<pq::Connection> opened = pq::Connection::Open(url_, redacted_);
+  Status st = opened.status();
+  if (st.ok()) {
+    st = opened->Exec(
+        "SET default_transaction_read_only = on; SET application_name = 'grag reader'");
+  }
+  if (!st.ok()) {
+    {
+      std::lock_guard lock(pool_mu_);
+      --readers_open_;
+    }
+    pool_cv_.notify_one();
+    // The writer's connection still works: read there.
+    Log(LogLevel::kDebug, "store",
+        "opening a read connection: " + st.ToString() + "; reading via the writer's");
+    return ReadHandle(this, Lock());
+  }
+  return ReadHandle(this, std::make_unique<pq::Connection>(std::move(opened).value()));
+}
+
+void PostgresStore::ReturnReader(std::unique_ptr<pq::Connection> reader) {
+  {
+    std::lock_guard lock(pool_mu_);
+    if (reader != nullptr && PQstatus(reader->get()) == CONNECTION_OK && !reader->InTransaction()) {
+      idle_readers_.push_back(std::move(reader));
+    } else {
+      --readers_open_;  // broken: the next reader opens a new one
+    }
+  }
+  pool_cv_.notify_one();
+}
+
+ReadHandle::~ReadHandle() {
+  if (reader_ == nullptr) {
+    if (snapshot_.has_value() && snapshot_->active()) (void)snapshot_->Commit();
+    return;
+  }
+  if (in_snapshot_) (void)reader_->Exec("COMMIT");
+  store_->ReturnReader(std::move(reader_));
+}
+
+pq::Connection& ReadHandle::conn() { return reader_ ? *reader_ : store_->conn(); }
+
+Status ReadHandle::BeginSnapshot() {
+  if (reader_ == nullptr) {
+    GRAG_ASSIGN_OR_RETURN(Transaction tx, store_->BeginRead());
+    snapshot_.emplace(std::move(tx));
+    return Status::Ok();
+  }
+  GRAG_RETURN_IF_ERROR(reader_->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+  in_snapshot_ = true;
+  return Status::Ok();
+}
+
 // ---------------------------------------------------------------- documents
 
 Result<DocumentChange> PostgresStore::UpsertDocument(const Document& doc) {
@@ -378,11 +493,11 @@ Result<DocumentChange> PostgresStore::UpsertDocument(const Document& doc) {
 }
 
 Result<std::optional<Document>> PostgresStore::GetDocument(std::string_view id) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
       Rows rows,
-      conn_.Query("SELECT id, title, source_path, text, content_hash FROM documents WHERE id = $1",
-                  {id}));
+      read.conn().Query(
+          "SELECT id, title, source_path, text, content_hash FROM documents WHERE id = $1", {id}));
   if (rows.empty()) return std::optional<Document>();
   Document doc;
   doc.id = rows.Text(0, 0);
@@ -394,11 +509,11 @@ Result<std::optional<Document>> PostgresStore::GetDocument(std::string_view id) 
 }
 
 Result<std::vector<DocumentInfo>> PostgresStore::ListDocuments() {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows,
-                        conn_.Query("SELECT d.id, d.title, d.source_path, d.content_hash, "
-                                    "(SELECT count(*) FROM chunks c WHERE c.document_id = d.id), "
-                                    "d.created_at, d.updated_at FROM documents d ORDER BY d.id"));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rows, read.conn().Query("SELECT d.id, d.title, d.source_path, d.content_hash, "
+                                   "(SELECT count(*) FROM chunks c WHERE c.document_id = d.id), "
+                                   "d.created_at, d.updated_at FROM documents d ORDER BY d.id"));
   std::vector<DocumentInfo> out(static_cast<size_t>(rows.size()));
   for (int i = 0; i < rows.size(); ++i) {
     DocumentInfo& info = out[static_cast<size_t>(i)];
@@ -511,57 +626,58 @@ Result<ChunkChanges> PostgresStore::ReplaceDocumentChunks(std::string_view docum
 }
 
 Result<std::optional<ChunkRecord>> PostgresStore::GetChunk(std::string_view id) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows,
-      conn_.Query("SELECT " + std::string(kChunkColumns) + " FROM chunks WHERE id = $1", {id}));
+      Rows rows, read.conn().Query(
+                     "SELECT " + std::string(kChunkColumns) + " FROM chunks WHERE id = $1", {id}));
   if (rows.empty()) return std::optional<ChunkRecord>();
   return std::optional<ChunkRecord>(ReadChunk(rows, 0));
 }
 
 Result<std::vector<ChunkRecord>> PostgresStore::ListChunks(std::string_view document_id) {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows, conn_.Query("SELECT " + std::string(kChunkColumns) +
-                                                   " FROM chunks WHERE document_id = $1 "
-                                                   "ORDER BY chunk_index",
-                                               {document_id}));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(Rows rows, read.conn().Query("SELECT " + std::string(kChunkColumns) +
+                                                         " FROM chunks WHERE document_id = $1 "
+                                                         "ORDER BY chunk_index",
+                                                     {document_id}));
   std::vector<ChunkRecord> out;
   for (int i = 0; i < rows.size(); ++i) out.push_back(ReadChunk(rows, i));
   return out;
 }
 
 Result<std::vector<std::string>> PostgresStore::ListChunkIds() {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows,
-                        conn_.Query("SELECT id FROM chunks ORDER BY document_id, chunk_index"));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rows, read.conn().Query("SELECT id FROM chunks ORDER BY document_id, chunk_index"));
   return TextColumn(rows);
 }
 
 Result<int64_t> PostgresStore::CountChunks() {
-  auto lock = Lock();
-  return conn_.QueryInt("SELECT count(*) FROM chunks");
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  return read.conn().QueryInt("SELECT count(*) FROM chunks");
 }
 
 Result<int64_t> PostgresStore::CountEntities() {
-  auto lock = Lock();
-  return conn_.QueryInt("SELECT count(*) FROM entities");
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  return read.conn().QueryInt("SELECT count(*) FROM entities");
 }
 
 Result<std::vector<ChunkHit>> PostgresStore::SearchChunks(std::string_view query, int k) {
   std::vector<ChunkHit> out;
   const std::vector<std::string> words = QueryWords(query, 128);
   if (words.empty() || k <= 0) return out;
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   // Each word as a phrase of its terms (a word the parser splits, "marley—dead", is a phrase as
   // FTS5 reads a quoted string) and the chunks holding it: GIN look-ups.
   GRAG_ASSIGN_OR_RETURN(
       Rows per_word,
-      conn_.Query("SELECT u.i, phraseto_tsquery('grag_text', u.x)::text, "
-                  "(SELECT count(*) FROM chunks WHERE tsv @@ phraseto_tsquery('grag_text', u.x)) "
-                  "FROM unnest($1::text[]) WITH ORDINALITY AS u(x, i) ORDER BY u.i",
-                  {pq::TextArray(words)}));
-  GRAG_ASSIGN_OR_RETURN(Rows corpus,
-                        conn_.Query("SELECT count(*), coalesce(avg(n_terms), 0) FROM chunks"));
+      read.conn().Query(
+          "SELECT u.i, phraseto_tsquery('grag_text', u.x)::text, "
+          "(SELECT count(*) FROM chunks WHERE tsv @@ phraseto_tsquery('grag_text', u.x)) "
+          "FROM unnest($1::text[]) WITH ORDINALITY AS u(x, i) ORDER BY u.i",
+          {pq::TextArray(words)}));
+  GRAG_ASSIGN_OR_RETURN(
+      Rows corpus, read.conn().Query("SELECT count(*), coalesce(avg(n_terms), 0) FROM chunks"));
   const double n = corpus.Double(0, 0);
   const double avgdl = std::max(1.0, corpus.Double(0, 1));
   struct Word {
@@ -598,7 +714,7 @@ Result<std::vector<ChunkHit>> PostgresStore::SearchChunks(std::string_view query
   // the tsvector's positions, the document length from n_terms.
   GRAG_ASSIGN_OR_RETURN(
       Rows rows,
-      conn_.Query(
+      read.conn().Query(
           "WITH w AS (SELECT l AS lex, u.idf / greatest(1, cardinality(tsvector_to_array("
           "to_tsvector('grag_text', u.x)))) AS wt FROM unnest($2::text[], $3::float8[]) AS "
           "u(x, idf), unnest(tsvector_to_array(to_tsvector('grag_text', u.x))) AS l) "
@@ -624,12 +740,12 @@ Result<std::vector<double>> PostgresStore::RankTexts(const std::vector<std::stri
   std::vector<double> scores(texts.size(), 0.0);
   const std::vector<std::string> words = QueryWords(query, 128);
   if (words.empty() || texts.empty()) return scores;
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   // Per text its length, and per (text, word term) the term's frequency; BM25 here, with the
   // IDF over these texts.
   GRAG_ASSIGN_OR_RETURN(
       Rows rows,
-      conn_.Query(
+      read.conn().Query(
           "WITH t AS (SELECT u.i, to_tsvector('grag_text', u.x) AS v FROM unnest($1::text[]) "
           "WITH ORDINALITY AS u(x, i)), "
           "w AS (SELECT u.j, l AS lex, 1.0 / greatest(1, cardinality(tsvector_to_array("
@@ -736,12 +852,13 @@ Status PostgresStore::PutExtraction(const ExtractionRecord& r) {
 
 Result<std::optional<ExtractionRecord>> PostgresStore::GetExtraction(std::string_view chunk_id,
                                                                      const ExtractorId& extractor) {
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(false));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
   GRAG_ASSIGN_OR_RETURN(
       Rows head,
-      conn_.Query("SELECT id, status, reason, gleaning_rounds, params_hash, created_at "
-                  "FROM extractions WHERE chunk_id = $1 AND extractor = $2 AND model = $3",
-                  {chunk_id, ExtractorKindName(extractor.kind), extractor.model}));
+      read.conn().Query("SELECT id, status, reason, gleaning_rounds, params_hash, created_at "
+                        "FROM extractions WHERE chunk_id = $1 AND extractor = $2 AND model = $3",
+                        {chunk_id, ExtractorKindName(extractor.kind), extractor.model}));
   if (head.empty()) return std::optional<ExtractionRecord>();
   ExtractionRecord r;
   const int64_t id = head.Int(0, 0);
@@ -753,47 +870,46 @@ Result<std::optional<ExtractionRecord>> PostgresStore::GetExtraction(std::string
   r.params_hash = head.Text(0, 4);
   r.created_at = head.Text(0, 5);
   GRAG_ASSIGN_OR_RETURN(Rows ents,
-                        conn_.Query("SELECT name, name_key, type, description FROM "
-                                    "entity_mentions WHERE extraction_id = $1 ORDER BY id",
-                                    {id}));
+                        read.conn().Query("SELECT name, name_key, type, description FROM "
+                                          "entity_mentions WHERE extraction_id = $1 ORDER BY id",
+                                          {id}));
   for (int i = 0; i < ents.size(); ++i) {
     r.entities.push_back({ents.Text(i, 0), ents.Text(i, 1), ents.Text(i, 2), ents.Text(i, 3)});
   }
-  GRAG_ASSIGN_OR_RETURN(Rows rels,
-                        conn_.Query("SELECT source, target, source_key, target_key, description, "
-                                    "strength FROM relationship_mentions WHERE extraction_id = $1 "
-                                    "ORDER BY id",
-                                    {id}));
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rels, read.conn().Query("SELECT source, target, source_key, target_key, description, "
+                                   "strength FROM relationship_mentions WHERE extraction_id = $1 "
+                                   "ORDER BY id",
+                                   {id}));
   for (int i = 0; i < rels.size(); ++i) {
     r.relationships.push_back({rels.Text(i, 0), rels.Text(i, 1), rels.Text(i, 2), rels.Text(i, 3),
                                rels.Text(i, 4), rels.Double(i, 5)});
   }
-  GRAG_RETURN_IF_ERROR(tx.Commit());
   return std::optional<ExtractionRecord>(std::move(r));
 }
 
 Result<std::vector<std::string>> PostgresStore::ChunksNeedingExtraction(
     const ExtractorId& extractor) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows, conn_.Query("SELECT c.id FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM "
-                             "extractions e WHERE e.chunk_id = c.id AND e.extractor = $1 AND "
-                             "e.model = $2 AND e.status = 'ok') ORDER BY c.document_id, "
-                             "c.chunk_index",
-                             {ExtractorKindName(extractor.kind), extractor.model}));
+      Rows rows, read.conn().Query("SELECT c.id FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM "
+                                   "extractions e WHERE e.chunk_id = c.id AND e.extractor = $1 AND "
+                                   "e.model = $2 AND e.status = 'ok') ORDER BY c.document_id, "
+                                   "c.chunk_index",
+                                   {ExtractorKindName(extractor.kind), extractor.model}));
   return TextColumn(rows);
 }
 
 Result<std::vector<ChunkEntityMention>> PostgresStore::ListEntityMentions(
     const ExtractorId& extractor) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows,
-      conn_.Query("SELECT e.chunk_id, m.name, m.name_key, m.type, m.description FROM "
-                  "entity_mentions m JOIN extractions e ON e.id = m.extraction_id JOIN chunks c "
-                  "ON c.id = e.chunk_id WHERE e.extractor = $1 AND e.model = $2 AND e.status = "
-                  "'ok' ORDER BY c.document_id, c.chunk_index, m.id",
-                  {ExtractorKindName(extractor.kind), extractor.model}));
+      Rows rows, read.conn().Query(
+                     "SELECT e.chunk_id, m.name, m.name_key, m.type, m.description FROM "
+                     "entity_mentions m JOIN extractions e ON e.id = m.extraction_id JOIN chunks c "
+                     "ON c.id = e.chunk_id WHERE e.extractor = $1 AND e.model = $2 AND e.status = "
+                     "'ok' ORDER BY c.document_id, c.chunk_index, m.id",
+                     {ExtractorKindName(extractor.kind), extractor.model}));
   std::vector<ChunkEntityMention> out;
   out.reserve(static_cast<size_t>(rows.size()));
   for (int i = 0; i < rows.size(); ++i) {
@@ -805,15 +921,15 @@ Result<std::vector<ChunkEntityMention>> PostgresStore::ListEntityMentions(
 
 Result<std::vector<ChunkRelationshipMention>> PostgresStore::ListRelationshipMentions(
     const ExtractorId& extractor) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
       Rows rows,
-      conn_.Query("SELECT e.chunk_id, m.source, m.target, m.source_key, m.target_key, "
-                  "m.description, m.strength FROM relationship_mentions m JOIN extractions e "
-                  "ON e.id = m.extraction_id JOIN chunks c ON c.id = e.chunk_id WHERE "
-                  "e.extractor = $1 AND e.model = $2 AND e.status = 'ok' ORDER BY "
-                  "c.document_id, c.chunk_index, m.id",
-                  {ExtractorKindName(extractor.kind), extractor.model}));
+      read.conn().Query("SELECT e.chunk_id, m.source, m.target, m.source_key, m.target_key, "
+                        "m.description, m.strength FROM relationship_mentions m JOIN extractions e "
+                        "ON e.id = m.extraction_id JOIN chunks c ON c.id = e.chunk_id WHERE "
+                        "e.extractor = $1 AND e.model = $2 AND e.status = 'ok' ORDER BY "
+                        "c.document_id, c.chunk_index, m.id",
+                        {ExtractorKindName(extractor.kind), extractor.model}));
   std::vector<ChunkRelationshipMention> out;
   out.reserve(static_cast<size_t>(rows.size()));
   for (int i = 0; i < rows.size(); ++i) {
@@ -884,36 +1000,36 @@ Result<int64_t> PostgresStore::UpsertEntity(const EntityRecord& e) {
 }
 
 Result<std::optional<EntityRecord>> PostgresStore::GetEntity(int64_t id) {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(
-      Rows rows,
-      conn_.Query("SELECT " + std::string(kEntityColumns) + " FROM entities WHERE id = $1", {id}));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(Rows rows, read.conn().Query("SELECT " + std::string(kEntityColumns) +
+                                                         " FROM entities WHERE id = $1",
+                                                     {id}));
   if (rows.empty()) return std::optional<EntityRecord>();
   return std::optional<EntityRecord>(ReadEntity(rows, 0));
 }
 
 Result<std::optional<EntityRecord>> PostgresStore::GetEntityByKey(std::string_view name_key) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   const std::string cols(kEntityColumns);
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows, conn_.Query("SELECT " + cols +
-                                 " FROM entities WHERE name_key = $1 UNION ALL "
-                                 "SELECT " +
-                                 cols +
-                                 " FROM entities WHERE name_key = (SELECT canonical_key FROM "
-                                 "entity_aliases WHERE name_key = $1) LIMIT 1",
-                             {name_key}));
+      Rows rows, read.conn().Query("SELECT " + cols +
+                                       " FROM entities WHERE name_key = $1 UNION ALL "
+                                       "SELECT " +
+                                       cols +
+                                       " FROM entities WHERE name_key = (SELECT canonical_key FROM "
+                                       "entity_aliases WHERE name_key = $1) LIMIT 1",
+                                   {name_key}));
   if (rows.empty()) return std::optional<EntityRecord>();
   return std::optional<EntityRecord>(ReadEntity(rows, 0));
 }
 
 Result<std::vector<EntityRecord>> PostgresStore::ListEntities(int64_t limit) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   const std::optional<int64_t> lim = limit < 0 ? std::nullopt : std::optional<int64_t>(limit);
-  GRAG_ASSIGN_OR_RETURN(Rows rows,
-                        conn_.Query("SELECT " + std::string(kEntityColumns) +
-                                        " FROM entities ORDER BY degree DESC, name_key LIMIT $1",
-                                    {lim}));
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rows, read.conn().Query("SELECT " + std::string(kEntityColumns) +
+                                       " FROM entities ORDER BY degree DESC, name_key LIMIT $1",
+                                   {lim}));
   std::vector<EntityRecord> out;
   out.reserve(static_cast<size_t>(rows.size()));
   for (int i = 0; i < rows.size(); ++i) out.push_back(ReadEntity(rows, i));
@@ -933,12 +1049,12 @@ Status PostgresStore::SetEntityChunks(int64_t entity_id,
 }
 
 Result<std::vector<std::string>> PostgresStore::GetEntityChunks(int64_t entity_id) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
       Rows rows,
-      conn_.Query("SELECT l.chunk_id FROM entity_chunks l JOIN chunks c ON c.id = l.chunk_id "
-                  "WHERE l.entity_id = $1 ORDER BY c.document_id, c.chunk_index",
-                  {entity_id}));
+      read.conn().Query("SELECT l.chunk_id FROM entity_chunks l JOIN chunks c ON c.id = l.chunk_id "
+                        "WHERE l.entity_id = $1 ORDER BY c.document_id, c.chunk_index",
+                        {entity_id}));
   return TextColumn(rows);
 }
 
@@ -995,18 +1111,19 @@ Result<int64_t> PostgresStore::UpsertRelationship(const RelationshipRecord& r) {
 }
 
 Result<std::vector<RelationshipRecord>> PostgresStore::ListRelationships() {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(
-      Rows rows, conn_.Query(std::string(kRelationshipSelect) + "ORDER BY r.weight DESC, r.id"));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(Rows rows, read.conn().Query(std::string(kRelationshipSelect) +
+                                                     "ORDER BY r.weight DESC, r.id"));
   return ReadRelationships(rows);
 }
 
 Result<std::vector<RelationshipRecord>> PostgresStore::ListRelationshipsOf(int64_t entity_id) {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows, conn_.Query(std::string(kRelationshipSelect) +
-                                                   "WHERE r.source_id = $1 OR r.target_id = $1 "
-                                                   "ORDER BY r.weight DESC, r.id",
-                                               {entity_id}));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(Rows rows,
+                        read.conn().Query(std::string(kRelationshipSelect) +
+                                              "WHERE r.source_id = $1 OR r.target_id = $1 "
+                                              "ORDER BY r.weight DESC, r.id",
+                                          {entity_id}));
   return ReadRelationships(rows);
 }
 
@@ -1024,32 +1141,35 @@ Result<bool> PostgresStore::DeleteRelationship(int64_t id) {
 }
 
 Result<ChunkLinks> PostgresStore::ListChunkLinks() {
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(false));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
   ChunkLinks links;
   GRAG_ASSIGN_OR_RETURN(
-      Rows ents, conn_.Query("SELECT l.entity_id, l.chunk_id FROM entity_chunks l JOIN chunks c "
-                             "ON c.id = l.chunk_id ORDER BY l.entity_id, c.document_id, "
-                             "c.chunk_index"));
+      Rows ents,
+      read.conn().Query("SELECT l.entity_id, l.chunk_id FROM entity_chunks l JOIN chunks c "
+                        "ON c.id = l.chunk_id ORDER BY l.entity_id, c.document_id, "
+                        "c.chunk_index"));
   for (int i = 0; i < ents.size(); ++i)
     links.entities.emplace_back(ents.Int(i, 0), ents.Text(i, 1));
   GRAG_ASSIGN_OR_RETURN(
       Rows rels,
-      conn_.Query("SELECT l.relationship_id, l.chunk_id FROM relationship_chunks l JOIN chunks c "
-                  "ON c.id = l.chunk_id ORDER BY l.relationship_id, c.document_id, "
-                  "c.chunk_index"));
+      read.conn().Query(
+          "SELECT l.relationship_id, l.chunk_id FROM relationship_chunks l JOIN chunks c "
+          "ON c.id = l.chunk_id ORDER BY l.relationship_id, c.document_id, "
+          "c.chunk_index"));
   for (int i = 0; i < rels.size(); ++i) {
     links.relationships.emplace_back(rels.Int(i, 0), rels.Text(i, 1));
   }
-  GRAG_RETURN_IF_ERROR(tx.Commit());
   return links;
 }
 
 Result<GraphSnapshot> PostgresStore::LoadGraphSnapshot() {
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(false));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
   GraphSnapshot g;
   {
-    GRAG_ASSIGN_OR_RETURN(Rows rows,
-                          conn_.Query("SELECT id, name_key, frequency FROM entities ORDER BY id"));
+    GRAG_ASSIGN_OR_RETURN(
+        Rows rows, read.conn().Query("SELECT id, name_key, frequency FROM entities ORDER BY id"));
     g.entities.reserve(static_cast<size_t>(rows.size()));
     for (int i = 0; i < rows.size(); ++i) {
       g.entities.push_back({rows.Int(i, 0), rows.Text(i, 1), rows.Int(i, 2)});
@@ -1058,7 +1178,7 @@ Result<GraphSnapshot> PostgresStore::LoadGraphSnapshot() {
   {
     GRAG_ASSIGN_OR_RETURN(
         Rows rows,
-        conn_.Query("SELECT source_id, target_id, weight FROM relationships ORDER BY id"));
+        read.conn().Query("SELECT source_id, target_id, weight FROM relationships ORDER BY id"));
     g.edges.reserve(static_cast<size_t>(rows.size()));
     for (int i = 0; i < rows.size(); ++i) {
       g.edges.push_back({rows.Int(i, 0), rows.Int(i, 1), rows.Double(i, 2)});
@@ -1067,8 +1187,9 @@ Result<GraphSnapshot> PostgresStore::LoadGraphSnapshot() {
   std::unordered_map<int64_t, uint32_t> chunk_of_seq;
   {
     GRAG_ASSIGN_OR_RETURN(
-        Rows rows, conn_.Query("SELECT c.seq, c.id, d.title FROM chunks c JOIN documents d ON "
-                               "d.id = c.document_id ORDER BY c.document_id, c.chunk_index"));
+        Rows rows,
+        read.conn().Query("SELECT c.seq, c.id, d.title FROM chunks c JOIN documents d ON "
+                          "d.id = c.document_id ORDER BY c.document_id, c.chunk_index"));
     for (int i = 0; i < rows.size(); ++i) {
       chunk_of_seq.emplace(rows.Int(i, 0), static_cast<uint32_t>(g.chunk_ids.size()));
       g.chunk_ids.push_back(rows.Text(i, 1));
@@ -1076,9 +1197,9 @@ Result<GraphSnapshot> PostgresStore::LoadGraphSnapshot() {
     }
   }
   {
-    GRAG_ASSIGN_OR_RETURN(Rows rows,
-                          conn_.Query("SELECT l.entity_id, c.seq FROM entity_chunks l JOIN chunks "
-                                      "c ON c.id = l.chunk_id ORDER BY l.entity_id, c.seq"));
+    GRAG_ASSIGN_OR_RETURN(
+        Rows rows, read.conn().Query("SELECT l.entity_id, c.seq FROM entity_chunks l JOIN chunks "
+                                     "c ON c.id = l.chunk_id ORDER BY l.entity_id, c.seq"));
     g.links.reserve(static_cast<size_t>(rows.size()));
     for (int i = 0; i < rows.size(); ++i) {
       auto it = chunk_of_seq.find(rows.Int(i, 1));
@@ -1087,12 +1208,12 @@ Result<GraphSnapshot> PostgresStore::LoadGraphSnapshot() {
   }
   {
     GRAG_ASSIGN_OR_RETURN(
-        Rows rows, conn_.Query("SELECT a.name_key, e.id FROM entity_aliases a JOIN entities e ON "
-                               "e.name_key = a.canonical_key WHERE a.name_key <> a.canonical_key "
-                               "ORDER BY a.name_key"));
+        Rows rows,
+        read.conn().Query("SELECT a.name_key, e.id FROM entity_aliases a JOIN entities e ON "
+                          "e.name_key = a.canonical_key WHERE a.name_key <> a.canonical_key "
+                          "ORDER BY a.name_key"));
     for (int i = 0; i < rows.size(); ++i) g.aliases.emplace_back(rows.Text(i, 0), rows.Int(i, 1));
   }
-  GRAG_RETURN_IF_ERROR(tx.Commit());
   return g;
 }
 
@@ -1101,7 +1222,8 @@ Result<GraphSnapshot> PostgresStore::LoadGraphNeighbourhood(
     const NeighbourhoodLimits& limits) {
   // The SQLite store's walk, step for step and in the same row orders, so both stores reach the
   // same neighbourhood.
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(false));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
   std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>> edges_of;
   std::unordered_map<std::string, std::vector<int64_t>> chunk_entities;
   std::unordered_map<int64_t, int> entity_depth;
@@ -1128,10 +1250,11 @@ Result<GraphSnapshot> PostgresStore::LoadGraphNeighbourhood(
       auto& edges = edges_of[id];
       GRAG_ASSIGN_OR_RETURN(
           Rows related,
-          conn_.Query("(SELECT target_id, weight FROM relationships WHERE source_id = $1 ORDER BY "
-                      "target_id) UNION ALL (SELECT source_id, weight FROM relationships WHERE "
-                      "target_id = $1 ORDER BY id)",
-                      {id}));
+          read.conn().Query(
+              "(SELECT target_id, weight FROM relationships WHERE source_id = $1 ORDER BY "
+              "target_id) UNION ALL (SELECT source_id, weight FROM relationships WHERE "
+              "target_id = $1 ORDER BY id)",
+              {id}));
       for (int i = 0; i < related.size(); ++i) {
         edges.push_back({related.Int(i, 0), related.Double(i, 1)});
       }
@@ -1142,18 +1265,18 @@ Result<GraphSnapshot> PostgresStore::LoadGraphNeighbourhood(
       for (size_t k = 0; k < by_weight.size() && k < limits.max_fanout; ++k) {
         add_entity(by_weight[k].first, depth + 1);
       }
-      GRAG_ASSIGN_OR_RETURN(Rows chunks,
-                            conn_.Query("SELECT chunk_id FROM entity_chunks WHERE entity_id = $1 "
-                                        "ORDER BY chunk_id LIMIT $2",
-                                        {id, static_cast<int64_t>(limits.max_fanout)}));
+      GRAG_ASSIGN_OR_RETURN(
+          Rows chunks, read.conn().Query("SELECT chunk_id FROM entity_chunks WHERE entity_id = $1 "
+                                         "ORDER BY chunk_id LIMIT $2",
+                                         {id, static_cast<int64_t>(limits.max_fanout)}));
       for (int i = 0; i < chunks.size(); ++i) add_chunk(chunks.Text(i, 0), depth + 1);
     } else {
       const int depth = chunk_depth.at(key);
       auto& ents = chunk_entities[key];
-      GRAG_ASSIGN_OR_RETURN(Rows rows,
-                            conn_.Query("SELECT entity_id FROM entity_chunks WHERE chunk_id = $1 "
-                                        "ORDER BY entity_id",
-                                        {key}));
+      GRAG_ASSIGN_OR_RETURN(
+          Rows rows, read.conn().Query("SELECT entity_id FROM entity_chunks WHERE chunk_id = $1 "
+                                       "ORDER BY entity_id",
+                                       {key}));
       for (int i = 0; i < rows.size(); ++i) ents.push_back(rows.Int(i, 0));
       if (depth >= limits.hops) continue;
       for (size_t k = 0; k < ents.size() && k < limits.max_fanout; ++k) {
@@ -1168,10 +1291,10 @@ Result<GraphSnapshot> PostgresStore::LoadGraphNeighbourhood(
     std::sort(ids.begin(), ids.end());
     std::vector<std::string> id_text;
     for (int64_t id : ids) id_text.push_back(std::to_string(id));
-    GRAG_ASSIGN_OR_RETURN(Rows rows,
-                          conn_.Query("SELECT id, name_key, frequency FROM entities WHERE id = "
-                                      "ANY($1::bigint[]) ORDER BY id",
-                                      {pq::TextArray(id_text)}));
+    GRAG_ASSIGN_OR_RETURN(
+        Rows rows, read.conn().Query("SELECT id, name_key, frequency FROM entities WHERE id = "
+                                     "ANY($1::bigint[]) ORDER BY id",
+                                     {pq::TextArray(id_text)}));
     for (int i = 0; i < rows.size(); ++i) {
       g.entities.push_back({rows.Int(i, 0), rows.Text(i, 1), rows.Int(i, 2)});
     }
@@ -1188,9 +1311,10 @@ Result<GraphSnapshot> PostgresStore::LoadGraphNeighbourhood(
     for (const auto& [id, d] : chunk_depth) ids.push_back(id);
     std::sort(ids.begin(), ids.end());
     GRAG_ASSIGN_OR_RETURN(
-        Rows rows, conn_.Query("SELECT c.id, d.title FROM chunks c JOIN documents d ON d.id = "
-                               "c.document_id WHERE c.id = ANY($1::text[]) ORDER BY c.id",
-                               {pq::TextArray(ids)}));
+        Rows rows,
+        read.conn().Query("SELECT c.id, d.title FROM chunks c JOIN documents d ON d.id = "
+                          "c.document_id WHERE c.id = ANY($1::text[]) ORDER BY c.id",
+                          {pq::TextArray(ids)}));
     for (int i = 0; i < rows.size(); ++i) {
       const std::string id = rows.Text(i, 0);
       const auto index = static_cast<uint32_t>(g.chunk_ids.size());
@@ -1203,7 +1327,6 @@ Result<GraphSnapshot> PostgresStore::LoadGraphNeighbourhood(
       }
     }
   }
-  GRAG_RETURN_IF_ERROR(tx.Commit());
   return g;
 }
 
@@ -1212,8 +1335,8 @@ Result<int64_t> PostgresStore::CountChunksWithPhrase(std::string_view phrase) {
   if (words.empty()) return int64_t{0};
   std::string text;
   for (const auto& w : words) text += (text.empty() ? "" : " ") + w;
-  auto lock = Lock();
-  return conn_.QueryInt(
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  return read.conn().QueryInt(
       "SELECT count(*) FROM chunks WHERE tsv @@ phraseto_tsquery('grag_text', $1)", {text});
 }
 
@@ -1221,13 +1344,13 @@ Result<std::vector<int64_t>> PostgresStore::CountChunksWithWords(
     const std::vector<std::string>& words) {
   std::vector<int64_t> df(words.size(), 0);
   if (words.empty()) return df;
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows,
-      conn_.Query("SELECT u.i, (SELECT count(*) FROM chunks WHERE tsv @@ "
-                  "phraseto_tsquery('grag_text', u.x)) FROM unnest($1::text[]) WITH ORDINALITY "
-                  "AS u(x, i)",
-                  {pq::TextArray(words)}));
+      Rows rows, read.conn().Query(
+                     "SELECT u.i, (SELECT count(*) FROM chunks WHERE tsv @@ "
+                     "phraseto_tsquery('grag_text', u.x)) FROM unnest($1::text[]) WITH ORDINALITY "
+                     "AS u(x, i)",
+                     {pq::TextArray(words)}));
   for (int i = 0; i < rows.size(); ++i) {
     const int64_t at = rows.Int(i, 0) - 1;
     if (at >= 0 && static_cast<size_t>(at) < df.size())
@@ -1258,10 +1381,10 @@ Status PostgresStore::RecomputeGraphStats() {
 // ---------------------------------------------------------------- entity resolution and meta
 
 Result<std::vector<EntityAlias>> PostgresStore::ListAliases() {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows,
-                        conn_.Query("SELECT name_key, name, canonical_key, score, method, reason "
-                                    "FROM entity_aliases ORDER BY name_key"));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rows, read.conn().Query("SELECT name_key, name, canonical_key, score, method, reason "
+                                   "FROM entity_aliases ORDER BY name_key"));
   std::vector<EntityAlias> out;
   for (int i = 0; i < rows.size(); ++i) {
     out.push_back({rows.Text(i, 0), rows.Text(i, 1), rows.Text(i, 2), rows.Double(i, 3),
@@ -1271,9 +1394,10 @@ Result<std::vector<EntityAlias>> PostgresStore::ListAliases() {
 }
 
 Result<std::vector<ResolutionLinkRecord>> PostgresStore::ListResolutionLinks() {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows, conn_.Query("SELECT key_a, key_b, score, method, reason FROM "
-                                               "resolution_links ORDER BY key_a, key_b"));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(Rows rows,
+                        read.conn().Query("SELECT key_a, key_b, score, method, reason FROM "
+                                          "resolution_links ORDER BY key_a, key_b"));
   std::vector<ResolutionLinkRecord> out;
   for (int i = 0; i < rows.size(); ++i) {
     out.push_back(
@@ -1354,10 +1478,10 @@ Result<bool> PostgresStore::DeleteEntityOverride(std::string_view key_a, std::st
 }
 
 Result<std::vector<EntityOverride>> PostgresStore::ListEntityOverrides() {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(Rows rows,
-                        conn_.Query("SELECT key_a, key_b, decision, created_at FROM "
-                                    "entity_overrides ORDER BY created_at, key_a, key_b"));
+                        read.conn().Query("SELECT key_a, key_b, decision, created_at FROM "
+                                          "entity_overrides ORDER BY created_at, key_a, key_b"));
   std::vector<EntityOverride> out;
   for (int i = 0; i < rows.size(); ++i) {
     out.push_back({rows.Text(i, 0), rows.Text(i, 1), rows.View(i, 2) == "merge", rows.Text(i, 3)});
@@ -1366,8 +1490,9 @@ Result<std::vector<EntityOverride>> PostgresStore::ListEntityOverrides() {
 }
 
 Result<std::optional<std::string>> PostgresStore::GetMeta(std::string_view key) {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows, conn_.Query("SELECT value FROM meta WHERE key = $1", {key}));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(Rows rows,
+                        read.conn().Query("SELECT value FROM meta WHERE key = $1", {key}));
   if (rows.empty()) return std::optional<std::string>();
   return std::optional<std::string>(rows.Text(0, 0));
 }
@@ -1463,14 +1588,15 @@ Result<int64_t> PostgresStore::ReplaceCommunities(const ClusteringRecord& cluste
 }
 
 Result<std::vector<CommunityRecord>> PostgresStore::ListCommunities(std::optional<int64_t> level) {
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(false));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
   std::vector<CommunityRecord> out;
   std::unordered_map<int64_t, size_t> index_of;
   GRAG_ASSIGN_OR_RETURN(
       Rows rows,
-      conn_.Query("SELECT id, level, parent_id, size, weight, clustering_id FROM communities "
-                  "WHERE $1::bigint IS NULL OR level = $1 ORDER BY level, id",
-                  {level}));
+      read.conn().Query("SELECT id, level, parent_id, size, weight, clustering_id FROM communities "
+                        "WHERE $1::bigint IS NULL OR level = $1 ORDER BY level, id",
+                        {level}));
   for (int i = 0; i < rows.size(); ++i) {
     CommunityRecord& c = out.emplace_back();
     c.id = rows.Int(i, 0);
@@ -1483,35 +1609,37 @@ Result<std::vector<CommunityRecord>> PostgresStore::ListCommunities(std::optiona
   }
   GRAG_ASSIGN_OR_RETURN(
       Rows members,
-      conn_.Query("SELECT m.community_id, m.entity_id FROM community_members m JOIN communities "
-                  "c ON c.id = m.community_id WHERE $1::bigint IS NULL OR c.level = $1 "
-                  "ORDER BY m.community_id, m.entity_id",
-                  {level}));
+      read.conn().Query(
+          "SELECT m.community_id, m.entity_id FROM community_members m JOIN communities "
+          "c ON c.id = m.community_id WHERE $1::bigint IS NULL OR c.level = $1 "
+          "ORDER BY m.community_id, m.entity_id",
+          {level}));
   for (int i = 0; i < members.size(); ++i) {
     auto it = index_of.find(members.Int(i, 0));
     if (it != index_of.end()) out[it->second].entity_ids.push_back(members.Int(i, 1));
   }
-  GRAG_RETURN_IF_ERROR(tx.Commit());
   return out;
 }
 
 Result<std::vector<int64_t>> PostgresStore::CommunitiesOfEntity(int64_t entity_id) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows, conn_.Query("SELECT c.id FROM community_members m JOIN communities c ON c.id = "
-                             "m.community_id WHERE m.entity_id = $1 ORDER BY c.level, c.id",
-                             {entity_id}));
+      Rows rows,
+      read.conn().Query("SELECT c.id FROM community_members m JOIN communities c ON c.id = "
+                        "m.community_id WHERE m.entity_id = $1 ORDER BY c.level, c.id",
+                        {entity_id}));
   std::vector<int64_t> out;
   for (int i = 0; i < rows.size(); ++i) out.push_back(rows.Int(i, 0));
   return out;
 }
 
 Result<std::optional<ClusteringRecord>> PostgresStore::LatestClustering() {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows, conn_.Query("SELECT id, method, seed, resolution, max_cluster_size, modularity, "
-                             "warm_start, note, created_at, graph_hash, fresh_modularity "
-                             "FROM clusterings ORDER BY id DESC LIMIT 1"));
+      Rows rows,
+      read.conn().Query("SELECT id, method, seed, resolution, max_cluster_size, modularity, "
+                        "warm_start, note, created_at, graph_hash, fresh_modularity "
+                        "FROM clusterings ORDER BY id DESC LIMIT 1"));
   if (rows.empty()) return std::optional<ClusteringRecord>();
   ClusteringRecord c;
   c.id = rows.Int(0, 0);
@@ -1590,20 +1718,20 @@ Status PostgresStore::MarkReportStale(int64_t community_id, std::string_view not
 }
 
 Result<std::optional<ReportRecord>> PostgresStore::GetReport(int64_t community_id) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
       Rows rows,
-      conn_.Query(std::string(kReportSelect) + "WHERE r.community_id = $1", {community_id}));
+      read.conn().Query(std::string(kReportSelect) + "WHERE r.community_id = $1", {community_id}));
   if (rows.empty()) return std::optional<ReportRecord>();
   return std::optional<ReportRecord>(ReadReport(rows, 0));
 }
 
 Result<std::vector<ReportRecord>> PostgresStore::ListReports(std::optional<int64_t> level) {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows, conn_.Query(std::string(kReportSelect) +
-                                                   "WHERE $1::bigint IS NULL OR c.level = $1 "
-                                                   "ORDER BY c.level, r.community_id",
-                                               {level}));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(Rows rows, read.conn().Query(std::string(kReportSelect) +
+                                                         "WHERE $1::bigint IS NULL OR c.level = $1 "
+                                                         "ORDER BY c.level, r.community_id",
+                                                     {level}));
   std::vector<ReportRecord> out;
   for (int i = 0; i < rows.size(); ++i) out.push_back(ReadReport(rows, i));
   return out;
@@ -1670,21 +1798,22 @@ Status PostgresStore::PutEmbeddings(const std::vector<EmbeddingRecord>& records)
 
 Result<std::optional<EmbeddingRecord>> PostgresStore::GetEmbedding(EmbeddingOwner owner,
                                                                    std::string_view owner_id) {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows, conn_.Query("SELECT " + std::string(kEmbeddingColumns) +
-                                                   " FROM embeddings WHERE owner_kind = $1 AND "
-                                                   "owner_id = $2",
-                                               {EmbeddingOwnerName(owner), owner_id}));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(Rows rows,
+                        read.conn().Query("SELECT " + std::string(kEmbeddingColumns) +
+                                              " FROM embeddings WHERE owner_kind = $1 AND "
+                                              "owner_id = $2",
+                                          {EmbeddingOwnerName(owner), owner_id}));
   if (rows.empty()) return std::optional<EmbeddingRecord>();
   return std::optional<EmbeddingRecord>(ReadEmbedding(rows, 0));
 }
 
 Result<std::vector<EmbeddingRecord>> PostgresStore::ListEmbeddings(EmbeddingOwner owner) {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows, conn_.Query("SELECT " + std::string(kEmbeddingColumns) +
-                                                   " FROM embeddings WHERE owner_kind = $1 "
-                                                   "ORDER BY owner_id",
-                                               {EmbeddingOwnerName(owner)}));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(Rows rows, read.conn().Query("SELECT " + std::string(kEmbeddingColumns) +
+                                                         " FROM embeddings WHERE owner_kind = $1 "
+                                                         "ORDER BY owner_id",
+                                                     {EmbeddingOwnerName(owner)}));
   std::vector<EmbeddingRecord> out;
   out.reserve(static_cast<size_t>(rows.size()));
   for (int i = 0; i < rows.size(); ++i) out.push_back(ReadEmbedding(rows, i));
@@ -1693,21 +1822,23 @@ Result<std::vector<EmbeddingRecord>> PostgresStore::ListEmbeddings(EmbeddingOwne
 
 Result<std::map<std::string, std::string>> PostgresStore::ListEmbeddingHashes(
     EmbeddingOwner owner) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows, conn_.Query("SELECT owner_id, input_hash FROM embeddings WHERE owner_kind = $1",
-                             {EmbeddingOwnerName(owner)}));
+      Rows rows,
+      read.conn().Query("SELECT owner_id, input_hash FROM embeddings WHERE owner_kind = $1",
+                        {EmbeddingOwnerName(owner)}));
   std::map<std::string, std::string> out;
   for (int i = 0; i < rows.size(); ++i) out.emplace(rows.Text(i, 0), rows.Text(i, 1));
   return out;
 }
 
 Result<std::optional<EmbeddingSpace>> PostgresStore::GetEmbeddingSpace(EmbeddingOwner owner) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows, conn_.Query("SELECT model, dimension, (SELECT count(*) FROM embeddings WHERE "
-                             "owner_kind = $1) FROM embeddings WHERE owner_kind = $1 LIMIT 1",
-                             {EmbeddingOwnerName(owner)}));
+      Rows rows,
+      read.conn().Query("SELECT model, dimension, (SELECT count(*) FROM embeddings WHERE "
+                        "owner_kind = $1) FROM embeddings WHERE owner_kind = $1 LIMIT 1",
+                        {EmbeddingOwnerName(owner)}));
   if (rows.empty()) return std::optional<EmbeddingSpace>();
   return std::optional<EmbeddingSpace>(
       EmbeddingSpace{rows.Text(0, 0), rows.Int(0, 1), rows.Int(0, 2)});
@@ -1772,20 +1903,20 @@ Status PostgresStore::FinishRun(int64_t run_id, RunStatus status, std::string_vi
 }
 
 Result<std::optional<RunRecord>> PostgresStore::GetRun(int64_t run_id) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
-      Rows rows,
-      conn_.Query("SELECT " + std::string(kRunColumns) + " FROM runs WHERE id = $1", {run_id}));
+      Rows rows, read.conn().Query(
+                     "SELECT " + std::string(kRunColumns) + " FROM runs WHERE id = $1", {run_id}));
   if (rows.empty()) return std::optional<RunRecord>();
   return std::optional<RunRecord>(ReadRun(rows, 0));
 }
 
 Result<std::vector<RunRecord>> PostgresStore::ListRuns(int64_t limit) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   const std::optional<int64_t> lim = limit < 0 ? std::nullopt : std::optional<int64_t>(limit);
-  GRAG_ASSIGN_OR_RETURN(Rows rows, conn_.Query("SELECT " + std::string(kRunColumns) +
-                                                   " FROM runs ORDER BY id DESC LIMIT $1",
-                                               {lim}));
+  GRAG_ASSIGN_OR_RETURN(Rows rows, read.conn().Query("SELECT " + std::string(kRunColumns) +
+                                                         " FROM runs ORDER BY id DESC LIMIT $1",
+                                                     {lim}));
   std::vector<RunRecord> out;
   for (int i = 0; i < rows.size(); ++i) out.push_back(ReadRun(rows, i));
   return out;
@@ -1804,11 +1935,11 @@ Status PostgresStore::SetStageProgress(int64_t run_id, const StageProgress& p) {
 }
 
 Result<std::vector<StageProgress>> PostgresStore::ListStageProgress(int64_t run_id) {
-  auto lock = Lock();
-  GRAG_ASSIGN_OR_RETURN(Rows rows,
-                        conn_.Query("SELECT stage, status, done, total, checkpoint, updated_at "
-                                    "FROM run_stages WHERE run_id = $1 ORDER BY ord",
-                                    {run_id}));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rows, read.conn().Query("SELECT stage, status, done, total, checkpoint, updated_at "
+                                   "FROM run_stages WHERE run_id = $1 ORDER BY ord",
+                                   {run_id}));
   std::vector<StageProgress> out;
   for (int i = 0; i < rows.size(); ++i) {
     StageProgress& p = out.emplace_back();
@@ -1823,13 +1954,14 @@ Result<std::vector<StageProgress>> PostgresStore::ListStageProgress(int64_t run_
 }
 
 Result<std::map<std::string, int64_t>> PostgresStore::TotalRunCounters() {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   // Integers only, as the SQLite store sums json_each's 'integer' values.
   GRAG_ASSIGN_OR_RETURN(
       Rows rows,
-      conn_.Query("SELECT j.key, sum((j.value #>> '{}')::numeric)::bigint FROM runs, "
-                  "jsonb_each(runs.counters) AS j WHERE jsonb_typeof(j.value) = 'number' AND "
-                  "(j.value #>> '{}') ~ '^-?[0-9]+$' GROUP BY j.key ORDER BY j.key COLLATE \"C\""));
+      read.conn().Query(
+          "SELECT j.key, sum((j.value #>> '{}')::numeric)::bigint FROM runs, "
+          "jsonb_each(runs.counters) AS j WHERE jsonb_typeof(j.value) = 'number' AND "
+          "(j.value #>> '{}') ~ '^-?[0-9]+$' GROUP BY j.key ORDER BY j.key COLLATE \"C\""));
   std::map<std::string, int64_t> out;
   for (int i = 0; i < rows.size(); ++i) out[rows.Text(i, 0)] = rows.Int(i, 1);
   return out;
@@ -1838,23 +1970,24 @@ Result<std::map<std::string, int64_t>> PostgresStore::TotalRunCounters() {
 // ---------------------------------------------------------------- inspection
 
 Result<StoreStats> PostgresStore::Stats() {
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(false));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
   StoreStats s;
   GRAG_ASSIGN_OR_RETURN(
       Rows rows,
-      conn_.Query("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), "
-                  "(SELECT count(*) FROM extractions WHERE status = 'ok'), "
-                  "(SELECT count(*) FROM extractions WHERE status = 'skipped'), "
-                  "(SELECT count(*) FROM entity_mentions), "
-                  "(SELECT count(*) FROM relationship_mentions), "
-                  "(SELECT count(*) FROM entities), (SELECT count(*) FROM relationships), "
-                  "(SELECT count(*) FROM communities), "
-                  "(SELECT count(*) FROM reports WHERE status = 'ok'), "
-                  "(SELECT count(*) FROM reports WHERE status = 'gap'), "
-                  "(SELECT count(*) FROM llm_cache), (SELECT count(*) FROM runs), "
-                  "(SELECT count(*) FROM reports WHERE status = 'ok' AND stale), "
-                  "pg_database_size(current_database()), "
-                  "(SELECT modularity FROM clusterings ORDER BY id DESC LIMIT 1)"));
+      read.conn().Query("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), "
+                        "(SELECT count(*) FROM extractions WHERE status = 'ok'), "
+                        "(SELECT count(*) FROM extractions WHERE status = 'skipped'), "
+                        "(SELECT count(*) FROM entity_mentions), "
+                        "(SELECT count(*) FROM relationship_mentions), "
+                        "(SELECT count(*) FROM entities), (SELECT count(*) FROM relationships), "
+                        "(SELECT count(*) FROM communities), "
+                        "(SELECT count(*) FROM reports WHERE status = 'ok'), "
+                        "(SELECT count(*) FROM reports WHERE status = 'gap'), "
+                        "(SELECT count(*) FROM llm_cache), (SELECT count(*) FROM runs), "
+                        "(SELECT count(*) FROM reports WHERE status = 'ok' AND stale), "
+                        "pg_database_size(current_database()), "
+                        "(SELECT modularity FROM clusterings ORDER BY id DESC LIMIT 1)"));
   int col = 0;
   for (int64_t* field :
        {&s.documents, &s.chunks, &s.extractions_ok, &s.extractions_skipped, &s.entity_mentions,
@@ -1865,46 +1998,48 @@ Result<StoreStats> PostgresStore::Stats() {
   s.modularity = rows.OptDouble(0, col);
   GRAG_ASSIGN_OR_RETURN(
       Rows levels,
-      conn_.Query("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"));
+      read.conn().Query("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"));
   for (int i = 0; i < levels.size(); ++i)
     s.communities_per_level[levels.Int(i, 0)] = levels.Int(i, 1);
   GRAG_ASSIGN_OR_RETURN(
-      Rows owners, conn_.Query("SELECT owner_kind, count(*) FROM embeddings GROUP BY owner_kind"));
+      Rows owners,
+      read.conn().Query("SELECT owner_kind, count(*) FROM embeddings GROUP BY owner_kind"));
   for (int i = 0; i < owners.size(); ++i)
     s.embeddings_per_owner[owners.Text(i, 0)] = owners.Int(i, 1);
-  GRAG_ASSIGN_OR_RETURN(Rows cache,
-                        conn_.Query("SELECT model, kind, count(*), sum(octet_length(value)) FROM "
+  GRAG_ASSIGN_OR_RETURN(
+      Rows cache, read.conn().Query("SELECT model, kind, count(*), sum(octet_length(value)) FROM "
                                     "llm_cache GROUP BY model, kind ORDER BY model, kind"));
   for (int i = 0; i < cache.size(); ++i) {
     s.cache_by_model.push_back(
         {cache.Text(i, 0), cache.Text(i, 1), cache.Int(i, 2), cache.Int(i, 3)});
   }
-  GRAG_RETURN_IF_ERROR(tx.Commit());
   return s;
 }
 
 Result<StoreInfo> PostgresStore::Info() {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   StoreInfo info;
   info.path = redacted_;
-  GRAG_ASSIGN_OR_RETURN(info.schema_version,
-                        conn_.QueryInt("SELECT coalesce(max(version), 0) FROM grag_migrations"));
+  GRAG_ASSIGN_OR_RETURN(
+      info.schema_version,
+      read.conn().QueryInt("SELECT coalesce(max(version), 0) FROM grag_migrations"));
   info.max_schema_version = postgres::Migrations().back().version;
   info.journal_mode = "postgresql";
   info.foreign_keys = true;
-  GRAG_ASSIGN_OR_RETURN(Rows sync, conn_.Query("SELECT current_setting('synchronous_commit')"));
+  GRAG_ASSIGN_OR_RETURN(Rows sync,
+                        read.conn().Query("SELECT current_setting('synchronous_commit')"));
   info.synchronous = sync.View(0, 0) == "off" ? 0 : 1;
   info.busy_timeout_ms = busy_timeout_ms_;
   // No SQLite here: the server that holds the index.
-  info.sqlite_version = "postgresql " + conn_.ServerVersion();
+  info.sqlite_version = "postgresql " + read.conn().ServerVersion();
   return info;
 }
 
 Status PostgresStore::CheckIntegrity() {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(Rows rows,
-                        conn_.Query("SELECT id FROM chunks WHERE tsv IS DISTINCT FROM "
-                                    "to_tsvector('grag_text', text) OR tsv IS NULL LIMIT 1"));
+                        read.conn().Query("SELECT id FROM chunks WHERE tsv IS DISTINCT FROM "
+                                          "to_tsvector('grag_text', text) OR tsv IS NULL LIMIT 1"));
   if (!rows.empty()) {
     return Status::Corruption(redacted_ + ": full-text index out of step with chunk " +
                               rows.Text(0, 0));
@@ -1913,7 +2048,7 @@ Status PostgresStore::CheckIntegrity() {
 }
 
 Result<IntegrityReport> PostgresStore::Check(int max_per_check) {
-  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   IntegrityReport report;
   const std::string limit = std::to_string(std::max(1, max_per_check));
   report.notes.push_back(
@@ -1921,10 +2056,10 @@ Result<IntegrityReport> PostgresStore::Check(int max_per_check) {
       "keys itself)");
   auto rows = [&](const std::string& check, const std::string& sql) {
     report.checks_run.push_back(check);
-    Result<Rows> result = conn_.Query(sql);
+    Result<Rows> result = read.conn().Query(sql);
     if (!result.ok()) {
       report.problems.push_back({check, "could not run: " + result.status().message()});
-      if (open_transactions() > 0 && conn_.InFailedTransaction()) return;
+      if (open_transactions() > 0 && read.conn().InFailedTransaction()) return;
       return;
     }
     for (int i = 0; i < result->size(); ++i) report.problems.push_back({check, result->Text(i, 0)});
@@ -1972,8 +2107,10 @@ Result<SqlRows> PostgresStore::RunReadOnlySql(std::string_view, int64_t) {
 // ---------------------------------------------------------------- reply cache
 
 std::optional<std::string> PgReplyCache::Get(std::string_view key) {
-  auto lock = store_->Lock();
-  Result<Rows> rows = store_->conn().Query("SELECT value FROM llm_cache WHERE key = $1", {key});
+  Result<ReadHandle> read = store_->Read();
+  Result<Rows> rows = read.ok()
+                          ? read->conn().Query("SELECT value FROM llm_cache WHERE key = $1", {key})
+                          : Result<Rows>(read.status());
   if (!rows.ok()) {
     Log(LogLevel::kWarn, "store", "reply cache read failed: " + rows.status().ToString());
     return std::nullopt;
@@ -2147,7 +2284,7 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url,
     GRAG_RETURN_IF_ERROR(Migrate(conn, redacted));
   }
   return std::unique_ptr<Store>(std::make_unique<PostgresStore>(
-      redacted, std::move(conn), read_only, std::max(0, options.busy_timeout_ms)));
+      url, redacted, std::move(conn), read_only, std::max(0, options.busy_timeout_ms)));
 }
 
 }  // namespace grag::store
