@@ -80,7 +80,7 @@ class E2ePostgresTest : public ::testing::Test {
     if (admin.empty()) GTEST_SKIP() << testing::NoPostgresReason();
     const std::string error = db_.Create(admin);
     if (!error.empty()) GTEST_SKIP() << error;
-    for (const std::string& name : {"sqlite", "postgres"}) {
+    for (const std::string name : {"sqlite", "postgres"}) {
       const std::string root = dir_ / name;
       auto init = RunCommand(Grag("init " + ShellQuote(root)));
       ASSERT_EQ(init.exit_code, 0) << init.err;
@@ -105,7 +105,7 @@ class E2ePostgresTest : public ::testing::Test {
 TEST_F(E2ePostgresTest, IndexesTheBookAndAnswersAsSqliteDoes) {
   nlohmann::json summaries[2];
   int i = 0;
-  for (const std::string& name : {"sqlite", "postgres"}) {
+  for (const std::string name : {"sqlite", "postgres"}) {
     const auto start = std::chrono::steady_clock::now();
     auto index = RunCommand(On(name, "index --json --no-progress"));
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -123,12 +123,12 @@ TEST_F(E2ePostgresTest, IndexesTheBookAndAnswersAsSqliteDoes) {
   // Nothing landed in a file on the PostgreSQL side.
   EXPECT_FALSE(std::filesystem::exists(dir_ / "postgres/output/index.db"));
 
-  for (const std::string& question : {"query --json \"What are the main themes of this story?\"",
-                                      "query --json --method local \"Who is Jacob Marley?\"",
-                                      "search --json \"Who is Jacob Marley?\""}) {
+  for (const std::string question : {"query --json \"What are the main themes of this story?\"",
+                                     "query --json --method local \"Who is Jacob Marley?\"",
+                                     "search --json \"Who is Jacob Marley?\""}) {
     nlohmann::json answers[2];
     int k = 0;
-    for (const std::string& name : {"sqlite", "postgres"}) {
+    for (const std::string name : {"sqlite", "postgres"}) {
       auto run = RunCommand(On(name, question));
       ASSERT_EQ(run.exit_code, 0) << name << ": " << run.err;
       answers[k] = nlohmann::json::parse(run.out);
