@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1048,6 +1049,27 @@ TEST_P(StoreBackendTest, ReplyCacheAndGroupedWritesFromManyThreads) {
   EXPECT_EQ(store_->ReplyCache().Get("3:7").value_or(""), "v3:7");
   EXPECT_FALSE(store_->GetMeta("g2:5")->has_value());
   EXPECT_TRUE(store_->GetMeta("g2:6")->has_value());
+}
+
+TEST_P(StoreBackendTest, ReadsOnOtherThreadsSeeTheLastCommitWithoutWaiting) {
+  AddDoc("a", {"alpha"});
+  auto tx = store_->Begin();
+  ASSERT_TRUE(tx.ok());
+  ASSERT_TRUE(store_->UpsertDocument(Doc("b", "beta")).ok());
+  EXPECT_TRUE(store_->GetDocument("b")->has_value());  // the transaction's thread sees its writes
+  std::atomic<int> state{0};                           // 1: saw the last commit, 2: saw more
+  std::thread reader([&] {
+    auto a = store_->GetDocument("a");
+    auto b = store_->GetDocument("b");
+    state = a.ok() && b.ok() && a->has_value() && !b->has_value() ? 1 : 2;
+  });
+  for (int i = 0; i < 500 && state == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const int seen = state;  // 0: the read waited for the open transaction
+  ASSERT_TRUE(tx->Commit().ok());
+  reader.join();
+  EXPECT_EQ(seen, 1);
+  EXPECT_TRUE(store_->GetDocument("b")->has_value());
 }
 
 // ---------------------------------------------------------------- PostgreSQL without a server
