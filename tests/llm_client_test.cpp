@@ -903,6 +903,60 @@ TEST(LlmClientTest, StreamedDeltasArriveInOrder) {
   EXPECT_EQ(seen.Header("accept"), "text/event-stream");
 }
 
+TEST(LlmClientTest, ACancelledCallStopsInFlightAndIsNotCached) {
+  // The server holds the reply for 20 s; the call is cancelled after a moment: it must come back
+  // cancelled (not with the reply 20 s later), and leave nothing in the cache.
+  FakeOpenAIServer server([](const FakeRequest&) {
+    FakeReply reply = ChatCompletion("late answer");
+    reply.delay = 20s;
+    return reply;
+  });
+  InMemoryCache cache;
+  OpenAIOptions o = Options(server);
+  o.cache = &cache;
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  std::atomic<bool> cancel{false};
+  ChatRequest req = Ask("slow question");
+  req.cancel = &cancel;
+  std::thread canceller([&] {
+    while (server.request_count() == 0) std::this_thread::sleep_for(5ms);
+    std::this_thread::sleep_for(50ms);
+    cancel = true;
+  });
+  auto r = client->Chat(req);
+  canceller.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCancelled) << r.status().ToString();
+  EXPECT_EQ(cache.size(), 0u);
+  // Already cancelled: no request at all.
+  auto again = client->Chat(req);
+  EXPECT_EQ(again.status().code(), ErrorCode::kCancelled);
+  EXPECT_EQ(server.request_count(), 1);
+}
+
+TEST(LlmClientTest, ACancelledStreamStopsMidway) {
+  std::vector<std::string> many(200, "word ");
+  FakeOpenAIServer server([&](const FakeRequest&) {
+    FakeReply reply = ChatStream(many);
+    reply.event_gap = 10ms;
+    return reply;
+  });
+  auto client = MakeClient(Options(server));
+  ASSERT_NE(client, nullptr);
+  std::atomic<bool> cancel{false};
+  int deltas = 0;
+  ChatRequest req = Ask("long answer");
+  req.cancel = &cancel;
+  req.on_delta = [&](std::string_view) {
+    if (++deltas == 3) cancel = true;  // the asker has gone
+  };
+  auto r = client->Chat(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCancelled) << r.status().ToString();
+  EXPECT_LT(deltas, 200);
+}
+
 TEST(LlmClientTest, TheDefaultHandlerStreamsWhenAsked) {
   FakeOpenAIServer server(
       Answering([](const FakeRequest& r) { return "you asked: " + r.LastUserMessage(); }));

@@ -63,6 +63,9 @@ struct QueryRequest {
   std::optional<int64_t> top_k;  // local: matched entities; basic and hybrid: passages
   // Called with each piece of the answer as it is produced (streaming); empty: no streaming.
   std::function<void(std::string_view delta)> on_answer_delta;
+  // When set and true, the question stops: no further model call starts, the ones in flight are
+  // aborted, and Query returns kCancelled (the HTTP server sets it when the asker disconnects).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // What `--method auto` decided, and what the chosen method should cost.

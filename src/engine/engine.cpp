@@ -271,6 +271,30 @@ Result<QueryRoute> Engine::Route(std::string_view question) {
 
 // ---------------------------------------------------------------- questions
 
+namespace {
+
+// The chat model for one question that can be cancelled: every call carries the question's flag
+// (so a call in flight stops too, mid-stream included) and none starts once it is set.
+class CancellableChat final : public ChatModel {
+ public:
+  CancellableChat(ChatModel& inner, const std::atomic<bool>& cancel)
+      : inner_(inner), cancel_(cancel) {}
+  Result<ChatResponse> Chat(const ChatRequest& request) override {
+    if (cancel_.load()) return Status::Cancelled("the question was cancelled");
+    ChatRequest r = request;
+    r.cancel = &cancel_;
+    return inner_.Chat(r);
+  }
+  const std::string& model() const override { return inner_.model(); }
+  LlmUsage Usage() const override { return inner_.Usage(); }
+
+ private:
+  ChatModel& inner_;
+  const std::atomic<bool>& cancel_;
+};
+
+}  // namespace
+
 Result<QueryResult> Engine::Query(const QueryRequest& request) {
   ScopedLogFile log_scope(impl_->log_file);
   GRAG_RETURN_IF_ERROR(impl_->prompts_status);
@@ -287,6 +311,15 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
   }
   ChatModel* model = chat();
   result.llm = model != nullptr;
+  std::optional<CancellableChat> cancellable;
+  if (model != nullptr && request.cancel != nullptr)
+    model = &cancellable.emplace(*model, *request.cancel);
+  auto cancelled = [&]() -> Status {
+    return request.cancel != nullptr && request.cancel->load()
+               ? Status::Cancelled("the question was cancelled")
+               : Status::Ok();
+  };
+  GRAG_RETURN_IF_ERROR(cancelled());
   switch (result.method) {
     case QueryMethod::kGlobal: {
       GlobalSearchOptions o = GlobalOptions();
@@ -307,6 +340,7 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
       auto r = model != nullptr
                    ? GlobalSearch(store(), *model, *model, tokenizer(), request.question, o)
                    : ExtractiveGlobalSearch(store(), tokenizer(), request.question, o);
+      GRAG_RETURN_IF_ERROR(cancelled());
       if (!r.ok()) return r.status();
       result.answer = r->answer;
       result.global = std::move(r).value();
@@ -321,6 +355,7 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
                                                   request.question, o, nullptr, r)
                                     : ExtractiveLocalSearch(store(), embedder(), tokenizer(),
                                                             request.question, o, {}, nullptr, r);
+      GRAG_RETURN_IF_ERROR(cancelled());
       if (!local.ok()) return local.status();
       result.answer = local->answer;
       result.local = std::move(local).value();
@@ -335,6 +370,7 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
       o.on_answer_delta = request.on_answer_delta;
       GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
       auto p = PassageSearch(store(), *r, model, tokenizer(), request.question, o);
+      GRAG_RETURN_IF_ERROR(cancelled());
       if (!p.ok()) return p.status();
       result.answer = p->answer;
       result.passages = std::move(p).value();

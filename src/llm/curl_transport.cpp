@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <exception>
 #include <memory>
@@ -86,6 +87,12 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
+// libcurl's progress callback, set when the request can be cancelled: non-zero aborts.
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* cancel = static_cast<const std::atomic<bool>*>(user);
+  return cancel->load() ? 1 : 0;
+}
+
 bool Append(CurlList& list, const std::string& line) {
   curl_slist* head = curl_slist_append(list.get(), line.c_str());
   if (head == nullptr) return false;  // the old list is untouched and still owned
@@ -131,6 +138,11 @@ class CurlTransport final : public HttpTransport {
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // any the build supports
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "grag/0.1");
+    if (request.cancel != nullptr) {
+      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &OnProgress);
+      curl_easy_setopt(h, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(request.cancel));
+      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
 
     CURLcode rc = curl_easy_perform(h);
     long status = 0;
@@ -142,8 +154,9 @@ class CurlTransport final : public HttpTransport {
     if (!transfer.callback_error.empty()) {
       return Status::Internal("the body callback failed: " + transfer.callback_error);
     }
-    if (transfer.aborted)
+    if (transfer.aborted || rc == CURLE_ABORTED_BY_CALLBACK) {
       return Status::Cancelled("the transfer from " + request.url + " was stopped");
+    }
     if (rc != CURLE_OK) {
       std::string detail = error[0] != '\0' ? std::string(error) : curl_easy_strerror(rc);
       if (rc == CURLE_OPERATION_TIMEDOUT) {

@@ -280,7 +280,8 @@ struct OpenAIClient::Impl {
   }
 
   Result<Sent> Send(std::string_view what, std::string Target::*url, const BodyFor& body_for,
-                    int64_t tokens, StreamState* stream, int* retries);
+                    int64_t tokens, StreamState* stream, int* retries,
+                    const std::atomic<bool>* cancel = nullptr);
   Result<ChatResponse> ChatOnce(const ChatRequest& request, int* retries);
   Result<EmbeddingResponse> EmbedOnce(const std::vector<std::string>& inputs, int* retries);
 
@@ -303,7 +304,7 @@ struct OpenAIClient::Impl {
 // Holds an endpoint's slot only while the request is in flight, never while waiting to retry.
 Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target::*url,
                                       const BodyFor& body_for, int64_t tokens, StreamState* stream,
-                                      int* retries) {
+                                      int* retries, const std::atomic<bool>* cancel) {
   const bool several = pool.size() > 1;
   std::vector<bool> failed(pool.size(), false);             // endpoints this call failed on
   std::vector<std::pair<std::string, std::string>> bodies;  // by model name, built once each
@@ -316,6 +317,9 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
   };
 
   for (int attempt = 0;; ++attempt) {
+    if (cancel != nullptr && cancel->load()) {
+      return Status::Cancelled(std::string(what) + " " + options.model + ": cancelled");
+    }
     if (stream != nullptr) stream->Begin();
     const size_t ep = pool.Acquire(tokens, failed);
     Target& target = *targets[ep];
@@ -329,6 +333,7 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
     request.body = body(target.model);
     request.timeout = options.timeout;
     request.connect_timeout = options.connect_timeout;
+    request.cancel = cancel;
     if (stream != nullptr) {
       request.on_body = [stream](std::string_view bytes) { return stream->OnBody(bytes); };
     }
@@ -475,7 +480,7 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
 
   StreamState stream(request.on_delta);
   GRAG_ASSIGN_OR_RETURN(Sent sent, Send("chat", &Target::chat_url, body_for, prompt_estimate,
-                                        streaming ? &stream : nullptr, retries));
+                                        streaming ? &stream : nullptr, retries, request.cancel));
   const HttpResponse& response = sent.response;
   llm_internal::ChatReply reply;
   if (streaming) {

@@ -1047,9 +1047,12 @@ void Server::Impl::Query(const Request& req, Response& res) {
       "text/event-stream", [this, request, engine = *engine](size_t, httplib::DataSink& sink) {
         bool open = true;
         bool streamed = false;
+        std::atomic<bool> gone{false};  // the asker disconnected: stop the question
+        request->cancel = &gone;
         request->on_answer_delta = [&](std::string_view d) {
           streamed = true;
           if (open) open = SinkWrite(sink, SseEvent("delta", Dump({{"text", d}})));
+          if (!open) gone = true;
         };
         auto result = WithWorker([&] { return engine->Query(*request); });
         if (!open) return false;
@@ -1531,9 +1534,12 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
         bool open = SinkWrite(
             sink, chunk({{"role", "assistant"}, {"content", ""}}, nullptr, json::object()));
         bool streamed = false;
+        std::atomic<bool> gone{!open};  // the asker disconnected: stop the question
+        request->cancel = &gone;
         request->on_answer_delta = [&](std::string_view d) {
           streamed = true;
           if (open) open = SinkWrite(sink, chunk({{"content", d}}, nullptr, json::object()));
+          if (!open) gone = true;
         };
         auto result = WithWorker([&] { return engine->Query(*request); });
         if (!open) return false;

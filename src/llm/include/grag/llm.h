@@ -10,6 +10,7 @@
 // (waiting for a concurrency slot, a rate-limit slot or a retry) but never throw.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -61,6 +62,9 @@ struct ChatRequest {
   std::function<Status(const std::string& content)> validator;
   // false: neither read nor write the reply cache for this call.
   bool use_cache = true;
+  // When set and true, the call stops with kCancelled: before it starts, between retries, or
+  // mid-transfer (a question whose asker has gone). Nothing is cached.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ChatResponse {
@@ -193,6 +197,8 @@ struct HttpRequest {
   // When set, receives the body of a 2xx reply piece by piece as it arrives (streaming).
   // Returning false aborts the transfer (Post then returns kCancelled).
   std::function<bool(std::string_view bytes)> on_body;
+  // When set and true, the transfer is aborted (Post returns kCancelled).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct HttpResponse {
