@@ -15,6 +15,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "../community_checks.h"
+#include "../group_commit.h"
 #include "../json_fields.h"
 #include "../names.h"
 #include "grag/log.h"
@@ -91,13 +93,6 @@ double Idf(double n, double df) {
 }
 
 class PostgresStore;
-
-// One write waiting in WriteGrouped for the next group commit.
-struct GroupedWrite {
-  const std::function<Status()>* write = nullptr;
-  bool done = false;
-  Status status;
-};
 
 class PgReplyCache final : public KeyValueCache {
  public:
@@ -260,7 +255,6 @@ class PostgresStore final : public Store, private TransactionOwner {
   // A transaction, or a savepoint inside this thread's open one. A read transaction
   // (write == false) gives multi-statement reads one snapshot (REPEATABLE READ, READ ONLY).
   Result<Transaction> BeginTx(bool write);
-  std::vector<Status> CommitGroup(const std::vector<GroupedWrite*>& batch);
 
   // Runs one statement that writes: on its own outside a transaction (a statement is atomic),
   // in a savepoint inside one, so that its failure leaves the caller's transaction usable (a
@@ -284,10 +278,7 @@ class PostgresStore final : public Store, private TransactionOwner {
   std::vector<std::unique_ptr<pq::Connection>> idle_readers_;  // guarded by pool_mu_
   int readers_open_ = 0;                                       // guarded by pool_mu_
 
-  std::mutex group_mu_;
-  std::condition_variable group_cv_;
-  std::vector<GroupedWrite*> group_queue_;  // guarded by group_mu_
-  bool group_committing_ = false;           // guarded by group_mu_
+  store::GroupCommit group_commit_{[this] { return BeginTx(true); }};
 };
 
 // ---------------------------------------------------------------- transactions
@@ -343,44 +334,7 @@ Status PostgresStore::WriteGrouped(const std::function<Status()>& write) {
     auto lock = Lock();
     if (open_transactions() > 0) return write();
   }
-  GroupedWrite w;
-  w.write = &write;
-  std::unique_lock lock(group_mu_);
-  group_queue_.push_back(&w);
-  while (!w.done) {
-    if (group_committing_) {
-      group_cv_.wait(lock);
-      continue;
-    }
-    group_committing_ = true;
-    std::vector<GroupedWrite*> batch;
-    batch.swap(group_queue_);
-    lock.unlock();
-    const std::vector<Status> statuses = CommitGroup(batch);
-    lock.lock();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      batch[i]->status = statuses[i];
-      batch[i]->done = true;
-    }
-    group_committing_ = false;
-    group_cv_.notify_all();
-  }
-  return w.status;
-}
-
-std::vector<Status> PostgresStore::CommitGroup(const std::vector<GroupedWrite*>& batch) {
-  std::vector<Status> statuses(batch.size());
-  Result<Transaction> tx = BeginTx(true);
-  if (!tx.ok()) return std::vector<Status>(batch.size(), tx.status());
-  for (size_t i = 0; i < batch.size(); ++i) {
-    Result<Transaction> savepoint = BeginTx(true);
-    Status st = savepoint.ok() ? (*batch[i]->write)() : savepoint.status();
-    if (st.ok()) st = savepoint->Commit();
-    statuses[i] = st;
-  }
-  const Status committed = tx->Commit();
-  if (!committed.ok()) return std::vector<Status>(batch.size(), committed);
-  return statuses;
+  return group_commit_.Run(write);
 }
 
 Result<Rows> PostgresStore::Write(std::string_view sql, const Args& args) {
@@ -1509,31 +1463,10 @@ Status PostgresStore::SetMeta(std::string_view key, std::string_view value) {
 
 Result<int64_t> PostgresStore::ReplaceCommunities(const ClusteringRecord& clustering,
                                                   const std::vector<CommunityRecord>& communities) {
-  std::unordered_map<int64_t, int64_t> level_of;
-  for (const CommunityRecord& c : communities) {
-    if (c.level < 0) return Status::InvalidArgument("community level must be >= 0");
-    if (!level_of.emplace(c.id, c.level).second) {
-      return Status::InvalidArgument("community id " + std::to_string(c.id) + " appears twice");
-    }
-  }
-  for (const CommunityRecord& c : communities) {
-    const std::string name = "community " + std::to_string(c.id);
-    if (c.level == 0 && c.parent_id.has_value()) {
-      return Status::InvalidArgument(name + " is at level 0 but has a parent");
-    }
-    if (c.level > 0) {
-      if (!c.parent_id.has_value()) {
-        return Status::InvalidArgument(name + " is at level " + std::to_string(c.level) +
-                                       " but has no parent");
-      }
-      auto parent = level_of.find(*c.parent_id);
-      if (parent == level_of.end() || parent->second != c.level - 1) {
-        return Status::InvalidArgument(name + ": parent " + std::to_string(*c.parent_id) +
-                                       " is not a community of level " +
-                                       std::to_string(c.level - 1));
-      }
-    }
-  }
+  GRAG_RETURN_IF_ERROR(store::CheckCommunityHierarchy(communities));
+  std::unordered_set<int64_t> kept;  // the new hierarchy's ids
+  for (const CommunityRecord& c : communities) kept.insert(c.id);
+
   GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(true));
   GRAG_ASSIGN_OR_RETURN(
       const int64_t clustering_id,
@@ -1570,7 +1503,7 @@ Result<int64_t> PostgresStore::ReplaceCommunities(const ClusteringRecord& cluste
     GRAG_ASSIGN_OR_RETURN(Rows all, conn_.Query("SELECT id FROM communities"));
     std::vector<std::string> stale;
     for (int i = 0; i < all.size(); ++i) {
-      if (level_of.count(all.Int(i, 0)) == 0) stale.push_back(all.Text(i, 0));
+      if (kept.count(all.Int(i, 0)) == 0) stale.push_back(all.Text(i, 0));
     }
     if (!stale.empty()) {
       GRAG_RETURN_IF_ERROR(conn_.Exec("DELETE FROM communities WHERE id = ANY($1::bigint[])",

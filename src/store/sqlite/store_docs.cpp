@@ -90,44 +90,7 @@ Status SqliteStore::Impl::WriteGrouped(const std::function<Status()>& write) {
     auto lock = Lock();
     if (open_transactions() > 0) return write();
   }
-  GroupedWrite w;
-  w.write = &write;
-  std::unique_lock lock(group_mu);
-  group_queue.push_back(&w);
-  while (!w.done) {
-    if (group_committing) {
-      group_cv.wait(lock);
-      continue;
-    }
-    group_committing = true;
-    std::vector<GroupedWrite*> batch;
-    batch.swap(group_queue);  // this write included
-    lock.unlock();
-    const std::vector<Status> statuses = CommitGroup(batch);
-    lock.lock();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      batch[i]->status = statuses[i];
-      batch[i]->done = true;
-    }
-    group_committing = false;
-    group_cv.notify_all();
-  }
-  return w.status;
-}
-
-std::vector<Status> SqliteStore::Impl::CommitGroup(const std::vector<GroupedWrite*>& batch) {
-  std::vector<Status> statuses(batch.size());
-  Result<Transaction> tx = Begin(/*write=*/true);
-  if (!tx.ok()) return std::vector<Status>(batch.size(), tx.status());
-  for (size_t i = 0; i < batch.size(); ++i) {
-    Result<Transaction> savepoint = Begin(/*write=*/true);
-    Status st = savepoint.ok() ? (*batch[i]->write)() : savepoint.status();
-    if (st.ok()) st = savepoint->Commit();
-    statuses[i] = st;  // a failed write's savepoint rolls back as it goes out of scope
-  }
-  const Status committed = tx->Commit();
-  if (!committed.ok()) return std::vector<Status>(batch.size(), committed);
-  return statuses;
+  return group_commit.Run(write);
 }
 
 // ---------------------------------------------------------------- reads

@@ -9,6 +9,7 @@
 #include "grag/store.h"
 #include "json_fields.h"
 #include "names.h"
+#include "community_checks.h"
 #include "store_impl.h"
 
 namespace grag {
@@ -689,31 +690,9 @@ Result<int64_t> SqliteStore::ReplaceCommunities(const ClusteringRecord& clusteri
                                                 const std::vector<CommunityRecord>& communities) {
   // Check the hierarchy up front: the parent key is deferred, so a bad parent would otherwise
   // surface only when the outermost transaction commits.
-  std::unordered_map<int64_t, int64_t> level_of;
-  for (const CommunityRecord& c : communities) {
-    if (c.level < 0) return Status::InvalidArgument("community level must be >= 0");
-    if (!level_of.emplace(c.id, c.level).second) {
-      return Status::InvalidArgument("community id " + std::to_string(c.id) + " appears twice");
-    }
-  }
-  for (const CommunityRecord& c : communities) {
-    const std::string name = "community " + std::to_string(c.id);
-    if (c.level == 0 && c.parent_id.has_value()) {
-      return Status::InvalidArgument(name + " is at level 0 but has a parent");
-    }
-    if (c.level > 0) {
-      if (!c.parent_id.has_value()) {
-        return Status::InvalidArgument(name + " is at level " + std::to_string(c.level) +
-                                       " but has no parent");
-      }
-      auto parent = level_of.find(*c.parent_id);
-      if (parent == level_of.end() || parent->second != c.level - 1) {
-        return Status::InvalidArgument(name + ": parent " + std::to_string(*c.parent_id) +
-                                       " is not a community of level " +
-                                       std::to_string(c.level - 1));
-      }
-    }
-  }
+  GRAG_RETURN_IF_ERROR(store::CheckCommunityHierarchy(communities));
+  std::unordered_set<int64_t> kept;  // the new hierarchy's ids
+  for (const CommunityRecord& c : communities) kept.insert(c.id);
 
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
   sqlite::Connection& conn = impl_->conn;
@@ -765,7 +744,7 @@ Result<int64_t> SqliteStore::ReplaceCommunities(const ClusteringRecord& clusteri
     while (true) {
       GRAG_ASSIGN_OR_RETURN(bool row, list.Step());
       if (!row) break;
-      if (level_of.count(list.Int(0)) == 0) stale.push_back(list.Int(0));
+      if (kept.count(list.Int(0)) == 0) stale.push_back(list.Int(0));
     }
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt del, conn.Prepare("DELETE FROM communities WHERE id = ?"));
     for (int64_t id : stale) GRAG_RETURN_IF_ERROR(del.BindAll(id).Run());

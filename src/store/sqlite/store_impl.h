@@ -17,6 +17,7 @@
 #include "grag/cache.h"
 #include "grag/store.h"
 #include "file_lock.h"
+#include "group_commit.h"
 #include "sqlite.h"
 #include "sqlite_store.h"
 #include "verify.h"
@@ -104,19 +105,9 @@ struct SqliteStore::Impl final : TransactionOwner {
   void CloseReaders();
   void ReturnReader(std::unique_ptr<PooledReader> reader);
 
-  // SqliteStore::WriteGrouped: while one thread commits a batch, the writes of the others queue,
-  // and the next of them commits the whole queue in one transaction, each write in a savepoint.
+  // SqliteStore::WriteGrouped: group commit (group_commit.h) on this connection.
   Status WriteGrouped(const std::function<Status()>& write);
-  struct GroupedWrite {
-    const std::function<Status()>* write = nullptr;
-    bool done = false;
-    Status status;
-  };
-  std::vector<Status> CommitGroup(const std::vector<GroupedWrite*>& batch);
-  std::mutex group_mu;
-  std::condition_variable group_cv;
-  std::vector<GroupedWrite*> group_queue;  // guarded by group_mu: waiting for the next commit
-  bool group_committing = false;           // guarded by group_mu: a thread commits a batch
+  store::GroupCommit group_commit{[this] { return Begin(/*write=*/true); }};
 
   const std::string path;
   // Recursive so that the thread holding an open Transaction can call store methods, which lock
