@@ -17,7 +17,7 @@
 #include "grag/cache.h"
 #include "grag/store.h"
 #include "file_lock.h"
-#include "group_commit.h"
+#include "../group_commit.h"
 #include "sqlite.h"
 #include "sqlite_store.h"
 #include "verify.h"
