@@ -22,9 +22,11 @@
 //
 //   scale_bench [--docs N | --input DIR] [--latency-ms MS] [--concurrency C] [--gleanings G]
 //               [--no-llm] [--runs R] [--query] [--set key=value]... [--json] [--verbose]
+//               [--keep DIR]
 //
 // --query also times a one-off global and local query on the index (Engine::Open + Query, with an
-// instant model), as `grag query` would.
+// instant model), as `grag query` would. --keep DIR moves the last run's project to DIR (same
+// file system as the temp folder), the generated corpus to DIR/corpus, for profiling queries.
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -60,6 +62,7 @@ using SteadyClock = std::chrono::steady_clock;
 struct Options {
   int docs = 400;
   std::string input;  // a folder to index instead of the generated corpus
+  std::string keep;   // a folder to move the last run's project (and the corpus) to
   int latency_ms = 0;
   int concurrency = 16;
   int gleanings = 1;
@@ -300,6 +303,14 @@ int Driver(const Options& o) {
                  {"query", o.query},
                  {"verbose", o.verbose}};
     runs.push_back(RunWorker(args));
+    if (!o.keep.empty() && r + 1 == o.runs) {
+      // The project as the last run left it, for profiling queries on it; generated corpora go
+      // beside it (input.dir is then keep/corpus).
+      fs::remove_all(o.keep);
+      fs::create_directories(fs::path(o.keep).parent_path());
+      fs::rename(root, o.keep);
+      if (cast) fs::rename(corpus, fs::path(o.keep) / "corpus");
+    }
     fs::remove_all(root);
     std::cerr << fmt::format("run {}/{}: {:.2f} s wall, {:.2f} s CPU\n", r + 1, o.runs,
                              runs.back()["wall"].get<double>(), runs.back()["cpu"].get<double>());
@@ -433,6 +444,8 @@ Options Parse(int argc, char** argv) {
       o.no_llm = true;
     } else if (a == "--query") {
       o.query = true;
+    } else if (a == "--keep" && i + 1 < argc) {
+      o.keep = argv[++i];
     } else if (a == "--verbose") {
       o.verbose = true;
     } else if (a == "--json") {
@@ -446,7 +459,7 @@ Options Parse(int argc, char** argv) {
       throw std::runtime_error(
           "usage: scale_bench [--docs N | --input DIR] [--latency-ms MS] [--concurrency C] "
           "[--gleanings G] [--no-llm] [--runs R] [--query] [--set key=value]... [--json] "
-          "[--verbose]");
+          "[--verbose] [--keep DIR]");
     }
   }
   if (o.docs < 1 || o.latency_ms < 0 || o.concurrency < 1 || o.runs < 1 || o.gleanings < 0) {
