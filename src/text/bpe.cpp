@@ -174,29 +174,34 @@ Status BpeVocab::Build(std::string_view bpe_ranks) {
 
   // The arena in rank order; ranks missing from the file get empty byte strings.
   const uint32_t n_ranks = entries.back().rank + 1;
-  arena_.clear();
-  arena_.reserve(bytes.size());
-  offsets_.assign(static_cast<size_t>(n_ranks) + 1, 0);
+  own_arena_.clear();
+  own_arena_.reserve(bytes.size());
+  own_offsets_.assign(static_cast<size_t>(n_ranks) + 1, 0);
   for (size_t i = 0, r = 0; r < n_ranks; ++r) {
-    offsets_[r] = static_cast<uint32_t>(arena_.size());
+    own_offsets_[r] = static_cast<uint32_t>(own_arena_.size());
     if (i < entries.size() && entries[i].rank == r) {
-      arena_.append(bytes, entries[i].offset, entries[i].len);
+      own_arena_.append(bytes, entries[i].offset, entries[i].len);
       if (++i < entries.size() && entries[i].rank == r) {
         return Status::Corruption("bpe_ranks gives rank " + std::to_string(r) + " twice");
       }
     }
   }
-  offsets_[n_ranks] = static_cast<uint32_t>(arena_.size());
+  own_offsets_[n_ranks] = static_cast<uint32_t>(own_arena_.size());
 
   size_t cap = 16;
   while (cap < entries.size() * 2) cap <<= 1;
-  slots_.assign(cap, Slot{0, kNoRank, 0});
+  own_slots_.assign(cap, Slot{0, kNoRank, 0});
+  own_pair_rank_.assign(65536, kNoRank);
+  // The views Find reads; the vectors keep their size from here on.
+  arena_ = own_arena_;
+  offsets_ = own_offsets_;
+  slots_ = own_slots_;
+  pair_rank_ = own_pair_rank_;
   mask_ = cap - 1;
   max_token_len_ = 0;
   std::fill(std::begin(byte_rank_), std::end(byte_rank_), kNoRank);
-  pair_rank_.assign(65536, kNoRank);
   for (const Entry& e : entries) {
-    const auto* p = reinterpret_cast<const uint8_t*>(arena_.data() + offsets_[e.rank]);
+    const auto* p = reinterpret_cast<const uint8_t*>(own_arena_.data() + own_offsets_[e.rank]);
     if (Find(p, e.len) != kNoRank) {
       return Status::Corruption("bpe_ranks lists the same bytes twice (rank " +
                                 std::to_string(e.rank) + ")");
@@ -204,17 +209,91 @@ Status BpeVocab::Build(std::string_view bpe_ranks) {
     const uint64_t prefix = LoadPrefix(p, e.len);
     const uint64_t h = HashBytes(p, e.len, prefix);
     size_t i = h & mask_;
-    while (slots_[i].rank != kNoRank) i = (i + 1) & mask_;
-    slots_[i] = Slot{prefix, e.rank, LenTag(e.len, h)};
+    while (own_slots_[i].rank != kNoRank) i = (i + 1) & mask_;
+    own_slots_[i] = Slot{prefix, e.rank, LenTag(e.len, h)};
     max_token_len_ = std::max<size_t>(max_token_len_, e.len);
     if (e.len == 1) byte_rank_[p[0]] = e.rank;
-    if (e.len == 2) pair_rank_[(size_t{p[0]} << 8) | p[1]] = e.rank;
+    if (e.len == 2) own_pair_rank_[(size_t{p[0]} << 8) | p[1]] = e.rank;
   }
   for (int b = 0; b < 256; ++b) {
     if (byte_rank_[b] == kNoRank) {
       return Status::Corruption("bpe_ranks lacks the single byte " + std::to_string(b));
     }
   }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- the image
+//
+// Native byte order and layout (the image is made and read by the same build):
+//   header     magic "GRAGBPE1", then six uint64: offsets count, arena bytes, slot count,
+//              max token length, and two reserved zeros
+//   byte_rank  256 x uint32
+//   slots      slot count x Slot (16 bytes)
+//   pair_rank  65536 x uint32
+//   offsets    offsets count x uint32, zero-padded to 8 bytes
+//   arena      the token bytes
+
+namespace {
+
+constexpr std::string_view kImageMagic = "GRAGBPE1";
+constexpr size_t kImageHeader = 8 + 6 * 8;
+
+template <typename T>
+void AppendRaw(std::string* out, const T* data, size_t n) {
+  out->append(reinterpret_cast<const char*>(data), n * sizeof(T));
+}
+
+}  // namespace
+
+std::string BpeVocab::Image() const {
+  std::string out(kImageMagic);
+  const uint64_t header[6] = {offsets_.size(), arena_.size(), slots_.size(), max_token_len_, 0, 0};
+  AppendRaw(&out, header, 6);
+  AppendRaw(&out, byte_rank_, 256);
+  AppendRaw(&out, slots_.data(), slots_.size());
+  AppendRaw(&out, pair_rank_.data(), pair_rank_.size());
+  AppendRaw(&out, offsets_.data(), offsets_.size());
+  out.resize((out.size() + 7) / 8 * 8, '\0');
+  out.append(arena_);
+  return out;
+}
+
+Status BpeVocab::View(std::string_view image) {
+  static_assert(sizeof(Slot) == 16 && alignof(Slot) == 8);
+  if (image.size() < kImageHeader || !image.starts_with(kImageMagic)) {
+    return Status::Corruption("not a vocabulary image");
+  }
+  if (reinterpret_cast<uintptr_t>(image.data()) % 8 != 0) {
+    return Status::Internal("vocabulary image is not 8-byte aligned");
+  }
+  uint64_t header[6];
+  std::memcpy(header, image.data() + kImageMagic.size(), sizeof(header));
+  const uint64_t n_offsets = header[0], arena_size = header[1], n_slots = header[2];
+  const size_t offsets_bytes = (n_offsets * 4 + 7) / 8 * 8;
+  const uint64_t need =
+      kImageHeader + 256 * 4 + n_slots * sizeof(Slot) + 65536 * 4 + offsets_bytes + arena_size;
+  if (n_offsets < 2 || n_offsets > kMaxRank + 1 || n_slots == 0 || (n_slots & (n_slots - 1)) ||
+      n_slots > 4 * kMaxRank || arena_size > (uint64_t{1} << 32) || image.size() != need) {
+    return Status::Corruption("vocabulary image has the wrong size");
+  }
+  const char* p = image.data() + kImageHeader;
+  std::memcpy(byte_rank_, p, sizeof(byte_rank_));
+  p += sizeof(byte_rank_);
+  slots_ = {reinterpret_cast<const Slot*>(p), n_slots};
+  p += n_slots * sizeof(Slot);
+  pair_rank_ = {reinterpret_cast<const uint32_t*>(p), 65536};
+  p += 65536 * 4;
+  offsets_ = {reinterpret_cast<const uint32_t*>(p), n_offsets};
+  p += offsets_bytes;
+  arena_ = std::string_view(p, arena_size);
+  if (offsets_.back() != arena_size) return Status::Corruption("vocabulary image is inconsistent");
+  mask_ = n_slots - 1;
+  max_token_len_ = header[3];
+  own_arena_.clear();
+  own_offsets_.clear();
+  own_slots_.clear();
+  own_pair_rank_.clear();
   return Status::Ok();
 }
 

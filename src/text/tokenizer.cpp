@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -14,12 +13,14 @@
 #include "bpe.h"
 #include "unicode_delta.h"
 #include "utf8.h"
+#include "vocab_image.h"
 
-// The tiktoken npm package's encoders/<name>.json files, embedded by vocab_blobs.S.
-extern "C" const char grag_cl100k_json_begin[];
-extern "C" const char grag_cl100k_json_end[];
-extern "C" const char grag_o200k_json_begin[];
-extern "C" const char grag_o200k_json_end[];
+// The vocabulary images (vocab_image.h) of the tiktoken npm package's encoders/<name>.json
+// files, made at build time and embedded by vocab_blobs.S (8-byte aligned).
+extern "C" const char grag_cl100k_image_begin[];
+extern "C" const char grag_cl100k_image_end[];
+extern "C" const char grag_o200k_image_begin[];
+extern "C" const char grag_o200k_image_end[];
 
 namespace grag {
 namespace {
@@ -170,101 +171,12 @@ std::vector<std::pair<uint32_t, uint32_t>> ParseClassRanges(std::string_view ite
   return out;
 }
 
-// Reads the JSON string that starts at s[*pos] (the opening quote); leaves *pos after it.
-Result<std::string> ReadJsonString(std::string_view s, size_t* pos) {
-  if (*pos >= s.size() || s[*pos] != '"') return Status::Corruption("expected a JSON string");
-  std::string out;
-  size_t i = *pos + 1;
-  size_t quote = 0;  // the next '"' at or after i (memchr: fast over megabytes of base64)
-  while (true) {
-    if (quote < i) quote = s.find('"', i);
-    if (quote == std::string_view::npos) return Status::Corruption("unterminated JSON string");
-    const size_t stop = std::min(quote, s.substr(0, quote).find('\\', i));
-    out.append(s.data() + i, stop - i);
-    i = stop + 1;
-    if (s[stop] == '"') break;
-    if (i >= s.size()) return Status::Corruption("unterminated JSON string");
-    const char e = s[i++];
-    switch (e) {
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'u': {
-        // Rare in these files; let nlohmann decode \uXXXX (and surrogate pairs) for us.
-        size_t end = i + 4;
-        if (end + 1 < s.size() && s[end] == '\\' && s[end + 1] == 'u') end += 6;
-        try {
-          out += nlohmann::json::parse("\"\\u" + std::string(s.substr(i, end - i)) + "\"")
-                     .get<std::string>();
-        } catch (const std::exception& ex) {
-          return Status::Corruption(std::string("bad \\u escape: ") + ex.what());
-        }
-        i = end;
-        break;
-      }
-      default:
-        out += e;
-        break;  // \" \\ \/
-    }
-  }
-  *pos = i;
-  return out;
-}
-
-// The vocabulary file's three members. bpe_ranks is megabytes of base64, which a general JSON
-// parser reads a character at a time; it is cut out and read directly, and nlohmann parses the
-// small rest.
-struct VocabJson {
-  std::string pat_str;
-  std::string bpe_ranks;
-  std::vector<std::pair<uint32_t, std::string>> special_tokens;  // id, text
-};
-
-Result<VocabJson> ParseVocabJson(std::string_view text) {
-  VocabJson v;
-  std::string rest;  // `text` without the bpe_ranks value
-  constexpr std::string_view kKey = "\"bpe_ranks\"";
-  if (const size_t key = text.find(kKey); key != std::string_view::npos) {
-    size_t pos = text.find_first_not_of(" \t\r\n:", key + kKey.size());
-    if (pos != std::string_view::npos && text[pos] == '"') {
-      const size_t value = pos;
-      GRAG_ASSIGN_OR_RETURN(v.bpe_ranks, ReadJsonString(text, &pos));
-      rest = std::string(text.substr(0, value)) + "\"\"" + std::string(text.substr(pos));
-    }
-  }
-  if (v.bpe_ranks.empty()) rest = std::string(text);
-  try {
-    const auto j = nlohmann::json::parse(rest);
-    v.pat_str = j.at("pat_str").get<std::string>();
-    if (v.bpe_ranks.empty()) v.bpe_ranks = j.at("bpe_ranks").get<std::string>();
-    if (j.contains("special_tokens")) {
-      for (const auto& [name, id] : j.at("special_tokens").items()) {
-        v.special_tokens.emplace_back(id.get<uint32_t>(), name);
-      }
-    }
-  } catch (const std::exception& e) {
-    return Status::Corruption(e.what());
-  }
-  return v;
-}
-
 }  // namespace
 
 class Tokenizer::Impl {
  public:
-  static Result<std::unique_ptr<Impl>> Load(std::string_view name, std::string_view json_text);
+  // From a vocabulary image (vocab_image.h), which must outlive the tokenizer.
+  static Result<std::unique_ptr<Impl>> Load(std::string_view name, std::string_view image);
 
   // Calls piece(begin, length) for each piece of `text` to byte-pair encode, in order: the
   // pre-tokeniser's matches in valid UTF-8, and each byte of an invalid sequence on its own.
@@ -293,13 +205,13 @@ class Tokenizer::Impl {
 };
 
 Result<std::unique_ptr<Tokenizer::Impl>> Tokenizer::Impl::Load(std::string_view name,
-                                                               std::string_view json_text) {
+                                                               std::string_view image) {
   auto impl = std::make_unique<Impl>();
   impl->name = std::string(name);
-  auto parsed = ParseVocabJson(json_text);
+  auto parsed = ReadVocabImage(image);
   if (!parsed.ok()) return parsed.status().WithContext(impl->name + " vocabulary");
-  for (auto& [id, text] : parsed->special_tokens) impl->special.emplace(id, std::move(text));
-  if (Status st = impl->vocab.Build(parsed->bpe_ranks); !st.ok()) {
+  for (auto& [id, text] : parsed->special_tokens) impl->special.emplace(id, std::string(text));
+  if (Status st = impl->vocab.View(parsed->bpe); !st.ok()) {
     return st.WithContext(impl->name + " vocabulary");
   }
 
@@ -448,10 +360,10 @@ Result<const Tokenizer*> Tokenizer::Get(std::string_view encoding) {
   const Loaded* loaded = nullptr;
   if (encoding == "cl100k_base") {
     // Function-local statics: built once, on first use, thread-safe (C++11 magic statics).
-    static const Loaded cl100k = load(encoding, grag_cl100k_json_begin, grag_cl100k_json_end);
+    static const Loaded cl100k = load(encoding, grag_cl100k_image_begin, grag_cl100k_image_end);
     loaded = &cl100k;
   } else if (encoding == "o200k_base") {
-    static const Loaded o200k = load(encoding, grag_o200k_json_begin, grag_o200k_json_end);
+    static const Loaded o200k = load(encoding, grag_o200k_image_begin, grag_o200k_image_end);
     loaded = &o200k;
   } else {
     return Status::InvalidArgument("unknown tokenizer encoding '" + std::string(encoding) +
