@@ -41,8 +41,8 @@ Command AddMigrateCommand(CLI::App& app, GlobalOptions& g) {
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--to", o->to,
-                  "Where to copy the index: an SQLite file path (created) or a PostgreSQL URL "
-                  "(the database must exist and hold no index)")
+                  "Where to copy the index: an SQLite file path (created; relative to the project "
+                  "folder) or a PostgreSQL URL (the database must exist and hold no index)")
       ->required();
   cmd->add_option("--from", o->from,
                   "The index to copy (default: the project's, store.url or store.path)");
@@ -60,8 +60,10 @@ Command AddMigrateCommand(CLI::App& app, GlobalOptions& g) {
   return {cmd, [o, &g]() {
             auto config = LoadProjectConfig(g);
             if (!config.ok()) return Fail(config.status());
-            const std::string from = o->from.empty() ? config->IndexLocation() : o->from;
-            const std::string to = IsUrl(o->to) ? o->to : config->Resolve(o->to);
+            // Relative file paths are the project's, as store.path is.
+            auto resolve = [&](const std::string& l) { return IsUrl(l) ? l : config->Resolve(l); };
+            const std::string from = o->from.empty() ? config->IndexLocation() : resolve(o->from);
+            const std::string to = resolve(o->to);
             const bool progress = !o->no_progress && !g.quiet;
             const bool tty = isatty(STDERR_FILENO) != 0;
             CopyOptions options;
