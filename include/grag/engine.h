@@ -30,6 +30,7 @@
 #include "grag/router.h"
 #include "grag/status.h"
 #include "grag/store.h"
+#include "grag/store_copy.h"
 #include "grag/tokenizer.h"
 
 namespace grag {
@@ -216,6 +217,9 @@ struct IndexCallbacks {
 // and runs every check. Errors: only a failure to run the
 // checks (a missing index is kNotFound).
 Result<IntegrityReport> CheckIndex(const Config& config, int max_per_check);
+
+// grag migrate: MigrateIndex (grag/store_copy.h) copies config.IndexLocation()'s index, or
+// another, to another store.
 
 class Engine {
  public:

@@ -56,5 +56,6 @@ Command AddServeCommand(CLI::App& app, GlobalOptions& g);
 Command AddMcpCommand(CLI::App& app, GlobalOptions& g);
 Command AddExportCommand(CLI::App& app, GlobalOptions& g);
 Command AddSqlCommand(CLI::App& app, GlobalOptions& g);
+Command AddMigrateCommand(CLI::App& app, GlobalOptions& g);
 
 }  // namespace grag::cli

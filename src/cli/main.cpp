@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
       AddIndexCommand(app, g), AddAddCommand(app, g),      AddRemoveCommand(app, g),
       AddStatsCommand(app, g), AddQueryCommand(app, g),    AddSearchCommand(app, g),
       AddCheckCommand(app, g), AddEntitiesCommand(app, g), AddExportCommand(app, g),
-      AddSqlCommand(app, g),   AddServeCommand(app, g),    AddMcpCommand(app, g),
+      AddSqlCommand(app, g),   AddMigrateCommand(app, g),  AddServeCommand(app, g),
+      AddMcpCommand(app, g),
   };
   try {
     app.parse(argc, argv);

@@ -242,6 +242,10 @@ class PostgresStore final : public Store, private TransactionOwner {
   Result<IntegrityReport> Check(int max_per_check) override;
   Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows) override;
 
+  Result<std::unique_ptr<TableSnapshot>> SnapshotTables() override;
+  Status InsertRows(const IndexTable& table, const std::vector<TableRow>& rows) override;
+  Status FinishInsertRows() override;
+
   // For the reply cache and ReadHandle.
   std::unique_lock<std::recursive_mutex> Lock() { return std::unique_lock(mu_); }
   pq::Connection& conn() { return conn_; }
@@ -2062,6 +2066,167 @@ Status PgReplyCache::Put(std::string_view key, std::string_view value, std::stri
         "kind = excluded.kind, created_at = grag_now()",
         {key, value, model, kind});
   });
+}
+
+// ---------------------------------------------------------------- whole tables (grag migrate)
+
+std::string ColumnList(const IndexTable& table, bool for_select) {
+  std::string out;
+  for (const IndexColumn& c : table.columns) {
+    if (!out.empty()) out += ", ";
+    out += c.name;
+    // jsonb as its text; SQLite's JSON text goes back in as is.
+    if (for_select && c.type == ColumnType::kJson) out += "::text";
+  }
+  return out;
+}
+
+std::string WhereClause(const IndexTable& table) {
+  return table.exclude.empty() ? std::string() : " WHERE NOT (" + std::string(table.exclude) + ")";
+}
+
+// Reads through a cursor, a batch at a time, so a large table is never held whole in memory.
+class PgTableSnapshot final : public TableSnapshot {
+ public:
+  explicit PgTableSnapshot(ReadHandle read) : read_(std::move(read)) {}
+
+  Status Scan(const IndexTable& table,
+              const std::function<Status(const TableRow& row)>& row_fn) override {
+    pq::Connection& conn = read_.conn();
+    const std::string cursor = "grag_copy_" + std::to_string(++cursors_);
+    GRAG_RETURN_IF_ERROR(conn.Exec("DECLARE " + cursor + " NO SCROLL CURSOR FOR SELECT " +
+                                   ColumnList(table, true) + " FROM " + std::string(table.name) +
+                                   WhereClause(table) + " ORDER BY " +
+                                   (table.order_by.empty() ? "ord" : std::string(table.order_by))));
+    Status st = ReadCursor(conn, cursor, table, row_fn);
+    Status closed = conn.Exec("CLOSE " + cursor);
+    return st.ok() ? closed : st;
+  }
+
+  Result<int64_t> Count(const IndexTable& table) override {
+    return read_.conn().QueryInt("SELECT count(*) FROM " + std::string(table.name) +
+                                 WhereClause(table));
+  }
+
+  Status Begin() {
+    GRAG_RETURN_IF_ERROR(read_.BeginSnapshot());
+    // Every double as the digits that read back exactly (PostgreSQL 12+ does so by default).
+    return read_.conn().Exec("SET LOCAL extra_float_digits = 3");
+  }
+
+ private:
+  static Status ReadCursor(pq::Connection& conn, const std::string& cursor, const IndexTable& table,
+                           const std::function<Status(const TableRow& row)>& row_fn) {
+    TableRow row(table.columns.size());
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(Rows rows, conn.Query("FETCH 2000 FROM " + cursor));
+      if (rows.empty()) return Status::Ok();
+      for (int r = 0; r < rows.size(); ++r) {
+        for (size_t i = 0; i < table.columns.size(); ++i) {
+          const int col = static_cast<int>(i);
+          if (rows.IsNull(r, col)) {
+            row[i] = std::monostate();
+            continue;
+          }
+          switch (table.columns[i].type) {
+            case ColumnType::kInt:
+              row[i] = rows.Int(r, col);
+              break;
+            case ColumnType::kBool:
+              row[i] = int64_t{rows.Bool(r, col) ? 1 : 0};
+              break;
+            case ColumnType::kReal:
+              row[i] = rows.Double(r, col);
+              break;
+            case ColumnType::kText:
+            case ColumnType::kJson:
+              row[i] = rows.Text(r, col);
+              break;
+            case ColumnType::kVector:
+              row[i] = pq::ParseRealArray(rows.View(r, col));
+              break;
+          }
+        }
+        GRAG_RETURN_IF_ERROR(row_fn(row));
+      }
+    }
+  }
+
+  ReadHandle read_;
+  int cursors_ = 0;
+};
+
+Result<std::unique_ptr<TableSnapshot>> PostgresStore::SnapshotTables() {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  auto snapshot = std::make_unique<PgTableSnapshot>(std::move(read));
+  GRAG_RETURN_IF_ERROR(snapshot->Begin());
+  return std::unique_ptr<TableSnapshot>(std::move(snapshot));
+}
+
+Status PostgresStore::InsertRows(const IndexTable& table, const std::vector<TableRow>& rows) {
+  if (rows.empty()) return Status::Ok();
+  const size_t ncols = table.columns.size();
+  // Several rows per statement (a round trip each), within libpq's 65535 parameters.
+  const size_t per_statement = std::max<size_t>(1, std::min<size_t>(500, 30000 / ncols));
+  std::string conflict;
+  if (!table.preset_keys.empty()) {
+    conflict = " ON CONFLICT (" + std::string(table.columns[0].name) + ") DO UPDATE SET ";
+    for (size_t i = 1; i < ncols; ++i) {
+      const std::string name(table.columns[i].name);
+      conflict += (i == 1 ? "" : ", ") + name + " = excluded." + name;
+    }
+  }
+  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(true));
+  for (size_t start = 0; start < rows.size(); start += per_statement) {
+    const size_t end = std::min(rows.size(), start + per_statement);
+    std::string sql =
+        "INSERT INTO " + std::string(table.name) + " (" + ColumnList(table, false) + ") VALUES ";
+    Args args;
+    args.reserve((end - start) * ncols);
+    for (size_t r = start; r < end; ++r) {
+      if (rows[r].size() != ncols) {
+        return Status::InvalidArgument("a row of " + std::to_string(rows[r].size()) +
+                                       " values for table " + std::string(table.name));
+      }
+      sql += r == start ? "(" : ", (";
+      for (size_t i = 0; i < ncols; ++i) {
+        const CellValue& cell = rows[r][i];
+        if (const auto* v = std::get_if<int64_t>(&cell)) {
+          args.emplace_back(table.columns[i].type == ColumnType::kBool ? pq::Arg(*v != 0)
+                                                                       : pq::Arg(*v));
+        } else if (const auto* d = std::get_if<double>(&cell)) {
+          args.emplace_back(*d);
+        } else if (const auto* s = std::get_if<std::string>(&cell)) {
+          args.emplace_back(*s);
+        } else if (const auto* f = std::get_if<std::vector<float>>(&cell)) {
+          args.emplace_back(pq::RealArray(*f));
+        } else {
+          args.emplace_back(std::nullopt);
+        }
+        sql += (i == 0 ? "$" : ", $") + std::to_string(args.size());
+      }
+      sql += ")";
+    }
+    sql += conflict;
+    Status st = conn_.Exec(sql, args);
+    if (!st.ok()) return st.WithContext("copying into table " + std::string(table.name));
+  }
+  return tx.Commit();
+}
+
+Status PostgresStore::FinishInsertRows() {
+  auto lock = Lock();
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, BeginTx(true));
+  for (const auto& [table, column] : {std::pair{"chunks", "seq"},
+                                      {"entity_mentions", "id"},
+                                      {"relationship_mentions", "id"},
+                                      {"run_stages", "ord"}}) {
+    GRAG_RETURN_IF_ERROR(conn_.Exec(std::string("SELECT setval(pg_get_serial_sequence('") + table +
+                                    "', '" + column + "'), coalesce((SELECT max(" + column +
+                                    ") FROM " + table + "), 0) + 1, false)"));
+  }
+  return tx.Commit();
 }
 
 // ---------------------------------------------------------------- opening

@@ -110,6 +110,9 @@ class SqliteStore final : public Store {
   Status CheckIntegrity() override;
   Result<IntegrityReport> Check(int max_per_check) override;
   Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows) override;
+  Result<std::unique_ptr<TableSnapshot>> SnapshotTables() override;
+  Status InsertRows(const IndexTable& table, const std::vector<TableRow>& rows) override;
+  Status FinishInsertRows() override;
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -37,6 +37,7 @@
 #include "grag/cache.h"
 #include "grag/document.h"
 #include "grag/status.h"
+#include "grag/store_tables.h"
 #include "grag/store_types.h"
 
 namespace grag {
@@ -372,6 +373,21 @@ class Store {
   // pragmas such as table_info). An SQL error (syntax, no such column) is kInvalidArgument too.
   // At most `max_rows` rows are read (truncated says when there were more); max_rows < 0: all.
   virtual Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows) = 0;
+
+  // ---- whole tables (copying an index to another store: grag/store_copy.h)
+
+  // A read of the whole index at one moment (see TableSnapshot). On a thread with a
+  // transaction of this store open, it reads through that transaction, its writes included.
+  virtual Result<std::unique_ptr<TableSnapshot>> SnapshotTables() = 0;
+  // Inserts `rows` as they are (ids included; values in IndexTable::columns order) into
+  // `table`, one of IndexTables(); a row whose key is one of the table's preset_keys replaces
+  // the stored one. For filling an empty store inside the caller's transaction, parents before
+  // children; what the store derives from rows (the full-text index) follows as for any
+  // insert. kInvalidArgument for a row that breaks a constraint, naming the table.
+  virtual Status InsertRows(const IndexTable& table, const std::vector<TableRow>& rows) = 0;
+  // After InsertRows: ids the store assigns later come after the inserted ones (PostgreSQL's
+  // identity sequences; SQLite needs nothing).
+  virtual Status FinishInsertRows() = 0;
 
  protected:
   Store() = default;

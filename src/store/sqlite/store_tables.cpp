@@ -1,0 +1,129 @@
+// Whole tables as plain rows (grag/store_tables.h): the SQLite side of copying an index.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "store_impl.h"
+
+namespace grag {
+namespace {
+
+std::string ColumnList(const IndexTable& table) {
+  std::string out;
+  for (const IndexColumn& c : table.columns) {
+    if (!out.empty()) out += ", ";
+    out += c.name;
+  }
+  return out;
+}
+
+std::string WhereClause(const IndexTable& table) {
+  return table.exclude.empty() ? std::string() : " WHERE NOT (" + std::string(table.exclude) + ")";
+}
+
+class SqliteTableSnapshot final : public TableSnapshot {
+ public:
+  explicit SqliteTableSnapshot(ReadHandle read) : read_(std::move(read)) {}
+
+  Status Scan(const IndexTable& table,
+              const std::function<Status(const TableRow& row)>& row_fn) override {
+    const std::string sql = "SELECT " + ColumnList(table) + " FROM " + std::string(table.name) +
+                            WhereClause(table) + " ORDER BY " +
+                            (table.order_by.empty() ? "rowid" : std::string(table.order_by));
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read_.conn().Prepare(sql));
+    TableRow row(table.columns.size());
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
+      if (!has_row) break;
+      for (size_t i = 0; i < table.columns.size(); ++i) {
+        const int col = static_cast<int>(i);
+        if (stmt.IsNull(col)) {
+          row[i] = std::monostate();
+          continue;
+        }
+        switch (table.columns[i].type) {
+          case ColumnType::kInt:
+          case ColumnType::kBool:
+            row[i] = stmt.Int(col);
+            break;
+          case ColumnType::kReal:
+            row[i] = stmt.Double(col);
+            break;
+          case ColumnType::kText:
+          case ColumnType::kJson:
+            row[i] = stmt.Text(col);
+            break;
+          case ColumnType::kVector: {
+            const std::string_view bytes = stmt.Blob(col);
+            std::vector<float> v(bytes.size() / sizeof(float));
+            if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+            row[i] = std::move(v);
+            break;
+          }
+        }
+      }
+      GRAG_RETURN_IF_ERROR(row_fn(row));
+    }
+    return Status::Ok();
+  }
+
+  Result<int64_t> Count(const IndexTable& table) override {
+    return read_.conn().QueryInt("SELECT count(*) FROM " + std::string(table.name) +
+                                 WhereClause(table));
+  }
+
+ private:
+  ReadHandle read_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<TableSnapshot>> SqliteStore::SnapshotTables() {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
+  return std::unique_ptr<TableSnapshot>(std::make_unique<SqliteTableSnapshot>(std::move(read)));
+}
+
+Status SqliteStore::InsertRows(const IndexTable& table, const std::vector<TableRow>& rows) {
+  if (rows.empty()) return Status::Ok();
+  std::string sql =
+      "INSERT INTO " + std::string(table.name) + " (" + ColumnList(table) + ") VALUES (";
+  for (size_t i = 0; i < table.columns.size(); ++i) sql += i == 0 ? "?" : ", ?";
+  sql += ")";
+  if (!table.preset_keys.empty()) {
+    sql += " ON CONFLICT (" + std::string(table.columns[0].name) + ") DO UPDATE SET ";
+    for (size_t i = 1; i < table.columns.size(); ++i) {
+      const std::string name(table.columns[i].name);
+      sql += (i == 1 ? "" : ", ") + name + " = excluded." + name;
+    }
+  }
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/true));
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt insert, impl_->conn.Prepare(sql));
+  for (const TableRow& row : rows) {
+    if (row.size() != table.columns.size()) {
+      return Status::InvalidArgument("a row of " + std::to_string(row.size()) +
+                                     " values for table " + std::string(table.name));
+    }
+    for (size_t i = 0; i < row.size(); ++i) {
+      const int param = static_cast<int>(i) + 1;
+      if (const auto* v = std::get_if<int64_t>(&row[i])) {
+        insert.Bind(param, *v);
+      } else if (const auto* d = std::get_if<double>(&row[i])) {
+        insert.Bind(param, *d);
+      } else if (const auto* s = std::get_if<std::string>(&row[i])) {
+        insert.Bind(param, *s);
+      } else if (const auto* f = std::get_if<std::vector<float>>(&row[i])) {
+        insert.BindBlob(param, f->data(), f->size() * sizeof(float));
+      } else {
+        insert.Bind(param, std::nullopt);
+      }
+    }
+    Status st = insert.Run();
+    if (!st.ok()) return st.WithContext("copying into table " + std::string(table.name));
+  }
+  return tx.Commit();
+}
+
+Status SqliteStore::FinishInsertRows() { return Status::Ok(); }
+
+}  // namespace grag
