@@ -22,32 +22,47 @@
 //
 //   scale_bench [--docs N | --input DIR] [--latency-ms MS] [--concurrency C] [--gleanings G]
 //               [--no-llm] [--runs R] [--query] [--set key=value]... [--json] [--verbose]
-//               [--keep DIR]
+//               [--backend sqlite|postgresql|both] [--store-url URL] [--keep DIR]
+//
+// --backend postgresql puts each run's index in a PostgreSQL database of its own (created before
+// the run, dropped after it) on the server --store-url names (a URL whose user may create
+// databases), else on a throwaway cluster this program starts (scripts/pg_test_cluster.sh, in a
+// folder of its own) and stops at the end. --backend both runs the two alternately, run for run,
+// on the same corpus and mock, and prints each one's table, then the medians side by side with
+// the PostgreSQL / SQLite ratio. For PostgreSQL, "index size" is pg_database_size and, on a
+// cluster of its own, "server cpu" is the CPU the PostgreSQL processes spent during the run
+// (the indexing process's cpu does not include it).
 //
 // --query also times a one-off global and local query on the index (Engine::Open + Query, with an
-// instant model), as `grag query` would. --keep DIR moves the last run's project to DIR (same
-// file system as the temp folder), the generated corpus to DIR/corpus, for profiling queries.
+// instant model), as `grag query` would. --keep DIR moves the last SQLite run's project to DIR
+// (same file system as the temp folder), a generated corpus to DIR/corpus, for profiling queries.
 #include <fmt/format.h>
+#include <libpq-fe.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "grag/engine.h"
 #include "grag/indexer.h"
 #include "grag/log.h"
+#include "support/postgres.h"
 #include "support/fake_graphrag_llm.h"
 #include "support/fake_openai_server.h"
 #include "support/transcripts.h"
@@ -62,7 +77,7 @@ using SteadyClock = std::chrono::steady_clock;
 struct Options {
   int docs = 400;
   std::string input;  // a folder to index instead of the generated corpus
-  std::string keep;   // a folder to move the last run's project (and the corpus) to
+  std::string keep;   // a folder to move the last SQLite run's project (and the corpus) to
   int latency_ms = 0;
   int concurrency = 16;
   int gleanings = 1;
@@ -71,6 +86,8 @@ struct Options {
   bool query = false;
   bool json_out = false;
   bool verbose = false;  // the stages' log lines on stderr
+  std::vector<std::string> backends = {"sqlite"};
+  std::string store_url;  // a PostgreSQL server for the postgresql backend; empty: a throwaway one
   std::vector<std::pair<std::string, std::string>> settings;
 };
 
@@ -106,6 +123,105 @@ int64_t FolderBytes(const fs::path& dir) {
   return total;
 }
 
+// The size of the database `url` names (pg_database_size), -1 when it cannot be read.
+int64_t DatabaseBytes(const std::string& url) {
+  PGconn* conn = PQconnectdb(url.c_str());
+  int64_t bytes = -1;
+  if (PQstatus(conn) == CONNECTION_OK) {
+    PGresult* res = PQexec(conn, "SELECT pg_database_size(current_database())");
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+      bytes = std::stoll(PQgetvalue(res, 0, 0));
+    }
+    PQclear(res);
+  }
+  PQfinish(conn);
+  return bytes;
+}
+
+// CPU seconds (user + system) a PostgreSQL cluster has spent so far: its postmaster's own and
+// its exited children's (cutime, cstime) and its live children's. The difference across a run
+// is what the server spent on it (the cluster serves nothing else).
+double ClusterCpuSeconds(int64_t postmaster) {
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  // Fields after the command's closing parenthesis: state is field 3, ppid 4, utime 14, stime
+  // 15, cutime 16, cstime 17.
+  auto fields = [](const fs::path& stat) {
+    std::ifstream in(stat);
+    std::string line;
+    std::getline(in, line);
+    std::vector<std::string> f;
+    const size_t paren = line.rfind(')');
+    if (paren == std::string::npos) return f;
+    std::istringstream rest(line.substr(paren + 1));
+    f.resize(3);  // pid, comm: unused; state is f[3] after the push below
+    for (std::string x; rest >> x;) f.push_back(x);
+    return f;
+  };
+  double total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const auto f = fields(e.path() / "stat");
+    if (f.size() < 18) continue;
+    const int64_t pid = std::stoll(name);
+    const int64_t ppid = std::stoll(f[4]);
+    if (pid == postmaster) {
+      total += (std::stod(f[14]) + std::stod(f[15]) + std::stod(f[16]) + std::stod(f[17])) / tick;
+    } else if (ppid == postmaster) {
+      total += (std::stod(f[14]) + std::stod(f[15])) / tick;
+    }
+  }
+  return total;
+}
+
+// The PostgreSQL server the postgresql backend's runs use: --store-url's, else a throwaway
+// cluster started now (scripts/pg_test_cluster.sh) and stopped when this goes.
+class PgServer {
+ public:
+  explicit PgServer(const std::string& url) {
+    if (!url.empty()) {
+      admin_url_ = url;
+      return;
+    }
+    dir_ = fmt::format("/tmp/grag-bench-pg-{}", getpid());
+    const std::string cmd =
+        fmt::format("'{}/scripts/pg_test_cluster.sh' start '{}'", GRAG_SOURCE_DIR, dir_);
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) throw std::runtime_error("cannot run scripts/pg_test_cluster.sh");
+    char buf[4096];
+    std::string out;
+    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    if (pclose(p) != 0) {
+      Stop();
+      throw std::runtime_error("no PostgreSQL server: scripts/pg_test_cluster.sh start failed");
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    admin_url_ = out;
+    std::ifstream pid(dir_ + "/data/postmaster.pid");
+    pid >> postmaster_;
+  }
+  ~PgServer() { Stop(); }
+  PgServer(const PgServer&) = delete;
+  PgServer& operator=(const PgServer&) = delete;
+
+  const std::string& admin_url() const { return admin_url_; }
+  // The postmaster's pid when the cluster is this program's, else 0.
+  int64_t postmaster() const { return postmaster_; }
+
+ private:
+  void Stop() {
+    if (dir_.empty()) return;
+    const std::string cmd =
+        fmt::format("'{}/scripts/pg_test_cluster.sh' stop '{}' >/dev/null", GRAG_SOURCE_DIR, dir_);
+    if (std::system(cmd.c_str()) != 0) std::cerr << "scale_bench: could not stop " << dir_ << "\n";
+    dir_.clear();
+  }
+  std::string dir_;  // the throwaway cluster's folder; empty: not ours
+  std::string admin_url_;
+  int64_t postmaster_ = 0;
+};
+
 // ---- the worker: one index run in a process of its own, figures as one JSON line
 
 Config WorkerConfig(const json& args) {
@@ -120,6 +236,7 @@ Config WorkerConfig(const json& args) {
   }
   config.llm.concurrency = args["concurrency"].get<int>();
   config.extraction.gleanings = args["gleanings"].get<int>();
+  config.store.url = args["store_url"].get<std::string>();  // empty: SQLite
   for (const auto& kv : args["settings"]) {
     const Status st = ApplySetting(config, kv[0].get<std::string>(), kv[1].get<std::string>());
     if (!st.ok()) throw std::runtime_error(st.ToString());
@@ -149,7 +266,7 @@ json TimeQuery(Config config, const std::string& instant_url, QueryMethod method
 int Worker(const std::string& arg) {
   const json args = json::parse(arg);
   // The stages' info lines (what each did, how long it took) would drown the table.
-  if (!args.value("verbose", false)) SetLogLevel(LogLevel::kWarn);
+  if (!args["verbose"].get<bool>()) SetLogLevel(LogLevel::kWarn);
   const Config config = WorkerConfig(args);
   const int64_t wchar0 = ProcField("/proc/self/io", "wchar");
   const int64_t written0 = ProcField("/proc/self/io", "write_bytes");
@@ -194,7 +311,8 @@ int Worker(const std::string& arg) {
   out["peak_rss"] = ProcField("/proc/self/status", "VmHWM") * 1024;
   out["write_bytes"] = ProcField("/proc/self/io", "write_bytes") - written0;
   out["wchar"] = ProcField("/proc/self/io", "wchar") - wchar0;
-  out["index_bytes"] = FolderBytes(fs::path(config.root) / "output");
+  out["index_bytes"] = config.store.url.empty() ? FolderBytes(fs::path(config.root) / "output")
+                                                : DatabaseBytes(config.store.url);
   out["documents"] = s.documents_added + s.documents_changed + s.documents_unchanged;
   out["chunks"] = s.chunks;
   out["entities"] = s.entities;
@@ -205,7 +323,7 @@ int Worker(const std::string& arg) {
                   {"cache_hits", s.usage.cache_hits}};
   out["reports"] = {{"llm", s.reports_generated - s.reports_extractive},
                     {"extractive", s.reports_extractive}};
-  if (args.value("query", false)) {
+  if (args["query"].get<bool>()) {
     const std::string instant = args["instant_url"].get<std::string>();
     out["query_global"] = TimeQuery(config, instant, QueryMethod::kGlobal);
     out["query_local"] = TimeQuery(config, instant, QueryMethod::kLocal);
@@ -261,62 +379,9 @@ json RunWorker(const json& args) {
 
 std::string Mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / 1048576.0); }
 
-int Driver(const Options& o) {
-  setenv("no_proxy", "127.0.0.1,localhost", 1);
-  const fs::path base = fs::temp_directory_path() / fmt::format("grag-scale-bench-{}", getpid());
-  fs::remove_all(base);
-  fs::create_directories(base);
-  std::unique_ptr<bench::Cast> cast;
-  std::string corpus = o.input;
-  if (corpus.empty()) {
-    cast = std::make_unique<bench::Cast>(bench::MakeCast());
-    corpus = (base / "corpus").string();
-    bench::WriteEpisodes(*cast, corpus, 0, o.docs);
-  } else {
-    corpus = fs::absolute(corpus).string();
-  }
-  const int64_t corpus_bytes = FolderBytes(corpus);
-  testing::FakeServerOptions so;
-  so.threads = std::max(48, 2 * o.concurrency + 8);
-  std::unique_ptr<testing::FakeOpenAIServer> model, instant;
-  if (!o.no_llm) {
-    model = std::make_unique<testing::FakeOpenAIServer>(
-        MockModel(cast.get(), std::chrono::milliseconds(o.latency_ms)), so);
-  }
-  if (o.query) {
-    instant = std::make_unique<testing::FakeOpenAIServer>(
-        MockModel(cast.get(), std::chrono::milliseconds(0)), so);
-  }
-  json settings = json::array();
-  for (const auto& [k, v] : o.settings) settings.push_back({k, v});
-  std::vector<json> runs;
-  for (int r = 0; r < o.runs; ++r) {
-    const fs::path root = base / fmt::format("run{}", r);
-    fs::create_directories(root);
-    json args = {{"root", root.string()},
-                 {"corpus", corpus},
-                 {"base_url", model ? model->base_url() : ""},
-                 {"instant_url", instant ? instant->base_url() : ""},
-                 {"concurrency", o.concurrency},
-                 {"gleanings", o.gleanings},
-                 {"settings", settings},
-                 {"query", o.query},
-                 {"verbose", o.verbose}};
-    runs.push_back(RunWorker(args));
-    if (!o.keep.empty() && r + 1 == o.runs) {
-      // The project as the last run left it, for profiling queries on it; generated corpora go
-      // beside it (input.dir is then keep/corpus).
-      fs::remove_all(o.keep);
-      fs::create_directories(fs::path(o.keep).parent_path());
-      fs::rename(root, o.keep);
-      if (cast) fs::rename(corpus, fs::path(o.keep) / "corpus");
-    }
-    fs::remove_all(root);
-    std::cerr << fmt::format("run {}/{}: {:.2f} s wall, {:.2f} s CPU\n", r + 1, o.runs,
-                             runs.back()["wall"].get<double>(), runs.back()["cpu"].get<double>());
-  }
-  fs::remove_all(base);
-
+// Prints one backend's runs (or, with --json, returns them) and their medians by figure.
+json Report(const Options& o, const std::vector<json>& runs, int64_t corpus_bytes,
+            const std::string& label) {
   // Each figure: per run, then the median.
   auto figure = [&](const std::function<double(const json&)>& f) {
     std::vector<double> v;
@@ -346,6 +411,10 @@ int Driver(const Options& o) {
       {"wchar", figure([](const json& r) { return r["wchar"].get<double>(); }), Mib},
       {"index size", figure([](const json& r) { return r["index_bytes"].get<double>(); }), Mib},
   };
+  if (first.contains("server_cpu")) {
+    rows.push_back(
+        {"server cpu", figure([](const json& r) { return r["server_cpu"].get<double>(); }), secs});
+  }
   if (!o.no_llm && o.latency_ms > 0) {
     rows.push_back({"wall / bound",
                     figure([&](const json& r) { return r["wall"].get<double>() / bound; }), ratio});
@@ -363,16 +432,16 @@ int Driver(const Options& o) {
                 {"latency_ms", o.latency_ms},      {"concurrency", o.concurrency},
                 {"bound_seconds", bound},          {"runs", runs}};
     for (const auto& row : rows) out["median"][row.name] = Median(row.values);
-    std::cout << out.dump(1) << "\n";
-    return 0;
+    return out;
   }
 
   std::cout << fmt::format(
-      "{} documents ({}, {}), {} chunks; {} entities, {} relationships\n"
+      "{}{} documents ({}, {}), {} chunks; {} entities, {} relationships\n"
       "model: {}\n\n",
-      first["documents"].get<int64_t>(), o.input.empty() ? "generated transcripts" : o.input,
-      Mib(static_cast<double>(corpus_bytes)), first["chunks"].get<int64_t>(),
-      first["entities"].get<int64_t>(), first["relationships"].get<int64_t>(),
+      label.empty() ? "" : "== " + label + ": ", first["documents"].get<int64_t>(),
+      o.input.empty() ? "generated transcripts" : o.input, Mib(static_cast<double>(corpus_bytes)),
+      first["chunks"].get<int64_t>(), first["entities"].get<int64_t>(),
+      first["relationships"].get<int64_t>(),
       o.no_llm
           ? std::string("none (no-LLM mode)")
           : fmt::format("loopback mock, {} ms per call, llm.concurrency {}, {} gleaning "
@@ -417,6 +486,128 @@ int Driver(const Options& o) {
                                o.concurrency, o.latency_ms, bound);
     }
   }
+  json medians = json::object();
+  for (const auto& row : rows) medians[row.name] = Median(row.values);
+  return {{"median", medians}};
+}
+
+int Driver(const Options& o) {
+  setenv("no_proxy", "127.0.0.1,localhost", 1);
+  const fs::path base = fs::temp_directory_path() / fmt::format("grag-scale-bench-{}", getpid());
+  fs::remove_all(base);
+  fs::create_directories(base);
+  std::unique_ptr<bench::Cast> cast;
+  std::string corpus = o.input;
+  if (corpus.empty()) {
+    cast = std::make_unique<bench::Cast>(bench::MakeCast());
+    corpus = (base / "corpus").string();
+    bench::WriteEpisodes(*cast, corpus, 0, o.docs);
+  } else {
+    corpus = fs::absolute(corpus).string();
+  }
+  const int64_t corpus_bytes = FolderBytes(corpus);
+  testing::FakeServerOptions so;
+  so.threads = std::max(48, 2 * o.concurrency + 8);
+  std::unique_ptr<testing::FakeOpenAIServer> model, instant;
+  if (!o.no_llm) {
+    model = std::make_unique<testing::FakeOpenAIServer>(
+        MockModel(cast.get(), std::chrono::milliseconds(o.latency_ms)), so);
+  }
+  if (o.query) {
+    instant = std::make_unique<testing::FakeOpenAIServer>(
+        MockModel(cast.get(), std::chrono::milliseconds(0)), so);
+  }
+  json settings = json::array();
+  for (const auto& [k, v] : o.settings) settings.push_back({k, v});
+  std::unique_ptr<PgServer> pg;
+  for (const auto& b : o.backends) {
+    if (b == "postgresql") pg = std::make_unique<PgServer>(o.store_url);
+  }
+  std::map<std::string, std::vector<json>> runs;  // by backend
+  for (int r = 0; r < o.runs; ++r) {
+    for (const auto& backend : o.backends) {  // alternately, run for run
+      const fs::path root = base / fmt::format("run{}-{}", r, backend);
+      fs::create_directories(root);
+      json args = {{"root", root.string()},
+                   {"corpus", corpus},
+                   {"base_url", model ? model->base_url() : ""},
+                   {"instant_url", instant ? instant->base_url() : ""},
+                   {"concurrency", o.concurrency},
+                   {"gleanings", o.gleanings},
+                   {"settings", settings},
+                   {"query", o.query},
+                   {"verbose", o.verbose},
+                   {"store_url", ""}};
+      testing::TestDatabase db;  // dropped after the run
+      double server_cpu0 = 0;
+      if (backend == "postgresql") {
+        const std::string error = db.Create(pg->admin_url());
+        if (!error.empty()) throw std::runtime_error(error);
+        args["store_url"] = db.url();
+        if (pg->postmaster() > 0) server_cpu0 = ClusterCpuSeconds(pg->postmaster());
+      }
+      json run = RunWorker(args);
+      if (backend == "postgresql" && pg->postmaster() > 0) {
+        // The worker's connections are closed: let the postmaster reap their processes.
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        run["server_cpu"] = ClusterCpuSeconds(pg->postmaster()) - server_cpu0;
+      }
+      runs[backend].push_back(run);
+      if (!o.keep.empty() && backend == "sqlite" && r + 1 == o.runs) {
+        // The project as the last run left it, for profiling queries on it; a generated corpus
+        // goes beside it (input.dir is then keep/corpus).
+        fs::remove_all(o.keep);
+        fs::create_directories(fs::path(o.keep).parent_path());
+        fs::rename(root, o.keep);
+        if (cast) fs::rename(corpus, fs::path(o.keep) / "corpus");
+      }
+      fs::remove_all(root);
+      std::cerr << fmt::format("run {}/{} ({}): {:.2f} s wall, {:.2f} s CPU\n", r + 1, o.runs,
+                               backend, run["wall"].get<double>(), run["cpu"].get<double>());
+    }
+  }
+  fs::remove_all(base);
+  pg.reset();
+
+  const bool both = o.backends.size() > 1;
+  json out = json::object();
+  for (const auto& backend : o.backends) {
+    out[backend] = Report(o, runs[backend], corpus_bytes, both ? backend : "");
+    if (!o.json_out && both) std::cout << "\n";
+  }
+  if (!both) {
+    if (o.json_out) std::cout << out[o.backends[0]].dump(1) << "\n";
+    return 0;
+  }
+  // Side by side: each figure's median on both backends, and the ratio.
+  const json& a = out[o.backends[0]]["median"];
+  const json& b = out[o.backends[1]]["median"];
+  json ratios = json::object();
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    if (!b.contains(it.key()) || it.value().get<double>() == 0) continue;
+    ratios[it.key()] = b[it.key()].get<double>() / it.value().get<double>();
+  }
+  if (o.json_out) {
+    out["ratio"] = ratios;
+    std::cout << out.dump(1) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("medians of {} run{}, side by side:\n{:<22}{:>14}{:>14}{:>24}\n", o.runs,
+                           o.runs == 1 ? "" : "s", "", o.backends[0], o.backends[1],
+                           o.backends[1] + " / " + o.backends[0]);
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    const bool bytes = it.key().find("RSS") != std::string::npos || it.key() == "write_bytes" ||
+                       it.key() == "wchar" || it.key() == "index size";
+    auto show = [&](const json& v) {
+      if (v.is_null()) return std::string("");
+      return bytes ? Mib(v.get<double>()) : fmt::format("{:.3f}", v.get<double>());
+    };
+    std::cout << fmt::format("{:<22}{:>14}{:>14}{:>24}\n", it.key(),
+                             show(a.contains(it.key()) ? a[it.key()] : json()), show(it.value()),
+                             ratios.contains(it.key())
+                                 ? fmt::format("{:.2f}x", ratios[it.key()].get<double>())
+                                 : std::string(""));
+  }
   return 0;
 }
 
@@ -444,10 +635,21 @@ Options Parse(int argc, char** argv) {
       o.no_llm = true;
     } else if (a == "--query") {
       o.query = true;
-    } else if (a == "--keep" && i + 1 < argc) {
-      o.keep = argv[++i];
+    } else if (a == "--keep") {
+      o.keep = need(i);
     } else if (a == "--verbose") {
       o.verbose = true;
+    } else if (a == "--backend") {
+      const std::string b = need(i);
+      if (b == "both") {
+        o.backends = {"sqlite", "postgresql"};
+      } else if (b == "sqlite" || b == "postgresql") {
+        o.backends = {b};
+      } else {
+        throw std::runtime_error("--backend is sqlite, postgresql or both");
+      }
+    } else if (a == "--store-url") {
+      o.store_url = need(i);
     } else if (a == "--json") {
       o.json_out = true;
     } else if (a == "--set") {
@@ -459,7 +661,7 @@ Options Parse(int argc, char** argv) {
       throw std::runtime_error(
           "usage: scale_bench [--docs N | --input DIR] [--latency-ms MS] [--concurrency C] "
           "[--gleanings G] [--no-llm] [--runs R] [--query] [--set key=value]... [--json] "
-          "[--verbose] [--keep DIR]");
+          "[--verbose] [--backend sqlite|postgresql|both] [--store-url URL] [--keep DIR]");
     }
   }
   if (o.docs < 1 || o.latency_ms < 0 || o.concurrency < 1 || o.runs < 1 || o.gleanings < 0) {

@@ -245,6 +245,11 @@ class Engine {
   // What Index would do, without a model call or a write.
   Result<IndexPlan> Plan(const IndexRequest& request);
   Result<IndexStats> Stats(int64_t top_entities);
+  // What identifies the index's last finished write (the newest index run that ended, however
+  // it ended: "" before any): it changes when any process (this one, another `grag index`, a
+  // server elsewhere on the same PostgreSQL database) finishes updating the index. A reader that
+  // keeps the graph in memory compares it to the one it loaded to see that it is stale.
+  Result<std::string> IndexVersion();
   Result<std::vector<DocumentInfo>> Documents();
   // Writes the index in another tool's format (grag export): ExportIndex (grag/export.h).
   Result<ExportSummary> Export(const ExportOptions& options);

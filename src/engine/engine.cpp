@@ -450,6 +450,17 @@ Result<IndexStats> Engine::Stats(int64_t top_entities) {
   return out;
 }
 
+Result<std::string> Engine::IndexVersion() {
+  // The runs table records every index run (add and remove included); the one running now, if
+  // any, is left out: its writes are not finished.
+  GRAG_ASSIGN_OR_RETURN(std::vector<RunRecord> runs, impl_->store->ListRuns(4));
+  for (const auto& run : runs) {
+    if (run.status == RunStatus::kRunning && run.finished_at.empty()) continue;
+    return std::to_string(run.id) + "@" + run.finished_at;
+  }
+  return std::string();
+}
+
 Result<std::vector<DocumentInfo>> Engine::Documents() { return impl_->store->ListDocuments(); }
 
 Result<ExportSummary> Engine::Export(const ExportOptions& options) {

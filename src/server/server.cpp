@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include <mutex>
 #include <condition_variable>
 #include <thread>
+#include <utility>
 
 #include "grag/engine.h"
 #include "grag/engine_json.h"
@@ -412,15 +414,57 @@ struct Server::Impl {
   std::atomic<bool> stopping{false};
 
   std::mutex reader_mu;
-  std::shared_ptr<Engine> reader;  // opened on first use; reset when a job changed the index
+  std::shared_ptr<Engine> reader;  // opened on first use; replaced when the index changed
+  // The index version (Engine::IndexVersion) `reader` was opened at, and when it was last
+  // compared with the stored one; guarded by reader_mu.
+  std::string reader_version;
+  std::chrono::steady_clock::time_point reader_checked;
+  std::atomic<bool> reloading{false};  // a request is replacing a stale reader
 
   std::unique_ptr<server::JobManager> jobs;
   std::map<std::string_view, std::string> web_etags;  // by asset name: a hash of its bytes
 
+  // How often a request checks whether another process (a `grag index`, another server on the
+  // same PostgreSQL database) finished writing the index: at most this stale after it did.
+  static constexpr std::chrono::milliseconds kRecheck{500};
+
   // The read engine, opened now if needed. No index yet is kUnavailable, saying what to do.
+  // The reader keeps the graph and vectors in memory, so the first request at least kRecheck
+  // after the last check compares the index version with the reader's; when another process
+  // finished a write since, that request opens and warms a new reader (the others keep
+  // answering from the old one meanwhile) and swaps it in.
   Result<std::shared_ptr<Engine>> Reader() {
+    std::shared_ptr<Engine> current;
+    std::string version;
+    {
+      std::lock_guard<std::mutex> lock(reader_mu);
+      if (!reader) return OpenReader();
+      const auto now = std::chrono::steady_clock::now();
+      if (now - reader_checked < kRecheck || reloading.exchange(true)) return reader;
+      reader_checked = now;
+      current = reader;
+      version = reader_version;
+    }
+    struct Done {
+      std::atomic<bool>* flag;
+      ~Done() { flag->store(false); }
+    } done{&reloading};
+    auto stored = current->IndexVersion();
+    if (!stored.ok() || *stored == version) return current;  // a failed check: try again later
+    auto fresh = OpenEngine();
+    if (!fresh.ok()) return current;
+    (void)fresh->first->retriever();  // warm it here, not in the next requests
     std::lock_guard<std::mutex> lock(reader_mu);
-    if (reader) return reader;
+    if (reader == current) {  // not replaced meanwhile (a job of this server finished)
+      reader = std::move(fresh->first);
+      reader_version = std::move(fresh->second);
+    }
+    return reader;
+  }
+
+  // A read engine and the index version it was opened at (read first: a write finishing while
+  // it loads makes the next check reload it again rather than keep a mix).
+  Result<std::pair<std::shared_ptr<Engine>, std::string>> OpenEngine() {
     EngineOptions options;
     options.keep_graph = true;  // many questions: the graph stays in memory
     auto engine = Engine::Open(config, options);
@@ -432,7 +476,17 @@ struct Server::Impl {
       }
       return engine.status();
     }
-    reader = std::shared_ptr<Engine>(std::move(*engine));
+    std::shared_ptr<Engine> shared(std::move(*engine));
+    GRAG_ASSIGN_OR_RETURN(std::string version, shared->IndexVersion());
+    return std::make_pair(std::move(shared), std::move(version));
+  }
+
+  // With reader_mu held.
+  Result<std::shared_ptr<Engine>> OpenReader() {
+    GRAG_ASSIGN_OR_RETURN(auto opened, OpenEngine());
+    reader = std::move(opened.first);
+    reader_version = std::move(opened.second);
+    reader_checked = std::chrono::steady_clock::now();
     return reader;
   }
 
@@ -955,9 +1009,11 @@ std::string Server::Impl::OpenApi() const {
 
 void Server::Impl::Health(const Request&, Response& res) {
   bool loaded = false;
+  json version;  // what the read engine answers from (Engine::IndexVersion); null: not open
   {
     std::lock_guard<std::mutex> lock(reader_mu);
     loaded = reader != nullptr;
+    if (reader) version = reader_version;
   }
   if (!loaded) {
     std::error_code ec;
@@ -968,6 +1024,7 @@ void Server::Impl::Health(const Request&, Response& res) {
            Dump({{"status", "ok"},
                  {"version", kVersion},
                  {"index_loaded", loaded},
+                 {"index_version", version},
                  {"job_running", jobs->Running()}}));
 }
 

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -1179,14 +1178,18 @@ Result<GraphSnapshot> PostgresStore::LoadGraphNeighbourhood(
     const std::vector<int64_t>& entity_ids, const std::vector<std::string>& chunk_ids,
     const NeighbourhoodLimits& limits) {
   // The SQLite store's walk, step for step and in the same row orders, so both stores reach the
-  // same neighbourhood.
+  // same neighbourhood; but a hop at a time: the frontier is expanded in waves (all the nodes
+  // queued when the wave starts, in queue order), each wave's rows read with one query per kind
+  // (= ANY($1)) instead of one per node. A node only appends to the queue, so a wave holds
+  // exactly the nodes the one-at-a-time walk would visit next, in the same order, and the
+  // limits cut at the same places: at most 3 queries a hop instead of 2 per node reached.
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
   std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>> edges_of;
   std::unordered_map<std::string, std::vector<int64_t>> chunk_entities;
   std::unordered_map<int64_t, int> entity_depth;
   std::unordered_map<std::string, int> chunk_depth;
-  std::deque<std::pair<bool, std::string>> frontier;
+  std::vector<std::pair<bool, std::string>> frontier;
   auto add_entity = [&](int64_t id, int depth) {
     if (entity_depth.count(id) || entity_depth.size() >= limits.max_entities) return;
     entity_depth.emplace(id, depth);
@@ -1200,45 +1203,78 @@ Result<GraphSnapshot> PostgresStore::LoadGraphNeighbourhood(
   for (int64_t id : entity_ids) add_entity(id, 0);
   for (const auto& id : chunk_ids) add_chunk(id, 0);
   while (!frontier.empty()) {
-    auto [is_entity, key] = std::move(frontier.front());
-    frontier.pop_front();
-    if (is_entity) {
-      const int64_t id = std::stoll(key);
-      const int depth = entity_depth.at(id);
-      auto& edges = edges_of[id];
+    const std::vector<std::pair<bool, std::string>> wave = std::move(frontier);
+    frontier.clear();
+    // The wave's rows: every entity's relationships, the chunks of those it expands (at most
+    // max_fanout each), every chunk's entities.
+    std::vector<std::string> entities, expanding, chunks;
+    for (const auto& [is_entity, key] : wave) {
+      if (!is_entity) {
+        chunks.push_back(key);
+        continue;
+      }
+      entities.push_back(key);
+      if (entity_depth.at(std::stoll(key)) < limits.hops) expanding.push_back(key);
+    }
+    std::unordered_map<int64_t, std::vector<std::string>> chunks_of;
+    if (!entities.empty()) {
       GRAG_ASSIGN_OR_RETURN(
           Rows related,
           read.conn().Query(
-              "(SELECT target_id, weight FROM relationships WHERE source_id = $1 ORDER BY "
-              "target_id) UNION ALL (SELECT source_id, weight FROM relationships WHERE "
-              "target_id = $1 ORDER BY id)",
-              {id}));
+              "SELECT e, other, weight FROM (SELECT source_id AS e, target_id AS other, weight, 0 "
+              "AS side, target_id AS k FROM relationships WHERE source_id = ANY($1::bigint[]) "
+              "UNION ALL SELECT target_id, source_id, weight, 1, id FROM relationships WHERE "
+              "target_id = ANY($1::bigint[])) r ORDER BY e, side, k",
+              {pq::TextArray(entities)}));
+      // Per entity: its outgoing relationships by target, then its incoming ones by id.
       for (int i = 0; i < related.size(); ++i) {
-        edges.push_back({related.Int(i, 0), related.Double(i, 1)});
+        edges_of[related.Int(i, 0)].push_back({related.Int(i, 1), related.Double(i, 2)});
       }
-      if (depth >= limits.hops) continue;
-      std::vector<std::pair<int64_t, double>> by_weight = edges;
-      std::stable_sort(by_weight.begin(), by_weight.end(),
-                       [](const auto& a, const auto& b) { return a.second > b.second; });
-      for (size_t k = 0; k < by_weight.size() && k < limits.max_fanout; ++k) {
-        add_entity(by_weight[k].first, depth + 1);
+      for (const auto& key : entities) edges_of.try_emplace(std::stoll(key));
+    }
+    if (!expanding.empty()) {
+      GRAG_ASSIGN_OR_RETURN(
+          Rows rows, read.conn().Query(
+                         "SELECT entity_id, chunk_id FROM (SELECT entity_id, chunk_id, "
+                         "row_number() OVER (PARTITION BY entity_id ORDER BY chunk_id) AS n FROM "
+                         "entity_chunks WHERE entity_id = ANY($1::bigint[])) t WHERE n <= $2 "
+                         "ORDER BY entity_id, chunk_id",
+                         {pq::TextArray(expanding), static_cast<int64_t>(limits.max_fanout)}));
+      for (int i = 0; i < rows.size(); ++i) {
+        chunks_of[rows.Int(i, 0)].push_back(rows.Text(i, 1));
       }
+    }
+    if (!chunks.empty()) {
       GRAG_ASSIGN_OR_RETURN(
-          Rows chunks, read.conn().Query("SELECT chunk_id FROM entity_chunks WHERE entity_id = $1 "
-                                         "ORDER BY chunk_id LIMIT $2",
-                                         {id, static_cast<int64_t>(limits.max_fanout)}));
-      for (int i = 0; i < chunks.size(); ++i) add_chunk(chunks.Text(i, 0), depth + 1);
-    } else {
-      const int depth = chunk_depth.at(key);
-      auto& ents = chunk_entities[key];
-      GRAG_ASSIGN_OR_RETURN(
-          Rows rows, read.conn().Query("SELECT entity_id FROM entity_chunks WHERE chunk_id = $1 "
-                                       "ORDER BY entity_id",
-                                       {key}));
-      for (int i = 0; i < rows.size(); ++i) ents.push_back(rows.Int(i, 0));
-      if (depth >= limits.hops) continue;
-      for (size_t k = 0; k < ents.size() && k < limits.max_fanout; ++k) {
-        add_entity(ents[k], depth + 1);
+          Rows rows,
+          read.conn().Query("SELECT chunk_id, entity_id FROM entity_chunks WHERE chunk_id = "
+                            "ANY($1::text[]) ORDER BY chunk_id, entity_id",
+                            {pq::TextArray(chunks)}));
+      for (int i = 0; i < rows.size(); ++i) {
+        chunk_entities[rows.Text(i, 0)].push_back(rows.Int(i, 1));
+      }
+      for (const auto& key : chunks) chunk_entities.try_emplace(key);
+    }
+    // The walk itself, node by node in queue order, as the SQLite store's.
+    for (const auto& [is_entity, key] : wave) {
+      if (is_entity) {
+        const int64_t id = std::stoll(key);
+        const int depth = entity_depth.at(id);
+        if (depth >= limits.hops) continue;
+        std::vector<std::pair<int64_t, double>> by_weight = edges_of.at(id);
+        std::stable_sort(by_weight.begin(), by_weight.end(),
+                         [](const auto& a, const auto& b) { return a.second > b.second; });
+        for (size_t k = 0; k < by_weight.size() && k < limits.max_fanout; ++k) {
+          add_entity(by_weight[k].first, depth + 1);
+        }
+        for (const auto& chunk : chunks_of[id]) add_chunk(chunk, depth + 1);
+      } else {
+        const int depth = chunk_depth.at(key);
+        if (depth >= limits.hops) continue;
+        const auto& ents = chunk_entities.at(key);
+        for (size_t k = 0; k < ents.size() && k < limits.max_fanout; ++k) {
+          add_entity(ents[k], depth + 1);
+        }
       }
     }
   }
