@@ -559,7 +559,7 @@ int Driver(const Options& o) {
         fs::remove_all(o.keep);
         fs::create_directories(fs::path(o.keep).parent_path());
         fs::rename(root, o.keep);
-        if (cast) fs::rename(corpus, fs::path(o.keep) / "corpus");
+        if (cast) fs::copy(corpus, fs::path(o.keep) / "corpus", fs::copy_options::recursive);
       }
       fs::remove_all(root);
       std::cerr << fmt::format("run {}/{} ({}): {:.2f} s wall, {:.2f} s CPU\n", r + 1, o.runs,
