@@ -108,7 +108,8 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
       Log(LogLevel::kWarn, "engine", file.status().message() + " (logging to stderr only)");
     }
   }
-  // The tokenizer is loaded on first use (tens of milliseconds): a search needs none.
+  // The tokenizer is set up on first use (its patterns compiled, about a millisecond): a search
+  // needs none.
   GRAG_RETURN_IF_ERROR(Tokenizer::CheckEncoding(c.chunks.encoding));
   KeyValueCache* cache = &impl->store->ReplyCache();
   GRAG_ASSIGN_OR_RETURN(impl->chat, MakeChatModel(c, cache));

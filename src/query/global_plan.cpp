@@ -216,7 +216,10 @@ Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokeniz
   GRAG_RETURN_IF_ERROR(query::ValidateGlobalOptions(options));
   GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer, options.max_question_tokens));
   GRAG_ASSIGN_OR_RETURN(std::vector<CommunityRecord> communities, store.ListCommunities());
-  GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store.ListReports());
+  // The prompt shows each report's rendering (ReportBody): findings are parsed only for reports
+  // stored without one.
+  GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports,
+                        store.ListReports(std::nullopt, /*findings=*/false));
 
   GlobalSearchPlan plan;
   plan.level = options.level;

@@ -18,6 +18,7 @@
 #include "../group_commit.h"
 #include "../json_fields.h"
 #include "../names.h"
+#include "../neighbourhood.h"
 #include "grag/log.h"
 #include "postgres_schema.h"
 #include "pq.h"
@@ -213,7 +214,8 @@ class PostgresStore final : public Store, private TransactionOwner {
   Status PutReport(const ReportRecord& report) override;
   Status MarkReportStale(int64_t community_id, std::string_view note) override;
   Result<std::optional<ReportRecord>> GetReport(int64_t community_id) override;
-  Result<std::vector<ReportRecord>> ListReports(std::optional<int64_t> level) override;
+  Result<std::vector<ReportRecord>> ListReports(std::optional<int64_t> level,
+                                                bool findings) override;
 
   Status PutEmbeddings(const std::vector<EmbeddingRecord>& records) override;
   Result<std::optional<EmbeddingRecord>> GetEmbedding(EmbeddingOwner owner,
@@ -1174,154 +1176,92 @@ Result<GraphSnapshot> PostgresStore::LoadGraphSnapshot() {
   return g;
 }
 
+namespace {
+
+// LoadGraphNeighbourhood's reads (store/neighbourhood.h): one query per kind and hop, the ids
+// passed as an array (= ANY($1)), rows in the orders the walk expects.
+class PostgresNeighbourhoodReader final : public store::NeighbourhoodReader {
+ public:
+  explicit PostgresNeighbourhoodReader(pq::Connection& conn) : conn_(conn) {}
+
+  Status Edges(const std::vector<int64_t>& ids,
+               std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>>* out) override {
+    GRAG_ASSIGN_OR_RETURN(
+        Rows rows,
+        conn_.Query("SELECT e, other, weight FROM (SELECT source_id AS e, target_id AS other, "
+                    "weight, 0 AS side, target_id AS k FROM relationships WHERE source_id = "
+                    "ANY($1::bigint[]) UNION ALL SELECT target_id, source_id, weight, 1, id FROM "
+                    "relationships WHERE target_id = ANY($1::bigint[])) r ORDER BY e, side, k",
+                    {pq::TextArray(Texts(ids))}));
+    for (int i = 0; i < rows.size(); ++i) {
+      (*out)[rows.Int(i, 0)].push_back({rows.Int(i, 1), rows.Double(i, 2)});
+    }
+    return Status::Ok();
+  }
+
+  Status ChunksOf(const std::vector<int64_t>& ids, size_t limit,
+                  std::unordered_map<int64_t, std::vector<std::string>>* out) override {
+    GRAG_ASSIGN_OR_RETURN(
+        Rows rows, conn_.Query("SELECT entity_id, chunk_id FROM (SELECT entity_id, chunk_id, "
+                               "row_number() OVER (PARTITION BY entity_id ORDER BY chunk_id) AS n "
+                               "FROM entity_chunks WHERE entity_id = ANY($1::bigint[])) t WHERE "
+                               "n <= $2 ORDER BY entity_id, chunk_id",
+                               {pq::TextArray(Texts(ids)), static_cast<int64_t>(limit)}));
+    for (int i = 0; i < rows.size(); ++i) (*out)[rows.Int(i, 0)].push_back(rows.Text(i, 1));
+    return Status::Ok();
+  }
+
+  Status EntitiesOf(const std::vector<std::string>& ids,
+                    std::unordered_map<std::string, std::vector<int64_t>>* out) override {
+    GRAG_ASSIGN_OR_RETURN(
+        Rows rows, conn_.Query("SELECT chunk_id, entity_id FROM entity_chunks WHERE chunk_id = "
+                               "ANY($1::text[]) ORDER BY chunk_id, entity_id",
+                               {pq::TextArray(ids)}));
+    for (int i = 0; i < rows.size(); ++i) (*out)[rows.Text(i, 0)].push_back(rows.Int(i, 1));
+    return Status::Ok();
+  }
+
+  Status Entities(const std::vector<int64_t>& ids,
+                  std::vector<GraphSnapshot::Entity>* out) override {
+    GRAG_ASSIGN_OR_RETURN(Rows rows,
+                          conn_.Query("SELECT id, name_key, frequency FROM entities WHERE id = "
+                                      "ANY($1::bigint[]) ORDER BY id",
+                                      {pq::TextArray(Texts(ids))}));
+    for (int i = 0; i < rows.size(); ++i) {
+      out->push_back({rows.Int(i, 0), rows.Text(i, 1), rows.Int(i, 2)});
+    }
+    return Status::Ok();
+  }
+
+  Status ChunkTitles(const std::vector<std::string>& ids,
+                     std::vector<std::pair<std::string, std::string>>* out) override {
+    GRAG_ASSIGN_OR_RETURN(
+        Rows rows, conn_.Query("SELECT c.id, d.title FROM chunks c JOIN documents d ON d.id = "
+                               "c.document_id WHERE c.id = ANY($1::text[]) ORDER BY c.id",
+                               {pq::TextArray(ids)}));
+    for (int i = 0; i < rows.size(); ++i) out->emplace_back(rows.Text(i, 0), rows.Text(i, 1));
+    return Status::Ok();
+  }
+
+ private:
+  static std::vector<std::string> Texts(const std::vector<int64_t>& ids) {
+    std::vector<std::string> out;
+    out.reserve(ids.size());
+    for (int64_t id : ids) out.push_back(std::to_string(id));
+    return out;
+  }
+  pq::Connection& conn_;
+};
+
+}  // namespace
+
 Result<GraphSnapshot> PostgresStore::LoadGraphNeighbourhood(
     const std::vector<int64_t>& entity_ids, const std::vector<std::string>& chunk_ids,
     const NeighbourhoodLimits& limits) {
-  // The SQLite store's walk, step for step and in the same row orders, so both stores reach the
-  // same neighbourhood; but a hop at a time: the frontier is expanded in waves (all the nodes
-  // queued when the wave starts, in queue order), each wave's rows read with one query per kind
-  // (= ANY($1)) instead of one per node. A node only appends to the queue, so a wave holds
-  // exactly the nodes the one-at-a-time walk would visit next, in the same order, and the
-  // limits cut at the same places: at most 3 queries a hop instead of 2 per node reached.
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
-  std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>> edges_of;
-  std::unordered_map<std::string, std::vector<int64_t>> chunk_entities;
-  std::unordered_map<int64_t, int> entity_depth;
-  std::unordered_map<std::string, int> chunk_depth;
-  std::vector<std::pair<bool, std::string>> frontier;
-  auto add_entity = [&](int64_t id, int depth) {
-    if (entity_depth.count(id) || entity_depth.size() >= limits.max_entities) return;
-    entity_depth.emplace(id, depth);
-    frontier.push_back({true, std::to_string(id)});
-  };
-  auto add_chunk = [&](const std::string& id, int depth) {
-    if (chunk_depth.count(id) || chunk_depth.size() >= limits.max_chunks) return;
-    chunk_depth.emplace(id, depth);
-    frontier.push_back({false, id});
-  };
-  for (int64_t id : entity_ids) add_entity(id, 0);
-  for (const auto& id : chunk_ids) add_chunk(id, 0);
-  while (!frontier.empty()) {
-    const std::vector<std::pair<bool, std::string>> wave = std::move(frontier);
-    frontier.clear();
-    // The wave's rows: every entity's relationships, the chunks of those it expands (at most
-    // max_fanout each), every chunk's entities.
-    std::vector<std::string> entities, expanding, chunks;
-    for (const auto& [is_entity, key] : wave) {
-      if (!is_entity) {
-        chunks.push_back(key);
-        continue;
-      }
-      entities.push_back(key);
-      if (entity_depth.at(std::stoll(key)) < limits.hops) expanding.push_back(key);
-    }
-    std::unordered_map<int64_t, std::vector<std::string>> chunks_of;
-    if (!entities.empty()) {
-      GRAG_ASSIGN_OR_RETURN(
-          Rows related,
-          read.conn().Query(
-              "SELECT e, other, weight FROM (SELECT source_id AS e, target_id AS other, weight, 0 "
-              "AS side, target_id AS k FROM relationships WHERE source_id = ANY($1::bigint[]) "
-              "UNION ALL SELECT target_id, source_id, weight, 1, id FROM relationships WHERE "
-              "target_id = ANY($1::bigint[])) r ORDER BY e, side, k",
-              {pq::TextArray(entities)}));
-      // Per entity: its outgoing relationships by target, then its incoming ones by id.
-      for (int i = 0; i < related.size(); ++i) {
-        edges_of[related.Int(i, 0)].push_back({related.Int(i, 1), related.Double(i, 2)});
-      }
-      for (const auto& key : entities) edges_of.try_emplace(std::stoll(key));
-    }
-    if (!expanding.empty()) {
-      GRAG_ASSIGN_OR_RETURN(
-          Rows rows, read.conn().Query(
-                         "SELECT entity_id, chunk_id FROM (SELECT entity_id, chunk_id, "
-                         "row_number() OVER (PARTITION BY entity_id ORDER BY chunk_id) AS n FROM "
-                         "entity_chunks WHERE entity_id = ANY($1::bigint[])) t WHERE n <= $2 "
-                         "ORDER BY entity_id, chunk_id",
-                         {pq::TextArray(expanding), static_cast<int64_t>(limits.max_fanout)}));
-      for (int i = 0; i < rows.size(); ++i) {
-        chunks_of[rows.Int(i, 0)].push_back(rows.Text(i, 1));
-      }
-    }
-    if (!chunks.empty()) {
-      GRAG_ASSIGN_OR_RETURN(
-          Rows rows,
-          read.conn().Query("SELECT chunk_id, entity_id FROM entity_chunks WHERE chunk_id = "
-                            "ANY($1::text[]) ORDER BY chunk_id, entity_id",
-                            {pq::TextArray(chunks)}));
-      for (int i = 0; i < rows.size(); ++i) {
-        chunk_entities[rows.Text(i, 0)].push_back(rows.Int(i, 1));
-      }
-      for (const auto& key : chunks) chunk_entities.try_emplace(key);
-    }
-    // The walk itself, node by node in queue order, as the SQLite store's.
-    for (const auto& [is_entity, key] : wave) {
-      if (is_entity) {
-        const int64_t id = std::stoll(key);
-        const int depth = entity_depth.at(id);
-        if (depth >= limits.hops) continue;
-        std::vector<std::pair<int64_t, double>> by_weight = edges_of.at(id);
-        std::stable_sort(by_weight.begin(), by_weight.end(),
-                         [](const auto& a, const auto& b) { return a.second > b.second; });
-        for (size_t k = 0; k < by_weight.size() && k < limits.max_fanout; ++k) {
-          add_entity(by_weight[k].first, depth + 1);
-        }
-        for (const auto& chunk : chunks_of[id]) add_chunk(chunk, depth + 1);
-      } else {
-        const int depth = chunk_depth.at(key);
-        if (depth >= limits.hops) continue;
-        const auto& ents = chunk_entities.at(key);
-        for (size_t k = 0; k < ents.size() && k < limits.max_fanout; ++k) {
-          add_entity(ents[k], depth + 1);
-        }
-      }
-    }
-  }
-  GraphSnapshot g;
-  {
-    std::vector<int64_t> ids;
-    for (const auto& [id, d] : entity_depth) ids.push_back(id);
-    std::sort(ids.begin(), ids.end());
-    std::vector<std::string> id_text;
-    for (int64_t id : ids) id_text.push_back(std::to_string(id));
-    GRAG_ASSIGN_OR_RETURN(
-        Rows rows, read.conn().Query("SELECT id, name_key, frequency FROM entities WHERE id = "
-                                     "ANY($1::bigint[]) ORDER BY id",
-                                     {pq::TextArray(id_text)}));
-    for (int i = 0; i < rows.size(); ++i) {
-      g.entities.push_back({rows.Int(i, 0), rows.Text(i, 1), rows.Int(i, 2)});
-    }
-  }
-  std::unordered_set<int64_t> present;
-  for (const auto& e : g.entities) present.insert(e.id);
-  for (const auto& [id, edges] : edges_of) {
-    for (const auto& [other, w] : edges) {
-      if (id < other && present.count(other)) g.edges.push_back({id, other, w});
-    }
-  }
-  {
-    std::vector<std::string> ids;
-    for (const auto& [id, d] : chunk_depth) ids.push_back(id);
-    std::sort(ids.begin(), ids.end());
-    GRAG_ASSIGN_OR_RETURN(
-        Rows rows,
-        read.conn().Query("SELECT c.id, d.title FROM chunks c JOIN documents d ON d.id = "
-                          "c.document_id WHERE c.id = ANY($1::text[]) ORDER BY c.id",
-                          {pq::TextArray(ids)}));
-    for (int i = 0; i < rows.size(); ++i) {
-      const std::string id = rows.Text(i, 0);
-      const auto index = static_cast<uint32_t>(g.chunk_ids.size());
-      g.chunk_ids.push_back(id);
-      g.chunk_titles.push_back(rows.Text(i, 1));
-      auto it = chunk_entities.find(id);
-      if (it == chunk_entities.end()) continue;
-      for (int64_t e : it->second) {
-        if (present.count(e)) g.links.push_back({e, index});
-      }
-    }
-  }
-  return g;
+  PostgresNeighbourhoodReader reader(read.conn());
+  return store::WalkNeighbourhood(entity_ids, chunk_ids, limits, reader);
 }
 
 Result<int64_t> PostgresStore::CountChunksWithPhrase(std::string_view phrase) {
@@ -1636,7 +1576,8 @@ constexpr std::string_view kReportSelect =
     "r.rating, r.rating_explanation, r.input_hash, r.generator, r.model, c.level, r.updated_at, "
     "r.stale, r.basis, r.stale_note FROM reports r JOIN communities c ON c.id = r.community_id ";
 
-ReportRecord ReadReport(const Rows& rows, int i) {
+// `findings`: false leaves them out where full_content holds the rendering (ListReports).
+ReportRecord ReadReport(const Rows& rows, int i, bool findings = true) {
   ReportRecord r;
   r.community_id = rows.Int(i, 0);
   r.status = ParseReportStatus(rows.View(i, 1));
@@ -1644,7 +1585,7 @@ ReportRecord ReadReport(const Rows& rows, int i) {
   r.title = rows.Text(i, 3);
   r.summary = rows.Text(i, 4);
   r.full_content = rows.Text(i, 5);
-  r.findings = FindingsFromJson(rows.View(i, 6));
+  if (findings || r.full_content.empty()) r.findings = FindingsFromJson(rows.View(i, 6));
   r.rating = rows.OptDouble(i, 7);
   r.rating_explanation = rows.Text(i, 8);
   r.input_hash = rows.Text(i, 9);
@@ -1699,14 +1640,15 @@ Result<std::optional<ReportRecord>> PostgresStore::GetReport(int64_t community_i
   return std::optional<ReportRecord>(ReadReport(rows, 0));
 }
 
-Result<std::vector<ReportRecord>> PostgresStore::ListReports(std::optional<int64_t> level) {
+Result<std::vector<ReportRecord>> PostgresStore::ListReports(std::optional<int64_t> level,
+                                                             bool findings) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(Rows rows, read.conn().Query(std::string(kReportSelect) +
                                                          "WHERE $1::bigint IS NULL OR c.level = $1 "
                                                          "ORDER BY c.level, r.community_id",
                                                      {level}));
   std::vector<ReportRecord> out;
-  for (int i = 0; i < rows.size(); ++i) out.push_back(ReadReport(rows, i));
+  for (int i = 0; i < rows.size(); ++i) out.push_back(ReadReport(rows, i, findings));
   return out;
 }
 

@@ -87,7 +87,8 @@ class SqliteStore final : public Store {
   Status PutReport(const ReportRecord& report) override;
   Status MarkReportStale(int64_t community_id, std::string_view note) override;
   Result<std::optional<ReportRecord>> GetReport(int64_t community_id) override;
-  Result<std::vector<ReportRecord>> ListReports(std::optional<int64_t> level) override;
+  Result<std::vector<ReportRecord>> ListReports(std::optional<int64_t> level,
+                                                bool findings) override;
   Status PutEmbeddings(const std::vector<EmbeddingRecord>& records) override;
   Result<std::optional<EmbeddingRecord>> GetEmbedding(EmbeddingOwner owner,
                                                       std::string_view owner_id) override;

@@ -10,6 +10,7 @@
 #include "json_fields.h"
 #include "names.h"
 #include "community_checks.h"
+#include "neighbourhood.h"
 #include "store_impl.h"
 
 namespace grag {
@@ -440,126 +441,120 @@ Result<GraphSnapshot> SqliteStore::LoadGraphSnapshot() {
   return g;
 }
 
+namespace {
+
+// LoadGraphNeighbourhood's reads (neighbourhood.h). Here one prepared statement per kind, run
+// once per node: SQLite has no round trip to save, and measured on a 3,338-chunk index a batched
+// statement (the hop's ids as a json_each list) cost more than these index look-ups (its sort
+// and list), and read every chunk of an entity where this stops at the limit.
+class SqliteNeighbourhoodReader final : public store::NeighbourhoodReader {
+ public:
+  explicit SqliteNeighbourhoodReader(sqlite::Connection& conn) : conn_(conn) {}
+
+  Status Edges(const std::vector<int64_t>& ids,
+               std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>>* out) override {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt * stmt,
+        Prepared(&related_,
+                 "SELECT target_id, weight FROM relationships WHERE source_id = ?1 UNION ALL "
+                 "SELECT source_id, weight FROM relationships WHERE target_id = ?1"));
+    for (int64_t id : ids) {
+      auto& edges = (*out)[id];
+      stmt->BindAll(id);
+      while (true) {
+        GRAG_ASSIGN_OR_RETURN(bool row, stmt->Step());
+        if (!row) break;
+        edges.push_back({stmt->Int(0), stmt->Double(1)});
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status ChunksOf(const std::vector<int64_t>& ids, size_t limit,
+                  std::unordered_map<int64_t, std::vector<std::string>>* out) override {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt * stmt,
+        Prepared(&chunks_of_,
+                 "SELECT chunk_id FROM entity_chunks WHERE entity_id = ? ORDER BY chunk_id"));
+    for (int64_t id : ids) {
+      auto& chunks = (*out)[id];
+      stmt->BindAll(id);
+      while (chunks.size() < limit) {
+        GRAG_ASSIGN_OR_RETURN(bool row, stmt->Step());
+        if (!row) break;
+        chunks.push_back(stmt->Text(0));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status EntitiesOf(const std::vector<std::string>& ids,
+                    std::unordered_map<std::string, std::vector<int64_t>>* out) override {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt * stmt,
+        Prepared(&entities_of_,
+                 "SELECT entity_id FROM entity_chunks WHERE chunk_id = ? ORDER BY entity_id"));
+    for (const std::string& id : ids) {
+      auto& entities = (*out)[id];
+      stmt->BindAll(id);
+      while (true) {
+        GRAG_ASSIGN_OR_RETURN(bool row, stmt->Step());
+        if (!row) break;
+        entities.push_back(stmt->Int(0));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Entities(const std::vector<int64_t>& ids,
+                  std::vector<GraphSnapshot::Entity>* out) override {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                          conn_.Prepare("SELECT name_key, frequency FROM entities WHERE id = ?"));
+    for (int64_t id : ids) {
+      stmt.BindAll(id);
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (row) out->push_back({id, stmt.Text(0), stmt.Int(1)});
+    }
+    return Status::Ok();
+  }
+
+  Status ChunkTitles(const std::vector<std::string>& ids,
+                     std::vector<std::pair<std::string, std::string>>* out) override {
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt stmt,
+        conn_.Prepare("SELECT d.title FROM chunks c JOIN documents d ON d.id = c.document_id "
+                      "WHERE c.id = ?"));
+    for (const std::string& id : ids) {
+      stmt.BindAll(id);
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (row) out->emplace_back(id, stmt.Text(0));  // else deleted meanwhile
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // `*slot`, prepared from `sql` on first use and kept for the walk's later hops.
+  Result<sqlite::Stmt*> Prepared(std::optional<sqlite::Stmt>* slot, const char* sql) {
+    if (!*slot) {
+      GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, conn_.Prepare(sql));
+      slot->emplace(std::move(stmt));
+    }
+    return &**slot;
+  }
+
+  sqlite::Connection& conn_;
+  std::optional<sqlite::Stmt> related_, chunks_of_, entities_of_;
+};
+
+}  // namespace
+
 Result<GraphSnapshot> SqliteStore::LoadGraphNeighbourhood(const std::vector<int64_t>& entity_ids,
                                                           const std::vector<std::string>& chunk_ids,
                                                           const NeighbourhoodLimits& limits) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
-  sqlite::Connection& conn = read.conn();
-  GRAG_ASSIGN_OR_RETURN(
-      sqlite::Stmt related,
-      conn.Prepare("SELECT target_id, weight FROM relationships WHERE source_id = ?1 UNION ALL "
-                   "SELECT source_id, weight FROM relationships WHERE target_id = ?1"));
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt chunks_of,
-                        conn.Prepare("SELECT chunk_id FROM entity_chunks WHERE entity_id = ?"));
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt entities_of,
-                        conn.Prepare("SELECT entity_id FROM entity_chunks WHERE chunk_id = ?"));
-
-  std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>> edges_of;  // expanded
-  std::unordered_map<std::string, std::vector<int64_t>> chunk_entities;           // expanded
-  std::unordered_map<int64_t, int> entity_depth;
-  std::unordered_map<std::string, int> chunk_depth;
-  std::vector<std::pair<bool, std::string>> order;  // (is entity, id) in the order reached
-  std::deque<std::pair<bool, std::string>> frontier;
-  auto add_entity = [&](int64_t id, int depth) {
-    if (entity_depth.count(id) || entity_depth.size() >= limits.max_entities) return;
-    entity_depth.emplace(id, depth);
-    frontier.push_back({true, std::to_string(id)});
-  };
-  auto add_chunk = [&](const std::string& id, int depth) {
-    if (chunk_depth.count(id) || chunk_depth.size() >= limits.max_chunks) return;
-    chunk_depth.emplace(id, depth);
-    frontier.push_back({false, id});
-  };
-  for (int64_t id : entity_ids) add_entity(id, 0);
-  for (const auto& id : chunk_ids) add_chunk(id, 0);
-  while (!frontier.empty()) {
-    auto [is_entity, key] = std::move(frontier.front());
-    frontier.pop_front();
-    if (is_entity) {
-      const int64_t id = std::stoll(key);
-      const int depth = entity_depth.at(id);
-      auto& edges = edges_of[id];
-      related.BindAll(id);
-      while (true) {
-        GRAG_ASSIGN_OR_RETURN(bool row, related.Step());
-        if (!row) break;
-        edges.push_back({related.Int(0), related.Double(1)});
-      }
-      if (depth >= limits.hops) continue;
-      // The strongest relationships first when there are too many to follow.
-      std::vector<std::pair<int64_t, double>> by_weight = edges;
-      std::stable_sort(by_weight.begin(), by_weight.end(),
-                       [](const auto& a, const auto& b) { return a.second > b.second; });
-      for (size_t k = 0; k < by_weight.size() && k < limits.max_fanout; ++k) {
-        add_entity(by_weight[k].first, depth + 1);
-      }
-      chunks_of.BindAll(id);
-      size_t n = 0;
-      while (n < limits.max_fanout) {
-        GRAG_ASSIGN_OR_RETURN(bool row, chunks_of.Step());
-        if (!row) break;
-        add_chunk(chunks_of.Text(0), depth + 1);
-        ++n;
-      }
-    } else {
-      const int depth = chunk_depth.at(key);
-      auto& ents = chunk_entities[key];
-      entities_of.BindAll(key);
-      while (true) {
-        GRAG_ASSIGN_OR_RETURN(bool row, entities_of.Step());
-        if (!row) break;
-        ents.push_back(entities_of.Int(0));
-      }
-      if (depth >= limits.hops) continue;
-      for (size_t k = 0; k < ents.size() && k < limits.max_fanout; ++k)
-        add_entity(ents[k], depth + 1);
-    }
-  }
-
-  GraphSnapshot g;
-  {
-    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt info,
-                          conn.Prepare("SELECT name_key, frequency FROM entities WHERE id = ?"));
-    std::vector<int64_t> ids;
-    for (const auto& [id, d] : entity_depth) ids.push_back(id);
-    std::sort(ids.begin(), ids.end());
-    for (int64_t id : ids) {
-      info.BindAll(id);
-      GRAG_ASSIGN_OR_RETURN(bool row, info.Step());
-      if (row) g.entities.push_back({id, info.Text(0), info.Int(1)});
-    }
-  }
-  std::unordered_set<int64_t> present;
-  for (const auto& e : g.entities) present.insert(e.id);
-  for (const auto& [id, edges] : edges_of) {
-    for (const auto& [other, w] : edges) {
-      if (id < other && present.count(other)) g.edges.push_back({id, other, w});
-    }
-  }
-  {
-    GRAG_ASSIGN_OR_RETURN(
-        sqlite::Stmt title,
-        conn.Prepare("SELECT d.title FROM chunks c JOIN documents d ON d.id = c.document_id "
-                     "WHERE c.id = ?"));
-    std::vector<std::string> ids;
-    for (const auto& [id, d] : chunk_depth) ids.push_back(id);
-    std::sort(ids.begin(), ids.end());
-    for (const auto& id : ids) {
-      title.BindAll(id);
-      GRAG_ASSIGN_OR_RETURN(bool row, title.Step());
-      if (!row) continue;  // deleted meanwhile
-      const auto index = static_cast<uint32_t>(g.chunk_ids.size());
-      g.chunk_ids.push_back(id);
-      g.chunk_titles.push_back(title.Text(0));
-      auto it = chunk_entities.find(id);
-      if (it == chunk_entities.end()) continue;
-      for (int64_t e : it->second) {
-        if (present.count(e)) g.links.push_back({e, index});
-      }
-    }
-  }
-  return g;
+  SqliteNeighbourhoodReader reader(read.conn());
+  return store::WalkNeighbourhood(entity_ids, chunk_ids, limits, reader);
 }
 
 Result<int64_t> SqliteStore::CountChunksWithPhrase(std::string_view phrase) {
@@ -850,7 +845,8 @@ constexpr std::string_view kReportSelect =
     "r.rating, r.rating_explanation, r.input_hash, r.generator, r.model, c.level, r.updated_at, "
     "r.stale, r.basis, r.stale_note FROM reports r JOIN communities c ON c.id = r.community_id ";
 
-ReportRecord ReadReport(const sqlite::Stmt& stmt) {
+// `findings`: false leaves them out where full_content holds the rendering (ListReports).
+ReportRecord ReadReport(const sqlite::Stmt& stmt, bool findings = true) {
   ReportRecord r;
   r.community_id = stmt.Int(0);
   r.status = store::ParseReportStatus(stmt.Text(1));
@@ -858,7 +854,7 @@ ReportRecord ReadReport(const sqlite::Stmt& stmt) {
   r.title = stmt.Text(3);
   r.summary = stmt.Text(4);
   r.full_content = stmt.Text(5);
-  r.findings = store::FindingsFromJson(stmt.Text(6));
+  if (findings || r.full_content.empty()) r.findings = store::FindingsFromJson(stmt.Text(6));
   r.rating = stmt.OptDouble(7);
   r.rating_explanation = stmt.Text(8);
   r.input_hash = stmt.Text(9);
@@ -926,7 +922,8 @@ Result<std::optional<ReportRecord>> SqliteStore::GetReport(int64_t community_id)
   return std::optional<ReportRecord>(ReadReport(stmt));
 }
 
-Result<std::vector<ReportRecord>> SqliteStore::ListReports(std::optional<int64_t> level) {
+Result<std::vector<ReportRecord>> SqliteStore::ListReports(std::optional<int64_t> level,
+                                                           bool findings) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read.conn().Prepare(std::string(kReportSelect) +
                                                                "WHERE ?1 IS NULL OR c.level = ?1 "
@@ -936,7 +933,7 @@ Result<std::vector<ReportRecord>> SqliteStore::ListReports(std::optional<int64_t
   while (true) {
     GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    out.push_back(ReadReport(stmt));
+    out.push_back(ReadReport(stmt, findings));
   }
   return out;
 }

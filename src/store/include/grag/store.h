@@ -300,8 +300,11 @@ class Store {
   // error. PutReport clears both.
   virtual Status MarkReportStale(int64_t community_id, std::string_view note) = 0;
   virtual Result<std::optional<ReportRecord>> GetReport(int64_t community_id) = 0;
-  // Reports (ok and gaps), coarsest level first, or only those of `level`.
-  virtual Result<std::vector<ReportRecord>> ListReports(std::optional<int64_t> level = {}) = 0;
+  // Reports (ok and gaps), coarsest level first, or only those of `level`. `findings` false
+  // leaves ReportRecord::findings empty where full_content holds the report's rendering (what
+  // global search reads): parsing them is most of the cost of listing.
+  virtual Result<std::vector<ReportRecord>> ListReports(std::optional<int64_t> level = {},
+                                                        bool findings = true) = 0;
 
   // ---- embeddings
 

@@ -2,10 +2,11 @@
 //
 // Token ids are identical to tiktoken's (`encode_ordinary`): text is split with the encoding's
 // pre-tokenisation pattern (PCRE2, JIT-compiled), then each piece is byte-pair merged with the
-// encoding's ranks. The vocabularies come from the npm `tiktoken` package and are embedded in
-// the library at build time, so nothing is read from disk at run time. Character classes follow
-// Unicode 16.0, as in npm tiktoken 1.0.22, even where the system PCRE2's tables are older
-// (src/text/unicode_delta.h); the parity test checks every code point's handling against it.
+// encoding's ranks. The vocabularies come from the npm `tiktoken` package; the build turns
+// them into lookup tables embedded in the library, so nothing is read or built at run time.
+// Character classes follow Unicode 16.0, as in npm tiktoken 1.0.22, even where the system PCRE2's
+// tables are older (src/text/unicode_delta.h); the parity test checks every code point's handling
+// against it.
 //
 // Thread-safety: a Tokenizer is immutable; every method may be called from any number of
 // threads at once. Instances are owned by the library and live until the process exits.
@@ -25,9 +26,9 @@ namespace grag {
 
 class Tokenizer {
  public:
-  // The shared tokenizer for "cl100k_base" or "o200k_base", built on first use (about 0.1 s of
-  // CPU) and cached; concurrent first calls wait for one build. InvalidArgument for any other
-  // name.
+  // The shared tokenizer for "cl100k_base" or "o200k_base", set up on first use (its tables
+  // are built into the library, src/text/vocab_image.h: about 0.1 ms) and cached; concurrent
+  // first calls wait for one. InvalidArgument for any other name.
   static Result<const Tokenizer*> Get(std::string_view encoding);
   // Whether Get would know `encoding`, without building anything.
   static Status CheckEncoding(std::string_view encoding);
