@@ -82,17 +82,4 @@ ReportBasis ReportBasisFromJson(std::string_view text) {
   return out;
 }
 
-std::string JsonArray(const std::vector<int64_t>& values) {
-  std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out += ',';
-    out += std::to_string(values[i]);
-  }
-  return out + "]";
-}
-
-std::string JsonArray(const std::vector<std::string>& values) {
-  return json(values).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 }  // namespace grag::store

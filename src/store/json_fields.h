@@ -27,8 +27,4 @@ std::vector<Finding> FindingsFromJson(std::string_view json);
 std::string ReportBasisToJson(const ReportBasis& basis);
 ReportBasis ReportBasisFromJson(std::string_view json);
 
-// [1, 2, 3] and ["a", "b"]: a list of ids bound as one parameter (SQLite's json_each).
-std::string JsonArray(const std::vector<int64_t>& values);
-std::string JsonArray(const std::vector<std::string>& values);
-
 }  // namespace grag::store
