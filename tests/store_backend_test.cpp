@@ -518,6 +518,7 @@ TEST_P(StoreBackendTest, CommunitiesReplaceKeepsStableIdsAndTheirReports) {
   ReportRecord root = Report(1);
   root.title = "root";
   root.input_hash = "in-1";
+  root.findings = {{"Root finding", "stored without a rendering", {}}};
   ASSERT_TRUE(store_->PutReport(root).ok());
   report.community_id = 999;
   EXPECT_EQ(store_->PutReport(report).code(), ErrorCode::kInvalidArgument);
@@ -533,6 +534,20 @@ TEST_P(StoreBackendTest, CommunitiesReplaceKeepsStableIdsAndTheirReports) {
   EXPECT_FALSE((*store_->GetReport(1))->rating.has_value());
   EXPECT_EQ(store_->ListReports(1)->size(), 2u);
   EXPECT_EQ(store_->ListReports()->size(), 3u);
+  // Without findings: left out where the rendering is stored, parsed where it is not.
+  auto lean = store_->ListReports(std::nullopt, /*findings=*/false);
+  ASSERT_TRUE(lean.ok()) << lean.status().ToString();
+  ASSERT_EQ(lean->size(), 3u);
+  for (const ReportRecord& r : *lean) {
+    if (r.community_id == 11) {
+      EXPECT_TRUE(r.findings.empty());
+      EXPECT_EQ(r.full_content, "# B alone\n\nb");
+    }
+    if (r.community_id == 1) {
+      ASSERT_EQ(r.findings.size(), 1u);
+      EXPECT_EQ(r.findings[0].summary, "Root finding");
+    }
+  }
 
   // New hierarchy: 11 survives under a new parent 3, old parent 1 and child 10 go.
   run.warm_start = true;
