@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/answers.h"
 #include "support/postgres.h"
 #include "support/run_command.h"
 #include "support/temp_dir.h"
@@ -22,22 +23,7 @@ using testing::RunCommand;
 using testing::ShellQuote;
 using testing::TempDir;
 
-// Drops what differs between two runs of the same query: timings.
-void DropTimings(nlohmann::json& j) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end();) {
-      const std::string& key = it.key();
-      if (key.ends_with("_ms") || key.ends_with("_ms_mean") || key.ends_with("_seconds")) {
-        it = j.erase(it);
-      } else {
-        DropTimings(*it);
-        ++it;
-      }
-    }
-  } else if (j.is_array()) {
-    for (auto& item : j) DropTimings(item);
-  }
-}
+using testing::DropTimings;
 
 // Where `a` and `b` first differ ("" when they do not): the same structure, the same strings
 // and integers, and floating-point numbers (BM25 and fused scores) within 1%: PostgreSQL's

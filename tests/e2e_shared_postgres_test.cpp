@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/answers.h"
 #include "support/postgres.h"
 #include "support/run_command.h"
 #include "support/server_process.h"
@@ -41,22 +42,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kServers = 3;
 constexpr const char* kQuestion = "Who is the Ghost of Christmas Yet To Come?";
 
-// Drops what differs between two answers to the same question: timings.
-void DropTimings(json& j) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end();) {
-      const std::string& key = it.key();
-      if (key.ends_with("_ms") || key.ends_with("_ms_mean") || key.ends_with("_seconds")) {
-        it = j.erase(it);
-      } else {
-        DropTimings(*it);
-        ++it;
-      }
-    }
-  } else if (j.is_array()) {
-    for (auto& item : j) DropTimings(item);
-  }
-}
+using testing::DropTimings;
 
 // Lines [first, last) of the book (1-based, as `sed -n` counts).
 std::string BookLines(int first, int last) {
