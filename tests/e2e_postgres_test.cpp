@@ -62,10 +62,8 @@ std::string FirstDifference(const nlohmann::json& a, const nlohmann::json& b,
 class E2ePostgresTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string admin = testing::PostgresUrl();
-    if (admin.empty()) GTEST_SKIP() << testing::NoPostgresReason();
-    const std::string error = db_.Create(admin);
-    if (!error.empty()) GTEST_SKIP() << error;
+    const std::string why = db_.CreateForTest();
+    if (!why.empty()) GTEST_SKIP() << why;
     for (const std::string name : {"sqlite", "postgres"}) {
       const std::string root = dir_ / name;
       auto init = RunCommand(Grag("init " + ShellQuote(root)));

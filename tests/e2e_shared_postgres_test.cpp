@@ -61,10 +61,8 @@ void WriteFile(const std::filesystem::path& path, const std::string& text) {
 class E2eSharedPostgresTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string admin = testing::PostgresUrl();
-    if (admin.empty()) GTEST_SKIP() << testing::NoPostgresReason();
-    const std::string error = db_.Create(admin);
-    if (!error.empty()) GTEST_SKIP() << error;
+    const std::string why = db_.CreateForTest();
+    if (!why.empty()) GTEST_SKIP() << why;
     root_ = dir_ / "carol";
     auto init = RunCommand(Grag("init " + ShellQuote(root_)));
     ASSERT_EQ(init.exit_code, 0) << init.err;

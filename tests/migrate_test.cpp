@@ -215,10 +215,8 @@ TEST_F(MigrateTest, AFailureMidCopyLeavesTheTargetEmpty) {
 class MigratePostgresTest : public MigrateTest {
  protected:
   void SetUp() override {
-    const std::string admin = testing::PostgresUrl();
-    if (admin.empty()) GTEST_SKIP() << testing::NoPostgresReason();
-    const std::string error = db_.Create(admin);
-    if (!error.empty()) GTEST_SKIP() << error;
+    const std::string why = db_.CreateForTest();
+    if (!why.empty()) GTEST_SKIP() << why;
     MigrateTest::SetUp();
   }
   testing::TestDatabase db_;

@@ -32,10 +32,8 @@ class Backend {
       location_ = dir_.File("index.db");
       return "";
     }
-    const std::string admin = testing::PostgresUrl();
-    if (admin.empty()) return testing::NoPostgresReason();
-    const std::string error = db_.Create(admin);
-    if (!error.empty()) return error;
+    const std::string why = db_.CreateForTest();
+    if (!why.empty()) return why;
     location_ = db_.url();
     return "";
   }

@@ -65,6 +65,12 @@ TestDatabase::~TestDatabase() {
     (void)AdminExec(admin_url_, "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
 }
 
+std::string TestDatabase::CreateForTest() {
+  const std::string admin = PostgresUrl();
+  if (admin.empty()) return NoPostgresReason();
+  return Create(admin);
+}
+
 std::string TestDatabase::Create(const std::string& admin_url) {
   static std::atomic<int> counter{0};
   const std::string name = "grag_t_" + std::to_string(getpid()) + "_" + std::to_string(counter++);

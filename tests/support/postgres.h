@@ -24,6 +24,9 @@ class TestDatabase {
   TestDatabase& operator=(const TestDatabase&) = delete;
   // Creates it on the server at `admin_url`; an empty string when done, else the server's error.
   std::string Create(const std::string& admin_url);
+  // Creates it on the test server (PostgresUrl()); an empty string when done, else why the
+  // PostgreSQL cases are skipped (no server, or the server's error), for GTEST_SKIP.
+  std::string CreateForTest();
   // Its URL (admin_url's, with this database).
   const std::string& url() const { return url_; }
 
