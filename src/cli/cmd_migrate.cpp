@@ -5,16 +5,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "grag/config.h"
+#include "grag/location.h"
 #include "grag/engine.h"
 #include "progress.h"
 
 namespace grag::cli {
 
 namespace {
-
-bool IsUrl(const std::string& location) {
-  return location.starts_with("postgresql://") || location.starts_with("postgres://");
-}
 
 std::string Quoted(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -61,7 +59,9 @@ Command AddMigrateCommand(CLI::App& app, GlobalOptions& g) {
             auto config = LoadProjectConfig(g);
             if (!config.ok()) return Fail(config.status());
             // Relative file paths are the project's, as store.path is.
-            auto resolve = [&](const std::string& l) { return IsUrl(l) ? l : config->Resolve(l); };
+            auto resolve = [&](const std::string& l) {
+              return IsPostgresUrl(l) ? l : config->Resolve(l);
+            };
             const std::string from = o->from.empty() ? config->IndexLocation() : resolve(o->from);
             const std::string to = resolve(o->to);
             const bool progress = !o->no_progress && !g.quiet;
@@ -109,9 +109,10 @@ Command AddMigrateCommand(CLI::App& app, GlobalOptions& g) {
                       << report->target << " in " << FormatDuration(report->seconds)
                       << "; every table's count and checksum match\n";
             std::cout << "to use the copy, set "
-                      << (IsUrl(to) ? "store.url = " + Quoted(report->target) +
-                                          " (or GRAG_STORE_URL; add the password if it has one)"
-                                    : "store.path = " + Quoted(to) + " and store.url = \"\"")
+                      << (IsPostgresUrl(to)
+                              ? "store.url = " + Quoted(report->target) +
+                                    " (or GRAG_STORE_URL; add the password if it has one)"
+                              : "store.path = " + Quoted(to) + " and store.url = \"\"")
                       << " in grag.toml\n";
             return kExitOk;
           }};

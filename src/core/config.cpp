@@ -1,4 +1,5 @@
 #include "grag/config.h"
+#include "grag/location.h"
 
 #include <cerrno>
 #include <cmath>
@@ -773,6 +774,10 @@ std::string Config::IndexLocation() const {
 
 std::string Config::IndexLabel() const {
   return store.url.empty() ? Resolve(store.path) : RedactUrlPassword(store.url);
+}
+
+bool IsPostgresUrl(std::string_view location) {
+  return location.starts_with("postgresql://") || location.starts_with("postgres://");
 }
 
 std::string RedactUrlPassword(std::string_view url) {

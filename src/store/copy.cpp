@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "grag/config.h"
+#include "grag/location.h"
 #include "grag/hash.h"
 
 namespace grag {
@@ -153,10 +154,6 @@ Status CopyTables(Store& source, Store& target, const CopyOptions& options, Copy
   return tx.Commit();
 }
 
-bool IsUrl(const std::string& location) {
-  return location.starts_with("postgresql://") || location.starts_with("postgres://");
-}
-
 }  // namespace
 
 Result<CopyReport> CopyIndex(Store& source, Store& target, const CopyOptions& options) {
@@ -170,12 +167,12 @@ Result<CopyReport> CopyIndex(Store& source, Store& target, const CopyOptions& op
 Result<CopyReport> MigrateIndex(const std::string& from, const std::string& to,
                                 const CopyOptions& options) {
   namespace fs = std::filesystem;
-  const std::string from_label = IsUrl(from) ? RedactUrlPassword(from) : from;
-  const std::string to_label = IsUrl(to) ? RedactUrlPassword(to) : to;
+  const std::string from_label = IsPostgresUrl(from) ? RedactUrlPassword(from) : from;
+  const std::string to_label = IsPostgresUrl(to) ? RedactUrlPassword(to) : to;
   if (from.empty() || to.empty()) return Status::InvalidArgument("migrate needs two locations");
   std::error_code ec;
-  const bool same_file =
-      !IsUrl(from) && !IsUrl(to) && fs::exists(to, ec) && fs::equivalent(from, to, ec);
+  const bool same_file = !IsPostgresUrl(from) && !IsPostgresUrl(to) && fs::exists(to, ec) &&
+                         fs::equivalent(from, to, ec);
   if (from == to || same_file) {
     return Status::InvalidArgument("the source and the target are the same index (" + to_label +
                                    ")");
@@ -191,7 +188,7 @@ Result<CopyReport> MigrateIndex(const std::string& from, const std::string& to,
     return source.status().WithContext("opening the source " + from_label);
   }
 
-  const bool created_file = !IsUrl(to) && !fs::exists(to, ec);
+  const bool created_file = !IsPostgresUrl(to) && !fs::exists(to, ec);
   StoreOptions write;
   write.writer_lock = true;
   write.lock_holder = "grag migrate";

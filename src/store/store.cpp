@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "grag/location.h"
 #include "grag/log.h"
 #include "sqlite/sqlite_store.h"
 #if __has_include("postgres/postgres_store.h")
@@ -12,14 +13,6 @@
 #endif
 
 namespace grag {
-
-namespace {
-
-bool IsPostgresUrl(const std::string& location) {
-  return location.starts_with("postgresql://") || location.starts_with("postgres://");
-}
-
-}  // namespace
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& location,
                                            const StoreOptions& options) {

@@ -2,6 +2,8 @@
 // sqlite/schema.cpp and postgres/postgres_schema.cpp: a column missing here is not copied.
 #include "grag/store_tables.h"
 
+#include "table_sql.h"
+
 namespace grag {
 
 namespace {
@@ -205,3 +207,21 @@ const std::vector<IndexTable>& IndexTables() {
 }
 
 }  // namespace grag
+
+namespace grag::store {
+
+std::string ColumnList(const IndexTable& table, std::string_view json_suffix) {
+  std::string out;
+  for (const IndexColumn& c : table.columns) {
+    if (!out.empty()) out += ", ";
+    out += c.name;
+    if (c.type == ColumnType::kJson) out += json_suffix;
+  }
+  return out;
+}
+
+std::string ExcludeClause(const IndexTable& table) {
+  return table.exclude.empty() ? std::string() : " WHERE NOT (" + std::string(table.exclude) + ")";
+}
+
+}  // namespace grag::store

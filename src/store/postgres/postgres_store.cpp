@@ -19,6 +19,7 @@
 #include "../json_fields.h"
 #include "../names.h"
 #include "../neighbourhood.h"
+#include "../table_sql.h"
 #include "grag/log.h"
 #include "postgres_schema.h"
 #include "pq.h"
@@ -2048,21 +2049,6 @@ Status PgReplyCache::Put(std::string_view key, std::string_view value, std::stri
 
 // ---------------------------------------------------------------- whole tables (grag migrate)
 
-std::string ColumnList(const IndexTable& table, bool for_select) {
-  std::string out;
-  for (const IndexColumn& c : table.columns) {
-    if (!out.empty()) out += ", ";
-    out += c.name;
-    // jsonb as its text; SQLite's JSON text goes back in as is.
-    if (for_select && c.type == ColumnType::kJson) out += "::text";
-  }
-  return out;
-}
-
-std::string WhereClause(const IndexTable& table) {
-  return table.exclude.empty() ? std::string() : " WHERE NOT (" + std::string(table.exclude) + ")";
-}
-
 // Reads through a cursor, a batch at a time, so a large table is never held whole in memory.
 class PgTableSnapshot final : public TableSnapshot {
  public:
@@ -2072,9 +2058,10 @@ class PgTableSnapshot final : public TableSnapshot {
               const std::function<Status(const TableRow& row)>& row_fn) override {
     pq::Connection& conn = read_.conn();
     const std::string cursor = "grag_copy_" + std::to_string(++cursors_);
+    // jsonb is selected as its text (SQLite's JSON text goes back in as is).
     GRAG_RETURN_IF_ERROR(conn.Exec("DECLARE " + cursor + " NO SCROLL CURSOR FOR SELECT " +
-                                   ColumnList(table, true) + " FROM " + std::string(table.name) +
-                                   WhereClause(table) + " ORDER BY " +
+                                   ColumnList(table, "::text") + " FROM " +
+                                   std::string(table.name) + ExcludeClause(table) + " ORDER BY " +
                                    (table.order_by.empty() ? "ord" : std::string(table.order_by))));
     Status st = ReadCursor(conn, cursor, table, row_fn);
     Status closed = conn.Exec("CLOSE " + cursor);
@@ -2083,7 +2070,7 @@ class PgTableSnapshot final : public TableSnapshot {
 
   Result<int64_t> Count(const IndexTable& table) override {
     return read_.conn().QueryInt("SELECT count(*) FROM " + std::string(table.name) +
-                                 WhereClause(table));
+                                 ExcludeClause(table));
   }
 
   Status Begin() {
@@ -2159,7 +2146,7 @@ Status PostgresStore::InsertRows(const IndexTable& table, const std::vector<Tabl
   for (size_t start = 0; start < rows.size(); start += per_statement) {
     const size_t end = std::min(rows.size(), start + per_statement);
     std::string sql =
-        "INSERT INTO " + std::string(table.name) + " (" + ColumnList(table, false) + ") VALUES ";
+        "INSERT INTO " + std::string(table.name) + " (" + ColumnList(table) + ") VALUES ";
     Args args;
     args.reserve((end - start) * ncols);
     for (size_t r = start; r < end; ++r) {
@@ -2316,10 +2303,6 @@ Status Migrate(pq::Connection& conn, const std::string& redacted) {
 }
 
 }  // namespace
-
-bool IsPostgresUrl(std::string_view location) {
-  return location.starts_with("postgresql://") || location.starts_with("postgres://");
-}
 
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url,
                                                  const StoreOptions& options) {

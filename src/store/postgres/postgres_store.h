@@ -24,9 +24,6 @@
 
 namespace grag::store {
 
-// True for a location Store::Open hands to OpenPostgresStore.
-bool IsPostgresUrl(std::string_view location);
-
 // Connects to the database at `url` (a libpq connection URI) and opens the index in it.
 // Errors: kUnavailable (server unreachable, with the URL minus its password; or the writer lock
 // is taken), kPermissionDenied (login refused), kNotFound (no such database, or no index and

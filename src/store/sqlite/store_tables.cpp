@@ -4,22 +4,10 @@
 #include <vector>
 
 #include "store_impl.h"
+#include "table_sql.h"
 
 namespace grag {
 namespace {
-
-std::string ColumnList(const IndexTable& table) {
-  std::string out;
-  for (const IndexColumn& c : table.columns) {
-    if (!out.empty()) out += ", ";
-    out += c.name;
-  }
-  return out;
-}
-
-std::string WhereClause(const IndexTable& table) {
-  return table.exclude.empty() ? std::string() : " WHERE NOT (" + std::string(table.exclude) + ")";
-}
 
 class SqliteTableSnapshot final : public TableSnapshot {
  public:
@@ -27,8 +15,8 @@ class SqliteTableSnapshot final : public TableSnapshot {
 
   Status Scan(const IndexTable& table,
               const std::function<Status(const TableRow& row)>& row_fn) override {
-    const std::string sql = "SELECT " + ColumnList(table) + " FROM " + std::string(table.name) +
-                            WhereClause(table) + " ORDER BY " +
+    const std::string sql = "SELECT " + store::ColumnList(table) + " FROM " +
+                            std::string(table.name) + store::ExcludeClause(table) + " ORDER BY " +
                             (table.order_by.empty() ? "rowid" : std::string(table.order_by));
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read_.conn().Prepare(sql));
     TableRow row(table.columns.size());
@@ -69,7 +57,7 @@ class SqliteTableSnapshot final : public TableSnapshot {
 
   Result<int64_t> Count(const IndexTable& table) override {
     return read_.conn().QueryInt("SELECT count(*) FROM " + std::string(table.name) +
-                                 WhereClause(table));
+                                 store::ExcludeClause(table));
   }
 
  private:
@@ -87,7 +75,7 @@ Result<std::unique_ptr<TableSnapshot>> SqliteStore::SnapshotTables() {
 Status SqliteStore::InsertRows(const IndexTable& table, const std::vector<TableRow>& rows) {
   if (rows.empty()) return Status::Ok();
   std::string sql =
-      "INSERT INTO " + std::string(table.name) + " (" + ColumnList(table) + ") VALUES (";
+      "INSERT INTO " + std::string(table.name) + " (" + store::ColumnList(table) + ") VALUES (";
   for (size_t i = 0; i < table.columns.size(); ++i) sql += i == 0 ? "?" : ", ?";
   sql += ")";
   if (!table.preset_keys.empty()) {
