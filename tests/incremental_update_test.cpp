@@ -256,6 +256,104 @@ TEST(IncrementalUpdateTest, ReindexingUnchangedInputMakesNoLlmCall) {
   EXPECT_EQ(again->plan.documents_unchanged, kDocs);
 }
 
+TEST(IncrementalUpdateTest, AnUnchangedReRunKeepsTheGraphAndChunksWithoutRedoingThem) {
+  Project p;
+  auto first = p.Run();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(first->graph_unchanged);
+  const GraphSnapshot graph = Snapshot(*p.store);
+  const std::vector<std::string> chunks = p.store->ListChunkIds().value();
+  auto again = p.Run();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->graph_unchanged);
+  EXPECT_EQ(again->entities, first->entities);
+  EXPECT_EQ(again->relationships, first->relationships);
+  EXPECT_EQ(again->resolution_merged, first->resolution_merged);
+  EXPECT_EQ(again->documents_unchanged, kDocs);
+  EXPECT_EQ(again->chunks, first->chunks);
+  EXPECT_EQ(again->chunks_added + again->chunks_removed, 0);
+  EXPECT_EQ(Snapshot(*p.store), graph);
+  EXPECT_EQ(p.store->ListChunkIds().value(), chunks);
+}
+
+// The merge is skipped only when nothing it reads has changed: a replaced extraction result, a
+// person's override, a resolution setting or a removed document each make it run again.
+TEST(IncrementalUpdateTest, TheMergeRunsAgainWhenAnyOfItsInputsChanges) {
+  Project p;
+  ASSERT_TRUE(p.Run().ok());
+  const ExtractorId extractor{ExtractorKind::kLlm, p.model->get()->model()};
+
+  // One chunk's result replaced (as a re-extraction does) with a newcomer in it.
+  const std::string chunk = p.store->ListChunkIds().value().at(3);
+  ExtractionRecord result = p.store->GetExtraction(chunk, extractor).value().value();
+  result.entities.push_back({"Qwerty Zed", "qwerty zed", "PERSON", "A newcomer."});
+  ASSERT_TRUE(p.store->PutExtraction(result).ok());
+  auto s = p.Run();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_FALSE(s->graph_unchanged);
+  EXPECT_TRUE(Snapshot(*p.store).entities.count("qwerty zed"));
+  s = p.Run();
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->graph_unchanged);
+
+  // A person's override: two entities become one.
+  const GraphSnapshot before = Snapshot(*p.store);
+  auto it = before.entities.begin();
+  const std::string a = it->first;
+  const std::string b = (++it)->first;
+  ASSERT_TRUE(p.store->PutEntityOverride(a, b, /*merge=*/true).ok());
+  IndexRequest graph_only;
+  graph_only.graph_only = true;
+  s = p.Run(graph_only);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_FALSE(s->graph_unchanged);
+  EXPECT_EQ(Snapshot(*p.store).entities.size(), before.entities.size() - 1);
+
+  // A resolution setting.
+  p.config.resolution.merge_threshold += 0.01;
+  s = p.Run();
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE(s->graph_unchanged);
+
+  // A document removed: the graph is the one a fresh index of the others builds.
+  std::filesystem::remove(p.DocPath(3));
+  s = p.Run();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_FALSE(s->graph_unchanged);
+  s = p.Run();
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->graph_unchanged);
+}
+
+// Unchanged documents keep their chunks only while the chunk settings stay those they were cut
+// with; a run over part of the input applies new settings to that part only, and the next run
+// over the whole input to the rest.
+TEST(IncrementalUpdateTest, NewChunkSettingsCutEveryDocumentAgain) {
+  Project p(6);
+  ASSERT_TRUE(p.Run().ok());
+  auto max_tokens = [&](const std::string& doc) {
+    int64_t m = 0;
+    for (const auto& c : p.store->ListChunks(doc).value()) m = std::max(m, c.n_tokens);
+    return m;
+  };
+  ASSERT_GT(max_tokens("doc1.txt"), 60);
+  p.config.chunks.size = 60;
+  p.config.chunks.overlap = 5;
+  ASSERT_TRUE(p.Add(p.DocPath(0)).ok());
+  EXPECT_LE(max_tokens("doc0.txt"), 60);
+  EXPECT_GT(max_tokens("doc1.txt"), 60);  // not read by that run
+  auto s = p.Run();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_GT(s->chunks_added, 0);
+  for (int d = 0; d < 6; ++d) EXPECT_LE(max_tokens("doc" + std::to_string(d) + ".txt"), 60) << d;
+  const std::vector<std::string> chunks = p.store->ListChunkIds().value();
+  s = p.Run();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->chunks_added + s->chunks_removed, 0);
+  EXPECT_EQ(p.store->ListChunkIds().value(), chunks);
+  EXPECT_TRUE(s->graph_unchanged);
+}
+
 TEST(IncrementalUpdateTest, AddingOneDocumentExtractsOnlyItsChunksAndRewritesOnlyChangedReports) {
   Project p;
   auto full = p.Run();

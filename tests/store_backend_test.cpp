@@ -392,6 +392,51 @@ TEST_P(StoreBackendTest, ExtractionResultsAreKeptPerExtractor) {
   EXPECT_EQ(store_->PutExtraction(orphan).code(), ErrorCode::kInvalidArgument);
 }
 
+TEST_P(StoreBackendTest, ExtractionsDigestFollowsTheResultsAMergeReads) {
+  AddDoc("d", {"c zero", "c one"});
+  const ExtractorId llm{ExtractorKind::kLlm, "gpt-4o-mini"};
+  const ExtractorId nlp{ExtractorKind::kNlp, "regex-en/1"};
+  auto digest = [&](const ExtractorId& e) { return store_->ExtractionsDigest(e).value(); };
+  const std::string empty = digest(llm);
+  ExtractionRecord zero;
+  zero.chunk_id = "d#c zero";
+  zero.extractor = llm;
+  zero.entities = {{"Scrooge", "scrooge", "PERSON", "a miser"}};
+  ASSERT_TRUE(store_->PutExtraction(zero).ok());
+  const std::string one_result = digest(llm);
+  EXPECT_NE(one_result, empty);
+  EXPECT_EQ(digest(llm), one_result);  // reading changes nothing
+
+  // Results the merge does not read leave it alone: a skipped chunk, another extractor's.
+  ExtractionRecord one;
+  one.chunk_id = "d#c one";
+  one.extractor = llm;
+  one.status = ExtractionStatus::kSkipped;
+  ASSERT_TRUE(store_->PutExtraction(one).ok());
+  ExtractionRecord other = zero;
+  other.extractor = nlp;
+  ASSERT_TRUE(store_->PutExtraction(other).ok());
+  EXPECT_EQ(digest(llm), one_result);
+
+  // A result added, then replaced: the newest row, whose id an SQLite table may hand out again
+  // (runs are milliseconds apart at least: the time tells the two apart).
+  one.status = ExtractionStatus::kOk;
+  one.entities = {{"Marley", "marley", "PERSON", "a ghost"}};
+  ASSERT_TRUE(store_->PutExtraction(one).ok());
+  const std::string two_results = digest(llm);
+  EXPECT_NE(two_results, one_result);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  one.entities = {{"Jacob Marley", "jacob marley", "PERSON", "a ghost"}};
+  ASSERT_TRUE(store_->PutExtraction(one).ok());
+  EXPECT_NE(digest(llm), two_results);
+
+  // A chunk gone takes its result with it.
+  const std::string before_removal = digest(llm);
+  ASSERT_TRUE(store_->DeleteDocument("d").ok());
+  EXPECT_NE(digest(llm), before_removal);
+  EXPECT_EQ(digest(llm), empty);
+}
+
 // ---------------------------------------------------------------- entities and relationships
 
 TEST_P(StoreBackendTest, EntitiesAndRelationships) {

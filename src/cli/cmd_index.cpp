@@ -87,6 +87,7 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
     std::cout << "\n";
   }
   std::cout << "graph: " << s.entities << " entities, " << s.relationships << " relationships";
+  if (s.graph_unchanged) std::cout << " (inputs unchanged since the last merge: kept as it was)";
   std::cout << "\nresolution: " << s.resolution_fresh << " new "
             << (s.resolution_fresh == 1 ? "name" : "names") << " resolved, " << s.resolution_merged
             << " names folded into another entity";

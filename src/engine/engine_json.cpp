@@ -334,6 +334,7 @@ std::string IndexSummaryJson(const IndexSummary& s, const IndexPlan* plan, bool 
         {"skipped", s.chunks_skipped}}},
       {"entities", s.entities},
       {"relationships", s.relationships},
+      {"graph_unchanged", s.graph_unchanged},
       {"resolution",
        {{"fresh", s.resolution_fresh},
         {"merged", s.resolution_merged},

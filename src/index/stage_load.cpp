@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "grag/chunker.h"
 #include "grag/log.h"
@@ -15,6 +18,9 @@ namespace {
 struct LoadedDocument {
   Document doc;
   std::vector<ChunkRecord> chunks;
+  // Stored as read (same content, title and path) and chunked under the settings in force: not
+  // chunked again or rewritten (`doc.text` is let go, `chunks` stays empty).
+  bool settled = false;
 };
 
 // The input as the request describes it, chunked, and the stored documents it no longer has.
@@ -23,7 +29,20 @@ struct Gathered {
   std::vector<LoadIssue> issues;
   std::vector<std::string> to_remove;  // document ids
   std::vector<DocumentInfo> stored;    // the index's documents before the update
+  // The chunk settings (ChunkSettings) when every document of the input was read, to record
+  // once they are applied to all of them; empty otherwise.
+  std::string chunk_settings_to_record;
 };
+
+// Where the settings the stored chunks were cut with are kept.
+constexpr std::string_view kChunkSettingsKey = "chunk_settings";
+
+// What a document's chunks depend on besides its text and title. The version is bumped whenever
+// the chunker changes what it cuts.
+std::string ChunkSettings(const ChunkOptions& o) {
+  return fmt::format("chunker v1 size={} overlap={} encoding={} title={}", o.size, o.overlap,
+                     o.encoding, o.prepend_title);
+}
 
 // Whether `path` lies in `folder` (both as spelled, or with symlinked parents resolved).
 bool IsUnderFolder(const std::string& path, const std::string& folder) {
@@ -93,15 +112,32 @@ Result<Gathered> Gather(const Config& c, const IndexRequest& request, Store& sto
   }
 
   const ChunkOptions copts = ChunkOptionsFor(c);
+  // A document stored as it is read now, chunked under these settings, keeps its chunks as
+  // they are; any other is chunked again (unchanged chunks keep their ids and extraction).
+  const std::string settings = ChunkSettings(copts);
+  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_settings,
+                        store.GetMeta(kChunkSettingsKey));
+  const bool settings_unchanged = stored_settings && *stored_settings == settings;
+  std::map<std::string, const DocumentInfo*> stored_by_id;
+  for (const auto& d : stored) stored_by_id.emplace(d.id, &d);
   std::set<std::string> present;
   for (auto& doc : loaded.documents) {
     if (cancel != nullptr && cancel->load()) return Status::Cancelled("interrupted");
     present.insert(doc.id);
-    // Chunking is cheap next to an LLM call, and re-chunking every document keeps chunks true
-    // to the current chunk settings; unchanged chunks keep their ids and their extraction.
+    auto it = stored_by_id.find(doc.id);
+    if (settings_unchanged && it != stored_by_id.end() &&
+        it->second->content_hash == doc.content_hash && it->second->title == doc.title &&
+        it->second->source_path == doc.source_path) {
+      std::string().swap(doc.text);
+      out.documents.push_back({std::move(doc), {}, /*settled=*/true});
+      continue;
+    }
     GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, ChunkRecords(doc, copts));
     out.documents.push_back({std::move(doc), std::move(chunks)});
   }
+  // Recorded only when every document is chunked under them by this run: a file that could not
+  // be read this time keeps chunks cut under the old ones.
+  if (whole_input && !settings_unchanged && skipped == 0) out.chunk_settings_to_record = settings;
 
   // Folders are synchronised: a stored document that came from a folder being indexed and whose
   // file is gone from it leaves the index; so does a record gone from a file that was read
@@ -246,9 +282,9 @@ Result<IndexPlan> PlanFrom(const Gathered& g, Store& store, const ExtractorId& e
   GRAG_ASSIGN_OR_RETURN(std::vector<std::string> pending, store.ChunksNeedingExtraction(extractor));
   const std::set<std::string> pending_set(pending.begin(), pending.end());
 
-  std::set<std::string> reloaded;
+  std::set<std::string> reloaded;  // chunked again this run (settled ones are counted below)
   for (const auto& ld : g.documents) {
-    reloaded.insert(ld.doc.id);
+    if (!ld.settled) reloaded.insert(ld.doc.id);
     auto it = by_id.find(ld.doc.id);
     const bool changed = it != by_id.end() && it->second->content_hash != ld.doc.content_hash;
     if (it == by_id.end()) {
@@ -273,8 +309,8 @@ Result<IndexPlan> PlanFrom(const Gathered& g, Store& store, const ExtractorId& e
     plan.documents_removed.push_back(id);
     plan.chunks_removed += by_id.count(id) ? by_id[id]->chunk_count : 0;
   }
-  // Chunks an earlier run stored but did not get to (or skipped), in documents not reloaded now:
-  // only the pending chunks are read, to learn their document.
+  // Chunks an earlier run stored but did not get to (or skipped), in documents not chunked now
+  // (not read, or settled): only the pending chunks are read, to learn their document.
   if (reloaded.size() < by_id.size()) {
     for (const auto& id : pending) {
       GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(id));
@@ -302,6 +338,13 @@ Status Apply(Run& run, Gathered& g, LoadSummary& s) {
   // once its batch is committed.
   constexpr size_t kBatchDocuments = 64;
   constexpr size_t kBatchBytes = size_t{4} << 20;
+  // Settled documents need no write.
+  std::erase_if(g.documents, [&](const LoadedDocument& ld) {
+    if (!ld.settled) return false;
+    ++s.documents_unchanged;
+    run.Progress("load", ++done, total);
+    return true;
+  });
   for (size_t begin = 0; begin < g.documents.size();) {
     if (run.cancelled()) return Status::Cancelled("interrupted");
     std::vector<std::pair<DocumentChange, ChunkChanges>> changes;
@@ -348,6 +391,9 @@ Status Apply(Run& run, Gathered& g, LoadSummary& s) {
       Log(LogLevel::kInfo, "index", "removed " + id);
     }
     run.Progress("load", ++done, total);
+  }
+  if (!g.chunk_settings_to_record.empty()) {
+    GRAG_RETURN_IF_ERROR(run.store().SetMeta(kChunkSettingsKey, g.chunk_settings_to_record));
   }
   GRAG_ASSIGN_OR_RETURN(s.chunks, run.store().CountChunks());
   return Status::Ok();

@@ -124,6 +124,18 @@ ResolveOptions ResolveOptionsFor(const Config& c) {
   return o;
 }
 
+// The options with the judge's prompt when there is a model to judge.
+Result<ResolveOptions> ResolveOptionsWithPrompt(Run& run) {
+  const Config& config = run.config();
+  ResolveOptions options = ResolveOptionsFor(config);
+  if (run.chat() != nullptr) {
+    GRAG_ASSIGN_OR_RETURN(
+        options.adjudication_prompt,
+        LoadPrompt(config.Resolve(config.prompts_dir), PromptId::kResolveEntities));
+  }
+  return options;
+}
+
 // Decisions made under other settings, another extractor, other models or another judge's
 // prompt are not reused.
 std::string ResolutionParams(Run& run, const ExtractorId& extractor, const ResolveOptions& o) {
@@ -146,12 +158,7 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
                                 MergeSummary& s) {
   Store& store = run.store();
   const Config& config = run.config();
-  ResolveOptions options = ResolveOptionsFor(config);
-  if (run.chat() != nullptr) {
-    GRAG_ASSIGN_OR_RETURN(
-        options.adjudication_prompt,
-        LoadPrompt(config.Resolve(config.prompts_dir), PromptId::kResolveEntities));
-  }
+  GRAG_ASSIGN_OR_RETURN(ResolveOptions options, ResolveOptionsWithPrompt(run));
   Resolution out;
   out.params = ResolutionParams(run, extractor, options);
   GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_params,
@@ -268,10 +275,60 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
   return out;
 }
 
+// Where the merge keeps what it last merged (MergeInputs) and the figures of that merge.
+constexpr std::string_view kMergeStateKey = "merge_state";
+
+// Everything the merged graph is a function of: the extraction results it reads (by the store's
+// digest: which results, of which chunks, in which order), the resolution settings and a
+// person's overrides, the NLP pruning and the description settings. Two merges with the same
+// inputs write the same graph, so the second can be skipped. The version is bumped whenever
+// the merge itself changes what it writes.
+Result<std::string> MergeInputs(Run& run, const ExtractorId& extractor) {
+  Store& store = run.store();
+  const Config& c = run.config();
+  GRAG_ASSIGN_OR_RETURN(std::string digest, store.ExtractionsDigest(extractor));
+  GRAG_ASSIGN_OR_RETURN(ResolveOptions options, ResolveOptionsWithPrompt(run));
+  GRAG_ASSIGN_OR_RETURN(std::vector<EntityOverride> overrides, store.ListEntityOverrides());
+  Hasher h;
+  h.Add("merge v1\n").Add(digest).Add("\n").Add(ResolutionParams(run, extractor, options));
+  for (const auto& o : overrides) {
+    h.Add(fmt::format("\noverride {} {} {}", o.key_a, o.key_b, o.merge));
+  }
+  const NlpPruneOptions prune = NlpPruneOptionsFor(c);
+  h.Add(fmt::format("\nprune {} {} {}", prune.min_node_freq, prune.min_edge_weight_pct,
+                    prune.pmi_weights));
+  const SummaryConfig& sc = c.summaries;
+  h.Add(fmt::format("\nsummaries {} {} {} {} {} {}", sc.max_joined_tokens, sc.max_descriptions,
+                    sc.max_summary_tokens, sc.refresh_share, c.chunks.encoding,
+                    run.chat() != nullptr ? run.chat()->model() : ""));
+  return h.HexDigest();
+}
+
+// The last merge's record when it merged exactly `inputs`: its figures are the summary's.
+Result<bool> MergedAlready(Store& store, const std::string& inputs, MergeSummary& s) {
+  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> text, store.GetMeta(kMergeStateKey));
+  if (!text) return false;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("inputs", "") != inputs) return false;
+  s.entities = j.value("entities", int64_t{0});
+  s.relationships = j.value("relationships", int64_t{0});
+  s.resolution_merged = j.value("merged", int64_t{0});
+  return true;
+}
+
 }  // namespace
 
 Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
   Store& store = run.store();
+  // Nothing the graph depends on has changed since the last merge: it stands as written.
+  GRAG_ASSIGN_OR_RETURN(const std::string inputs, MergeInputs(run, extractor));
+  GRAG_ASSIGN_OR_RETURN(s.graph_unchanged, MergedAlready(store, inputs, s));
+  if (s.graph_unchanged) {
+    Log(LogLevel::kInfo, "merge",
+        "the extraction results and merge settings are those of the last merge: graph kept");
+    run.Progress("merge", 1, 1);
+    return Status::Ok();
+  }
   GRAG_ASSIGN_OR_RETURN(auto entity_mentions, store.ListEntityMentions(extractor));
   GRAG_ASSIGN_OR_RETURN(auto rel_mentions, store.ListRelationshipMentions(extractor));
   MergedGraph g = MergeMentions(entity_mentions, rel_mentions);
@@ -405,9 +462,15 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
   GRAG_RETURN_IF_ERROR(store.ReplaceResolution(resolution.aliases, resolution.links));
   GRAG_RETURN_IF_ERROR(store.SetMeta("resolution_params", resolution.params));
   GRAG_RETURN_IF_ERROR(store.RecomputeGraphStats());
-  GRAG_RETURN_IF_ERROR(tx.Commit());
   s.entities = static_cast<int64_t>(g.entities.size());
   s.relationships = static_cast<int64_t>(g.relationships.size());
+  GRAG_RETURN_IF_ERROR(
+      store.SetMeta(kMergeStateKey, nlohmann::json{{"inputs", inputs},
+                                                   {"entities", s.entities},
+                                                   {"relationships", s.relationships},
+                                                   {"merged", s.resolution_merged}}
+                                        .dump()));
+  GRAG_RETURN_IF_ERROR(tx.Commit());
   s.entities_changed = static_cast<int64_t>(changed.size() - pending_before);
   run.Progress("merge", 1, 1);
   return Status::Ok();

@@ -20,6 +20,7 @@
 #include "../names.h"
 #include "../neighbourhood.h"
 #include "../table_sql.h"
+#include "grag/hash.h"
 #include "grag/log.h"
 #include "postgres_schema.h"
 #include "pq.h"
@@ -173,6 +174,7 @@ class PostgresStore final : public Store, private TransactionOwner {
   Result<std::vector<ChunkEntityMention>> ListEntityMentions(const ExtractorId& extractor) override;
   Result<std::vector<ChunkRelationshipMention>> ListRelationshipMentions(
       const ExtractorId& extractor) override;
+  Result<std::string> ExtractionsDigest(const ExtractorId& extractor) override;
 
   Result<int64_t> UpsertEntity(const EntityRecord& entity) override;
   Result<std::optional<EntityRecord>> GetEntity(int64_t id) override;
@@ -898,6 +900,21 @@ Result<std::vector<ChunkRelationshipMention>> PostgresStore::ListRelationshipMen
                     rows.Text(i, 5), rows.Double(i, 6)}});
   }
   return out;
+}
+
+Result<std::string> PostgresStore::ExtractionsDigest(const ExtractorId& extractor) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rows,
+      read.conn().Query("SELECT e.id, e.chunk_id, e.created_at FROM extractions e JOIN chunks c "
+                        "ON c.id = e.chunk_id WHERE e.extractor = $1 AND e.model = $2 AND "
+                        "e.status = 'ok' ORDER BY c.document_id, c.chunk_index",
+                        {ExtractorKindName(extractor.kind), extractor.model}));
+  Hasher h;
+  for (int i = 0; i < rows.size(); ++i) {
+    h.Add(rows.Text(i, 0)).Add("\t").Add(rows.Text(i, 1)).Add("\t").Add(rows.Text(i, 2)).Add("\n");
+  }
+  return h.HexDigest();
 }
 
 // ---------------------------------------------------------------- entities

@@ -49,6 +49,7 @@ class SqliteStore final : public Store {
   Result<std::vector<ChunkEntityMention>> ListEntityMentions(const ExtractorId& extractor) override;
   Result<std::vector<ChunkRelationshipMention>> ListRelationshipMentions(
       const ExtractorId& extractor) override;
+  Result<std::string> ExtractionsDigest(const ExtractorId& extractor) override;
   Result<int64_t> UpsertEntity(const EntityRecord& entity) override;
   Result<std::optional<EntityRecord>> GetEntity(int64_t id) override;
   Result<std::optional<EntityRecord>> GetEntityByKey(std::string_view name_key) override;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "grag/hash.h"
 #include "grag/store.h"
 #include "json_fields.h"
 #include "names.h"
@@ -203,6 +204,23 @@ Result<std::vector<ChunkRelationshipMention>> SqliteStore::ListRelationshipMenti
          {stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Text(4), stmt.Text(5), stmt.Double(6)}});
   }
   return out;
+}
+
+Result<std::string> SqliteStore::ExtractionsDigest(const ExtractorId& extractor) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      read.conn().Prepare("SELECT e.id, e.chunk_id, e.created_at FROM extractions e JOIN chunks c "
+                          "ON c.id = e.chunk_id WHERE e.extractor = ? AND e.model = ? AND "
+                          "e.status = 'ok' ORDER BY c.document_id, c.chunk_index"));
+  stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
+  Hasher h;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    h.Add(stmt.Text(0)).Add("\t").Add(stmt.Text(1)).Add("\t").Add(stmt.Text(2)).Add("\n");
+  }
+  return h.HexDigest();
 }
 
 // ---------------------------------------------------------------- entities

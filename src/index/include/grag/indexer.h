@@ -121,6 +121,7 @@ struct MergeSummary {
   int64_t resolution_llm_calls = 0;    // adjudication calls this run (cache hits included)
   int64_t descriptions_summarized = 0;
   int64_t descriptions_appended = 0;  // new descriptions added to a stored summary (no call)
+  bool graph_unchanged = false;       // the merge's inputs were those of the last merge: not redone
 };
 
 struct CommunitiesSummary {

@@ -195,6 +195,11 @@ class Store {
       const ExtractorId& extractor) = 0;
   virtual Result<std::vector<ChunkRelationshipMention>> ListRelationshipMentions(
       const ExtractorId& extractor) = 0;
+  // A digest of what the two lists above hold for `extractor`, read without touching a
+  // mention: which ok results, of which chunks, in which order, each result by its id and the
+  // time it was stored. Replacing or removing a result, or adding one, changes it. The merge
+  // compares it with the one it last merged to skip work whose inputs are unchanged.
+  virtual Result<std::string> ExtractionsDigest(const ExtractorId& extractor) = 0;
 
   // ---- entities and relationships
 
