@@ -264,6 +264,37 @@ TEST(StoreOpenTest, MigratesAnOlderIndexForwardKeepingData) {
             std::string::npos);
 }
 
+// Schema 5 drops the indexes of mentions by name (nothing reads by them; they cost most of an
+// index run's disk writes): an index of schema 4 loses them and keeps its mentions.
+TEST(StoreOpenTest, SchemaFiveDropsTheMentionNameIndexesAndKeepsTheMentions) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  const ExtractorId nlp{ExtractorKind::kNlp, "nlp"};
+  {
+    auto store = store::OpenStore(path, {}, store::DefaultMigrations().first(4));
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("a", "alpha beta")).ok());
+    ASSERT_TRUE((*store)->ReplaceDocumentChunks("a", {{"a#0", "a", 0, "alpha beta", 2, 0}}).ok());
+    ExtractionRecord r;
+    r.chunk_id = "a#0";
+    r.extractor = nlp;
+    r.entities = {{"Alpha", "alpha", "CONCEPT", "the first"}};
+    r.relationships = {{"Alpha", "Beta", "alpha", "beta", "together", 1}};
+    ASSERT_TRUE((*store)->PutExtraction(r).ok());
+  }
+  const std::string named_indexes =
+      "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+      "('entity_mentions_key', 'relationship_mentions_keys')";
+  EXPECT_EQ(RawDb(path).Text(named_indexes), "2");
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->Info()->schema_version, 5);
+  EXPECT_EQ((*store)->ListEntityMentions(nlp)->size(), 1u);
+  EXPECT_EQ((*store)->ListRelationshipMentions(nlp)->size(), 1u);
+  store->reset();
+  EXPECT_EQ(RawDb(path).Text(named_indexes), "0");
+}
+
 TEST(StoreOpenTest, MigratesVersionZeroThroughEveryStep) {
   TempDir dir;
   const std::string path = dir.File("index.db");

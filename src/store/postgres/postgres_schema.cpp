@@ -324,8 +324,15 @@ CREATE TABLE entity_overrides (
 );
 )sql";
 
+// Version 2: no index of mentions by name (SQLite schema 5 says why).
+constexpr std::string_view kSchemaV2 = R"sql(
+DROP INDEX IF EXISTS entity_mentions_key;
+DROP INDEX IF EXISTS relationship_mentions_keys;
+)sql";
+
 constexpr PgMigration kMigrations[] = {
     {1, "initial schema (SQLite schema 4's tables, tsvector full-text search)", kSchemaV1},
+    {2, "no index of mentions by name", kSchemaV2},
 };
 
 }  // namespace
