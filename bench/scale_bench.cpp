@@ -21,7 +21,7 @@
 //   bound         ceil(calls / concurrency) x latency, and wall / bound
 //
 //   scale_bench [--docs N | --input DIR] [--latency-ms MS] [--concurrency C] [--gleanings G]
-//               [--no-llm] [--runs R] [--query] [--set key=value]... [--json] [--verbose]
+//               [--no-llm] [--runs R] [--query] [--rerun] [--set key=value]... [--json] [--verbose]
 //               [--backend sqlite|postgresql|both] [--store-url URL] [--keep DIR]
 //
 // --backend postgresql puts each run's index in a PostgreSQL database of its own (created before
@@ -36,6 +36,8 @@
 // --query also times a one-off global and local query on the index (Engine::Open + Query, with an
 // instant model), as `grag query` would. --keep DIR moves the last SQLite run's project to DIR
 // (same file system as the temp folder), a generated corpus to DIR/corpus, for profiling queries.
+// --rerun indexes the unchanged input once more after each run, in a process of its own, and
+// prints that re-run's wall, CPU, peak RSS and bytes written.
 #include <fmt/format.h>
 #include <libpq-fe.h>
 #include <sys/resource.h>
@@ -84,6 +86,7 @@ struct Options {
   bool no_llm = false;
   int runs = 1;
   bool query = false;
+  bool rerun = false;  // index the unchanged input again, in a process of its own
   bool json_out = false;
   bool verbose = false;  // the stages' log lines on stderr
   std::vector<std::string> backends = {"sqlite"};
@@ -419,6 +422,18 @@ json Report(const Options& o, const std::vector<json>& runs, int64_t corpus_byte
     rows.push_back({"wall / bound",
                     figure([&](const json& r) { return r["wall"].get<double>() / bound; }), ratio});
   }
+  if (o.rerun) {
+    rows.push_back({"re-run wall",
+                    figure([](const json& r) { return r["rerun"]["wall"].get<double>(); }), secs});
+    rows.push_back({"re-run cpu",
+                    figure([](const json& r) { return r["rerun"]["cpu"].get<double>(); }), secs});
+    rows.push_back({"re-run peak RSS",
+                    figure([](const json& r) { return r["rerun"]["peak_rss"].get<double>(); }),
+                    Mib});
+    rows.push_back({"re-run write_bytes",
+                    figure([](const json& r) { return r["rerun"]["write_bytes"].get<double>(); }),
+                    Mib});
+  }
   if (o.query) {
     for (const char* q : {"query_global", "query_local"}) {
       rows.push_back(
@@ -547,6 +562,11 @@ int Driver(const Options& o) {
         if (pg->postmaster() > 0) server_cpu0 = ClusterCpuSeconds(pg->postmaster());
       }
       json run = RunWorker(args);
+      if (o.rerun) {
+        json again = args;
+        again["query"] = false;
+        run["rerun"] = RunWorker(again);
+      }
       if (backend == "postgresql" && pg->postmaster() > 0) {
         // The worker's connections are closed: let the postmaster reap their processes.
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -635,6 +655,8 @@ Options Parse(int argc, char** argv) {
       o.no_llm = true;
     } else if (a == "--query") {
       o.query = true;
+    } else if (a == "--rerun") {
+      o.rerun = true;
     } else if (a == "--keep") {
       o.keep = need(i);
     } else if (a == "--verbose") {
@@ -660,7 +682,7 @@ Options Parse(int argc, char** argv) {
     } else {
       throw std::runtime_error(
           "usage: scale_bench [--docs N | --input DIR] [--latency-ms MS] [--concurrency C] "
-          "[--gleanings G] [--no-llm] [--runs R] [--query] [--set key=value]... [--json] "
+          "[--gleanings G] [--no-llm] [--runs R] [--query] [--rerun] [--set key=value]... [--json] "
           "[--verbose] [--backend sqlite|postgresql|both] [--store-url URL] [--keep DIR]");
     }
   }
