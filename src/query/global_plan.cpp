@@ -41,6 +41,16 @@ struct Piece {
   GlobalReportInfo info;
   std::string block;   // <report id=...> ... </report>
   int64_t tokens = 0;  // of block + "\n", the share it adds to a map prompt
+  // block + "\n" and its count, which Pack reuses for the prompts it is in.
+  std::string line;
+  Tokenizer::PrefixCount count;
+
+  void SetBlock(std::string b, const Tokenizer& tokenizer) {
+    block = std::move(b);
+    line = block + "\n";
+    count = tokenizer.CountPrefix(line);
+    tokens = static_cast<int64_t>(count.tokens);
+  }
 };
 
 bool HigherWeight(const Piece* a, const Piece* b) {
@@ -87,10 +97,21 @@ std::vector<GlobalBatch> Pack(const std::vector<const Piece*>& order, const std:
     for (;;) {
       std::vector<const std::string*> blocks;
       for (size_t k = i; k < j; ++k) blocks.push_back(&order[k]->block);
+      const std::string joined = JoinBlocks(blocks);
       GlobalBatch batch;
-      batch.prompt = FillPrompt(
-          templ, {{"question", std::string(question)}, {"report_batch", JoinBlocks(blocks)}});
-      batch.prompt_tokens = static_cast<int64_t>(tokenizer.Count(batch.prompt));
+      batch.prompt =
+          FillPrompt(templ, {{"question", std::string(question)}, {"report_batch", joined}});
+      // The exact count of the whole prompt, but the reports' own pieces are not tokenized
+      // again: only the template, the question and the joins between reports are.
+      std::vector<Tokenizer::KnownPart> parts;
+      if (const size_t at = batch.prompt.find(joined); at != std::string::npos) {
+        size_t offset = at + 1;  // JoinBlocks starts with a newline
+        for (size_t k = i; k < j; ++k) {
+          parts.push_back({offset, order[k]->line, order[k]->count});
+          offset += order[k]->line.size();
+        }
+      }
+      batch.prompt_tokens = static_cast<int64_t>(tokenizer.CountWithParts(batch.prompt, parts));
       if (batch.prompt_tokens <= window || j - i == 1) {
         for (size_t k = i; k < j; ++k) batch.community_ids.push_back(order[k]->info.community_id);
         batches.push_back(std::move(batch));
@@ -264,16 +285,15 @@ Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokeniz
     p.info.weight = c->weight;
     p.info.rating = r.rating;
     std::string body = query::ReportBody(r);
-    p.block = query::ReportBlock(c->id, body);
-    p.tokens = static_cast<int64_t>(tokenizer.Count(p.block + "\n"));
+    p.SetBlock(query::ReportBlock(c->id, body), tokenizer);
     if (p.tokens > budget) {
       // Too long for a prompt of its own: keep its beginning (title, summary, first findings).
       const int64_t wrapper =
           static_cast<int64_t>(tokenizer.Count(query::ReportBlock(c->id, "") + "\n"));
       int64_t allowed = budget - wrapper - 8;  // slack for BPE merges across the joins
       for (;;) {
-        p.block = query::ReportBlock(c->id, query::TruncateToTokens(tokenizer, body, allowed));
-        p.tokens = static_cast<int64_t>(tokenizer.Count(p.block + "\n"));
+        p.SetBlock(query::ReportBlock(c->id, query::TruncateToTokens(tokenizer, body, allowed)),
+                   tokenizer);
         const std::string alone = FillPrompt(
             options.map_prompt,
             {{"question", std::string(question)}, {"report_batch", query::JoinBlocks({&p.block})}});
