@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -237,10 +238,6 @@ Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokeniz
   GRAG_RETURN_IF_ERROR(query::ValidateGlobalOptions(options));
   GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer, options.max_question_tokens));
   GRAG_ASSIGN_OR_RETURN(std::vector<CommunityRecord> communities, store.ListCommunities());
-  // The prompt shows each report's rendering (ReportBody): findings are parsed only for reports
-  // stored without one.
-  GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports,
-                        store.ListReports(std::nullopt, /*findings=*/false));
 
   GlobalSearchPlan plan;
   plan.level = options.level;
@@ -248,6 +245,21 @@ Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokeniz
   const auto selected = query::SelectCommunities(communities, options.level);
   plan.communities_selected = static_cast<int64_t>(selected.size());
 
+  // Only the levels selected from (none finer than options.level): the finer levels' reports,
+  // often most of the text, are not read. The prompt shows each report's rendering
+  // (ReportBody): findings are parsed only for reports stored without one.
+  std::set<int64_t> levels;
+  for (const CommunityRecord* c : selected) levels.insert(c->level);
+  std::vector<ReportRecord> reports;
+  for (int64_t level : levels) {
+    GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> of_level,
+                          store.ListReports(level, /*findings=*/false));
+    if (reports.empty()) {
+      reports = std::move(of_level);
+    } else {
+      std::move(of_level.begin(), of_level.end(), std::back_inserter(reports));
+    }
+  }
   std::unordered_map<int64_t, const ReportRecord*> report_of;
   for (const ReportRecord& r : reports) report_of[r.community_id] = &r;
 
