@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -134,7 +135,13 @@ struct Pattern {
   bool jit_partial = false;  // the JIT also has the PCRE2_PARTIAL_HARD mode (CountPrefix)
 };
 
-Result<Pattern> CompilePattern(const std::string& pattern, std::string_view what) {
+void JitCompile(Pattern& p) {
+  p.jit = pcre2_jit_compile(p.code.get(), PCRE2_JIT_COMPLETE) == 0;
+  p.jit_partial = p.jit && pcre2_jit_compile(p.code.get(), PCRE2_JIT_PARTIAL_HARD) == 0;
+}
+
+// Compiled and checked; JIT-compiled too unless `jit` is false (then see JitCompile).
+Result<Pattern> CompilePattern(const std::string& pattern, std::string_view what, bool jit = true) {
   Pattern p;
   int err = 0;
   PCRE2_SIZE err_offset = 0;
@@ -144,8 +151,7 @@ Result<Pattern> CompilePattern(const std::string& pattern, std::string_view what
     return Status::Corruption(std::string(what) + " pattern does not compile at offset " +
                               std::to_string(err_offset) + ": " + PcreError(err));
   }
-  p.jit = pcre2_jit_compile(p.code.get(), PCRE2_JIT_COMPLETE) == 0;
-  p.jit_partial = p.jit && pcre2_jit_compile(p.code.get(), PCRE2_JIT_PARTIAL_HARD) == 0;
+  if (jit) JitCompile(p);
   return p;
 }
 
@@ -205,9 +211,16 @@ class Tokenizer::Impl {
   // Two compilations of the encoding's pattern: `full` with the Unicode additions, `fast`
   // without. They match identically on text without those characters, and listing the extra
   // ranges in every class makes PCRE2's JIT code about 2.5 times slower, so `full` is only used
-  // when a text needs it.
+  // when a text needs it. `full` is JIT-compiled on first use (Full()): few texts need it, and
+  // the JIT compilation is most of the cost of setting a tokenizer up.
   Pattern fast;
-  Pattern full;
+  const Pattern& Full() const {
+    std::call_once(full_jit_once, [this] { JitCompile(full); });
+    return full;
+  }
+  const Pattern& PatternFor(bool full_pattern) const { return full_pattern ? Full() : fast; }
+  mutable Pattern full;
+  mutable std::once_flag full_jit_once;
   std::vector<uint64_t> bmp_additions;                          // bitmap over U+0000..U+FFFF
   std::vector<std::pair<uint32_t, uint32_t>> astral_additions;  // sorted ranges above U+FFFF
 };
@@ -226,7 +239,7 @@ Result<std::unique_ptr<Tokenizer::Impl>> Tokenizer::Impl::Load(std::string_view 
   GRAG_ASSIGN_OR_RETURN(const std::string fast, AdaptPattern(parsed->pat_str, false));
   GRAG_ASSIGN_OR_RETURN(const std::string full, AdaptPattern(parsed->pat_str, true));
   GRAG_ASSIGN_OR_RETURN(impl->fast, CompilePattern(fast, impl->name));
-  GRAG_ASSIGN_OR_RETURN(impl->full, CompilePattern(full, impl->name));
+  GRAG_ASSIGN_OR_RETURN(impl->full, CompilePattern(full, impl->name, /*jit=*/false));
 
   impl->bmp_additions.assign(65536 / 64, 0);
   for (const auto& addition : kUnicodeCategoryAdditions) {
@@ -356,7 +369,7 @@ size_t Tokenizer::Impl::SplitRange(Matcher& m, size_t off, size_t limit, PieceFn
 
 template <typename PieceFn>
 void Tokenizer::Impl::Split(std::string_view text, PieceFn&& piece) const {
-  Matcher m(NeedsAdditions(text) ? full : fast, text);
+  Matcher m(PatternFor(NeedsAdditions(text)), text);
   SplitRange(m, 0, text.size(), piece);
 }
 
@@ -447,7 +460,7 @@ Tokenizer::PrefixCount Tokenizer::CountPrefix(std::string_view text) const {
     return out;
   }
   out.full_pattern = impl_->NeedsAdditions(text);
-  Impl::Matcher m(out.full_pattern ? impl_->full : impl_->fast, text);
+  Impl::Matcher m(impl_->PatternFor(out.full_pattern), text);
   size_t count = 0;
   const auto add = [this, &count](const char* p, size_t len) {
     count += impl_->vocab.CountPiece(reinterpret_cast<const uint8_t*>(p), len);
@@ -473,7 +486,7 @@ Tokenizer::PrefixCount Tokenizer::CountPrefix(std::string_view text) const {
 size_t Tokenizer::CountWithParts(std::string_view text, std::span<const KnownPart> parts) const {
   if (ValidUtf8Length(text) != text.size()) return Count(text);
   const bool full_pattern = impl_->NeedsAdditions(text);
-  Impl::Matcher m(full_pattern ? impl_->full : impl_->fast, text);
+  Impl::Matcher m(impl_->PatternFor(full_pattern), text);
   size_t count = 0;
   const auto add = [this, &count](const char* p, size_t len) {
     count += impl_->vocab.CountPiece(reinterpret_cast<const uint8_t*>(p), len);
