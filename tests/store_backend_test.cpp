@@ -552,6 +552,7 @@ TEST_P(StoreBackendTest, CommunitiesReplaceKeepsStableIdsAndTheirReports) {
   report.rating = 6.5;
   report.input_hash = "in-11";
   report.model = "gpt";
+  report.basis = {{a, b}, 2.5, "params-1"};
   ASSERT_TRUE(store_->PutReport(report).ok());
   ReportRecord gap;
   gap.community_id = 10;
@@ -577,7 +578,9 @@ TEST_P(StoreBackendTest, CommunitiesReplaceKeepsStableIdsAndTheirReports) {
   EXPECT_FALSE((*store_->GetReport(1))->rating.has_value());
   EXPECT_EQ(store_->ListReports(1)->size(), 2u);
   EXPECT_EQ(store_->ListReports()->size(), 3u);
-  // Without findings: left out where the rendering is stored, parsed where it is not.
+  EXPECT_EQ((*got)->basis.params, "params-1");
+  // Without findings: left out where the rendering is stored, parsed where it is not; the
+  // basis left out.
   auto lean = store_->ListReports(std::nullopt, /*findings=*/false);
   ASSERT_TRUE(lean.ok()) << lean.status().ToString();
   ASSERT_EQ(lean->size(), 3u);
@@ -585,6 +588,8 @@ TEST_P(StoreBackendTest, CommunitiesReplaceKeepsStableIdsAndTheirReports) {
     if (r.community_id == 11) {
       EXPECT_TRUE(r.findings.empty());
       EXPECT_EQ(r.full_content, "# B alone\n\nb");
+      EXPECT_TRUE(r.basis.params.empty());
+      EXPECT_TRUE(r.basis.members.empty());
     }
     if (r.community_id == 1) {
       ASSERT_EQ(r.findings.size(), 1u);

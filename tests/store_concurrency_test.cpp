@@ -12,11 +12,13 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "grag/store.h"
+#include "store/sqlite/store_impl.h"
 #include "support/temp_dir.h"
 
 namespace grag {
@@ -71,6 +73,35 @@ TEST(StoreConcurrencyTest, ReplyCacheFromManyThreads) {
   // Put replaces.
   ASSERT_TRUE(cache.Put("t3-17", "newer", "model-1", "chat").ok());
   EXPECT_EQ(cache.Get("t3-17"), "newer");
+}
+
+// Opening a reader parses the whole schema; a read that finds the only reader lent out for a
+// moment takes it back rather than opening a second connection.
+TEST(StoreConcurrencyTest, AReadWaitsBrieflyForALentReaderRatherThanOpeningAnother) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  ASSERT_NE(OpenOrDie(path), nullptr);  // a WAL index
+  auto conn = sqlite::Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX);
+  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+  SqliteStore::Impl impl(path, std::move(conn).value());
+  impl.pool_enabled = true;
+  std::optional<Result<ReadHandle>> first(impl.Read());
+  ASSERT_TRUE(first->ok()) << first->status().ToString();
+  std::atomic<bool> asking{false};
+  Status second_status;
+  std::thread second([&] {
+    asking = true;
+    Result<ReadHandle> read = impl.Read();
+    second_status = read.status();
+  });
+  while (!asking) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::microseconds(200));
+  first.reset();  // the first read ends
+  second.join();
+  EXPECT_TRUE(second_status.ok()) << second_status.ToString();
+  std::lock_guard lock(impl.pool_mu);
+  EXPECT_EQ(impl.readers_open, 1);
+  EXPECT_EQ(impl.readers_out, 0);
 }
 
 TEST(StoreConcurrencyTest, WritersOnManyThreadsAreSerialised) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -120,6 +121,85 @@ TEST(TokenizerTest, CountMatchesEncodeAndDecodeRoundTrips) {
       ASSERT_EQ(appended.size(), ids.size() + 1);
       ASSERT_TRUE(std::equal(ids.begin(), ids.end(), appended.begin() + 1));
     }
+  }
+}
+
+// CountWithParts must give Count's answer whatever the text: random joins of fragments that
+// merge across a boundary (letters, digits, spaces before a word, runs of newlines, punctuation
+// before a newline, contractions, combining marks, a character only the full pattern knows,
+// invalid bytes) and parts that are not where they claim to be.
+TEST(TokenizerTest, CountWithPartsEqualsCountOfTheWholeText) {
+  const std::vector<std::string> fragments = {"a",
+                                              "Zq",
+                                              "x",
+                                              "1",
+                                              "234",
+                                              " ",
+                                              "   ",
+                                              "\n",
+                                              "\r",
+                                              "\r\n",
+                                              "\t",
+                                              "'",
+                                              "'s",
+                                              "'LL",
+                                              "!",
+                                              "/",
+                                              "<",
+                                              ">",
+                                              "</",
+                                              "\xC3\xA9",
+                                              "\xC7\x85",
+                                              "\xCC\x81",
+                                              "\xE4\xB8\xAD",
+                                              "\xE3\x80\x80",
+                                              "\xC2\xA0",
+                                              "\xF0\x9F\xA6\x80",
+                                              "\xF0\xB1\x8D\x90",
+                                              "\xF0\x91\xBC\x84",
+                                              "\xFF",
+                                              "report"};
+  std::mt19937 rng(20261202);
+  auto random_text = [&](int max_fragments) {
+    std::string out;
+    const int n = static_cast<int>(rng() % static_cast<unsigned>(max_fragments + 1));
+    for (int i = 0; i < n; ++i) out += fragments[rng() % fragments.size()];
+    return out;
+  };
+  for (const char* enc : kEncodings) {
+    const Tokenizer& tok = Get(enc);
+    size_t reused = 0;
+    for (int round = 0; round < 20000; ++round) {
+      const std::string p = random_text(4);
+      const std::string a = random_text(8);
+      const std::string b = random_text(8);
+      const std::string c = random_text(4);
+      const std::string text = p + a + b + c;
+      const Tokenizer::PrefixCount ca = tok.CountPrefix(a);
+      const Tokenizer::PrefixCount cb = tok.CountPrefix(b);
+      ASSERT_EQ(ca.tokens, tok.Count(a)) << enc << " [" << a << "]";
+      ASSERT_LE(ca.settled, a.size());
+      ASSERT_LE(ca.settled_tokens, ca.tokens);
+      reused += ca.settled > 0 ? 1 : 0;
+      const std::vector<Tokenizer::KnownPart> parts = {{p.size(), a, ca},
+                                                       {p.size() + a.size(), b, cb}};
+      ASSERT_EQ(tok.CountWithParts(text, parts), tok.Count(text))
+          << enc << " [" << p << "|" << a << "|" << b << "|" << c << "]";
+      // Misplaced parts are tokenized again, not trusted.
+      const std::vector<Tokenizer::KnownPart> wrong = {{0, b, cb}, {p.size() + 1, a, ca}};
+      ASSERT_EQ(tok.CountWithParts(text, wrong), tok.Count(text))
+          << enc << " [" << p << "|" << a << "|" << b << "|" << c << "]";
+    }
+    EXPECT_GT(reused, 10000u) << enc;  // the settled prefixes were really used
+  }
+}
+
+TEST(TokenizerTest, AReportBlockIsSettledUpToItsClosingBracket) {
+  const std::string block = "<report id=\"7\">\n# Title\n\nSome text.\n</report>\n";
+  for (const char* enc : kEncodings) {
+    const Tokenizer::PrefixCount c = Get(enc).CountPrefix(block);
+    EXPECT_EQ(c.tokens, Get(enc).Count(block));
+    EXPECT_EQ(c.settled, block.size() - 2) << enc;  // ">\n" could take more newlines
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -41,6 +42,16 @@ struct Piece {
   GlobalReportInfo info;
   std::string block;   // <report id=...> ... </report>
   int64_t tokens = 0;  // of block + "\n", the share it adds to a map prompt
+  // block + "\n" and its count, which Pack reuses for the prompts it is in.
+  std::string line;
+  Tokenizer::PrefixCount count;
+
+  void SetBlock(std::string b, const Tokenizer& tokenizer) {
+    block = std::move(b);
+    line = block + "\n";
+    count = tokenizer.CountPrefix(line);
+    tokens = static_cast<int64_t>(count.tokens);
+  }
 };
 
 bool HigherWeight(const Piece* a, const Piece* b) {
@@ -87,10 +98,21 @@ std::vector<GlobalBatch> Pack(const std::vector<const Piece*>& order, const std:
     for (;;) {
       std::vector<const std::string*> blocks;
       for (size_t k = i; k < j; ++k) blocks.push_back(&order[k]->block);
+      const std::string joined = JoinBlocks(blocks);
       GlobalBatch batch;
-      batch.prompt = FillPrompt(
-          templ, {{"question", std::string(question)}, {"report_batch", JoinBlocks(blocks)}});
-      batch.prompt_tokens = static_cast<int64_t>(tokenizer.Count(batch.prompt));
+      batch.prompt =
+          FillPrompt(templ, {{"question", std::string(question)}, {"report_batch", joined}});
+      // The exact count of the whole prompt, but the reports' own pieces are not tokenized
+      // again: only the template, the question and the joins between reports are.
+      std::vector<Tokenizer::KnownPart> parts;
+      if (const size_t at = batch.prompt.find(joined); at != std::string::npos) {
+        size_t offset = at + 1;  // JoinBlocks starts with a newline
+        for (size_t k = i; k < j; ++k) {
+          parts.push_back({offset, order[k]->line, order[k]->count});
+          offset += order[k]->line.size();
+        }
+      }
+      batch.prompt_tokens = static_cast<int64_t>(tokenizer.CountWithParts(batch.prompt, parts));
       if (batch.prompt_tokens <= window || j - i == 1) {
         for (size_t k = i; k < j; ++k) batch.community_ids.push_back(order[k]->info.community_id);
         batches.push_back(std::move(batch));
@@ -216,10 +238,6 @@ Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokeniz
   GRAG_RETURN_IF_ERROR(query::ValidateGlobalOptions(options));
   GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer, options.max_question_tokens));
   GRAG_ASSIGN_OR_RETURN(std::vector<CommunityRecord> communities, store.ListCommunities());
-  // The prompt shows each report's rendering (ReportBody): findings are parsed only for reports
-  // stored without one.
-  GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports,
-                        store.ListReports(std::nullopt, /*findings=*/false));
 
   GlobalSearchPlan plan;
   plan.level = options.level;
@@ -227,6 +245,21 @@ Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokeniz
   const auto selected = query::SelectCommunities(communities, options.level);
   plan.communities_selected = static_cast<int64_t>(selected.size());
 
+  // Only the levels selected from (none finer than options.level): the finer levels' reports,
+  // often most of the text, are not read. The prompt shows each report's rendering
+  // (ReportBody): findings are parsed only for reports stored without one.
+  std::set<int64_t> levels;
+  for (const CommunityRecord* c : selected) levels.insert(c->level);
+  std::vector<ReportRecord> reports;
+  for (int64_t level : levels) {
+    GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> of_level,
+                          store.ListReports(level, /*findings=*/false));
+    if (reports.empty()) {
+      reports = std::move(of_level);
+    } else {
+      std::move(of_level.begin(), of_level.end(), std::back_inserter(reports));
+    }
+  }
   std::unordered_map<int64_t, const ReportRecord*> report_of;
   for (const ReportRecord& r : reports) report_of[r.community_id] = &r;
 
@@ -264,16 +297,15 @@ Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokeniz
     p.info.weight = c->weight;
     p.info.rating = r.rating;
     std::string body = query::ReportBody(r);
-    p.block = query::ReportBlock(c->id, body);
-    p.tokens = static_cast<int64_t>(tokenizer.Count(p.block + "\n"));
+    p.SetBlock(query::ReportBlock(c->id, body), tokenizer);
     if (p.tokens > budget) {
       // Too long for a prompt of its own: keep its beginning (title, summary, first findings).
       const int64_t wrapper =
           static_cast<int64_t>(tokenizer.Count(query::ReportBlock(c->id, "") + "\n"));
       int64_t allowed = budget - wrapper - 8;  // slack for BPE merges across the joins
       for (;;) {
-        p.block = query::ReportBlock(c->id, query::TruncateToTokens(tokenizer, body, allowed));
-        p.tokens = static_cast<int64_t>(tokenizer.Count(p.block + "\n"));
+        p.SetBlock(query::ReportBlock(c->id, query::TruncateToTokens(tokenizer, body, allowed)),
+                   tokenizer);
         const std::string alone = FillPrompt(
             options.map_prompt,
             {{"question", std::string(question)}, {"report_batch", query::JoinBlocks({&p.block})}});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -130,10 +131,17 @@ std::string PcreError(int code) {
 
 struct Pattern {
   CodePtr code;
-  bool jit = false;  // false: PCRE2 has no JIT here; the interpreter gives the same matches
+  bool jit = false;          // false: PCRE2 has no JIT here; the interpreter gives the same matches
+  bool jit_partial = false;  // the JIT also has the PCRE2_PARTIAL_HARD mode (CountPrefix)
 };
 
-Result<Pattern> CompilePattern(const std::string& pattern, std::string_view what) {
+void JitCompile(Pattern& p) {
+  p.jit = pcre2_jit_compile(p.code.get(), PCRE2_JIT_COMPLETE) == 0;
+  p.jit_partial = p.jit && pcre2_jit_compile(p.code.get(), PCRE2_JIT_PARTIAL_HARD) == 0;
+}
+
+// Compiled and checked; JIT-compiled too unless `jit` is false (then see JitCompile).
+Result<Pattern> CompilePattern(const std::string& pattern, std::string_view what, bool jit = true) {
   Pattern p;
   int err = 0;
   PCRE2_SIZE err_offset = 0;
@@ -143,7 +151,7 @@ Result<Pattern> CompilePattern(const std::string& pattern, std::string_view what
     return Status::Corruption(std::string(what) + " pattern does not compile at offset " +
                               std::to_string(err_offset) + ": " + PcreError(err));
   }
-  p.jit = pcre2_jit_compile(p.code.get(), PCRE2_JIT_COMPLETE) == 0;
+  if (jit) JitCompile(p);
   return p;
 }
 
@@ -187,6 +195,12 @@ class Tokenizer::Impl {
   template <typename PieceFn>
   void Split(std::string_view text, PieceFn&& piece) const;
 
+  class Matcher;
+  // Calls piece() for the pre-tokeniser's matches in m.text() from `off` (where one starts)
+  // until one ends at or after `limit`; returns where the last one ends.
+  template <typename PieceFn>
+  size_t SplitRange(Matcher& m, size_t off, size_t limit, PieceFn&& piece) const;
+
   // Whether `text` (valid UTF-8) holds a character from unicode_delta.h, which only the slower
   // full pattern classifies right.
   bool NeedsAdditions(std::string_view text) const;
@@ -197,9 +211,16 @@ class Tokenizer::Impl {
   // Two compilations of the encoding's pattern: `full` with the Unicode additions, `fast`
   // without. They match identically on text without those characters, and listing the extra
   // ranges in every class makes PCRE2's JIT code about 2.5 times slower, so `full` is only used
-  // when a text needs it.
+  // when a text needs it. `full` is JIT-compiled on first use (Full()): few texts need it, and
+  // the JIT compilation is most of the cost of setting a tokenizer up.
   Pattern fast;
-  Pattern full;
+  const Pattern& Full() const {
+    std::call_once(full_jit_once, [this] { JitCompile(full); });
+    return full;
+  }
+  const Pattern& PatternFor(bool full_pattern) const { return full_pattern ? Full() : fast; }
+  mutable Pattern full;
+  mutable std::once_flag full_jit_once;
   std::vector<uint64_t> bmp_additions;                          // bitmap over U+0000..U+FFFF
   std::vector<std::pair<uint32_t, uint32_t>> astral_additions;  // sorted ranges above U+FFFF
 };
@@ -218,7 +239,7 @@ Result<std::unique_ptr<Tokenizer::Impl>> Tokenizer::Impl::Load(std::string_view 
   GRAG_ASSIGN_OR_RETURN(const std::string fast, AdaptPattern(parsed->pat_str, false));
   GRAG_ASSIGN_OR_RETURN(const std::string full, AdaptPattern(parsed->pat_str, true));
   GRAG_ASSIGN_OR_RETURN(impl->fast, CompilePattern(fast, impl->name));
-  GRAG_ASSIGN_OR_RETURN(impl->full, CompilePattern(full, impl->name));
+  GRAG_ASSIGN_OR_RETURN(impl->full, CompilePattern(full, impl->name, /*jit=*/false));
 
   impl->bmp_additions.assign(65536 / 64, 0);
   for (const auto& addition : kUnicodeCategoryAdditions) {
@@ -269,55 +290,87 @@ bool Tokenizer::Impl::NeedsAdditions(std::string_view text) const {
   return false;
 }
 
+// Matches one pattern against one subject, one piece at a time.
+class Tokenizer::Impl::Matcher {
+ public:
+  Matcher(const Pattern& pattern, std::string_view text)
+      : pattern_(pattern), text_(text), md_(pcre2_match_data_create(1, nullptr)) {
+    // Per matcher, not shared: PCRE2 match data is scratch space written by every match.
+    if (!md_) throw std::bad_alloc();
+  }
+
+  std::string_view text() const { return text_; }
+
+  // The match at or after `off` (< text().size()): PCRE2's return code, and with rc > 0 the
+  // match in *start, *end. With `partial_hard`, PCRE2_ERROR_PARTIAL says the match reached the
+  // end of the text, so more text after it could have changed it.
+  int Match(size_t off, bool partial_hard, size_t* start, size_t* end) {
+    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text_.data());
+    const uint32_t mode = partial_hard ? PCRE2_PARTIAL_HARD : 0;
+    const bool jit = partial_hard ? pattern_.jit_partial : pattern_.jit;
+    for (;;) {
+      pcre2_match_context* ctx = big_ctx_.get();
+      const int rc = jit ? pcre2_jit_match(pattern_.code.get(), subject, text_.size(), off, mode,
+                                           md_.get(), ctx)
+                         : pcre2_match(pattern_.code.get(), subject, text_.size(), off,
+                                       PCRE2_NO_UTF_CHECK | mode, md_.get(), ctx);
+      if ((rc == PCRE2_ERROR_JIT_STACKLIMIT || rc == PCRE2_ERROR_MATCHLIMIT ||
+           rc == PCRE2_ERROR_HEAPLIMIT) &&
+          !big_ctx_) {
+        // Only pathological inputs get here; retry with a large JIT stack and no match limit.
+        big_ctx_.reset(pcre2_match_context_create(nullptr));
+        big_stack_.reset(pcre2_jit_stack_create(1 << 16, 1 << 28, nullptr));
+        if (!big_ctx_ || !big_stack_) throw std::bad_alloc();
+        pcre2_jit_stack_assign(big_ctx_.get(), nullptr, big_stack_.get());
+        pcre2_set_match_limit(big_ctx_.get(), UINT32_MAX);
+        pcre2_set_heap_limit(big_ctx_.get(), UINT32_MAX);
+        continue;
+      }
+      if (rc > 0) {
+        const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md_.get());
+        *start = ov[0];
+        *end = ov[1];
+      }
+      return rc;
+    }
+  }
+
+ private:
+  const Pattern& pattern_;
+  std::string_view text_;
+  MatchDataPtr md_;
+  MatchContextPtr big_ctx_;
+  JitStackPtr big_stack_;
+};
+
 // The patterns match every character, so the pieces tile the text.
 template <typename PieceFn>
-void Tokenizer::Impl::Split(std::string_view text, PieceFn&& piece) const {
-  const Pattern& pattern = NeedsAdditions(text) ? full : fast;
-  pcre2_code* code = pattern.code.get();
-  // Per call, not shared: PCRE2 match data is scratch space written by every match.
-  MatchDataPtr md(pcre2_match_data_create(1, nullptr));
-  MatchContextPtr big_ctx;
-  JitStackPtr big_stack;
-  if (!md) throw std::bad_alloc();
-  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+size_t Tokenizer::Impl::SplitRange(Matcher& m, size_t off, size_t limit, PieceFn&& piece) const {
+  const std::string_view text = m.text();
   const size_t n = text.size();
-  size_t off = 0;
-  while (off < n) {
-    pcre2_match_context* ctx = big_ctx.get();
-    const int rc = pattern.jit
-                       ? pcre2_jit_match(code, subject, n, off, 0, md.get(), ctx)
-                       : pcre2_match(code, subject, n, off, PCRE2_NO_UTF_CHECK, md.get(), ctx);
-    if ((rc == PCRE2_ERROR_JIT_STACKLIMIT || rc == PCRE2_ERROR_MATCHLIMIT ||
-         rc == PCRE2_ERROR_HEAPLIMIT) &&
-        !big_ctx) {
-      // Only pathological inputs get here; retry with a large JIT stack and no match limit.
-      big_ctx.reset(pcre2_match_context_create(nullptr));
-      big_stack.reset(pcre2_jit_stack_create(1 << 16, 1 << 28, nullptr));
-      if (!big_ctx || !big_stack) throw std::bad_alloc();
-      pcre2_jit_stack_assign(big_ctx.get(), nullptr, big_stack.get());
-      pcre2_set_match_limit(big_ctx.get(), UINT32_MAX);
-      pcre2_set_heap_limit(big_ctx.get(), UINT32_MAX);
-      continue;
-    }
+  while (off < limit) {
     size_t start = n;
     size_t end = n;
-    if (rc > 0) {
-      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
-      start = ov[0];
-      end = ov[1];
-    }
+    m.Match(off, /*partial_hard=*/false, &start, &end);
     // Cannot happen with tiktoken's patterns (they match every character); should a match
     // fail or skip text anyway, the skipped text becomes a piece of its own rather than being
     // lost, and an empty match still advances by one character.
     if (start > off) piece(text.data() + off, start - off);
     if (end <= start) {
-      if (start >= n) break;
+      if (start >= n) return n;
       end = start + 1;
       while (end < n && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
     }
     piece(text.data() + start, end - start);
     off = end;
   }
+  return off;
+}
+
+template <typename PieceFn>
+void Tokenizer::Impl::Split(std::string_view text, PieceFn&& piece) const {
+  Matcher m(PatternFor(NeedsAdditions(text)), text);
+  SplitRange(m, 0, text.size(), piece);
 }
 
 template <typename PieceFn>
@@ -393,6 +446,65 @@ size_t Tokenizer::Count(std::string_view text) const {
   impl_->ForEachPiece(text, [this, &count](const char* p, size_t len) {
     count += impl_->vocab.CountPiece(reinterpret_cast<const uint8_t*>(p), len);
   });
+  return count;
+}
+
+// Hard partial matching (PCRE2_PARTIAL_HARD) reports a match that reached the end of the text as
+// partial, at once, before trying anything else. A match that comes back complete thus never
+// looked past the end of the text, and a longer text that starts with it gets the same match
+// there, and so the same pieces up to the first partial one: those are the settled prefix.
+Tokenizer::PrefixCount Tokenizer::CountPrefix(std::string_view text) const {
+  PrefixCount out;
+  if (ValidUtf8Length(text) != text.size()) {  // no settled prefix: counted the usual way
+    out.tokens = Count(text);
+    return out;
+  }
+  out.full_pattern = impl_->NeedsAdditions(text);
+  Impl::Matcher m(impl_->PatternFor(out.full_pattern), text);
+  size_t count = 0;
+  const auto add = [this, &count](const char* p, size_t len) {
+    count += impl_->vocab.CountPiece(reinterpret_cast<const uint8_t*>(p), len);
+  };
+  size_t off = 0;
+  while (off < text.size()) {
+    size_t start = 0;
+    size_t end = 0;
+    // Anything but a complete match that starts here ends the settled prefix.
+    if (m.Match(off, /*partial_hard=*/true, &start, &end) <= 0 || start != off || end <= start) {
+      break;
+    }
+    add(text.data() + start, end - start);
+    off = end;
+  }
+  out.settled = off;
+  out.settled_tokens = count;
+  impl_->SplitRange(m, off, text.size(), add);
+  out.tokens = count;
+  return out;
+}
+
+size_t Tokenizer::CountWithParts(std::string_view text, std::span<const KnownPart> parts) const {
+  if (ValidUtf8Length(text) != text.size()) return Count(text);
+  const bool full_pattern = impl_->NeedsAdditions(text);
+  Impl::Matcher m(impl_->PatternFor(full_pattern), text);
+  size_t count = 0;
+  const auto add = [this, &count](const char* p, size_t len) {
+    count += impl_->vocab.CountPiece(reinterpret_cast<const uint8_t*>(p), len);
+  };
+  size_t off = 0;
+  for (const KnownPart& part : parts) {
+    if (part.offset < off || part.offset >= text.size()) continue;
+    off = impl_->SplitRange(m, off, part.offset, add);
+    // Reused only where the text's pieces start a fresh piece at the part, with the part's text
+    // there and the same compilation of the pattern as the part's own count.
+    if (off != part.offset || part.count.full_pattern != full_pattern ||
+        part.count.settled > part.text.size() || text.substr(off, part.text.size()) != part.text) {
+      continue;
+    }
+    count += part.count.settled_tokens;
+    off += part.count.settled;
+  }
+  impl_->SplitRange(m, off, text.size(), add);
   return count;
 }
 

@@ -1594,7 +1594,8 @@ constexpr std::string_view kReportSelect =
     "r.rating, r.rating_explanation, r.input_hash, r.generator, r.model, c.level, r.updated_at, "
     "r.stale, r.basis, r.stale_note FROM reports r JOIN communities c ON c.id = r.community_id ";
 
-// `findings`: false leaves them out where full_content holds the rendering (ListReports).
+// `findings`: false leaves them out where full_content holds the rendering, and the basis out
+// (ListReports for global search's prompts).
 ReportRecord ReadReport(const Rows& rows, int i, bool findings = true) {
   ReportRecord r;
   r.community_id = rows.Int(i, 0);
@@ -1612,7 +1613,7 @@ ReportRecord ReadReport(const Rows& rows, int i, bool findings = true) {
   r.level = rows.Int(i, 12);
   r.updated_at = rows.Text(i, 13);
   r.stale = rows.Bool(i, 14);
-  r.basis = ReportBasisFromJson(rows.View(i, 15));
+  if (findings) r.basis = ReportBasisFromJson(rows.View(i, 15));
   r.stale_note = rows.Text(i, 16);
   if (r.stale && !r.stale_note.empty()) r.full_content += "\n\n" + r.stale_note;
   return r;

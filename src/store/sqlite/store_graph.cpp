@@ -863,7 +863,8 @@ constexpr std::string_view kReportSelect =
     "r.rating, r.rating_explanation, r.input_hash, r.generator, r.model, c.level, r.updated_at, "
     "r.stale, r.basis, r.stale_note FROM reports r JOIN communities c ON c.id = r.community_id ";
 
-// `findings`: false leaves them out where full_content holds the rendering (ListReports).
+// `findings`: false leaves them out where full_content holds the rendering, and the basis out
+// (ListReports for global search's prompts).
 ReportRecord ReadReport(const sqlite::Stmt& stmt, bool findings = true) {
   ReportRecord r;
   r.community_id = stmt.Int(0);
@@ -881,7 +882,7 @@ ReportRecord ReadReport(const sqlite::Stmt& stmt, bool findings = true) {
   r.level = stmt.Int(12);
   r.updated_at = stmt.Text(13);
   r.stale = stmt.Int(14) != 0;
-  r.basis = store::ReportBasisFromJson(stmt.Text(15));
+  if (findings) r.basis = store::ReportBasisFromJson(stmt.Text(15));
   r.stale_note = stmt.Text(16);
   // What changed since a stale report was written travels with it, so global search and every
   // other reader of the report see the new members too.

@@ -307,7 +307,8 @@ class Store {
   virtual Result<std::optional<ReportRecord>> GetReport(int64_t community_id) = 0;
   // Reports (ok and gaps), coarsest level first, or only those of `level`. `findings` false
   // leaves ReportRecord::findings empty where full_content holds the report's rendering (what
-  // global search reads): parsing them is most of the cost of listing.
+  // global search reads), and ReportRecord::basis empty (only report refreshes read it): parsing
+  // them is most of the cost of listing.
   virtual Result<std::vector<ReportRecord>> ListReports(std::optional<int64_t> level = {},
                                                         bool findings = true) = 0;
 

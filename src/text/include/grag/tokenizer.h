@@ -49,6 +49,29 @@ class Tokenizer {
   // Encode(utf8_text).size(), without building the vector.
   size_t Count(std::string_view utf8_text) const;
 
+  // Count(text), and how much of the text's count holds in any longer text that starts with it:
+  // the pre-tokeniser's pieces of text[0, settled) hold settled_tokens tokens wherever the text
+  // is followed by more (only its last piece or two can merge with what follows).
+  struct PrefixCount {
+    size_t tokens = 0;
+    size_t settled = 0;
+    size_t settled_tokens = 0;
+    bool full_pattern = false;  // which compilation of the pattern it was made with
+  };
+  PrefixCount CountPrefix(std::string_view utf8_text) const;
+
+  // A part of a larger text whose PrefixCount is known: `text` (the string CountPrefix was given)
+  // is found at `offset`.
+  struct KnownPart {
+    size_t offset = 0;
+    std::string_view text;
+    PrefixCount count;
+  };
+  // Count(utf8_text), exactly, without tokenizing again the settled stretches of the known parts
+  // (ascending by offset). A part that is not where it says, or that the pieces before it do not
+  // end at, is simply tokenized again.
+  size_t CountWithParts(std::string_view utf8_text, std::span<const KnownPart> parts) const;
+
   // The bytes the tokens stand for, concatenated. A token boundary may fall inside a UTF-8
   // sequence, so a slice of a token stream can decode to invalid UTF-8. Special-token ids decode
   // to their text; ids outside the vocabulary are skipped.
