@@ -195,6 +195,15 @@ class Store {
       const ExtractorId& extractor) = 0;
   virtual Result<std::vector<ChunkRelationshipMention>> ListRelationshipMentions(
       const ExtractorId& extractor) = 0;
+  // The same mentions in the same order, one at a time, so that a large index's mentions are
+  // never all in memory (the merge). A Status other than ok from `fn` ends the scan and is
+  // returned. `fn` must not use the store (it runs inside the store's read).
+  virtual Status ScanEntityMentions(
+      const ExtractorId& extractor,
+      const std::function<Status(const ChunkEntityMention& mention)>& fn) = 0;
+  virtual Status ScanRelationshipMentions(
+      const ExtractorId& extractor,
+      const std::function<Status(const ChunkRelationshipMention& mention)>& fn) = 0;
 
   // ---- entities and relationships
 
