@@ -39,7 +39,7 @@ struct Description {
 // unchanged, else joined or summarised.
 struct DescriptionJob {
   std::string name;
-  const std::vector<std::string>* descriptions;
+  const std::vector<std::string_view>* descriptions;
   std::string hash;
   Description result;
   bool resolved = false;  // taken from the store: inputs unchanged
@@ -173,7 +173,7 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
   SummarizeOptions join;  // a few descriptions are enough to tell two things apart
   join.max_descriptions = 3;
   join.max_joined_tokens = 200;
-  std::unordered_map<std::string, uint32_t> chunk_number;  // chunks as small ids, for locality
+  std::unordered_map<std::string_view, uint32_t> chunk_number;  // chunks as small ids, for locality
   for (const auto& e : g.entities) {
     index_of.emplace(e.name_key, in.entities.size());
     ResolveEntity r;
@@ -272,11 +272,18 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
 
 Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
   Store& store = run.store();
-  GRAG_ASSIGN_OR_RETURN(auto entity_mentions, store.ListEntityMentions(extractor));
-  GRAG_ASSIGN_OR_RETURN(auto rel_mentions, store.ListRelationshipMentions(extractor));
-  MergedGraph g = MergeMentions(entity_mentions, rel_mentions);
-  entity_mentions.clear();
-  rel_mentions.clear();
+  // Mentions are merged as they are read: a large index's mentions never are all in memory.
+  MentionMerger merger;
+  GRAG_RETURN_IF_ERROR(store.ScanEntityMentions(extractor, [&](const ChunkEntityMention& m) {
+    merger.Add(m.chunk_id, m.mention);
+    return Status::Ok();
+  }));
+  GRAG_RETURN_IF_ERROR(
+      store.ScanRelationshipMentions(extractor, [&](const ChunkRelationshipMention& m) {
+        merger.Add(m.chunk_id, m.mention);
+        return Status::Ok();
+      }));
+  MergedGraph g = merger.Finish();
   GRAG_ASSIGN_OR_RETURN(Resolution resolution, ResolveGraph(run, extractor, g, s));
   if (extractor.kind == ExtractorKind::kNlp) {
     // Phrases seen once and weak co-occurrences are noise, as in Microsoft's fast method.
@@ -359,7 +366,8 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
     rec.description_model = jobs[i].result.model;
     rec.description_basis = jobs[i].result.basis;
     GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertEntity(rec));
-    GRAG_RETURN_IF_ERROR(store.SetEntityChunks(id, e.chunk_ids));
+    GRAG_RETURN_IF_ERROR(store.SetEntityChunks(
+        id, std::vector<std::string>(e.chunk_ids.begin(), e.chunk_ids.end())));
     id_of_key[e.name_key] = id;
     keep.insert(e.name_key);
   }
@@ -385,7 +393,8 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
     rec.description_model = d.model;
     rec.description_basis = d.basis;
     GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertRelationship(rec));
-    GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(id, r.chunk_ids));
+    GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(
+        id, std::vector<std::string>(r.chunk_ids.begin(), r.chunk_ids.end())));
     kept_pairs.insert(std::minmax(rec.source_id, rec.target_id));
   }
   for (const auto& r : old_rels) {
