@@ -65,16 +65,11 @@ struct MentionMerger::State {
     MergedEntity e;
     std::map<std::string, int64_t> spellings;           // from the entity's own mentions
     std::map<std::string, int64_t> endpoint_spellings;  // as a relationship endpoint
-    std::unordered_set<const char*> seen_desc;          // texts of the pool
     bool mentioned = false;                             // has a mention of its own
-  };
-  struct RelAcc {
-    MergedRelationship r;
-    std::unordered_set<const char*> seen_desc;
   };
   std::shared_ptr<TextPool> texts = std::make_shared<TextPool>();
   std::map<std::string, EntityAcc, std::less<>> ents;
-  std::map<std::pair<std::string, std::string>, RelAcc> rels;
+  std::map<std::pair<std::string, std::string>, MergedRelationship> rels;
 
   EntityAcc& Entity(std::string_view key) {
     auto it = ents.find(key);
@@ -85,9 +80,24 @@ struct MentionMerger::State {
     return it->second;
   }
 
-  static void AddDescription(std::vector<std::string_view>& list,
-                             std::unordered_set<const char*>& seen, std::string_view text) {
-    if (!text.empty() && seen.insert(text.data()).second) list.push_back(text);
+  // Repeats are dropped at the end (KeepFirst), not here: a set per entity and relationship
+  // would cost more than the few repeats (the same sentence in several chunks) it saves.
+  static void AddDescription(std::vector<std::string_view>& list, std::string_view text) {
+    if (!text.empty() && (list.empty() || list.back().data() != text.data())) list.push_back(text);
+  }
+
+  // Each text once, where it came first (equal texts are one text of the pool).
+  static void KeepFirst(std::vector<std::string_view>& list) {
+    if (list.size() > 1) {
+      std::unordered_set<const char*> seen;
+      seen.reserve(list.size());
+      size_t kept = 0;
+      for (const std::string_view d : list) {
+        if (seen.insert(d.data()).second) list[kept++] = d;
+      }
+      list.resize(kept);
+    }
+    list.shrink_to_fit();
   }
 };
 
@@ -104,7 +114,7 @@ void MentionMerger::Add(std::string_view chunk_id, const EntityMention& m) {
   ++acc.spellings[m.name];
   if (!m.type.empty()) ++acc.e.type_counts[m.type];
   if (!m.description.empty()) {
-    State::AddDescription(acc.e.descriptions, acc.seen_desc, s.texts->Intern(m.description));
+    State::AddDescription(acc.e.descriptions, s.texts->Intern(m.description));
   }
   AddChunk(acc.e.chunk_ids, s.texts->Intern(chunk_id));
 }
@@ -118,16 +128,16 @@ void MentionMerger::Add(std::string_view chunk_id, const RelationshipMention& m)
   const std::string_view chunk = s.texts->Intern(chunk_id);
   auto it = s.rels.find({a, b});
   if (it == s.rels.end()) {
-    it = s.rels.emplace(std::make_pair(a, b), State::RelAcc{}).first;
-    it->second.r.source_key = a;
-    it->second.r.target_key = b;
+    it = s.rels.emplace(std::make_pair(a, b), MergedRelationship{}).first;
+    it->second.source_key = a;
+    it->second.target_key = b;
   }
-  auto& acc = it->second;
-  acc.r.weight += m.strength;
+  MergedRelationship& r = it->second;
+  r.weight += m.strength;
   if (!m.description.empty()) {
-    State::AddDescription(acc.r.descriptions, acc.seen_desc, s.texts->Intern(m.description));
+    State::AddDescription(r.descriptions, s.texts->Intern(m.description));
   }
-  AddChunk(acc.r.chunk_ids, chunk);
+  AddChunk(r.chunk_ids, chunk);
   // An endpoint no chunk extracted as an entity still becomes one.
   for (const auto* end : {&m.source, &m.target}) {
     auto& ea = s.Entity(end == &m.source ? m.source_key : m.target_key);
@@ -147,15 +157,15 @@ MergedGraph MentionMerger::Finish() {
     acc.e.name = MostFrequent(acc.mentioned ? acc.spellings : acc.endpoint_spellings);
     acc.e.type = MostFrequent(acc.e.type_counts);
     SortUnique(acc.e.chunk_ids);
-    acc.e.descriptions.shrink_to_fit();
+    State::KeepFirst(acc.e.descriptions);
     g.entities.push_back(std::move(acc.e));
   }
   s.ents.clear();
   g.relationships.reserve(s.rels.size());
-  for (auto& [key, acc] : s.rels) {
-    SortUnique(acc.r.chunk_ids);
-    acc.r.descriptions.shrink_to_fit();
-    g.relationships.push_back(std::move(acc.r));
+  for (auto& [key, r] : s.rels) {
+    SortUnique(r.chunk_ids);
+    State::KeepFirst(r.descriptions);
+    g.relationships.push_back(std::move(r));
   }
   g.texts = std::move(s.texts);
   return g;
