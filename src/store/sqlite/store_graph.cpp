@@ -8,6 +8,7 @@
 
 #include "grag/store.h"
 #include "json_fields.h"
+#include "mention_sql.h"
 #include "names.h"
 #include "community_checks.h"
 #include "neighbourhood.h"
@@ -183,22 +184,11 @@ Result<std::vector<ChunkRelationshipMention>> SqliteStore::ListRelationshipMenti
   return out;
 }
 
-// The scans walk the chunks in order (their (document_id, chunk_index) index), each chunk's
-// extraction and its mentions (by extraction, in id order): the rows come in the order asked for
-// without a sort. CROSS JOIN keeps SQLite to that order; left to itself, without statistics (a
-// first index), it reads the extractions first and sorts every mention row in memory (93 MiB
-// for 197k relationship mentions), which is what a scan is there to avoid.
 Status SqliteStore::ScanEntityMentions(
     const ExtractorId& extractor,
     const std::function<Status(const ChunkEntityMention& mention)>& fn) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
-  GRAG_ASSIGN_OR_RETURN(
-      sqlite::Stmt stmt,
-      read.conn().Prepare(
-          "SELECT e.chunk_id, m.name, m.name_key, m.type, m.description FROM chunks c CROSS "
-          "JOIN extractions e ON e.chunk_id = c.id CROSS JOIN entity_mentions m ON "
-          "m.extraction_id = e.id WHERE e.extractor = ? AND e.model = ? AND e.status = 'ok' "
-          "ORDER BY c.document_id, c.chunk_index, m.id"));
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read.conn().Prepare(sqlite::kScanEntityMentionsSql));
   stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
   ChunkEntityMention m;  // one row at a time
   while (true) {
@@ -217,13 +207,8 @@ Status SqliteStore::ScanRelationshipMentions(
     const ExtractorId& extractor,
     const std::function<Status(const ChunkRelationshipMention& mention)>& fn) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
-  GRAG_ASSIGN_OR_RETURN(
-      sqlite::Stmt stmt,
-      read.conn().Prepare(
-          "SELECT e.chunk_id, m.source, m.target, m.source_key, m.target_key, m.description, "
-          "m.strength FROM chunks c CROSS JOIN extractions e ON e.chunk_id = c.id CROSS JOIN "
-          "relationship_mentions m ON m.extraction_id = e.id WHERE e.extractor = ? AND "
-          "e.model = ? AND e.status = 'ok' ORDER BY c.document_id, c.chunk_index, m.id"));
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        read.conn().Prepare(sqlite::kScanRelationshipMentionsSql));
   stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
   ChunkRelationshipMention m;
   while (true) {
