@@ -437,6 +437,113 @@ TEST_P(StoreBackendTest, ExtractionsDigestFollowsTheResultsAMergeReads) {
   EXPECT_EQ(digest(llm), empty);
 }
 
+TEST_P(StoreBackendTest, MentionsAreScannedOneAtATimeInListOrder) {
+  // Mentions come by document, chunk and mention (not as they were stored), as listed.
+  AddDoc("b", {"b zero", "b one"});
+  AddDoc("a", {"a zero"});
+  const ExtractorId nlp{ExtractorKind::kNlp, "regex-en/1"};
+  int n = 0;
+  for (const char* chunk : {"b#b one", "a#a zero", "b#b zero"}) {
+    ExtractionRecord r;
+    r.chunk_id = chunk;
+    r.extractor = nlp;
+    // More rows than one batch of a cursor (PostgreSQL fetches 2000 at a time).
+    for (int i = 0; i < 1100; ++i, ++n) {
+      const std::string k = std::to_string(n);
+      r.entities.push_back({"E" + k, "e" + k, "PERSON", "described " + k});
+      r.relationships.push_back({"E" + k, "F" + k, "e" + k, "f" + k, "related " + k, 0.25 * n});
+    }
+    ASSERT_TRUE(store_->PutExtraction(r).ok());
+  }
+  auto listed = store_->ListEntityMentions(nlp);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), 3300u);
+  EXPECT_EQ((*listed)[0].chunk_id, "a#a zero");
+  EXPECT_EQ((*listed)[1100].chunk_id, "b#b zero");
+  EXPECT_EQ((*listed)[2200].chunk_id, "b#b one");
+  std::vector<ChunkEntityMention> scanned;
+  ASSERT_TRUE(store_
+                  ->ScanEntityMentions(nlp,
+                                       [&](const ChunkEntityMention& m) {
+                                         scanned.push_back(m);
+                                         return Status::Ok();
+                                       })
+                  .ok());
+  ASSERT_EQ(scanned.size(), listed->size());
+  for (size_t i = 0; i < scanned.size(); ++i) {
+    ASSERT_EQ(scanned[i].chunk_id, (*listed)[i].chunk_id) << i;
+    ASSERT_EQ(scanned[i].mention.name, (*listed)[i].mention.name) << i;
+    ASSERT_EQ(scanned[i].mention.name_key, (*listed)[i].mention.name_key) << i;
+    ASSERT_EQ(scanned[i].mention.type, (*listed)[i].mention.type) << i;
+    ASSERT_EQ(scanned[i].mention.description, (*listed)[i].mention.description) << i;
+  }
+  EXPECT_EQ(scanned[0].mention.name_key, "e1100");  // "a#a zero" was extracted second
+
+  auto rels = store_->ListRelationshipMentions(nlp);
+  ASSERT_TRUE(rels.ok());
+  ASSERT_EQ(rels->size(), 3300u);
+  size_t i = 0;
+  ASSERT_TRUE(
+      store_
+          ->ScanRelationshipMentions(nlp,
+                                     [&](const ChunkRelationshipMention& m) {
+                                       const auto& want = (*rels)[i++];
+                                       EXPECT_EQ(m.chunk_id, want.chunk_id);
+                                       EXPECT_EQ(m.mention.source, want.mention.source);
+                                       EXPECT_EQ(m.mention.target, want.mention.target);
+                                       EXPECT_EQ(m.mention.source_key, want.mention.source_key);
+                                       EXPECT_EQ(m.mention.target_key, want.mention.target_key);
+                                       EXPECT_EQ(m.mention.description, want.mention.description);
+                                       EXPECT_EQ(m.mention.strength, want.mention.strength);
+                                       return Status::Ok();
+                                     })
+          .ok());
+  EXPECT_EQ(i, rels->size());
+  EXPECT_EQ((*rels)[2200].mention.strength, 0.25 * 0);
+
+  // An error from the callback ends the scan and is what it returns; the store goes on.
+  int calls = 0;
+  Status st = store_->ScanRelationshipMentions(nlp, [&](const ChunkRelationshipMention&) {
+    return ++calls == 2500 ? Status::Cancelled("enough") : Status::Ok();
+  });
+  EXPECT_EQ(st.code(), ErrorCode::kCancelled);
+  EXPECT_EQ(calls, 2500);
+  calls = 0;
+  st = store_->ScanEntityMentions(nlp, [&](const ChunkEntityMention&) {
+    return ++calls == 1 ? Status::Internal("first") : Status::Ok();
+  });
+  EXPECT_EQ(st.code(), ErrorCode::kInternal);
+  EXPECT_EQ(calls, 1);
+  // Inside a write transaction too (the merge reads and then writes), and again afterwards.
+  {
+    auto tx = store_->Begin();
+    ASSERT_TRUE(tx.ok()) << tx.status().ToString();
+    calls = 0;
+    ASSERT_TRUE(store_
+                    ->ScanEntityMentions(nlp,
+                                         [&](const ChunkEntityMention&) {
+                                           ++calls;
+                                           return Status::Ok();
+                                         })
+                    .ok());
+    EXPECT_EQ(calls, 3300);
+    AddEntity("scrooge");
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  EXPECT_EQ(store_->ListEntityMentions(nlp)->size(), 3300u);
+  EXPECT_TRUE(store_->GetEntityByKey("scrooge")->has_value());
+  // Another extractor has none.
+  calls = 0;
+  EXPECT_TRUE(store_
+                  ->ScanEntityMentions({ExtractorKind::kLlm, "x"},
+                                       [&](const ChunkEntityMention&) {
+                                         ++calls;
+                                         return Status::Ok();
+                                       })
+                  .ok());
+  EXPECT_EQ(calls, 0);
+}
+
 // ---------------------------------------------------------------- entities and relationships
 
 TEST_P(StoreBackendTest, EntitiesAndRelationships) {

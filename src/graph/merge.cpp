@@ -1,9 +1,12 @@
 #include "grag/merge.h"
 
 #include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "grag/hash.h"
 
@@ -31,78 +34,149 @@ std::string MostFrequent(const std::map<std::string, T>& counts) {
   return best;
 }
 
-void AddDistinct(std::vector<std::string>& list, std::set<std::string>& seen,
-                 const std::string& s) {
+// Descriptions are kept distinct through `seen` (the graph's texts: equal texts are one text,
+// so their addresses tell them apart).
+void AddDistinct(std::vector<std::string_view>& list, std::set<std::string_view>& seen,
+                 std::string_view s) {
   if (!s.empty() && seen.insert(s).second) list.push_back(s);
+}
+
+// Sorted and distinct (chunks come in runs: a chunk's mentions are together).
+void SortUnique(std::vector<std::string_view>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  v.shrink_to_fit();
+}
+
+void AddChunk(std::vector<std::string_view>& chunks, std::string_view chunk) {
+  if (chunks.empty() || chunks.back().data() != chunk.data()) chunks.push_back(chunk);
 }
 
 }  // namespace
 
-MergedGraph MergeMentions(const std::vector<ChunkEntityMention>& entities,
-                          const std::vector<ChunkRelationshipMention>& relationships) {
+std::string_view TextPool::Intern(std::string_view text) {
+  if (auto it = index_.find(text); it != index_.end()) return *it;
+  const std::string& kept = texts_.emplace_back(text);
+  return *index_.insert(std::string_view(kept)).first;
+}
+
+struct MentionMerger::State {
   struct EntityAcc {
     MergedEntity e;
-    std::map<std::string, int64_t> spellings;
-    std::set<std::string> seen_desc;
-    std::set<std::string> chunks;
+    std::map<std::string, int64_t> spellings;           // from the entity's own mentions
+    std::map<std::string, int64_t> endpoint_spellings;  // as a relationship endpoint
+    bool mentioned = false;                             // has a mention of its own
   };
-  std::map<std::string, EntityAcc> ents;
-  for (const auto& cm : entities) {
-    const auto& m = cm.mention;
-    if (m.name_key.empty()) continue;
-    auto& acc = ents[m.name_key];
-    acc.e.name_key = m.name_key;
-    ++acc.spellings[m.name];
-    if (!m.type.empty()) ++acc.e.type_counts[m.type];
-    AddDistinct(acc.e.descriptions, acc.seen_desc, m.description);
-    acc.chunks.insert(cm.chunk_id);
-  }
+  std::shared_ptr<TextPool> texts = std::make_shared<TextPool>();
+  std::map<std::string, EntityAcc, std::less<>> ents;
+  std::map<std::pair<std::string, std::string>, MergedRelationship> rels;
 
-  struct RelAcc {
-    MergedRelationship r;
-    std::set<std::string> seen_desc;
-    std::set<std::string> chunks;
-  };
-  std::map<std::pair<std::string, std::string>, RelAcc> rels;
-  for (const auto& cm : relationships) {
-    const auto& m = cm.mention;
-    if (m.source_key.empty() || m.target_key.empty() || m.source_key == m.target_key) continue;
-    const bool swap = m.target_key < m.source_key;
-    const std::string& a = swap ? m.target_key : m.source_key;
-    const std::string& b = swap ? m.source_key : m.target_key;
-    auto& acc = rels[{a, b}];
-    acc.r.source_key = a;
-    acc.r.target_key = b;
-    acc.r.weight += m.strength;
-    AddDistinct(acc.r.descriptions, acc.seen_desc, m.description);
-    acc.chunks.insert(cm.chunk_id);
-    // An endpoint no chunk extracted as an entity still becomes one.
-    for (const auto* end : {&m.source, &m.target}) {
-      const std::string& key = end == &m.source ? m.source_key : m.target_key;
-      auto& ea = ents[key];
-      if (ea.e.name_key.empty()) {
-        ea.e.name_key = key;
-        ea.e.inferred = true;
-      }
-      if (ea.e.inferred) ++ea.spellings[*end];
-      ea.chunks.insert(cm.chunk_id);
+  EntityAcc& Entity(std::string_view key) {
+    auto it = ents.find(key);
+    if (it == ents.end()) {
+      it = ents.emplace(std::string(key), EntityAcc{}).first;
+      it->second.e.name_key = std::string(key);
     }
+    return it->second;
   }
 
+  // Repeats are dropped at the end (KeepFirst), not here: a set per entity and relationship
+  // would cost more than the few repeats (the same sentence in several chunks) it saves.
+  static void AddDescription(std::vector<std::string_view>& list, std::string_view text) {
+    if (!text.empty() && (list.empty() || list.back().data() != text.data())) list.push_back(text);
+  }
+
+  // Each text once, where it came first (equal texts are one text of the pool).
+  static void KeepFirst(std::vector<std::string_view>& list) {
+    if (list.size() > 1) {
+      std::unordered_set<const char*> seen;
+      seen.reserve(list.size());
+      size_t kept = 0;
+      for (const std::string_view d : list) {
+        if (seen.insert(d.data()).second) list[kept++] = d;
+      }
+      list.resize(kept);
+    }
+    list.shrink_to_fit();
+  }
+};
+
+MentionMerger::MentionMerger() : state_(std::make_unique<State>()) {}
+MentionMerger::~MentionMerger() = default;
+MentionMerger::MentionMerger(MentionMerger&&) noexcept = default;
+MentionMerger& MentionMerger::operator=(MentionMerger&&) noexcept = default;
+
+void MentionMerger::Add(std::string_view chunk_id, const EntityMention& m) {
+  if (m.name_key.empty()) return;
+  State& s = *state_;
+  auto& acc = s.Entity(m.name_key);
+  acc.mentioned = true;
+  ++acc.spellings[m.name];
+  if (!m.type.empty()) ++acc.e.type_counts[m.type];
+  if (!m.description.empty()) {
+    State::AddDescription(acc.e.descriptions, s.texts->Intern(m.description));
+  }
+  AddChunk(acc.e.chunk_ids, s.texts->Intern(chunk_id));
+}
+
+void MentionMerger::Add(std::string_view chunk_id, const RelationshipMention& m) {
+  if (m.source_key.empty() || m.target_key.empty() || m.source_key == m.target_key) return;
+  State& s = *state_;
+  const bool swap = m.target_key < m.source_key;
+  const std::string& a = swap ? m.target_key : m.source_key;
+  const std::string& b = swap ? m.source_key : m.target_key;
+  const std::string_view chunk = s.texts->Intern(chunk_id);
+  auto it = s.rels.find({a, b});
+  if (it == s.rels.end()) {
+    it = s.rels.emplace(std::make_pair(a, b), MergedRelationship{}).first;
+    it->second.source_key = a;
+    it->second.target_key = b;
+  }
+  MergedRelationship& r = it->second;
+  r.weight += m.strength;
+  if (!m.description.empty()) {
+    State::AddDescription(r.descriptions, s.texts->Intern(m.description));
+  }
+  AddChunk(r.chunk_ids, chunk);
+  // An endpoint no chunk extracted as an entity still becomes one.
+  for (const auto* end : {&m.source, &m.target}) {
+    auto& ea = s.Entity(end == &m.source ? m.source_key : m.target_key);
+    ++ea.endpoint_spellings[*end];
+    AddChunk(ea.e.chunk_ids, chunk);
+  }
+}
+
+MergedGraph MentionMerger::Finish() {
+  State s = std::move(*state_);
+  state_ = std::make_unique<State>();
   MergedGraph g;
-  g.entities.reserve(ents.size());
-  for (auto& [key, acc] : ents) {
-    acc.e.name = MostFrequent(acc.spellings);
+  g.entities.reserve(s.ents.size());
+  for (auto& [key, acc] : s.ents) {
+    // Spelt as its own mentions spell it; an entity seen only as an endpoint, as they do.
+    acc.e.inferred = !acc.mentioned;
+    acc.e.name = MostFrequent(acc.mentioned ? acc.spellings : acc.endpoint_spellings);
     acc.e.type = MostFrequent(acc.e.type_counts);
-    acc.e.chunk_ids.assign(acc.chunks.begin(), acc.chunks.end());
+    SortUnique(acc.e.chunk_ids);
+    State::KeepFirst(acc.e.descriptions);
     g.entities.push_back(std::move(acc.e));
   }
-  g.relationships.reserve(rels.size());
-  for (auto& [key, acc] : rels) {
-    acc.r.chunk_ids.assign(acc.chunks.begin(), acc.chunks.end());
-    g.relationships.push_back(std::move(acc.r));
+  s.ents.clear();
+  g.relationships.reserve(s.rels.size());
+  for (auto& [key, r] : s.rels) {
+    SortUnique(r.chunk_ids);
+    State::KeepFirst(r.descriptions);
+    g.relationships.push_back(std::move(r));
   }
+  g.texts = std::move(s.texts);
   return g;
+}
+
+MergedGraph MergeMentions(const std::vector<ChunkEntityMention>& entities,
+                          const std::vector<ChunkRelationshipMention>& relationships) {
+  MentionMerger merger;
+  for (const auto& cm : entities) merger.Add(cm.chunk_id, cm.mention);
+  for (const auto& cm : relationships) merger.Add(cm.chunk_id, cm.mention);
+  return merger.Finish();
 }
 
 size_t CollapseResolved(MergedGraph& graph,
@@ -113,8 +187,8 @@ size_t CollapseResolved(MergedGraph& graph,
   };
   std::map<std::string, size_t> index_of;  // canonical key -> position in `out`
   std::vector<MergedEntity> out;
-  std::vector<std::set<std::string>> seen_desc;
-  std::vector<std::set<std::string>> chunks;
+  std::vector<std::set<std::string_view>> seen_desc;
+  std::vector<std::set<std::string_view>> chunks;
   // Canonical entities first, so their spelling and descriptions lead.
   for (int pass = 0; pass < 2; ++pass) {
     for (auto& e : graph.entities) {
@@ -148,37 +222,44 @@ size_t CollapseResolved(MergedGraph& graph,
   std::sort(out.begin(), out.end(),
             [](const MergedEntity& a, const MergedEntity& b) { return a.name_key < b.name_key; });
 
-  struct RelAcc {
-    MergedRelationship r;
-    std::set<std::string> seen_desc;
-    std::set<std::string> chunks;
-  };
-  std::map<std::pair<std::string, std::string>, RelAcc> rels;
+  // A relationship keeps its descriptions and chunks unless another one moves onto its ends;
+  // only then are the two lists united (in the order of the relationships, each once).
+  std::map<std::pair<std::string, std::string>, size_t> rel_index;  // ends -> position in `rels`
+  std::vector<MergedRelationship> rels;
+  std::unordered_map<size_t, std::set<std::string_view>> rel_seen;  // of the united ones
   for (auto& r : graph.relationships) {
     std::string a = target(r.source_key);
     std::string b = target(r.target_key);
     if (a == b) continue;  // the two ends are one entity now
     if (b < a) std::swap(a, b);
-    auto& acc = rels[{a, b}];
-    acc.r.source_key = a;
-    acc.r.target_key = b;
-    acc.r.weight += r.weight;
-    for (const auto& d : r.descriptions) AddDistinct(acc.r.descriptions, acc.seen_desc, d);
-    acc.chunks.insert(r.chunk_ids.begin(), r.chunk_ids.end());
+    auto [it, inserted] = rel_index.emplace(std::make_pair(a, b), rels.size());
+    if (inserted) {
+      r.source_key = std::move(a);
+      r.target_key = std::move(b);
+      rels.push_back(std::move(r));
+      continue;
+    }
+    MergedRelationship& into = rels[it->second];
+    into.weight += r.weight;
+    auto [seen, first] = rel_seen.try_emplace(it->second);
+    if (first) seen->second.insert(into.descriptions.begin(), into.descriptions.end());
+    for (const auto& d : r.descriptions) AddDistinct(into.descriptions, seen->second, d);
+    std::vector<std::string_view> united;
+    std::set_union(into.chunk_ids.begin(), into.chunk_ids.end(), r.chunk_ids.begin(),
+                   r.chunk_ids.end(), std::back_inserter(united));
+    into.chunk_ids = std::move(united);
   }
+  std::sort(rels.begin(), rels.end(), [](const MergedRelationship& x, const MergedRelationship& y) {
+    return std::tie(x.source_key, x.target_key) < std::tie(y.source_key, y.target_key);
+  });
   graph.entities = std::move(out);
-  graph.relationships.clear();
-  graph.relationships.reserve(rels.size());
-  for (auto& [key, acc] : rels) {
-    acc.r.chunk_ids.assign(acc.chunks.begin(), acc.chunks.end());
-    graph.relationships.push_back(std::move(acc.r));
-  }
+  graph.relationships = std::move(rels);
   return folded;
 }
 
 std::string DescriptionsHash(const std::string& name,
-                             const std::vector<std::string>& descriptions) {
-  std::vector<std::string> sorted = descriptions;
+                             const std::vector<std::string_view>& descriptions) {
+  std::vector<std::string_view> sorted = descriptions;
   std::sort(sorted.begin(), sorted.end());
   Hasher h;
   h.Add(name);
@@ -186,7 +267,7 @@ std::string DescriptionsHash(const std::string& name,
   return h.HexDigest();
 }
 
-std::string JoinDescriptions(const std::vector<std::string>& descriptions) {
+std::string JoinDescriptions(const std::vector<std::string_view>& descriptions) {
   std::string out;
   for (size_t i = 0; i < descriptions.size(); ++i) {
     if (i) out += "\n";
@@ -195,13 +276,15 @@ std::string JoinDescriptions(const std::vector<std::string>& descriptions) {
   return out;
 }
 
-std::string JoinDescriptionsWithin(const std::vector<std::string>& descriptions,
+std::string JoinDescriptionsWithin(const std::vector<std::string_view>& descriptions,
                                    const SummarizeOptions& options) {
   std::string out;
   size_t kept = 0;
   for (const auto& d : descriptions) {
     if (options.max_descriptions > 0 && kept == options.max_descriptions) break;
-    std::string next = kept == 0 ? d : out + "\n" + d;
+    std::string next = out;
+    if (kept > 0) next += "\n";
+    next += d;
     const size_t tokens = options.count_tokens ? options.count_tokens(next) : EstimateTokens(next);
     if (kept > 0 && tokens > options.max_joined_tokens) break;
     out = std::move(next);
@@ -210,7 +293,8 @@ std::string JoinDescriptionsWithin(const std::vector<std::string>& descriptions,
   return out;
 }
 
-bool NeedsSummary(const std::vector<std::string>& descriptions, const SummarizeOptions& options) {
+bool NeedsSummary(const std::vector<std::string_view>& descriptions,
+                  const SummarizeOptions& options) {
   if (options.max_descriptions > 0 && descriptions.size() > options.max_descriptions) return true;
   if (descriptions.size() < 2) return false;
   const std::string joined = JoinDescriptions(descriptions);
@@ -222,9 +306,7 @@ bool NeedsSummary(const std::vector<std::string>& descriptions, const SummarizeO
 namespace {
 
 // 16 hex digits of SHA-256: enough to tell a description from the others of one entity.
-std::string ShortHash(const std::string& description) {
-  return Sha256Hex(description).substr(0, 16);
-}
+std::string ShortHash(std::string_view description) { return Sha256Hex(description).substr(0, 16); }
 
 size_t CountTokens(const std::string& text, const SummarizeOptions& options) {
   return options.count_tokens ? options.count_tokens(text) : EstimateTokens(text);
@@ -232,7 +314,7 @@ size_t CountTokens(const std::string& text, const SummarizeOptions& options) {
 
 }  // namespace
 
-std::string SummaryBasis(const std::vector<std::string>& descriptions,
+std::string SummaryBasis(const std::vector<std::string_view>& descriptions,
                          const SummarizeOptions& options) {
   nlohmann::json summarized = nlohmann::json::array();
   for (const auto& d : descriptions) summarized.push_back(ShortHash(d));
@@ -242,11 +324,10 @@ std::string SummaryBasis(const std::vector<std::string>& descriptions,
       .dump();
 }
 
-std::optional<AppendedDescription> AppendToSummary(const std::string& description,
-                                                   const std::string& basis,
-                                                   const std::vector<std::string>& descriptions,
-                                                   double refresh_share,
-                                                   const SummarizeOptions& options) {
+std::optional<AppendedDescription> AppendToSummary(
+    const std::string& description, const std::string& basis,
+    const std::vector<std::string_view>& descriptions, double refresh_share,
+    const SummarizeOptions& options) {
   if (basis.empty() || refresh_share <= 0) return std::nullopt;
   const nlohmann::json b = nlohmann::json::parse(basis, nullptr, /*allow_exceptions=*/false);
   if (!b.is_object() || !b.contains("summarized") || !b["summarized"].is_array() ||
@@ -263,8 +344,8 @@ std::optional<AppendedDescription> AppendToSummary(const std::string& descriptio
     if (h.is_string()) appended.insert(h.get<std::string>());
   }
   std::set<std::string> now;
-  std::vector<std::string> extra;  // not in the summary: appended before, or new
-  std::vector<std::string> fresh;  // new this time
+  std::vector<std::string_view> extra;  // not in the summary: appended before, or new
+  std::vector<std::string_view> fresh;  // new this time
   for (const auto& d : descriptions) {
     const std::string h = ShortHash(d);
     now.insert(h);
@@ -294,12 +375,16 @@ std::optional<AppendedDescription> AppendToSummary(const std::string& descriptio
 }
 
 Result<std::string> SummarizeDescriptions(ChatModel& model, const std::string& name,
-                                          const std::vector<std::string>& descriptions,
+                                          const std::vector<std::string_view>& descriptions,
                                           const SummarizeOptions& options) {
-  std::vector<std::string> sorted = descriptions;  // order-independent prompt: cache-friendly
+  std::vector<std::string_view> sorted = descriptions;  // order-independent prompt: cache-friendly
   std::sort(sorted.begin(), sorted.end());
   std::string list;
-  for (const auto& d : sorted) list += "- " + d + "\n";
+  for (const auto& d : sorted) {
+    list += "- ";
+    list += d;
+    list += "\n";
+  }
   std::string prompt(kSummarizePrompt);
   prompt.replace(prompt.find("{name}"), 6, name);
   prompt.replace(prompt.find("{descriptions}"), 14, list);

@@ -39,14 +39,17 @@ struct Description {
 // unchanged, else joined or summarised.
 struct DescriptionJob {
   std::string name;
-  const std::vector<std::string>* descriptions;
+  const std::vector<std::string_view>* descriptions;
   std::string hash;
   Description result;
   bool resolved = false;  // taken from the store: inputs unchanged
   Description stored;     // what the store holds for it (empty when new)
+  // A joined description is joined when it is written (TakeText), so that the whole graph's
+  // joined texts are never in memory at once; result.text stays empty until then.
+  enum class Join { kNo, kAll, kWithin } join = Join::kNo;
 };
 
-Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, MergeSummary& s) {
+SummarizeOptions SummarizeOptionsFor(Run& run) {
   SummarizeOptions so;
   const SummaryConfig& sc = run.config().summaries;
   so.max_joined_tokens = static_cast<size_t>(sc.max_joined_tokens);
@@ -54,12 +57,32 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, MergeSum
   so.max_summary_tokens = static_cast<int>(sc.max_summary_tokens);
   const Tokenizer* tok = Tokenizer::Get(run.config().chunks.encoding).value_or(nullptr);
   if (tok != nullptr) so.count_tokens = [tok](std::string_view t) { return tok->Count(t); };
+  return so;
+}
+
+// The description text to write for `j` (taken from it).
+std::string TakeText(DescriptionJob& j, const SummarizeOptions& so) {
+  switch (j.join) {
+    case DescriptionJob::Join::kAll:
+      return JoinDescriptions(*j.descriptions);
+    case DescriptionJob::Join::kWithin:
+      return JoinDescriptionsWithin(*j.descriptions, so);
+    case DescriptionJob::Join::kNo:
+      break;
+  }
+  return std::move(j.result.text);
+}
+
+Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, MergeSummary& s) {
+  const SummarizeOptions so = SummarizeOptionsFor(run);
+  const SummaryConfig& sc = run.config().summaries;
   std::vector<size_t> llm_jobs;
   for (size_t i = 0; i < jobs.size(); ++i) {
     auto& j = jobs[i];
     if (j.resolved) continue;
     if (!NeedsSummary(*j.descriptions, so)) {
-      j.result = {j.hash, JoinDescriptions(*j.descriptions), "", ""};
+      j.result = {j.hash, "", "", ""};
+      j.join = DescriptionJob::Join::kAll;
     } else if (run.chat() != nullptr) {
       // An update's few new descriptions ride along with the stored summary (no call).
       std::optional<AppendedDescription> appended;
@@ -75,7 +98,8 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, MergeSum
         llm_jobs.push_back(i);
       }
     } else {
-      j.result = {j.hash, JoinDescriptionsWithin(*j.descriptions, so), "", ""};
+      j.result = {j.hash, "", "", ""};
+      j.join = DescriptionJob::Join::kWithin;
     }
   }
   if (llm_jobs.empty()) return Status::Ok();
@@ -180,7 +204,7 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGr
   SummarizeOptions join;  // a few descriptions are enough to tell two things apart
   join.max_descriptions = 3;
   join.max_joined_tokens = 200;
-  std::unordered_map<std::string, uint32_t> chunk_number;  // chunks as small ids, for locality
+  std::unordered_map<std::string_view, uint32_t> chunk_number;  // chunks as small ids, for locality
   for (const auto& e : g.entities) {
     index_of.emplace(e.name_key, in.entities.size());
     ResolveEntity r;
@@ -329,11 +353,18 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
     run.Progress("merge", 1, 1);
     return Status::Ok();
   }
-  GRAG_ASSIGN_OR_RETURN(auto entity_mentions, store.ListEntityMentions(extractor));
-  GRAG_ASSIGN_OR_RETURN(auto rel_mentions, store.ListRelationshipMentions(extractor));
-  MergedGraph g = MergeMentions(entity_mentions, rel_mentions);
-  entity_mentions.clear();
-  rel_mentions.clear();
+  // Mentions are merged as they are read: a large index's mentions never are all in memory.
+  MentionMerger merger;
+  GRAG_RETURN_IF_ERROR(store.ScanEntityMentions(extractor, [&](const ChunkEntityMention& m) {
+    merger.Add(m.chunk_id, m.mention);
+    return Status::Ok();
+  }));
+  GRAG_RETURN_IF_ERROR(
+      store.ScanRelationshipMentions(extractor, [&](const ChunkRelationshipMention& m) {
+        merger.Add(m.chunk_id, m.mention);
+        return Status::Ok();
+      }));
+  MergedGraph g = merger.Finish();
   GRAG_ASSIGN_OR_RETURN(Resolution resolution, ResolveGraph(run, extractor, g, s));
   if (extractor.kind == ExtractorKind::kNlp) {
     // Phrases seen once and weak co-occurrences are noise, as in Microsoft's fast method.
@@ -345,15 +376,16 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
   }
 
   GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> old_entities, store.ListEntities());
-  std::unordered_map<std::string, const EntityRecord*> old_by_key;
+  // The stored descriptions' texts move into the jobs below: held once, not three times.
+  std::unordered_map<std::string, EntityRecord*> old_by_key;
   std::unordered_map<int64_t, std::string> key_of_id;
-  for (const auto& e : old_entities) {
+  for (auto& e : old_entities) {
     old_by_key[e.name_key] = &e;
     key_of_id[e.id] = e.name_key;
   }
   GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> old_rels, store.ListRelationships());
-  std::map<std::pair<std::string, std::string>, const RelationshipRecord*> old_rel_by_keys;
-  for (const auto& r : old_rels) {
+  std::map<std::pair<std::string, std::string>, RelationshipRecord*> old_rel_by_keys;
+  for (auto& r : old_rels) {
     std::string a = key_of_id[r.source_id];
     std::string b = key_of_id[r.target_id];
     if (b < a) std::swap(a, b);
@@ -367,10 +399,10 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
     DescriptionJob j{e.name, &e.descriptions, DescriptionsHash(e.name_key, e.descriptions),
                      {},     false,           {}};
     if (auto it = old_by_key.find(e.name_key); it != old_by_key.end()) {
-      j.stored = {it->second->description_hash, it->second->description,
-                  it->second->description_model, it->second->description_basis};
+      j.stored = {it->second->description_hash, std::move(it->second->description),
+                  it->second->description_model, std::move(it->second->description_basis)};
       if (j.stored.hash == j.hash) {
-        j.result = j.stored;
+        j.result = std::move(j.stored);
         j.resolved = true;
       }
     }
@@ -381,16 +413,17 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
     DescriptionJob j{label, &r.descriptions, DescriptionsHash(label, r.descriptions),
                      {},    false,           {}};
     if (auto it = old_rel_by_keys.find({r.source_key, r.target_key}); it != old_rel_by_keys.end()) {
-      j.stored = {it->second->description_hash, it->second->description,
-                  it->second->description_model, it->second->description_basis};
+      j.stored = {it->second->description_hash, std::move(it->second->description),
+                  it->second->description_model, std::move(it->second->description_basis)};
       if (j.stored.hash == j.hash) {
-        j.result = j.stored;
+        j.result = std::move(j.stored);
         j.resolved = true;
       }
     }
     jobs.push_back(std::move(j));
   }
   GRAG_RETURN_IF_ERROR(ResolveDescriptions(run, jobs, s));
+  const SummarizeOptions so = SummarizeOptionsFor(run);
 
   // Write the graph in one transaction: readers never see half a merge.
   GRAG_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
@@ -411,12 +444,13 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
     rec.name = e.name;
     rec.type = e.type;
     rec.type_counts = e.type_counts;
-    rec.description = jobs[i].result.text;
+    rec.description = TakeText(jobs[i], so);
     rec.description_hash = jobs[i].result.hash;
     rec.description_model = jobs[i].result.model;
     rec.description_basis = jobs[i].result.basis;
     GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertEntity(rec));
-    GRAG_RETURN_IF_ERROR(store.SetEntityChunks(id, e.chunk_ids));
+    GRAG_RETURN_IF_ERROR(store.SetEntityChunks(
+        id, std::vector<std::string>(e.chunk_ids.begin(), e.chunk_ids.end())));
     id_of_key[e.name_key] = id;
     keep.insert(e.name_key);
   }
@@ -426,7 +460,8 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
   std::set<std::pair<int64_t, int64_t>> kept_pairs;
   for (size_t i = 0; i < g.relationships.size(); ++i) {
     const auto& r = g.relationships[i];
-    const auto& d = jobs[g.entities.size() + i].result;
+    DescriptionJob& job = jobs[g.entities.size() + i];
+    const Description& d = job.result;
     if (auto it = old_rel_by_keys.find({r.source_key, r.target_key});
         it == old_rel_by_keys.end() || it->second->weight != r.weight ||
         it->second->description_hash != d.hash) {
@@ -437,12 +472,13 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
     rec.source_id = id_of_key.at(r.source_key);
     rec.target_id = id_of_key.at(r.target_key);
     rec.weight = r.weight;
-    rec.description = d.text;
+    rec.description = TakeText(job, so);
     rec.description_hash = d.hash;
     rec.description_model = d.model;
     rec.description_basis = d.basis;
     GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertRelationship(rec));
-    GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(id, r.chunk_ids));
+    GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(
+        id, std::vector<std::string>(r.chunk_ids.begin(), r.chunk_ids.end())));
     kept_pairs.insert(std::minmax(rec.source_id, rec.target_id));
   }
   for (const auto& r : old_rels) {

@@ -175,6 +175,12 @@ class PostgresStore final : public Store, private TransactionOwner {
   Result<std::vector<ChunkRelationshipMention>> ListRelationshipMentions(
       const ExtractorId& extractor) override;
   Result<std::string> ExtractionsDigest(const ExtractorId& extractor) override;
+  Status ScanEntityMentions(
+      const ExtractorId& extractor,
+      const std::function<Status(const ChunkEntityMention& mention)>& fn) override;
+  Status ScanRelationshipMentions(
+      const ExtractorId& extractor,
+      const std::function<Status(const ChunkRelationshipMention& mention)>& fn) override;
 
   Result<int64_t> UpsertEntity(const EntityRecord& entity) override;
   Result<std::optional<EntityRecord>> GetEntity(int64_t id) override;
@@ -864,41 +870,21 @@ Result<std::vector<std::string>> PostgresStore::ChunksNeedingExtraction(
 
 Result<std::vector<ChunkEntityMention>> PostgresStore::ListEntityMentions(
     const ExtractorId& extractor) {
-  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
-  GRAG_ASSIGN_OR_RETURN(
-      Rows rows, read.conn().Query(
-                     "SELECT e.chunk_id, m.name, m.name_key, m.type, m.description FROM "
-                     "entity_mentions m JOIN extractions e ON e.id = m.extraction_id JOIN chunks c "
-                     "ON c.id = e.chunk_id WHERE e.extractor = $1 AND e.model = $2 AND e.status = "
-                     "'ok' ORDER BY c.document_id, c.chunk_index, m.id",
-                     {ExtractorKindName(extractor.kind), extractor.model}));
   std::vector<ChunkEntityMention> out;
-  out.reserve(static_cast<size_t>(rows.size()));
-  for (int i = 0; i < rows.size(); ++i) {
-    out.push_back(
-        {rows.Text(i, 0), {rows.Text(i, 1), rows.Text(i, 2), rows.Text(i, 3), rows.Text(i, 4)}});
-  }
+  GRAG_RETURN_IF_ERROR(ScanEntityMentions(extractor, [&](const ChunkEntityMention& m) {
+    out.push_back(m);
+    return Status::Ok();
+  }));
   return out;
 }
 
 Result<std::vector<ChunkRelationshipMention>> PostgresStore::ListRelationshipMentions(
     const ExtractorId& extractor) {
-  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
-  GRAG_ASSIGN_OR_RETURN(
-      Rows rows,
-      read.conn().Query("SELECT e.chunk_id, m.source, m.target, m.source_key, m.target_key, "
-                        "m.description, m.strength FROM relationship_mentions m JOIN extractions e "
-                        "ON e.id = m.extraction_id JOIN chunks c ON c.id = e.chunk_id WHERE "
-                        "e.extractor = $1 AND e.model = $2 AND e.status = 'ok' ORDER BY "
-                        "c.document_id, c.chunk_index, m.id",
-                        {ExtractorKindName(extractor.kind), extractor.model}));
   std::vector<ChunkRelationshipMention> out;
-  out.reserve(static_cast<size_t>(rows.size()));
-  for (int i = 0; i < rows.size(); ++i) {
-    out.push_back({rows.Text(i, 0),
-                   {rows.Text(i, 1), rows.Text(i, 2), rows.Text(i, 3), rows.Text(i, 4),
-                    rows.Text(i, 5), rows.Double(i, 6)}});
-  }
+  GRAG_RETURN_IF_ERROR(ScanRelationshipMentions(extractor, [&](const ChunkRelationshipMention& m) {
+    out.push_back(m);
+    return Status::Ok();
+  }));
   return out;
 }
 
@@ -915,6 +901,75 @@ Result<std::string> PostgresStore::ExtractionsDigest(const ExtractorId& extracto
     h.Add(rows.Text(i, 0)).Add("\t").Add(rows.Text(i, 1)).Add("\t").Add(rows.Text(i, 2)).Add("\n");
   }
   return h.HexDigest();
+}
+
+namespace {
+
+// Runs `select` through a cursor in one snapshot, a batch of rows at a time, so that a large
+// result is never held whole in memory; `row_fn` gets each batch and a row of it.
+Status ScanCursor(ReadHandle& read, const std::string& select, const Args& args,
+                  const std::function<Status(const Rows& rows, int row)>& row_fn) {
+  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
+  pq::Connection& conn = read.conn();
+  GRAG_RETURN_IF_ERROR(conn.Exec("DECLARE grag_scan NO SCROLL CURSOR FOR " + select, args));
+  Status st = Status::Ok();
+  while (st.ok()) {
+    Result<Rows> rows = conn.Query("FETCH 2000 FROM grag_scan");
+    if (!rows.ok()) {
+      st = rows.status();
+      break;
+    }
+    if (rows->empty()) break;
+    for (int i = 0; i < rows->size() && st.ok(); ++i) st = row_fn(*rows, i);
+  }
+  Status closed = conn.Exec("CLOSE grag_scan");
+  return st.ok() ? closed : st;
+}
+
+}  // namespace
+
+Status PostgresStore::ScanEntityMentions(
+    const ExtractorId& extractor,
+    const std::function<Status(const ChunkEntityMention& mention)>& fn) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  ChunkEntityMention m;
+  return ScanCursor(
+      read,
+      "SELECT e.chunk_id, m.name, m.name_key, m.type, m.description FROM entity_mentions m JOIN "
+      "extractions e ON e.id = m.extraction_id JOIN chunks c ON c.id = e.chunk_id WHERE "
+      "e.extractor = $1 AND e.model = $2 AND e.status = 'ok' ORDER BY c.document_id, "
+      "c.chunk_index, m.id",
+      {ExtractorKindName(extractor.kind), extractor.model}, [&](const Rows& rows, int i) {
+        m.chunk_id = rows.Text(i, 0);
+        m.mention.name = rows.Text(i, 1);
+        m.mention.name_key = rows.Text(i, 2);
+        m.mention.type = rows.Text(i, 3);
+        m.mention.description = rows.Text(i, 4);
+        return fn(m);
+      });
+}
+
+Status PostgresStore::ScanRelationshipMentions(
+    const ExtractorId& extractor,
+    const std::function<Status(const ChunkRelationshipMention& mention)>& fn) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  ChunkRelationshipMention m;
+  return ScanCursor(
+      read,
+      "SELECT e.chunk_id, m.source, m.target, m.source_key, m.target_key, m.description, "
+      "m.strength FROM relationship_mentions m JOIN extractions e ON e.id = m.extraction_id JOIN "
+      "chunks c ON c.id = e.chunk_id WHERE e.extractor = $1 AND e.model = $2 AND e.status = 'ok' "
+      "ORDER BY c.document_id, c.chunk_index, m.id",
+      {ExtractorKindName(extractor.kind), extractor.model}, [&](const Rows& rows, int i) {
+        m.chunk_id = rows.Text(i, 0);
+        m.mention.source = rows.Text(i, 1);
+        m.mention.target = rows.Text(i, 2);
+        m.mention.source_key = rows.Text(i, 3);
+        m.mention.target_key = rows.Text(i, 4);
+        m.mention.description = rows.Text(i, 5);
+        m.mention.strength = rows.Double(i, 6);
+        return fn(m);
+      });
 }
 
 // ---------------------------------------------------------------- entities

@@ -50,6 +50,12 @@ class SqliteStore final : public Store {
   Result<std::vector<ChunkRelationshipMention>> ListRelationshipMentions(
       const ExtractorId& extractor) override;
   Result<std::string> ExtractionsDigest(const ExtractorId& extractor) override;
+  Status ScanEntityMentions(
+      const ExtractorId& extractor,
+      const std::function<Status(const ChunkEntityMention& mention)>& fn) override;
+  Status ScanRelationshipMentions(
+      const ExtractorId& extractor,
+      const std::function<Status(const ChunkRelationshipMention& mention)>& fn) override;
   Result<int64_t> UpsertEntity(const EntityRecord& entity) override;
   Result<std::optional<EntityRecord>> GetEntity(int64_t id) override;
   Result<std::optional<EntityRecord>> GetEntityByKey(std::string_view name_key) override;

@@ -9,6 +9,7 @@
 #include "grag/hash.h"
 #include "grag/store.h"
 #include "json_fields.h"
+#include "mention_sql.h"
 #include "names.h"
 #include "community_checks.h"
 #include "neighbourhood.h"
@@ -166,44 +167,63 @@ Result<std::vector<std::string>> SqliteStore::ChunksNeedingExtraction(
 
 Result<std::vector<ChunkEntityMention>> SqliteStore::ListEntityMentions(
     const ExtractorId& extractor) {
-  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
-  GRAG_ASSIGN_OR_RETURN(
-      sqlite::Stmt stmt,
-      read.conn().Prepare(
-          "SELECT e.chunk_id, m.name, m.name_key, m.type, m.description FROM entity_mentions m "
-          "JOIN extractions e ON e.id = m.extraction_id JOIN chunks c ON c.id = e.chunk_id "
-          "WHERE e.extractor = ? AND e.model = ? AND e.status = 'ok' "
-          "ORDER BY c.document_id, c.chunk_index, m.id"));
-  stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
   std::vector<ChunkEntityMention> out;
-  while (true) {
-    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) break;
-    out.push_back({stmt.Text(0), {stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Text(4)}});
-  }
+  GRAG_RETURN_IF_ERROR(ScanEntityMentions(extractor, [&](const ChunkEntityMention& m) {
+    out.push_back(m);
+    return Status::Ok();
+  }));
   return out;
 }
 
 Result<std::vector<ChunkRelationshipMention>> SqliteStore::ListRelationshipMentions(
     const ExtractorId& extractor) {
-  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
-  GRAG_ASSIGN_OR_RETURN(
-      sqlite::Stmt stmt,
-      read.conn().Prepare(
-          "SELECT e.chunk_id, m.source, m.target, m.source_key, m.target_key, m.description, "
-          "m.strength FROM relationship_mentions m JOIN extractions e ON e.id = m.extraction_id "
-          "JOIN chunks c ON c.id = e.chunk_id WHERE e.extractor = ? AND e.model = ? AND "
-          "e.status = 'ok' ORDER BY c.document_id, c.chunk_index, m.id"));
-  stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
   std::vector<ChunkRelationshipMention> out;
+  GRAG_RETURN_IF_ERROR(ScanRelationshipMentions(extractor, [&](const ChunkRelationshipMention& m) {
+    out.push_back(m);
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Status SqliteStore::ScanEntityMentions(
+    const ExtractorId& extractor,
+    const std::function<Status(const ChunkEntityMention& mention)>& fn) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read.conn().Prepare(sqlite::kScanEntityMentionsSql));
+  stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
+  ChunkEntityMention m;  // one row at a time
   while (true) {
     GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) break;
-    out.push_back(
-        {stmt.Text(0),
-         {stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Text(4), stmt.Text(5), stmt.Double(6)}});
+    if (!row) return Status::Ok();
+    m.chunk_id = stmt.Text(0);
+    m.mention.name = stmt.Text(1);
+    m.mention.name_key = stmt.Text(2);
+    m.mention.type = stmt.Text(3);
+    m.mention.description = stmt.Text(4);
+    GRAG_RETURN_IF_ERROR(fn(m));
   }
-  return out;
+}
+
+Status SqliteStore::ScanRelationshipMentions(
+    const ExtractorId& extractor,
+    const std::function<Status(const ChunkRelationshipMention& mention)>& fn) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        read.conn().Prepare(sqlite::kScanRelationshipMentionsSql));
+  stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
+  ChunkRelationshipMention m;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return Status::Ok();
+    m.chunk_id = stmt.Text(0);
+    m.mention.source = stmt.Text(1);
+    m.mention.target = stmt.Text(2);
+    m.mention.source_key = stmt.Text(3);
+    m.mention.target_key = stmt.Text(4);
+    m.mention.description = stmt.Text(5);
+    m.mention.strength = stmt.Double(6);
+    GRAG_RETURN_IF_ERROR(fn(m));
+  }
 }
 
 Result<std::string> SqliteStore::ExtractionsDigest(const ExtractorId& extractor) {

@@ -8,10 +8,14 @@
 // dropped.
 #pragma once
 
+#include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "grag/llm.h"
@@ -19,27 +23,63 @@
 
 namespace grag {
 
+// The texts a merged graph's descriptions and chunk ids point into, each distinct text once:
+// the NLP extractor's co-occurrences in one sentence all carry that sentence, so the mentions'
+// descriptions are mostly the same few texts. A text's address never changes.
+class TextPool {
+ public:
+  std::string_view Intern(std::string_view text);
+  size_t size() const { return texts_.size(); }
+
+ private:
+  std::deque<std::string> texts_;
+  std::unordered_set<std::string_view> index_;
+};
+
 struct MergedEntity {
   std::string name_key;
   std::string name;  // the most frequent spelling (ties: the smallest)
   std::string type;  // the most frequent type (ties: the smallest); empty when inferred
   std::map<std::string, int64_t> type_counts;
-  std::vector<std::string> descriptions;  // distinct, in order of first mention
-  std::vector<std::string> chunk_ids;     // distinct, sorted
-  bool inferred = false;                  // only ever seen as a relationship endpoint
+  // Both point into the graph's `texts`.
+  std::vector<std::string_view> descriptions;  // distinct, in order of first mention
+  std::vector<std::string_view> chunk_ids;     // distinct, sorted
+  bool inferred = false;                       // only ever seen as a relationship endpoint
 };
 
 struct MergedRelationship {
   std::string source_key;  // source_key < target_key
   std::string target_key;
   double weight = 0;  // sum of the mentions' strengths
-  std::vector<std::string> descriptions;
-  std::vector<std::string> chunk_ids;
+  std::vector<std::string_view> descriptions;
+  std::vector<std::string_view> chunk_ids;
 };
 
 struct MergedGraph {
   std::vector<MergedEntity> entities;             // sorted by name_key
   std::vector<MergedRelationship> relationships;  // sorted by (source_key, target_key)
+  std::shared_ptr<const TextPool> texts;          // what the descriptions and chunk ids point into
+};
+
+// Merges mentions as they come (a store's scan: Store::ScanEntityMentions), holding only what
+// the merged graph holds, never the mentions themselves. The result does not depend on the
+// order of the mentions except for the order of descriptions, which follows the order in which
+// they were added.
+class MentionMerger {
+ public:
+  MentionMerger();
+  ~MentionMerger();
+  MentionMerger(MentionMerger&&) noexcept;
+  MentionMerger& operator=(MentionMerger&&) noexcept;
+
+  void Add(std::string_view chunk_id, const EntityMention& mention);
+  void Add(std::string_view chunk_id, const RelationshipMention& mention);
+  // The graph of everything added; the merger is empty again afterwards.
+  MergedGraph Finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // Mentions in any order; the result does not depend on their order except for the order of
@@ -69,18 +109,20 @@ struct SummarizeOptions {
 
 // A fingerprint of a description list (order-independent), stored beside the merged
 // description so an unchanged list is never summarised again.
-std::string DescriptionsHash(const std::string& name, const std::vector<std::string>& descriptions);
+std::string DescriptionsHash(const std::string& name,
+                             const std::vector<std::string_view>& descriptions);
 
 // Without a summarizer (no-LLM mode): the first descriptions, one per line, as many as fit
 // max_descriptions and max_joined_tokens (at least one).
-std::string JoinDescriptionsWithin(const std::vector<std::string>& descriptions,
+std::string JoinDescriptionsWithin(const std::vector<std::string_view>& descriptions,
                                    const SummarizeOptions& options);
 
 // Whether `descriptions` need the summarizer under `options`.
-bool NeedsSummary(const std::vector<std::string>& descriptions, const SummarizeOptions& options);
+bool NeedsSummary(const std::vector<std::string_view>& descriptions,
+                  const SummarizeOptions& options);
 
 // The descriptions joined, one per line, in order.
-std::string JoinDescriptions(const std::vector<std::string>& descriptions);
+std::string JoinDescriptions(const std::vector<std::string_view>& descriptions);
 
 // ---- updates: appending to a summary instead of summarising again
 // A summary records which descriptions it covers (its basis: a short fingerprint of each, and
@@ -91,7 +133,7 @@ std::string JoinDescriptions(const std::vector<std::string>& descriptions);
 // removed material never lingers.
 
 // The basis of a summary just written from `descriptions`.
-std::string SummaryBasis(const std::vector<std::string>& descriptions,
+std::string SummaryBasis(const std::vector<std::string_view>& descriptions,
                          const SummarizeOptions& options);
 
 struct AppendedDescription {
@@ -102,15 +144,14 @@ struct AppendedDescription {
 // The stored summary `description` with the descriptions `basis` does not cover appended, when
 // that is within the limits above; nullopt when a new summary is needed (or the basis is empty or
 // unreadable).
-std::optional<AppendedDescription> AppendToSummary(const std::string& description,
-                                                   const std::string& basis,
-                                                   const std::vector<std::string>& descriptions,
-                                                   double refresh_share,
-                                                   const SummarizeOptions& options);
+std::optional<AppendedDescription> AppendToSummary(
+    const std::string& description, const std::string& basis,
+    const std::vector<std::string_view>& descriptions, double refresh_share,
+    const SummarizeOptions& options);
 
 // One merged description of `name` from `descriptions` (which NeedsSummary), by the summarizer.
 Result<std::string> SummarizeDescriptions(ChatModel& model, const std::string& name,
-                                          const std::vector<std::string>& descriptions,
+                                          const std::vector<std::string_view>& descriptions,
                                           const SummarizeOptions& options);
 
 }  // namespace grag

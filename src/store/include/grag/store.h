@@ -195,7 +195,16 @@ class Store {
       const ExtractorId& extractor) = 0;
   virtual Result<std::vector<ChunkRelationshipMention>> ListRelationshipMentions(
       const ExtractorId& extractor) = 0;
-  // A digest of what the two lists above hold for `extractor`, read without touching a
+  // The same mentions in the same order, one at a time, so that a large index's mentions are
+  // never all in memory (the merge). A Status other than ok from `fn` ends the scan and is
+  // returned. `fn` must not use the store (it runs inside the store's read).
+  virtual Status ScanEntityMentions(
+      const ExtractorId& extractor,
+      const std::function<Status(const ChunkEntityMention& mention)>& fn) = 0;
+  virtual Status ScanRelationshipMentions(
+      const ExtractorId& extractor,
+      const std::function<Status(const ChunkRelationshipMention& mention)>& fn) = 0;
+  // A digest of what the lists and scans above give for `extractor`, read without touching a
   // mention: which ok results, of which chunks, in which order, each result by its id and the
   // time it was stored. Replacing or removing a result, or adding one, changes it. The merge
   // compares it with the one it last merged to skip work whose inputs are unchanged.
