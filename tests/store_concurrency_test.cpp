@@ -85,6 +85,9 @@ TEST(StoreConcurrencyTest, AReadWaitsBrieflyForALentReaderRatherThanOpeningAnoth
   ASSERT_TRUE(conn.ok()) << conn.status().ToString();
   SqliteStore::Impl impl(path, std::move(conn).value());
   impl.pool_enabled = true;
+  // Long enough that the first read surely ends within it, however loaded the machine (the
+  // default is a millisecond): the second read then takes the first's connection.
+  impl.reader_wait = std::chrono::seconds(60);
   std::optional<Result<ReadHandle>> first(impl.Read());
   ASSERT_TRUE(first->ok()) << first->status().ToString();
   std::atomic<bool> asking{false};

@@ -96,11 +96,6 @@ Status SqliteStore::Impl::WriteGrouped(const std::function<Status()>& write) {
 
 // ---------------------------------------------------------------- reads
 
-namespace {
-// How long a read waits for a lent-out reader before opening another (Read()).
-constexpr std::chrono::microseconds kReaderWait{1000};
-}  // namespace
-
 Result<ReadHandle> SqliteStore::Impl::Read() {
   if (!pool_enabled || tx_thread.load() == std::this_thread::get_id()) {
     return ReadHandle(this, std::unique_lock(mu));
@@ -109,9 +104,9 @@ Result<ReadHandle> SqliteStore::Impl::Read() {
     std::unique_lock lock(pool_mu);
     // A reader lent out comes back when its call ends, which for most reads is sooner than
     // another connection opens (it parses the whole schema first: a millisecond or so, and
-    // memory). So wait about that long for one before opening another.
+    // memory). So wait about that long (reader_wait) for one before opening another.
     if (idle_readers.empty() && readers_open > 0) {
-      pool_cv.wait_for(lock, kReaderWait, [&] { return !idle_readers.empty(); });
+      pool_cv.wait_for(lock, reader_wait, [&] { return !idle_readers.empty(); });
     }
     pool_cv.wait(lock, [&] { return !idle_readers.empty() || readers_open < kMaxReaders; });
     ++readers_out;

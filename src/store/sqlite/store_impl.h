@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -133,6 +134,10 @@ struct SqliteStore::Impl final : TransactionOwner {
   std::vector<std::unique_ptr<PooledReader>> idle_readers;  // guarded by pool_mu
   int readers_out = 0;                                      // guarded by pool_mu: lent out
   int readers_open = 0;                                     // guarded by pool_mu: idle + lent
+  // How long a read waits for a lent-out reader before opening another: a reader comes back
+  // when its call ends, which for most reads is sooner than a connection opens (it parses the
+  // whole schema first).
+  std::chrono::microseconds reader_wait{1000};
 };
 
 namespace store {
