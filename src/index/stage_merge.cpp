@@ -425,6 +425,27 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
   GRAG_RETURN_IF_ERROR(ResolveDescriptions(run, jobs, s));
   const SummarizeOptions so = SummarizeOptionsFor(run);
 
+  // An entity or relationship whose record and chunks are as stored is not written again: an
+  // update rewrites only what its changes reach (an UPDATE to the same values still rewrites the
+  // row's page, and relinking rewrote every link).
+  std::unordered_map<int64_t, std::vector<std::string>> old_entity_chunks, old_rel_chunks;
+  if (!old_entities.empty()) {
+    GRAG_ASSIGN_OR_RETURN(ChunkLinks links, store.ListChunkLinks());
+    for (auto& [id, chunk] : links.entities) old_entity_chunks[id].push_back(std::move(chunk));
+    for (auto& [id, chunk] : links.relationships) old_rel_chunks[id].push_back(std::move(chunk));
+  }
+  auto same_chunks = [](std::unordered_map<int64_t, std::vector<std::string>>& stored, int64_t id,
+                        const std::vector<std::string_view>& now) {
+    auto it = stored.find(id);
+    if (it == stored.end()) return now.empty();
+    std::vector<std::string>& old = it->second;
+    std::sort(old.begin(), old.end());
+    std::vector<std::string_view> sorted_now(now.begin(), now.end());
+    std::sort(sorted_now.begin(), sorted_now.end());
+    return std::equal(old.begin(), old.end(), sorted_now.begin(), sorted_now.end());
+  };
+  int64_t written = 0;
+
   // Write the graph in one transaction: readers never see half a merge.
   GRAG_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
   std::unordered_map<std::string, int64_t> id_of_key;
@@ -435,10 +456,19 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
   const size_t pending_before = changed.size();
   for (size_t i = 0; i < g.entities.size(); ++i) {
     const auto& e = g.entities[i];
-    if (auto it = old_by_key.find(e.name_key);
-        it == old_by_key.end() || it->second->description_hash != jobs[i].hash) {
+    auto old = old_by_key.find(e.name_key);
+    if (old == old_by_key.end() || old->second->description_hash != jobs[i].hash) {
       changed.insert(e.name_key);
     }
+    // The description taken from the store (resolved) is the stored one, word for word.
+    if (old != old_by_key.end() && jobs[i].resolved && old->second->name == e.name &&
+        old->second->type == e.type && old->second->type_counts == e.type_counts &&
+        same_chunks(old_entity_chunks, old->second->id, e.chunk_ids)) {
+      id_of_key[e.name_key] = old->second->id;
+      keep.insert(e.name_key);
+      continue;
+    }
+    ++written;
     EntityRecord rec;
     rec.name_key = e.name_key;
     rec.name = e.name;
@@ -462,12 +492,20 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
     const auto& r = g.relationships[i];
     DescriptionJob& job = jobs[g.entities.size() + i];
     const Description& d = job.result;
-    if (auto it = old_rel_by_keys.find({r.source_key, r.target_key});
-        it == old_rel_by_keys.end() || it->second->weight != r.weight ||
-        it->second->description_hash != d.hash) {
+    auto old = old_rel_by_keys.find({r.source_key, r.target_key});
+    if (old == old_rel_by_keys.end() || old->second->weight != r.weight ||
+        old->second->description_hash != d.hash) {
       changed.insert(r.source_key);
       changed.insert(r.target_key);
     }
+    if (old != old_rel_by_keys.end() && job.resolved && old->second->weight == r.weight &&
+        std::minmax(old->second->source_id, old->second->target_id) ==
+            std::minmax(id_of_key.at(r.source_key), id_of_key.at(r.target_key)) &&
+        same_chunks(old_rel_chunks, old->second->id, r.chunk_ids)) {
+      kept_pairs.insert(std::minmax(old->second->source_id, old->second->target_id));
+      continue;
+    }
+    ++written;
     RelationshipRecord rec;
     rec.source_id = id_of_key.at(r.source_key);
     rec.target_id = id_of_key.at(r.target_key);
@@ -508,6 +546,9 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
                                         .dump()));
   GRAG_RETURN_IF_ERROR(tx.Commit());
   s.entities_changed = static_cast<int64_t>(changed.size() - pending_before);
+  Log(LogLevel::kDebug, "merge",
+      fmt::format("{} of {} entities and relationships written (the rest as stored)", written,
+                  g.entities.size() + g.relationships.size()));
   run.Progress("merge", 1, 1);
   return Status::Ok();
 }

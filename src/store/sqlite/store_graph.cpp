@@ -707,13 +707,19 @@ Result<bool> SqliteStore::DeleteRelationship(int64_t id) {
 
 Status SqliteStore::RecomputeGraphStats() {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  // Only the rows whose figures differ: an UPDATE to the same value still rewrites the row's
+  // page, and an update touches few of them.
   GRAG_RETURN_IF_ERROR(impl_->conn.Exec(
-      "UPDATE entities SET "
-      "degree = (SELECT count(*) FROM relationships r WHERE r.source_id = entities.id) + "
-      "         (SELECT count(*) FROM relationships r WHERE r.target_id = entities.id), "
-      "frequency = (SELECT count(*) FROM entity_chunks l WHERE l.entity_id = entities.id);"
-      "UPDATE relationships SET frequency = (SELECT count(*) FROM relationship_chunks l "
-      "WHERE l.relationship_id = relationships.id);"));
+      "UPDATE entities SET degree = s.degree, frequency = s.frequency FROM (SELECT e.id, "
+      "(SELECT count(*) FROM relationships r WHERE r.source_id = e.id) + "
+      "(SELECT count(*) FROM relationships r WHERE r.target_id = e.id) AS degree, "
+      "(SELECT count(*) FROM entity_chunks l WHERE l.entity_id = e.id) AS frequency "
+      "FROM entities e) AS s WHERE s.id = entities.id AND "
+      "(entities.degree IS NOT s.degree OR entities.frequency IS NOT s.frequency);"
+      "UPDATE relationships SET frequency = s.frequency FROM (SELECT r.id, (SELECT count(*) "
+      "FROM relationship_chunks l WHERE l.relationship_id = r.id) AS frequency "
+      "FROM relationships r) AS s WHERE s.id = relationships.id AND "
+      "relationships.frequency IS NOT s.frequency;"));
   return tx.Commit();
 }
 
