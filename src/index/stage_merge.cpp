@@ -425,25 +425,9 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
   GRAG_RETURN_IF_ERROR(ResolveDescriptions(run, jobs, s));
   const SummarizeOptions so = SummarizeOptionsFor(run);
 
-  // An entity or relationship whose record and chunks are as stored is not written again: an
-  // update rewrites only what its changes reach (an UPDATE to the same values still rewrites the
-  // row's page, and relinking rewrote every link).
-  std::unordered_map<int64_t, std::vector<std::string>> old_entity_chunks, old_rel_chunks;
-  if (!old_entities.empty()) {
-    GRAG_ASSIGN_OR_RETURN(ChunkLinks links, store.ListChunkLinks());
-    for (auto& [id, chunk] : links.entities) old_entity_chunks[id].push_back(std::move(chunk));
-    for (auto& [id, chunk] : links.relationships) old_rel_chunks[id].push_back(std::move(chunk));
-  }
-  auto same_chunks = [](std::unordered_map<int64_t, std::vector<std::string>>& stored, int64_t id,
-                        const std::vector<std::string_view>& now) {
-    auto it = stored.find(id);
-    if (it == stored.end()) return now.empty();
-    std::vector<std::string>& old = it->second;
-    std::sort(old.begin(), old.end());
-    std::vector<std::string_view> sorted_now(now.begin(), now.end());
-    std::sort(sorted_now.begin(), sorted_now.end());
-    return std::equal(old.begin(), old.end(), sorted_now.begin(), sorted_now.end());
-  };
+  // An entity or relationship whose record is as stored is not written again (an UPDATE to the
+  // same values still rewrites the row's page); the store leaves chunk links that are already
+  // there alone. An update rewrites only what its changes reach.
   int64_t written = 0;
 
   // Write the graph in one transaction: readers never see half a merge.
@@ -461,9 +445,10 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
       changed.insert(e.name_key);
     }
     // The description taken from the store (resolved) is the stored one, word for word.
+    const std::vector<std::string> chunk_ids(e.chunk_ids.begin(), e.chunk_ids.end());
     if (old != old_by_key.end() && jobs[i].resolved && old->second->name == e.name &&
-        old->second->type == e.type && old->second->type_counts == e.type_counts &&
-        same_chunks(old_entity_chunks, old->second->id, e.chunk_ids)) {
+        old->second->type == e.type && old->second->type_counts == e.type_counts) {
+      GRAG_RETURN_IF_ERROR(store.SetEntityChunks(old->second->id, chunk_ids));
       id_of_key[e.name_key] = old->second->id;
       keep.insert(e.name_key);
       continue;
@@ -479,8 +464,7 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
     rec.description_model = jobs[i].result.model;
     rec.description_basis = jobs[i].result.basis;
     GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertEntity(rec));
-    GRAG_RETURN_IF_ERROR(store.SetEntityChunks(
-        id, std::vector<std::string>(e.chunk_ids.begin(), e.chunk_ids.end())));
+    GRAG_RETURN_IF_ERROR(store.SetEntityChunks(id, chunk_ids));
     id_of_key[e.name_key] = id;
     keep.insert(e.name_key);
   }
@@ -498,10 +482,11 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
       changed.insert(r.source_key);
       changed.insert(r.target_key);
     }
+    const std::vector<std::string> chunk_ids(r.chunk_ids.begin(), r.chunk_ids.end());
     if (old != old_rel_by_keys.end() && job.resolved && old->second->weight == r.weight &&
         std::minmax(old->second->source_id, old->second->target_id) ==
-            std::minmax(id_of_key.at(r.source_key), id_of_key.at(r.target_key)) &&
-        same_chunks(old_rel_chunks, old->second->id, r.chunk_ids)) {
+            std::minmax(id_of_key.at(r.source_key), id_of_key.at(r.target_key))) {
+      GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(old->second->id, chunk_ids));
       kept_pairs.insert(std::minmax(old->second->source_id, old->second->target_id));
       continue;
     }
@@ -515,8 +500,7 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
     rec.description_model = d.model;
     rec.description_basis = d.basis;
     GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertRelationship(rec));
-    GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(
-        id, std::vector<std::string>(r.chunk_ids.begin(), r.chunk_ids.end())));
+    GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(id, chunk_ids));
     kept_pairs.insert(std::minmax(rec.source_id, rec.target_id));
   }
   for (const auto& r : old_rels) {

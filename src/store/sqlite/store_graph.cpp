@@ -273,18 +273,36 @@ Result<std::optional<EntityRecord>> OneEntity(sqlite::Stmt& stmt) {
   return std::optional<EntityRecord>(ReadEntity(stmt));
 }
 
-// Replaces the chunk links of one owner in a link table (entity_chunks, relationship_chunks).
+// Makes `chunk_ids` the chunk links of one owner in a link table (entity_chunks,
+// relationship_chunks), writing only the links that differ: an update leaves most owners' links
+// as they are, and rewriting them all cost most of a merge's writes.
 Status SetLinks(sqlite::Connection& conn, std::string_view table, std::string_view owner_column,
                 int64_t owner_id, const std::vector<std::string>& chunk_ids) {
   const std::string t(table);
   const std::string col(owner_column);
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt del,
-                        conn.Prepare("DELETE FROM " + t + " WHERE " + col + " = ?"));
-  GRAG_RETURN_IF_ERROR(del.BindAll(owner_id).Run());
+  std::unordered_set<std::string> stored;
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt read,
+                          conn.Prepare("SELECT chunk_id FROM " + t + " WHERE " + col + " = ?"));
+    read.BindAll(owner_id);
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, read.Step());
+      if (!row) break;
+      stored.insert(read.Text(0));
+    }
+  }
+  const std::unordered_set<std::string> wanted(chunk_ids.begin(), chunk_ids.end());
+  for (const std::string& chunk_id : stored) {
+    if (wanted.count(chunk_id)) continue;
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt del, conn.Prepare("DELETE FROM " + t + " WHERE " + col +
+                                                         " = ? AND chunk_id = ?"));
+    GRAG_RETURN_IF_ERROR(del.BindAll(owner_id, chunk_id).Run());
+  }
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt insert,
                         conn.Prepare("INSERT INTO " + t + " (" + col +
                                      ", chunk_id) VALUES (?, ?) ON CONFLICT DO NOTHING"));
   for (const std::string& chunk_id : chunk_ids) {
+    if (stored.count(chunk_id)) continue;
     Status st = insert.BindAll(owner_id, chunk_id).Run();
     if (!st.ok()) {
       return st.WithContext("linking " + std::string(owner_column) + " " +
