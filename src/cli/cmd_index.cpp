@@ -239,7 +239,8 @@ Command AddIndexCommand(CLI::App& app, GlobalOptions& g) {
       "(Leiden), write community reports (LLM or extractive), embed. Works out what changed "
       "by content hash and does only that: new and edited documents are extracted, removed ones "
       "leave the graph, communities start from the previous partition and only reports whose "
-      "inputs changed are rewritten. Re-running on unchanged input makes no LLM call.");
+      "inputs changed are rewritten. Re-running on unchanged input makes no LLM call, chunks no "
+      "document again and keeps the graph as it is (its inputs are compared by fingerprint).");
   struct Opts {
     std::vector<std::string> paths;
     IndexFlags flags;
