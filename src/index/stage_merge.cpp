@@ -178,11 +178,10 @@ std::string ResolutionParams(Run& run, const ExtractorId& extractor, const Resol
 // placed by an earlier run under the same settings keeps its place (its links to names still
 // present are kept) and only new names are compared; a name whose entity is gone is placed
 // again. A person's overrides (grag entities merge/split) win.
-Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor, MergedGraph& g,
-                                MergeSummary& s) {
+Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor,
+                                const ResolveOptions& options, MergedGraph& g, MergeSummary& s) {
   Store& store = run.store();
   const Config& config = run.config();
-  GRAG_ASSIGN_OR_RETURN(ResolveOptions options, ResolveOptionsWithPrompt(run));
   Resolution out;
   out.params = ResolutionParams(run, extractor, options);
   GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_params,
@@ -307,11 +306,11 @@ constexpr std::string_view kMergeStateKey = "merge_state";
 // person's overrides, the NLP pruning and the description settings. Two merges with the same
 // inputs write the same graph, so the second can be skipped. The version is bumped whenever
 // the merge itself changes what it writes.
-Result<std::string> MergeInputs(Run& run, const ExtractorId& extractor) {
+Result<std::string> MergeInputs(Run& run, const ExtractorId& extractor,
+                                const ResolveOptions& options) {
   Store& store = run.store();
   const Config& c = run.config();
   GRAG_ASSIGN_OR_RETURN(std::string digest, store.ExtractionsDigest(extractor));
-  GRAG_ASSIGN_OR_RETURN(ResolveOptions options, ResolveOptionsWithPrompt(run));
   GRAG_ASSIGN_OR_RETURN(std::vector<EntityOverride> overrides, store.ListEntityOverrides());
   Hasher h;
   h.Add("merge v1\n").Add(digest).Add("\n").Add(ResolutionParams(run, extractor, options));
@@ -345,7 +344,10 @@ Result<bool> MergedAlready(Store& store, const std::string& inputs, MergeSummary
 Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
   Store& store = run.store();
   // Nothing the graph depends on has changed since the last merge: it stands as written.
-  GRAG_ASSIGN_OR_RETURN(const std::string inputs, MergeInputs(run, extractor));
+  // The resolution options (with the judge's prompt read once) serve the fingerprint and the
+  // resolution both.
+  GRAG_ASSIGN_OR_RETURN(const ResolveOptions options, ResolveOptionsWithPrompt(run));
+  GRAG_ASSIGN_OR_RETURN(const std::string inputs, MergeInputs(run, extractor, options));
   GRAG_ASSIGN_OR_RETURN(s.graph_unchanged, MergedAlready(store, inputs, s));
   if (s.graph_unchanged) {
     Log(LogLevel::kInfo, "merge",
@@ -365,7 +367,7 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
         return Status::Ok();
       }));
   MergedGraph g = merger.Finish();
-  GRAG_ASSIGN_OR_RETURN(Resolution resolution, ResolveGraph(run, extractor, g, s));
+  GRAG_ASSIGN_OR_RETURN(Resolution resolution, ResolveGraph(run, extractor, options, g, s));
   if (extractor.kind == ExtractorKind::kNlp) {
     // Phrases seen once and weak co-occurrences are noise, as in Microsoft's fast method.
     const NlpPruneStats ps = PruneNlpGraph(g, NlpPruneOptionsFor(run.config()));
