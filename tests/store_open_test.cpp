@@ -288,7 +288,7 @@ TEST(StoreOpenTest, SchemaFiveDropsTheMentionNameIndexesAndKeepsTheMentions) {
   EXPECT_EQ(RawDb(path).Text(named_indexes), "2");
   auto store = Store::Open(path);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  EXPECT_EQ((*store)->Info()->schema_version, 5);
+  EXPECT_EQ((*store)->Info()->schema_version, Store::LatestSchemaVersion());
   EXPECT_EQ((*store)->ListEntityMentions(nlp)->size(), 1u);
   EXPECT_EQ((*store)->ListRelationshipMentions(nlp)->size(), 1u);
   store->reset();

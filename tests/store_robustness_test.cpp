@@ -302,8 +302,9 @@ TEST(StoreCheckTest, ASoundIndexPassesAndOrphansAreReported) {
     auto report = (*store)->Check();
     ASSERT_TRUE(report.ok());
     EXPECT_TRUE(report->ok()) << report->problems.at(0).detail;
-    EXPECT_EQ(report->checks_run, (std::vector<std::string>{"sqlite", "foreign_keys", "fts",
-                                                            "orphans", "communities"}));
+    EXPECT_EQ(report->checks_run,
+              (std::vector<std::string>{"sqlite", "foreign_keys", "fts", "orphans", "communities",
+                                        "query_images"}));
   }
   {
     sqlite3* db = nullptr;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "grag/log.h"
 #include "grag/nlp_extract.h"
 
 #include "run.h"
@@ -197,6 +198,14 @@ static Result<IndexSummary> RunIndexWith(const Config& config, const IndexReques
         failure.code() == ErrorCode::kCancelled ? RunStatus::kInterrupted : RunStatus::kFailed,
         failure.message());
     return failure;
+  }
+  // What a one-off question reads, packed (store.h, query images); without them questions
+  // read the tables, slower, so a failure here costs speed, not the run.
+  Result<std::vector<std::string>> images = store.RefreshQueryImages();
+  if (!images.ok()) {
+    Log(LogLevel::kWarn, "index", "query images not built: " + images.status().ToString());
+  } else if (!images->empty()) {
+    Log(LogLevel::kInfo, "index", fmt::format("query images built: {}", fmt::join(*images, ", ")));
   }
   GRAG_RETURN_IF_ERROR(store.FinishRun(s.run_id, RunStatus::kOk));
   return s;

@@ -26,6 +26,31 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& location,
   return store::OpenSqliteStore(location, options);
 }
 
+Result<PackedEmbeddings> Store::ListPackedEmbeddings(EmbeddingOwner owner) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<EmbeddingRecord> records, ListEmbeddings(owner));
+  PackedEmbeddings packed;
+  if (records.empty()) return packed;
+  packed.model = records.front().model;
+  packed.dimension = static_cast<int64_t>(records.front().vector.size());
+  packed.ids.reserve(records.size());
+  packed.values.reserve(records.size() * records.front().vector.size());
+  for (EmbeddingRecord& r : records) {
+    if (r.model != packed.model || static_cast<int64_t>(r.vector.size()) != packed.dimension) {
+      return Status::Corruption(
+          std::string(EmbeddingOwnerName(owner)) +
+          " embeddings disagree: " + records.front().owner_id + " has model '" + packed.model +
+          "' and dimension " + std::to_string(packed.dimension) + ", " + r.owner_id +
+          " has model '" + r.model + "' and dimension " + std::to_string(r.vector.size()));
+    }
+    packed.ids.push_back(std::move(r.owner_id));
+    packed.values.insert(packed.values.end(), r.vector.begin(), r.vector.end());
+    std::vector<float>().swap(r.vector);  // one copy of the vectors at a time
+  }
+  return packed;
+}
+
+Result<std::vector<std::string>> Store::RefreshQueryImages() { return std::vector<std::string>{}; }
+
 Transaction::Transaction(TransactionOwner* owner, std::unique_lock<std::recursive_mutex> lock,
                          int depth)
     : owner_(owner), lock_(std::move(lock)), depth_(depth) {}

@@ -15,6 +15,7 @@
 #include <exception>
 #include <new>
 #include <queue>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,7 +104,7 @@ namespace {
 constexpr std::string_view kLog = "vector";
 
 // Scales `v` to unit length in place; false (and `v` zeroed) when that is impossible.
-bool Normalise(std::vector<float>& v) {
+bool Normalise(std::span<float> v) {
   double norm2 = 0;
   for (float x : v) norm2 += static_cast<double>(x) * x;
   if (!(norm2 > 0) || !std::isfinite(norm2)) {
@@ -136,12 +137,12 @@ size_t VectorIndex::unusable() const { return impl_->unusable; }
 
 Result<std::unique_ptr<VectorIndex>> VectorIndex::Build(Store& store, EmbeddingOwner owner,
                                                         const VectorIndexOptions& options) {
-  auto records = store.ListEmbeddings(owner);
-  if (!records.ok()) {
-    return records.status().WithContext(std::string("loading ") +
-                                        std::string(EmbeddingOwnerName(owner)) + " embeddings");
+  auto packed = store.ListPackedEmbeddings(owner);
+  if (!packed.ok()) {
+    return packed.status().WithContext(std::string("loading ") +
+                                       std::string(EmbeddingOwnerName(owner)) + " embeddings");
   }
-  auto index = FromRecords(std::move(records).value(), options);
+  auto index = FromPacked(std::move(packed).value(), options);
   if (!index.ok() && index.status().code() == ErrorCode::kInvalidArgument) {
     // The store promises one model and dimension per kind: a mix means the file is damaged.
     return Status::Corruption(index.status().message());
@@ -151,48 +152,66 @@ Result<std::unique_ptr<VectorIndex>> VectorIndex::Build(Store& store, EmbeddingO
 
 Result<std::unique_ptr<VectorIndex>> VectorIndex::FromRecords(std::vector<EmbeddingRecord> records,
                                                               const VectorIndexOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  if (records.empty()) return std::make_unique<VectorIndex>(std::move(impl));
-
-  impl->model = records.front().model;
-  impl->dimension = records.front().vector.size();
-  if (impl->dimension == 0) {
-    return Status::InvalidArgument("embedding of " + records.front().owner_id + " is empty");
+  PackedEmbeddings packed;
+  if (!records.empty()) {
+    packed.model = records.front().model;
+    packed.dimension = static_cast<int64_t>(records.front().vector.size());
   }
   for (const auto& r : records) {
-    if (r.model != impl->model || r.vector.size() != impl->dimension) {
+    if (r.model != packed.model || static_cast<int64_t>(r.vector.size()) != packed.dimension) {
       return Status::InvalidArgument(
-          "embeddings disagree: " + records.front().owner_id + " has model '" + impl->model +
-          "' and dimension " + std::to_string(impl->dimension) + ", " + r.owner_id +
+          "embeddings disagree: " + records.front().owner_id + " has model '" + packed.model +
+          "' and dimension " + std::to_string(packed.dimension) + ", " + r.owner_id +
           " has model '" + r.model + "' and dimension " + std::to_string(r.vector.size()));
     }
   }
+  try {
+    packed.ids.reserve(records.size());
+    packed.values.reserve(records.size() * static_cast<size_t>(packed.dimension));
+    for (auto& r : records) {
+      packed.ids.push_back(std::move(r.owner_id));
+      packed.values.insert(packed.values.end(), r.vector.begin(), r.vector.end());
+      std::vector<float>().swap(r.vector);  // so peak memory stays near one copy of the vectors
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::Internal("out of memory packing " + std::to_string(records.size()) +
+                            " vectors of dimension " + std::to_string(packed.dimension));
+  }
+  return FromPacked(std::move(packed), options);
+}
 
-  const size_t n = records.size();
+Result<std::unique_ptr<VectorIndex>> VectorIndex::FromPacked(PackedEmbeddings packed,
+                                                             const VectorIndexOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  if (packed.ids.empty()) return std::make_unique<VectorIndex>(std::move(impl));
+
+  impl->model = packed.model;
+  if (packed.dimension <= 0) {
+    return Status::InvalidArgument("embedding of " + packed.ids.front() + " is empty");
+  }
+  impl->dimension = static_cast<size_t>(packed.dimension);
+  const size_t n = packed.ids.size();
   const size_t dim = impl->dimension;
+  if (packed.values.size() != n * dim) {
+    return Status::InvalidArgument(std::to_string(packed.values.size()) + " values for " +
+                                   std::to_string(n) + " vectors of dimension " +
+                                   std::to_string(dim));
+  }
   try {
     impl->space = std::make_unique<CosineSpace>(dim);
-    impl->ids.reserve(n);
-    const bool exact = n * dim <= options.max_exact_floats;
-    if (exact) {
-      impl->flat.resize(n * dim);
+    for (size_t i = 0; i < n; ++i) {
+      if (!Normalise(std::span<float>(packed.values.data() + i * dim, dim))) ++impl->unusable;
+    }
+    impl->ids = std::move(packed.ids);
+    if (n * dim <= options.max_exact_floats) {
+      impl->flat = std::move(packed.values);
     } else {
       impl->hnsw = std::make_unique<hnswlib::HierarchicalNSW<float>>(
           impl->space.get(), n, options.hnsw_m, options.hnsw_ef_construction,
           static_cast<size_t>(options.seed));
       impl->hnsw->setEf(options.hnsw_ef_search);
-    }
-    for (size_t i = 0; i < n; ++i) {
-      auto& r = records[i];
-      if (!Normalise(r.vector)) ++impl->unusable;
-      impl->ids.push_back(std::move(r.owner_id));
-      if (exact) {
-        std::copy(r.vector.begin(), r.vector.end(),
-                  impl->flat.begin() + static_cast<long>(i * dim));
-      } else {
-        impl->hnsw->addPoint(r.vector.data(), i);
-      }
-      std::vector<float>().swap(r.vector);  // so peak memory stays near one copy of the vectors
+      for (size_t i = 0; i < n; ++i) impl->hnsw->addPoint(packed.values.data() + i * dim, i);
+      std::vector<float>().swap(packed.values);
     }
   } catch (const std::bad_alloc&) {
     return Status::Internal("out of memory building a vector index of " + std::to_string(n) +

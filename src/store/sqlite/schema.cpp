@@ -337,12 +337,82 @@ DROP INDEX IF EXISTS entity_mentions_key;
 DROP INDEX IF EXISTS relationship_mentions_keys;
 )sql";
 
+// Version 6: query images (Store::RefreshQueryImages): packed copies of the graph as the
+// neighbourhood walk reads it and of each kind's vectors, so a one-off question reads a few
+// blobs instead of thousands of rows. The triggers drop an image in the same transaction as any
+// change to a table it is made from, so an image is always current or absent.
+//
+// Also a covering index of each chunk's place: the chunks of an entity in document order (local
+// search's candidates) were read by looking up every chunk's row, text and all.
+constexpr std::string_view kSchemaV6 = R"sql(
+CREATE INDEX chunks_by_id_position ON chunks (id, document_id, chunk_index);
+CREATE TABLE query_images (
+  name TEXT PRIMARY KEY,
+  data BLOB NOT NULL
+);
+CREATE TRIGGER query_image_entities_insert AFTER INSERT ON entities BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_entities_update AFTER UPDATE OF id, name_key, frequency ON entities BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_entities_delete AFTER DELETE ON entities BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_relationships_insert AFTER INSERT ON relationships BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_relationships_update AFTER UPDATE OF id, source_id, target_id, weight ON relationships BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_relationships_delete AFTER DELETE ON relationships BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_entity_chunks_insert AFTER INSERT ON entity_chunks BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_entity_chunks_update AFTER UPDATE OF entity_id, chunk_id ON entity_chunks BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_entity_chunks_delete AFTER DELETE ON entity_chunks BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_chunks_insert AFTER INSERT ON chunks BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_chunks_update AFTER UPDATE OF id, document_id ON chunks BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_chunks_delete AFTER DELETE ON chunks BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_documents_insert AFTER INSERT ON documents BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_documents_update AFTER UPDATE OF id, title ON documents BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_documents_delete AFTER DELETE ON documents BEGIN
+  DELETE FROM query_images WHERE name = 'graph';
+END;
+CREATE TRIGGER query_image_embeddings_insert AFTER INSERT ON embeddings BEGIN
+  DELETE FROM query_images WHERE name = 'vectors:' || new.owner_kind;
+END;
+CREATE TRIGGER query_image_embeddings_update AFTER UPDATE ON embeddings BEGIN
+  DELETE FROM query_images WHERE name = 'vectors:' || old.owner_kind OR name = 'vectors:' || new.owner_kind;
+END;
+CREATE TRIGGER query_image_embeddings_delete AFTER DELETE ON embeddings BEGIN
+  DELETE FROM query_images WHERE name = 'vectors:' || old.owner_kind;
+END;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "initial schema", kSchemaV1},
     {2, "clusterings: graph_hash, fresh_modularity", kSchemaV2},
     {3, "entity resolution: aliases, links, overrides", kSchemaV3},
     {4, "report basis and staleness, description basis", kSchemaV4},
     {5, "no index of mentions by name", kSchemaV5},
+    {6, "query images", kSchemaV6},
 };
 
 // Applies one step inside the caller's transaction.

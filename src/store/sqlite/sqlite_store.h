@@ -100,6 +100,8 @@ class SqliteStore final : public Store {
   Result<std::optional<EmbeddingRecord>> GetEmbedding(EmbeddingOwner owner,
                                                       std::string_view owner_id) override;
   Result<std::vector<EmbeddingRecord>> ListEmbeddings(EmbeddingOwner owner) override;
+  Result<PackedEmbeddings> ListPackedEmbeddings(EmbeddingOwner owner) override;
+  Result<std::vector<std::string>> RefreshQueryImages() override;
   Result<std::map<std::string, std::string>> ListEmbeddingHashes(EmbeddingOwner owner) override;
   Result<std::optional<EmbeddingSpace>> GetEmbeddingSpace(EmbeddingOwner owner) override;
   Result<int64_t> DeleteEmbeddings(EmbeddingOwner owner) override;

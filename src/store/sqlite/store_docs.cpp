@@ -726,6 +726,7 @@ Result<StoreInfo> SqliteStore::Info() {
   GRAG_ASSIGN_OR_RETURN(info.synchronous, conn.QueryInt("PRAGMA synchronous"));
   GRAG_ASSIGN_OR_RETURN(info.busy_timeout_ms, conn.QueryInt("PRAGMA busy_timeout"));
   info.sqlite_version = sqlite3_libversion();
+  GRAG_ASSIGN_OR_RETURN(info.query_images, store::ListQueryImages(conn));
   return info;
 }
 
@@ -868,6 +869,15 @@ Result<IntegrityReport> SqliteStore::Check(int max_per_check) {
        "WHERE c.level = 0) "
        "LIMIT " +
            limit);
+  report.checks_run.push_back("query_images");
+  {
+    Result<std::vector<std::string>> images = store::CheckQueryImages(conn);
+    if (!images.ok()) {
+      add("query_images", "could not run: " + images.status().message());
+    } else {
+      for (const std::string& problem : *images) add("query_images", problem);
+    }
+  }
   // Sound: later opens need not screen these files again (store/verify.h).
   if (report.ok()) impl_->stamp.enabled = true;
   return report;

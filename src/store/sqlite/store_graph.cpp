@@ -398,9 +398,11 @@ Result<std::vector<std::string>> SqliteStore::GetEntityChunks(int64_t entity_id)
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      read.conn().Prepare("SELECT l.chunk_id FROM entity_chunks l JOIN chunks c ON c.id = "
-                          "l.chunk_id WHERE l.entity_id = ? ORDER BY c.document_id, "
-                          "c.chunk_index"));
+      // The covering index: SQLite's planner takes the unique index of chunk ids, which leaves
+      // every chunk's row (its text) to read for the position.
+      read.conn().Prepare("SELECT l.chunk_id FROM entity_chunks l JOIN chunks c INDEXED BY "
+                          "chunks_by_id_position ON c.id = l.chunk_id WHERE l.entity_id = ? "
+                          "ORDER BY c.document_id, c.chunk_index"));
   stmt.BindAll(entity_id);
   return TextColumn(stmt);
 }
@@ -604,12 +606,11 @@ class SqliteNeighbourhoodReader final : public store::NeighbourhoodReader {
 
 }  // namespace
 
-Result<GraphSnapshot> SqliteStore::LoadGraphNeighbourhood(const std::vector<int64_t>& entity_ids,
-                                                          const std::vector<std::string>& chunk_ids,
-                                                          const NeighbourhoodLimits& limits) {
-  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
-  GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
-  SqliteNeighbourhoodReader reader(read.conn());
+Result<GraphSnapshot> store::LoadNeighbourhoodFromTables(sqlite::Connection& conn,
+                                                         const std::vector<int64_t>& entity_ids,
+                                                         const std::vector<std::string>& chunk_ids,
+                                                         const Store::NeighbourhoodLimits& limits) {
+  SqliteNeighbourhoodReader reader(conn);
   return store::WalkNeighbourhood(entity_ids, chunk_ids, limits, reader);
 }
 

@@ -174,5 +174,17 @@ std::vector<std::string> FtsWords(std::string_view query);
 // The FTS5 MATCH expression for `phrase` as a phrase (its words in a row). Empty without words.
 std::string FtsPhraseQuery(std::string_view phrase);
 
+// LoadGraphNeighbourhood read from the tables, a hop at a time (store_graph.cpp), on a
+// connection whose snapshot is open; the store reads its graph image instead where it has one.
+Result<GraphSnapshot> LoadNeighbourhoodFromTables(sqlite::Connection& conn,
+                                                  const std::vector<int64_t>& entity_ids,
+                                                  const std::vector<std::string>& chunk_ids,
+                                                  const Store::NeighbourhoodLimits& limits);
+// The names of the query images stored (store_images.cpp).
+Result<std::vector<std::string>> ListQueryImages(sqlite::Connection& conn);
+// Each stored query image checked against one built afresh from the tables: a problem per image
+// that differs or cannot be read.
+Result<std::vector<std::string>> CheckQueryImages(sqlite::Connection& conn);
+
 }  // namespace store
 }  // namespace grag

@@ -263,6 +263,22 @@ class Store {
   virtual Result<std::vector<int64_t>> CountChunksWithWords(
       const std::vector<std::string>& words) = 0;
 
+  // ---- query images
+  //
+  // Packed copies of what a one-off question reads, kept in the index beside the tables they
+  // are made from: "graph" (entities, relationships, entity-chunk links and chunk titles, as
+  // LoadGraphNeighbourhood walks them) and "vectors:chunk", "vectors:entity", "vectors:report"
+  // (ListPackedEmbeddings). A reader uses an image in place of many row look-ups, and gets the
+  // same answers from it as from the tables. Any write to the tables an image is made from
+  // drops that image in the same transaction, so a reader sees a current image or none (and
+  // reads the tables). An index run builds the missing ones at its end.
+  //
+  // Builds the images that are missing, from the tables as they are, in one transaction; returns
+  // the names it built. An image larger than kMaxQueryImageBytes is not kept. A backend that
+  // keeps no images (PostgreSQL, where a question reads over the network anyway) builds none.
+  static constexpr size_t kMaxQueryImageBytes = size_t{256} << 20;
+  virtual Result<std::vector<std::string>> RefreshQueryImages();
+
   // Every entity-chunk and relationship-chunk link, read in one snapshot (what exports list as
   // text unit ids).
   virtual Result<ChunkLinks> ListChunkLinks() = 0;
@@ -332,6 +348,10 @@ class Store {
                                                               std::string_view owner_id) = 0;
   // Every vector of one owner kind, by owner id.
   virtual Result<std::vector<EmbeddingRecord>> ListEmbeddings(EmbeddingOwner owner) = 0;
+  // The same vectors packed (model, dimension, ids and values; empty when there are none), from
+  // the kind's query image where there is one. kCorruption when the stored vectors of the kind
+  // disagree on model or dimension.
+  virtual Result<PackedEmbeddings> ListPackedEmbeddings(EmbeddingOwner owner);
   // owner id -> input_hash of every vector of one owner kind, without reading the vectors: what
   // an update needs to tell which texts changed.
   virtual Result<std::map<std::string, std::string>> ListEmbeddingHashes(EmbeddingOwner owner) = 0;

@@ -312,6 +312,16 @@ struct EmbeddingSpace {
   int64_t count = 0;
 };
 
+// Every vector of one owner kind back to back, by owner id: ids[i]'s vector is
+// values[i * dimension, (i + 1) * dimension). What a vector index is built from, without a
+// record (and an allocation) per vector.
+struct PackedEmbeddings {
+  std::string model;
+  int64_t dimension = 0;
+  std::vector<std::string> ids;
+  std::vector<float> values;
+};
+
 // ---------------------------------------------------------------- run state
 
 enum class RunStatus { kRunning, kOk, kFailed, kInterrupted };
@@ -413,6 +423,8 @@ struct StoreInfo {
   int64_t synchronous = 0;  // 1 = NORMAL
   int64_t busy_timeout_ms = 0;
   std::string sqlite_version;
+  // The query images the index holds now (Store::RefreshQueryImages), by name.
+  std::vector<std::string> query_images;
 };
 
 }  // namespace grag

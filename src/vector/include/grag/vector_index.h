@@ -2,7 +2,8 @@
 //
 // A VectorIndex holds the vectors of one owner kind (entities, chunks or reports) in memory,
 // normalised to unit length, so similarity is a dot product. It is rebuilt from the store
-// (Store::ListEmbeddings), which stays the single source of truth.
+// (Store::ListPackedEmbeddings: the kind's query image where the index keeps one), which stays
+// the single source of truth.
 //
 // Exact or approximate: while the index holds at most `max_exact_floats` floats (vectors x
 // dimension) a query scans them all: exact, and nothing to build. Above that an HNSW graph
@@ -74,6 +75,10 @@ class VectorIndex {
   // must share one model and dimension: kInvalidArgument otherwise.
   static Result<std::unique_ptr<VectorIndex>> FromRecords(std::vector<EmbeddingRecord> records,
                                                           const VectorIndexOptions& options = {});
+  // The same from packed vectors (consumed: an exact index keeps their buffer). kInvalidArgument
+  // when the values are not ids x dimension.
+  static Result<std::unique_ptr<VectorIndex>> FromPacked(PackedEmbeddings packed,
+                                                         const VectorIndexOptions& options = {});
 
   ~VectorIndex();
   VectorIndex(const VectorIndex&) = delete;

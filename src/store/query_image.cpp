@@ -1,0 +1,351 @@
+// Query images: see query_image.h.
+#include "query_image.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace grag::store {
+
+namespace {
+
+constexpr uint32_t kGraphMagic = 0x31494747;    // "GGI1"
+constexpr uint32_t kVectorsMagic = 0x31494756;  // "VGI1"
+
+// Appends fixed-width little-endian values (the native layout: store_state.cpp checks it).
+class Writer {
+ public:
+  template <typename T>
+  void Put(T v) {
+    char raw[sizeof(T)];
+    std::memcpy(raw, &v, sizeof(T));
+    out_.append(raw, sizeof(T));
+  }
+  void Str(std::string_view s) {
+    Put(static_cast<uint32_t>(s.size()));
+    out_.append(s);
+  }
+  void Raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// Reads what Writer wrote; every read checks the bytes left, and a failed one leaves the reader
+// failed (reads after it return zeros) so a caller checks once at the end.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  bool ok() const { return ok_; }
+  size_t left() const { return in_.size() - pos_; }
+
+  template <typename T>
+  T Get() {
+    T v{};
+    if (!Need(sizeof(T))) return v;
+    std::memcpy(&v, in_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string_view Str() {
+    const auto n = Get<uint32_t>();
+    if (!Need(n)) return {};
+    std::string_view s = in_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  // A count of items of `item_bytes` each that must still fit in the bytes left.
+  uint64_t Count(size_t item_bytes) {
+    const auto n = Get<uint64_t>();
+    if (ok_ && item_bytes > 0 && n > left() / item_bytes) ok_ = false;
+    return ok_ ? n : 0;
+  }
+  template <typename T>
+  void Array(std::vector<T>& out, uint64_t n) {
+    out.resize(Need(n * sizeof(T)) ? n : 0);
+    if (!out.empty()) std::memcpy(out.data(), in_.data() + pos_, n * sizeof(T));
+    pos_ += out.size() * sizeof(T);
+  }
+
+ private:
+  bool Need(uint64_t n) {
+    if (!ok_ || n > left()) ok_ = false;
+    return ok_;
+  }
+  std::string_view in_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+// Compressed-row offsets: each row's start, then the total; rows of `counts` items.
+std::vector<uint64_t> Starts(const std::vector<uint64_t>& counts) {
+  std::vector<uint64_t> start(counts.size() + 1, 0);
+  std::partial_sum(counts.begin(), counts.end(), start.begin() + 1);
+  return start;
+}
+
+// Offsets that rise from 0 to `total`, one more than `rows`.
+bool ValidStarts(const std::vector<uint64_t>& start, size_t rows, uint64_t total) {
+  if (start.size() != rows + 1 || start.front() != 0 || start.back() != total) return false;
+  return std::is_sorted(start.begin(), start.end());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- building
+
+void GraphImageBuilder::AddEntity(int64_t id, std::string_view name_key, int64_t frequency) {
+  entities_.push_back({id, std::string(name_key), frequency});
+}
+
+void GraphImageBuilder::AddChunk(std::string_view chunk_id, std::string_view title) {
+  chunks_.emplace_back(std::string(chunk_id), std::string(title));
+}
+
+void GraphImageBuilder::AddRelationship(int64_t id, int64_t source_id, int64_t target_id,
+                                        double weight) {
+  relationships_.push_back({id, source_id, target_id, weight});
+}
+
+void GraphImageBuilder::AddLink(int64_t entity_id, std::string_view chunk_id) {
+  links_.emplace_back(entity_id, std::string(chunk_id));
+}
+
+Result<std::string> GraphImageBuilder::Finish() {
+  std::sort(entities_.begin(), entities_.end(),
+            [](const Entity& a, const Entity& b) { return a.id < b.id; });
+  std::sort(chunks_.begin(), chunks_.end());
+  const size_t n_entities = entities_.size();
+  const size_t n_chunks = chunks_.size();
+  auto entity_at = [&](int64_t id) -> int64_t {
+    auto it = std::lower_bound(entities_.begin(), entities_.end(), id,
+                               [](const Entity& e, int64_t v) { return e.id < v; });
+    return it != entities_.end() && it->id == id ? it - entities_.begin() : -1;
+  };
+  auto chunk_at = [&](const std::string& id) -> int64_t {
+    auto it = std::lower_bound(chunks_.begin(), chunks_.end(), id,
+                               [](const auto& c, const std::string& v) { return c.first < v; });
+    return it != chunks_.end() && it->first == id ? it - chunks_.begin() : -1;
+  };
+
+  // An entity's edges as the tables list them: where it is the source by target id, then where
+  // it is the target by relationship id.
+  struct Edge {
+    bool as_target;
+    int64_t order;  // target id, or relationship id
+    int64_t other;
+    double weight;
+  };
+  std::vector<std::vector<Edge>> edges(n_entities);
+  for (const Relationship& r : relationships_) {
+    const int64_t s = entity_at(r.source), t = entity_at(r.target);
+    if (s < 0 || t < 0) {
+      return Status::Corruption("relationship " + std::to_string(r.id) +
+                                " names an entity the graph does not hold");
+    }
+    edges[static_cast<size_t>(s)].push_back({false, r.target, r.target, r.weight});
+    edges[static_cast<size_t>(t)].push_back({true, r.id, r.source, r.weight});
+  }
+  std::vector<std::vector<uint32_t>> chunks_of(n_entities), entities_of(n_chunks);
+  for (const auto& [entity, chunk] : links_) {
+    const int64_t e = entity_at(entity), c = chunk_at(chunk);
+    if (e < 0 || c < 0) {
+      return Status::Corruption("a link of entity " + std::to_string(entity) + " and chunk " +
+                                chunk + " names a missing entity or chunk");
+    }
+    chunks_of[static_cast<size_t>(e)].push_back(static_cast<uint32_t>(c));
+    entities_of[static_cast<size_t>(c)].push_back(static_cast<uint32_t>(e));
+  }
+
+  Writer w;
+  w.Put(kGraphMagic);
+  w.Put(static_cast<uint64_t>(n_entities));
+  for (const Entity& e : entities_) w.Put(e.id);
+  for (const Entity& e : entities_) w.Put(e.frequency);
+  for (const Entity& e : entities_) w.Str(e.name_key);
+  w.Put(static_cast<uint64_t>(n_chunks));
+  for (const auto& c : chunks_) w.Str(c.first);
+  for (const auto& c : chunks_) w.Str(c.second);
+
+  std::vector<uint64_t> counts(n_entities);
+  for (size_t i = 0; i < n_entities; ++i) {
+    auto& list = edges[i];
+    std::sort(list.begin(), list.end(), [](const Edge& a, const Edge& b) {
+      return a.as_target != b.as_target ? b.as_target : a.order < b.order;
+    });
+    counts[i] = list.size();
+  }
+  for (uint64_t v : Starts(counts)) w.Put(v);
+  for (const auto& list : edges) {
+    for (const Edge& e : list) {
+      w.Put(e.other);
+      w.Put(e.weight);
+    }
+  }
+  auto put_rows = [&](std::vector<std::vector<uint32_t>>& rows) {
+    std::vector<uint64_t> n(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::sort(rows[i].begin(), rows[i].end());
+      rows[i].erase(std::unique(rows[i].begin(), rows[i].end()), rows[i].end());
+      n[i] = rows[i].size();
+    }
+    for (uint64_t v : Starts(n)) w.Put(v);
+    for (const auto& row : rows) w.Raw(row.data(), row.size() * sizeof(uint32_t));
+  };
+  put_rows(chunks_of);
+  put_rows(entities_of);
+  return w.Take();
+}
+
+// ---------------------------------------------------------------- reading
+
+Result<std::unique_ptr<GraphImage>> GraphImage::Decode(std::string bytes) {
+  std::unique_ptr<GraphImage> g(new GraphImage());
+  g->bytes_ = std::move(bytes);
+  Reader r(g->bytes_);
+  if (r.Get<uint32_t>() != kGraphMagic) {
+    return Status::Corruption("not a graph image (or one of another version)");
+  }
+  const uint64_t n_entities = r.Count(2 * sizeof(int64_t));
+  r.Array(g->entity_ids_, n_entities);
+  r.Array(g->frequencies_, n_entities);
+  g->name_keys_.reserve(n_entities);
+  for (uint64_t i = 0; i < n_entities && r.ok(); ++i) g->name_keys_.push_back(r.Str());
+  const uint64_t n_chunks = r.Count(2 * sizeof(uint32_t));
+  g->chunk_ids_.reserve(n_chunks);
+  g->titles_.reserve(n_chunks);
+  for (uint64_t i = 0; i < n_chunks && r.ok(); ++i) g->chunk_ids_.push_back(r.Str());
+  for (uint64_t i = 0; i < n_chunks && r.ok(); ++i) g->titles_.push_back(r.Str());
+  // Rows: n + 1 offsets, then as many items as the last offset says.
+  auto rows = [&](std::vector<uint64_t>& start, size_t n, auto& items) {
+    if (!r.ok() || n + 1 > r.left() / sizeof(uint64_t)) return false;
+    r.Array(start, n + 1);
+    const uint64_t total = start.empty() ? 0 : start.back();
+    using Item = typename std::remove_reference_t<decltype(items)>::value_type;
+    if (!r.ok() || total > r.left() / sizeof(Item)) return false;
+    r.Array(items, total);
+    return r.ok() && ValidStarts(start, n, total);
+  };
+  const bool whole = r.ok() && rows(g->edge_start_, n_entities, g->edges_) &&
+                     rows(g->entity_chunk_start_, n_entities, g->entity_chunks_) &&
+                     rows(g->chunk_entity_start_, n_chunks, g->chunk_entities_) && r.left() == 0 &&
+                     std::is_sorted(g->entity_ids_.begin(), g->entity_ids_.end()) &&
+                     std::is_sorted(g->chunk_ids_.begin(), g->chunk_ids_.end()) &&
+                     std::all_of(g->entity_chunks_.begin(), g->entity_chunks_.end(),
+                                 [&](uint32_t c) { return c < n_chunks; }) &&
+                     std::all_of(g->chunk_entities_.begin(), g->chunk_entities_.end(),
+                                 [&](uint32_t e) { return e < n_entities; });
+  if (!whole) return Status::Corruption("the graph image is truncated or inconsistent");
+  return g;
+}
+
+int64_t GraphImage::EntityAt(int64_t id) const {
+  auto it = std::lower_bound(entity_ids_.begin(), entity_ids_.end(), id);
+  return it != entity_ids_.end() && *it == id ? it - entity_ids_.begin() : -1;
+}
+
+int64_t GraphImage::ChunkAt(std::string_view id) const {
+  auto it = std::lower_bound(chunk_ids_.begin(), chunk_ids_.end(), id);
+  return it != chunk_ids_.end() && *it == id ? it - chunk_ids_.begin() : -1;
+}
+
+Status GraphImage::Edges(
+    const std::vector<int64_t>& ids,
+    std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>>* out) {
+  for (int64_t id : ids) {
+    auto& edges = (*out)[id];
+    const int64_t at = EntityAt(id);
+    if (at < 0) continue;
+    const auto i = static_cast<size_t>(at);
+    for (uint64_t k = edge_start_[i]; k < edge_start_[i + 1]; ++k) {
+      edges.emplace_back(edges_[k].other, edges_[k].weight);
+    }
+  }
+  return Status::Ok();
+}
+
+Status GraphImage::ChunksOf(const std::vector<int64_t>& ids, size_t limit,
+                            std::unordered_map<int64_t, std::vector<std::string>>* out) {
+  for (int64_t id : ids) {
+    auto& chunks = (*out)[id];
+    const int64_t at = EntityAt(id);
+    if (at < 0) continue;
+    const auto i = static_cast<size_t>(at);
+    for (uint64_t k = entity_chunk_start_[i]; k < entity_chunk_start_[i + 1]; ++k) {
+      if (chunks.size() >= limit) break;
+      chunks.emplace_back(chunk_ids_[entity_chunks_[k]]);
+    }
+  }
+  return Status::Ok();
+}
+
+Status GraphImage::EntitiesOf(const std::vector<std::string>& ids,
+                              std::unordered_map<std::string, std::vector<int64_t>>* out) {
+  for (const std::string& id : ids) {
+    auto& entities = (*out)[id];
+    const int64_t at = ChunkAt(id);
+    if (at < 0) continue;
+    const auto c = static_cast<size_t>(at);
+    for (uint64_t k = chunk_entity_start_[c]; k < chunk_entity_start_[c + 1]; ++k) {
+      entities.push_back(entity_ids_[chunk_entities_[k]]);
+    }
+  }
+  return Status::Ok();
+}
+
+Status GraphImage::Entities(const std::vector<int64_t>& ids,
+                            std::vector<GraphSnapshot::Entity>* out) {
+  for (int64_t id : ids) {
+    const int64_t at = EntityAt(id);
+    if (at < 0) continue;
+    const auto i = static_cast<size_t>(at);
+    out->push_back({id, std::string(name_keys_[i]), frequencies_[i]});
+  }
+  return Status::Ok();
+}
+
+Status GraphImage::ChunkTitles(const std::vector<std::string>& ids,
+                               std::vector<std::pair<std::string, std::string>>* out) {
+  for (const std::string& id : ids) {
+    const int64_t at = ChunkAt(id);
+    if (at >= 0) out->emplace_back(id, std::string(titles_[static_cast<size_t>(at)]));
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- vectors
+
+std::string EncodePackedEmbeddings(const PackedEmbeddings& packed) {
+  Writer w;
+  w.Put(kVectorsMagic);
+  w.Str(packed.model);
+  w.Put(packed.dimension);
+  w.Put(static_cast<uint64_t>(packed.ids.size()));
+  for (const std::string& id : packed.ids) w.Str(id);
+  w.Raw(packed.values.data(), packed.values.size() * sizeof(float));
+  return w.Take();
+}
+
+Result<PackedEmbeddings> DecodePackedEmbeddings(std::string_view bytes) {
+  Reader r(bytes);
+  if (r.Get<uint32_t>() != kVectorsMagic) {
+    return Status::Corruption("not a vectors image (or one of another version)");
+  }
+  PackedEmbeddings packed;
+  packed.model = std::string(r.Str());
+  packed.dimension = r.Get<int64_t>();
+  const uint64_t n = r.Count(sizeof(uint32_t));
+  packed.ids.reserve(n);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) packed.ids.emplace_back(r.Str());
+  const bool sized =
+      r.ok() && packed.dimension >= 0 &&
+      (n == 0 || static_cast<uint64_t>(packed.dimension) <= r.left() / sizeof(float) / n) &&
+      r.left() == n * static_cast<uint64_t>(packed.dimension) * sizeof(float);
+  if (!sized) return Status::Corruption("the vectors image is truncated or inconsistent");
+  r.Array(packed.values, n * static_cast<uint64_t>(packed.dimension));
+  if (!r.ok()) return Status::Corruption("the vectors image is truncated");
+  return packed;
+}
+
+}  // namespace grag::store

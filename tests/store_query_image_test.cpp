@@ -1,0 +1,392 @@
+// Query images (Store::RefreshQueryImages) in an SQLite index: a question reads the same
+// neighbourhood and the same vectors from an image as from the tables; any write to a table an
+// image is made from drops it in the same transaction; a damaged image is read around and
+// reported by Check; a truncated one never decodes.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <functional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "grag/store.h"
+#include "store/query_image.h"
+#include "support/temp_dir.h"
+
+namespace grag {
+namespace {
+
+using testing::TempDir;
+
+bool Has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Everything a snapshot holds, as one comparable string.
+std::string Dump(const GraphSnapshot& g) {
+  std::string out;
+  for (const auto& e : g.entities) {
+    out += "E" + std::to_string(e.id) + ":" + e.name_key + ":" + std::to_string(e.frequency) + ";";
+  }
+  for (const auto& e : g.edges) {
+    out += "R" + std::to_string(e.source_id) + "-" + std::to_string(e.target_id) + ":" +
+           std::to_string(e.weight) + ";";
+  }
+  for (size_t i = 0; i < g.chunk_ids.size(); ++i) {
+    out += "C" + g.chunk_ids[i] + ":" + g.chunk_titles[i] + ";";
+  }
+  for (const auto& l : g.links) {
+    out += "L" + std::to_string(l.entity_id) + "@" + std::to_string(l.chunk) + ";";
+  }
+  return out;
+}
+
+std::string Dump(const PackedEmbeddings& p) {
+  std::string out = p.model + "/" + std::to_string(p.dimension) + ":";
+  for (const auto& id : p.ids) out += id + ",";
+  for (float v : p.values) out += std::to_string(v) + ",";
+  return out;
+}
+
+class QueryImageTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(); }
+
+  void Open() {
+    store_.reset();
+    auto opened = Store::Open(path_);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    store_ = std::move(opened).value();
+  }
+
+  std::vector<std::string> Images() {
+    auto info = store_->Info();
+    EXPECT_TRUE(info.ok()) << info.status().ToString();
+    return info.ok() ? info->query_images : std::vector<std::string>{};
+  }
+
+  void AddDoc(const std::string& id, const std::string& title, int chunks) {
+    Document d;
+    d.id = id;
+    d.title = title;
+    d.source_path = "/in/" + id;
+    d.content_hash = "h:" + id;
+    std::vector<ChunkRecord> records;
+    for (int i = 0; i < chunks; ++i) {
+      ChunkRecord c;
+      c.id = id + "#" + std::to_string(i);
+      c.document_id = id;
+      c.index = i;
+      c.text = "text " + id + " " + std::to_string(i);
+      c.n_tokens = 3;
+      d.text += c.text + "\n";
+      records.push_back(c);
+    }
+    ASSERT_TRUE(store_->UpsertDocument(d).ok());
+    ASSERT_TRUE(store_->ReplaceDocumentChunks(id, records).ok());
+  }
+
+  int64_t AddEntity(const std::string& key) {
+    EntityRecord e;
+    e.name_key = key;
+    e.name = key;
+    e.type = "PERSON";
+    auto id = store_->UpsertEntity(e);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.value_or(0);
+  }
+
+  int64_t AddRelationship(int64_t a, int64_t b, double weight) {
+    RelationshipRecord r;
+    r.source_id = std::min(a, b);
+    r.target_id = std::max(a, b);
+    r.weight = weight;
+    auto id = store_->UpsertRelationship(r);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.value_or(0);
+  }
+
+  // A random graph: documents of a few chunks, entities linked to random chunks, relationships
+  // between random pairs with weights that often tie, and vectors for chunks and entities.
+  void BuildRandomGraph(std::mt19937& rng) {
+    const int docs = 2 + static_cast<int>(rng() % 5);
+    for (int d = 0; d < docs; ++d) {
+      AddDoc("doc" + std::to_string(d), "Title " + std::to_string(rng() % 3),
+             1 + static_cast<int>(rng() % 4));
+    }
+    auto ids = store_->ListChunkIds();
+    ASSERT_TRUE(ids.ok());
+    chunk_ids_ = *ids;
+    const int n = 3 + static_cast<int>(rng() % 12);
+    entity_ids_.clear();
+    for (int i = 0; i < n; ++i) entity_ids_.push_back(AddEntity("e" + std::to_string(rng())));
+    for (int64_t e : entity_ids_) {
+      std::set<std::string> chunks;
+      const size_t k = 1 + rng() % 3;
+      while (chunks.size() < std::min(k, chunk_ids_.size())) {
+        chunks.insert(chunk_ids_[rng() % chunk_ids_.size()]);
+      }
+      ASSERT_TRUE(
+          store_->SetEntityChunks(e, std::vector<std::string>(chunks.begin(), chunks.end())).ok());
+    }
+    const int rels = static_cast<int>(rng() % static_cast<unsigned>(2 * n + 1));
+    for (int i = 0; i < rels; ++i) {
+      const int64_t a = entity_ids_[rng() % entity_ids_.size()];
+      const int64_t b = entity_ids_[rng() % entity_ids_.size()];
+      if (a != b) AddRelationship(a, b, static_cast<double>(1 + rng() % 3));
+    }
+    ASSERT_TRUE(store_->RecomputeGraphStats().ok());
+    std::vector<EmbeddingRecord> vectors;
+    for (const auto& c : chunk_ids_) vectors.push_back(Vector(EmbeddingOwner::kChunk, c, rng));
+    for (int64_t e : entity_ids_) {
+      vectors.push_back(Vector(EmbeddingOwner::kEntity, std::to_string(e), rng));
+    }
+    ASSERT_TRUE(store_->PutEmbeddings(vectors).ok());
+  }
+
+  static EmbeddingRecord Vector(EmbeddingOwner owner, const std::string& id, std::mt19937& rng) {
+    EmbeddingRecord r;
+    r.owner = owner;
+    r.owner_id = id;
+    r.model = "m";
+    for (int i = 0; i < 4; ++i) r.vector.push_back(static_cast<float>(rng() % 100) / 7.0f);
+    return r;
+  }
+
+  // Random seeds (some unknown) and limits.
+  struct Question {
+    std::vector<int64_t> entities;
+    std::vector<std::string> chunks;
+    Store::NeighbourhoodLimits limits;
+  };
+  Question RandomQuestion(std::mt19937& rng) {
+    Question q;
+    for (size_t i = 0, n = rng() % 3; i < n; ++i) {
+      q.entities.push_back(rng() % 5 == 0 ? 999999 : entity_ids_[rng() % entity_ids_.size()]);
+    }
+    for (size_t i = 0, n = rng() % 2; i < n; ++i) {
+      q.chunks.push_back(rng() % 5 == 0 ? "nowhere#0" : chunk_ids_[rng() % chunk_ids_.size()]);
+    }
+    q.limits.hops = 1 + static_cast<int>(rng() % 3);
+    q.limits.max_entities = 1 + rng() % 12;
+    q.limits.max_chunks = 1 + rng() % 12;
+    q.limits.max_fanout = 1 + rng() % 4;
+    return q;
+  }
+
+  // What Check finds wrong with the images (other checks may complain of a test's graph: an
+  // entity left without chunks, say).
+  std::vector<std::string> ImageProblems() {
+    auto check = store_->Check();
+    EXPECT_TRUE(check.ok()) << check.status().ToString();
+    std::vector<std::string> problems;
+    if (!check.ok()) return {"Check failed"};
+    for (const auto& p : check->problems) {
+      if (p.check == "query_images") problems.push_back(p.detail);
+    }
+    return problems;
+  }
+
+  std::string Walk(const Question& q) {
+    auto g = store_->LoadGraphNeighbourhood(q.entities, q.chunks, q.limits);
+    EXPECT_TRUE(g.ok()) << g.status().ToString();
+    return g.ok() ? Dump(*g) : "";
+  }
+
+  std::string Vectors(EmbeddingOwner owner) {
+    auto p = store_->ListPackedEmbeddings(owner);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p.ok() ? Dump(*p) : "";
+  }
+
+  // Runs raw SQL on the index file (what no store method would do).
+  void RawSql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+        << (error != nullptr ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+  }
+
+  TempDir dir_;
+  std::string path_ = dir_.File("index.db");
+  std::unique_ptr<Store> store_;
+  std::vector<int64_t> entity_ids_;
+  std::vector<std::string> chunk_ids_;
+};
+
+TEST_F(QueryImageTest, QuestionsReadTheSameFromTheImagesAsFromTheTables) {
+  for (unsigned seed = 1; seed <= 25; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    path_ = dir_.File("index" + std::to_string(seed) + ".db");
+    Open();
+    std::mt19937 rng(seed);
+    BuildRandomGraph(rng);
+    ASSERT_TRUE(Images().empty());
+    std::vector<Question> questions;
+    std::vector<std::string> from_tables;
+    for (int i = 0; i < 20; ++i) {
+      questions.push_back(RandomQuestion(rng));
+      from_tables.push_back(Walk(questions.back()));
+    }
+    const std::string chunks = Vectors(EmbeddingOwner::kChunk);
+    const std::string entities = Vectors(EmbeddingOwner::kEntity);
+
+    auto built = store_->RefreshQueryImages();
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    EXPECT_EQ(*built, (std::vector<std::string>{"graph", "vectors:chunk", "vectors:entity"}));
+    EXPECT_EQ(Images(), (std::vector<std::string>{"graph", "vectors:chunk", "vectors:entity"}));
+    for (size_t i = 0; i < questions.size(); ++i) {
+      EXPECT_EQ(Walk(questions[i]), from_tables[i]) << "question " << i;
+    }
+    EXPECT_EQ(Vectors(EmbeddingOwner::kChunk), chunks);
+    EXPECT_EQ(Vectors(EmbeddingOwner::kEntity), entities);
+    EXPECT_TRUE(ImageProblems().empty());
+    // Nothing missing: a second refresh builds nothing.
+    EXPECT_TRUE(store_->RefreshQueryImages()->empty());
+  }
+}
+
+TEST_F(QueryImageTest, EveryWriteToAnImagesTablesDropsItAndOnlyIt) {
+  std::mt19937 rng(7);
+  BuildRandomGraph(rng);
+  const int64_t a = entity_ids_[0], b = entity_ids_[1];
+  // Each write, and whether it drops the graph image.
+  struct Write {
+    std::string what;
+    std::function<void()> run;
+    bool graph;
+    std::string vectors;  // the vectors image it drops, if any
+  };
+  const std::vector<Write> writes = {
+      {"new entity", [&] { AddEntity("newcomer"); }, true, ""},
+      {"new relationship", [&] { AddRelationship(a, AddEntity("other"), 2); }, true, ""},
+      {"relationship weight",
+       [&] {
+         AddRelationship(a, b, 1);
+         ASSERT_TRUE(store_->RefreshQueryImages().ok());
+         AddRelationship(a, b, 5);
+       },
+       true, ""},
+      {"entity links", [&] { ASSERT_TRUE(store_->SetEntityChunks(a, {chunk_ids_[0]}).ok()); }, true,
+       ""},
+      {"graph statistics",
+       [&] {
+         ASSERT_TRUE(store_->SetEntityChunks(b, chunk_ids_).ok());
+         ASSERT_TRUE(store_->RefreshQueryImages().ok());
+         ASSERT_TRUE(store_->RecomputeGraphStats().ok());
+       },
+       true, ""},
+      {"document title",
+       [&] {
+         auto doc = store_->GetDocument("doc0");
+         ASSERT_TRUE(doc.ok() && doc->has_value());
+         Document d = **doc;
+         d.title = "Another title";
+         ASSERT_TRUE(store_->UpsertDocument(d).ok());
+       },
+       true, ""},
+      {"new chunks", [&] { AddDoc("late", "Late", 2); }, true, ""},
+      {"chunk vectors",
+       [&] {
+         ASSERT_TRUE(store_->PutEmbeddings({Vector(EmbeddingOwner::kChunk, "late#0", rng)}).ok());
+       },
+       false, "vectors:chunk"},
+      {"entity deleted (its vector goes too)",
+       [&] { ASSERT_TRUE(store_->DeleteEntity(entity_ids_.back()).ok()); }, true, "vectors:entity"},
+      {"document deleted", [&] { ASSERT_TRUE(store_->DeleteDocument("doc1").ok()); }, true,
+       "vectors:chunk"},
+  };
+  for (const Write& w : writes) {
+    SCOPED_TRACE(w.what);
+    ASSERT_TRUE(store_->RefreshQueryImages().ok());
+    ASSERT_EQ(Images(), (std::vector<std::string>{"graph", "vectors:chunk", "vectors:entity"}));
+    w.run();
+    const std::vector<std::string> left = Images();
+    EXPECT_EQ(Has(left, "graph"), !w.graph);
+    for (const std::string& v : {std::string("vectors:chunk"), std::string("vectors:entity")}) {
+      EXPECT_EQ(Has(left, v), v != w.vectors) << v;
+    }
+    // What is left is current.
+    EXPECT_EQ(ImageProblems(), std::vector<std::string>{});
+  }
+  // Writes elsewhere keep them: the reply cache, run records, reports.
+  ASSERT_TRUE(store_->RefreshQueryImages().ok());
+  ASSERT_TRUE(store_->ReplyCache().Put("k", "v", "m", "chat").ok());
+  ASSERT_TRUE(store_->BeginRun("index").ok());
+  EXPECT_EQ(Images(), (std::vector<std::string>{"graph", "vectors:chunk", "vectors:entity"}));
+}
+
+TEST_F(QueryImageTest, ADamagedImageIsReadAroundAndReported) {
+  std::mt19937 rng(3);
+  BuildRandomGraph(rng);
+  Question q;
+  q.entities = {entity_ids_[0]};
+  const std::string tables = Walk(q);
+  const std::string vectors = Vectors(EmbeddingOwner::kChunk);
+  ASSERT_TRUE(store_->RefreshQueryImages().ok());
+  store_.reset();
+  // Cut short, and a stale copy of a bigger graph's worth of bytes.
+  RawSql(
+      "UPDATE query_images SET data = substr(data, 1, length(data) - 3) WHERE name = 'graph';"
+      "UPDATE query_images SET data = zeroblob(40) WHERE name = 'vectors:chunk';");
+  Open();
+  EXPECT_EQ(Walk(q), tables);
+  EXPECT_EQ(Vectors(EmbeddingOwner::kChunk), vectors);
+  const std::vector<std::string> problems = ImageProblems();
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[0].find("query image graph differs"), std::string::npos) << problems[0];
+
+  // An image that decodes but no longer matches its tables (written around the triggers) is
+  // what Check is for.
+  store_.reset();
+  RawSql("DELETE FROM query_images; DROP TRIGGER query_image_entities_insert;");
+  Open();
+  ASSERT_TRUE(store_->RefreshQueryImages().ok());
+  AddEntity("sneaked in");
+  EXPECT_EQ(ImageProblems().size(), 1u);
+}
+
+TEST(QueryImageCodecTest, EveryTruncationOfAnImageFailsToDecode) {
+  store::GraphImageBuilder b;
+  b.AddEntity(1, "a", 2);
+  b.AddEntity(5, "b", 1);
+  b.AddChunk("d#0", "D");
+  b.AddChunk("d#1", "D");
+  b.AddRelationship(9, 1, 5, 2.5);
+  b.AddLink(1, "d#0");
+  b.AddLink(1, "d#1");
+  b.AddLink(5, "d#1");
+  auto bytes = b.Finish();
+  ASSERT_TRUE(bytes.ok());
+  ASSERT_TRUE(store::GraphImage::Decode(*bytes).ok());
+  for (size_t n = 0; n < bytes->size(); ++n) {
+    EXPECT_FALSE(store::GraphImage::Decode(bytes->substr(0, n)).ok()) << n;
+  }
+  EXPECT_FALSE(store::GraphImage::Decode(*bytes + "x").ok());
+  // A link to a chunk nobody added is the tables' damage, not an image.
+  b.AddLink(5, "d#9");
+  EXPECT_EQ(b.Finish().status().code(), ErrorCode::kCorruption);
+
+  PackedEmbeddings p;
+  p.model = "m";
+  p.dimension = 2;
+  p.ids = {"x", "y"};
+  p.values = {1, 2, 3, 4};
+  const std::string v = store::EncodePackedEmbeddings(p);
+  auto back = store::DecodePackedEmbeddings(v);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->ids, p.ids);
+  EXPECT_EQ(back->values, p.values);
+  for (size_t n = 0; n < v.size(); ++n) {
+    EXPECT_FALSE(store::DecodePackedEmbeddings(v.substr(0, n)).ok()) << n;
+  }
+}
+
+}  // namespace
+}  // namespace grag
