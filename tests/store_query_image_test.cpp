@@ -21,6 +21,8 @@ namespace {
 
 using testing::TempDir;
 
+const std::vector<std::string> kAll = {"graph", "vectors:chunk", "vectors:entity", "words"};
+
 bool Has(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
@@ -77,7 +79,7 @@ class QueryImageTest : public ::testing::Test {
     std::vector<ChunkRecord> records;
     for (int i = 0; i < chunks; ++i) {
       ChunkRecord c;
-      c.id = id + "#" + std::to_string(i);
+      c.id = id + "#" + static_cast<char>('z' - i);  // ids sort against document order
       c.document_id = id;
       c.index = i;
       c.text = "text " + id + " " + std::to_string(i);
@@ -213,6 +215,23 @@ class QueryImageTest : public ::testing::Test {
     sqlite3_close(db);
   }
 
+  // The stored bytes of an image, read past the store.
+  std::string RawImage(const std::string& name) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(db, "SELECT data FROM query_images WHERE name = ?", -1, &stmt, nullptr);
+    sqlite3_bind_text(stmt, 1, name.c_str(), -1, SQLITE_TRANSIENT);
+    std::string out;
+    if (sqlite3_step(stmt) == SQLITE_ROW) {
+      out.assign(static_cast<const char*>(sqlite3_column_blob(stmt, 0)),
+                 static_cast<size_t>(sqlite3_column_bytes(stmt, 0)));
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return out;
+  }
+
   TempDir dir_;
   std::string path_ = dir_.File("index.db");
   std::unique_ptr<Store> store_;
@@ -236,14 +255,20 @@ TEST_F(QueryImageTest, QuestionsReadTheSameFromTheImagesAsFromTheTables) {
     }
     const std::string chunks = Vectors(EmbeddingOwner::kChunk);
     const std::string entities = Vectors(EmbeddingOwner::kEntity);
+    std::vector<std::vector<std::string>> entity_chunks;
+    for (int64_t e : entity_ids_) entity_chunks.push_back(*store_->GetEntityChunks(e));
 
     auto built = store_->RefreshQueryImages();
     ASSERT_TRUE(built.ok()) << built.status().ToString();
-    EXPECT_EQ(*built, (std::vector<std::string>{"graph", "vectors:chunk", "vectors:entity"}));
-    EXPECT_EQ(Images(), (std::vector<std::string>{"graph", "vectors:chunk", "vectors:entity"}));
+    EXPECT_EQ(*built, kAll);
+    EXPECT_EQ(Images(), kAll);
     for (size_t i = 0; i < questions.size(); ++i) {
       EXPECT_EQ(Walk(questions[i]), from_tables[i]) << "question " << i;
     }
+    for (size_t i = 0; i < entity_ids_.size(); ++i) {
+      EXPECT_EQ(*store_->GetEntityChunks(entity_ids_[i]), entity_chunks[i]);
+    }
+    EXPECT_TRUE(store_->GetEntityChunks(999999)->empty());
     EXPECT_EQ(Vectors(EmbeddingOwner::kChunk), chunks);
     EXPECT_EQ(Vectors(EmbeddingOwner::kEntity), entities);
     EXPECT_TRUE(ImageProblems().empty());
@@ -256,32 +281,32 @@ TEST_F(QueryImageTest, EveryWriteToAnImagesTablesDropsItAndOnlyIt) {
   std::mt19937 rng(7);
   BuildRandomGraph(rng);
   const int64_t a = entity_ids_[0], b = entity_ids_[1];
-  // Each write, and whether it drops the graph image.
+  // Each write, and the images it drops.
   struct Write {
     std::string what;
     std::function<void()> run;
-    bool graph;
-    std::string vectors;  // the vectors image it drops, if any
+    std::vector<std::string> drops;
   };
+  const std::vector<std::string> graph = {"graph"};
   const std::vector<Write> writes = {
-      {"new entity", [&] { AddEntity("newcomer"); }, true, ""},
-      {"new relationship", [&] { AddRelationship(a, AddEntity("other"), 2); }, true, ""},
+      {"new entity", [&] { AddEntity("newcomer"); }, graph},
+      {"new relationship", [&] { AddRelationship(a, AddEntity("other"), 2); }, graph},
       {"relationship weight",
        [&] {
          AddRelationship(a, b, 1);
          ASSERT_TRUE(store_->RefreshQueryImages().ok());
          AddRelationship(a, b, 5);
        },
-       true, ""},
-      {"entity links", [&] { ASSERT_TRUE(store_->SetEntityChunks(a, {chunk_ids_[0]}).ok()); }, true,
-       ""},
+       graph},
+      {"entity links", [&] { ASSERT_TRUE(store_->SetEntityChunks(a, {chunk_ids_[0]}).ok()); },
+       graph},
       {"graph statistics",
        [&] {
          ASSERT_TRUE(store_->SetEntityChunks(b, chunk_ids_).ok());
          ASSERT_TRUE(store_->RefreshQueryImages().ok());
          ASSERT_TRUE(store_->RecomputeGraphStats().ok());
        },
-       true, ""},
+       graph},
       {"document title",
        [&] {
          auto doc = store_->GetDocument("doc0");
@@ -290,27 +315,28 @@ TEST_F(QueryImageTest, EveryWriteToAnImagesTablesDropsItAndOnlyIt) {
          d.title = "Another title";
          ASSERT_TRUE(store_->UpsertDocument(d).ok());
        },
-       true, ""},
-      {"new chunks", [&] { AddDoc("late", "Late", 2); }, true, ""},
+       graph},
+      {"new chunks", [&] { AddDoc("late", "Late", 2); }, {"graph", "words"}},
       {"chunk vectors",
        [&] {
          ASSERT_TRUE(store_->PutEmbeddings({Vector(EmbeddingOwner::kChunk, "late#0", rng)}).ok());
        },
-       false, "vectors:chunk"},
+       {"vectors:chunk"}},
       {"entity deleted (its vector goes too)",
-       [&] { ASSERT_TRUE(store_->DeleteEntity(entity_ids_.back()).ok()); }, true, "vectors:entity"},
-      {"document deleted", [&] { ASSERT_TRUE(store_->DeleteDocument("doc1").ok()); }, true,
-       "vectors:chunk"},
+       [&] { ASSERT_TRUE(store_->DeleteEntity(entity_ids_.back()).ok()); },
+       {"graph", "vectors:entity"}},
+      {"document deleted",
+       [&] { ASSERT_TRUE(store_->DeleteDocument("doc1").ok()); },
+       {"graph", "vectors:chunk", "words"}},
   };
   for (const Write& w : writes) {
     SCOPED_TRACE(w.what);
     ASSERT_TRUE(store_->RefreshQueryImages().ok());
-    ASSERT_EQ(Images(), (std::vector<std::string>{"graph", "vectors:chunk", "vectors:entity"}));
+    ASSERT_EQ(Images(), kAll);
     w.run();
     const std::vector<std::string> left = Images();
-    EXPECT_EQ(Has(left, "graph"), !w.graph);
-    for (const std::string& v : {std::string("vectors:chunk"), std::string("vectors:entity")}) {
-      EXPECT_EQ(Has(left, v), v != w.vectors) << v;
+    for (const std::string& image : kAll) {
+      EXPECT_EQ(Has(left, image), !Has(w.drops, image)) << image;
     }
     // What is left is current.
     EXPECT_EQ(ImageProblems(), std::vector<std::string>{});
@@ -319,7 +345,7 @@ TEST_F(QueryImageTest, EveryWriteToAnImagesTablesDropsItAndOnlyIt) {
   ASSERT_TRUE(store_->RefreshQueryImages().ok());
   ASSERT_TRUE(store_->ReplyCache().Put("k", "v", "m", "chat").ok());
   ASSERT_TRUE(store_->BeginRun("index").ok());
-  EXPECT_EQ(Images(), (std::vector<std::string>{"graph", "vectors:chunk", "vectors:entity"}));
+  EXPECT_EQ(Images(), kAll);
 }
 
 TEST_F(QueryImageTest, ADamagedImageIsReadAroundAndReported) {
@@ -352,12 +378,61 @@ TEST_F(QueryImageTest, ADamagedImageIsReadAroundAndReported) {
   EXPECT_EQ(ImageProblems().size(), 1u);
 }
 
+TEST_F(QueryImageTest, WordCountsFromTheWordsImageAreTheFullTextIndexs) {
+  // 160 chunks: "common" in all, "often" in 70 (over the image's 64, under half the chunks, so
+  // searches keep it), "rare" in 3, and stems.
+  Document d;
+  d.id = "d";
+  d.title = "D";
+  d.content_hash = "h";
+  std::vector<ChunkRecord> chunks;
+  for (int i = 0; i < 160; ++i) {
+    ChunkRecord c;
+    c.id = "d#" + std::to_string(i);
+    c.document_id = "d";
+    c.index = i;
+    c.text = "common words";
+    if (i < 70) c.text += " often running";
+    if (i < 3) c.text += " rare";
+    c.n_tokens = 4;
+    d.text += c.text + "\n";
+    chunks.push_back(c);
+  }
+  ASSERT_TRUE(store_->UpsertDocument(d).ok());
+  ASSERT_TRUE(store_->ReplaceDocumentChunks("d", chunks).ok());
+  const std::vector<std::string> words = {"common", "Often", "rare", "runs", "absent", "wordS"};
+  const std::vector<int64_t> counts = {160, 70, 3, 70, 0, 160};
+  EXPECT_EQ(*store_->CountChunksWithWords(words), counts);
+  auto search = [&] {
+    std::vector<std::string> ids;
+    auto hits = store_->SearchChunks("rare often running", 10);
+    EXPECT_TRUE(hits.ok()) << hits.status().ToString();
+    if (!hits.ok()) return ids;
+    for (const ChunkHit& h : *hits) ids.push_back(h.chunk_id);
+    return ids;
+  };
+  const std::vector<std::string> before = search();
+  ASSERT_EQ(before.size(), 10u);
+
+  ASSERT_TRUE(store_->RefreshQueryImages().ok());
+  ASSERT_TRUE(Has(Images(), "words"));
+  EXPECT_EQ(*store_->CountChunksWithWords(words), counts);
+  EXPECT_EQ(search(), before);
+  // The image lists the common terms (as the index stems them) and leaves out the rare ones.
+  auto image = store::TermCounts::Decode(RawImage("words"));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ((*image)->Find("common"), 160);
+  EXPECT_EQ((*image)->Find("often"), 70);
+  EXPECT_EQ((*image)->Find("run"), 70);
+  EXPECT_EQ((*image)->Find("rare"), std::nullopt);
+}
+
 TEST(QueryImageCodecTest, EveryTruncationOfAnImageFailsToDecode) {
   store::GraphImageBuilder b;
   b.AddEntity(1, "a", 2);
   b.AddEntity(5, "b", 1);
-  b.AddChunk("d#0", "D");
-  b.AddChunk("d#1", "D");
+  b.AddChunk("d#0", "D", "d", 0);
+  b.AddChunk("d#1", "D", "d", 1);
   b.AddRelationship(9, 1, 5, 2.5);
   b.AddLink(1, "d#0");
   b.AddLink(1, "d#1");
@@ -383,9 +458,18 @@ TEST(QueryImageCodecTest, EveryTruncationOfAnImageFailsToDecode) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->ids, p.ids);
   EXPECT_EQ(back->values, p.values);
+  EXPECT_EQ(back->sums_of_squares, (std::vector<double>{5, 25}));
   for (size_t n = 0; n < v.size(); ++n) {
     EXPECT_FALSE(store::DecodePackedEmbeddings(v.substr(0, n)).ok()) << n;
   }
+  const std::string w = store::EncodeTermCounts({{"b", 5}, {"a", 9}, {"c", 1}}, 2);
+  auto t = store::TermCounts::Decode(w);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ((*t)->Find("a"), 9);
+  EXPECT_EQ((*t)->Find("b"), 5);
+  EXPECT_EQ((*t)->Find("c"), std::nullopt);
+  for (size_t n = 0; n < w.size(); ++n)
+    EXPECT_FALSE(store::TermCounts::Decode(w.substr(0, n)).ok());
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ Command AddCheckCommand(CLI::App& app, GlobalOptions& g) {
       "check",
       "Check the index for damage: SQLite's full integrity check, foreign keys, the full-text "
       "index against the chunks, and grag's own invariants (vectors of deleted owners, entities "
-      "no chunk mentions, the community hierarchy). Reads only. Exits 1 when something is wrong.");
+      "no chunk mentions, the community hierarchy, each query image against the tables it is "
+      "made from). Reads only. Exits 1 when something is wrong.");
   struct Opts {
     bool json = false;
     int max = 20;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <span>
 
 namespace grag::store {
 
@@ -13,7 +14,7 @@ constexpr uint32_t kGraphMagic = 0x31494747;    // "GGI1"
 constexpr uint32_t kVectorsMagic = 0x31494756;  // "VGI1"
 
 // Appends fixed-width little-endian values (the native layout: store_state.cpp checks it).
-class Writer {
+class ByteWriter {
  public:
   template <typename T>
   void Put(T v) {
@@ -26,17 +27,19 @@ class Writer {
     out_.append(s);
   }
   void Raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  // Zero bytes up to a multiple of `n`.
+  void Pad(size_t n) { out_.append((n - out_.size() % n) % n, '\0'); }
   std::string Take() { return std::move(out_); }
 
  private:
   std::string out_;
 };
 
-// Reads what Writer wrote; every read checks the bytes left, and a failed one leaves the reader
+// Reads what ByteWriter wrote; every read checks the bytes left, and a failed one leaves the reader
 // failed (reads after it return zeros) so a caller checks once at the end.
-class Reader {
+class ByteReader {
  public:
-  explicit Reader(std::string_view in) : in_(in) {}
+  explicit ByteReader(std::string_view in) : in_(in) {}
   bool ok() const { return ok_; }
   size_t left() const { return in_.size() - pos_; }
 
@@ -54,6 +57,11 @@ class Reader {
     std::string_view s = in_.substr(pos_, n);
     pos_ += n;
     return s;
+  }
+  // Skips ByteWriter::Pad's bytes.
+  void Pad(size_t n) {
+    const size_t skip = (n - pos_ % n) % n;
+    if (Need(skip)) pos_ += skip;
   }
   // A count of items of `item_bytes` each that must still fit in the bytes left.
   uint64_t Count(size_t item_bytes) {
@@ -99,8 +107,9 @@ void GraphImageBuilder::AddEntity(int64_t id, std::string_view name_key, int64_t
   entities_.push_back({id, std::string(name_key), frequency});
 }
 
-void GraphImageBuilder::AddChunk(std::string_view chunk_id, std::string_view title) {
-  chunks_.emplace_back(std::string(chunk_id), std::string(title));
+void GraphImageBuilder::AddChunk(std::string_view chunk_id, std::string_view title,
+                                 std::string_view document_id, int64_t index) {
+  chunks_.push_back({std::string(chunk_id), std::string(title), std::string(document_id), index});
 }
 
 void GraphImageBuilder::AddRelationship(int64_t id, int64_t source_id, int64_t target_id,
@@ -115,7 +124,8 @@ void GraphImageBuilder::AddLink(int64_t entity_id, std::string_view chunk_id) {
 Result<std::string> GraphImageBuilder::Finish() {
   std::sort(entities_.begin(), entities_.end(),
             [](const Entity& a, const Entity& b) { return a.id < b.id; });
-  std::sort(chunks_.begin(), chunks_.end());
+  std::sort(chunks_.begin(), chunks_.end(),
+            [](const Chunk& a, const Chunk& b) { return a.id < b.id; });
   const size_t n_entities = entities_.size();
   const size_t n_chunks = chunks_.size();
   auto entity_at = [&](int64_t id) -> int64_t {
@@ -125,8 +135,8 @@ Result<std::string> GraphImageBuilder::Finish() {
   };
   auto chunk_at = [&](const std::string& id) -> int64_t {
     auto it = std::lower_bound(chunks_.begin(), chunks_.end(), id,
-                               [](const auto& c, const std::string& v) { return c.first < v; });
-    return it != chunks_.end() && it->first == id ? it - chunks_.begin() : -1;
+                               [](const Chunk& c, const std::string& v) { return c.id < v; });
+    return it != chunks_.end() && it->id == id ? it - chunks_.begin() : -1;
   };
 
   // An entity's edges as the tables list them: where it is the source by target id, then where
@@ -158,15 +168,25 @@ Result<std::string> GraphImageBuilder::Finish() {
     entities_of[static_cast<size_t>(c)].push_back(static_cast<uint32_t>(e));
   }
 
-  Writer w;
+  ByteWriter w;
   w.Put(kGraphMagic);
   w.Put(static_cast<uint64_t>(n_entities));
   for (const Entity& e : entities_) w.Put(e.id);
   for (const Entity& e : entities_) w.Put(e.frequency);
   for (const Entity& e : entities_) w.Str(e.name_key);
   w.Put(static_cast<uint64_t>(n_chunks));
-  for (const auto& c : chunks_) w.Str(c.first);
-  for (const auto& c : chunks_) w.Str(c.second);
+  for (const Chunk& c : chunks_) w.Str(c.id);
+  for (const Chunk& c : chunks_) w.Str(c.title);
+  // Each chunk's rank in document order, as SQL's ORDER BY document_id, chunk_index gives it.
+  std::vector<uint32_t> by_place(n_chunks);
+  std::iota(by_place.begin(), by_place.end(), 0u);
+  std::sort(by_place.begin(), by_place.end(), [&](uint32_t a, uint32_t b) {
+    const Chunk &x = chunks_[a], &y = chunks_[b];
+    return x.document_id != y.document_id ? x.document_id < y.document_id : x.index < y.index;
+  });
+  std::vector<uint32_t> rank(n_chunks);
+  for (size_t r = 0; r < n_chunks; ++r) rank[by_place[r]] = static_cast<uint32_t>(r);
+  w.Raw(rank.data(), rank.size() * sizeof(uint32_t));
 
   std::vector<uint64_t> counts(n_entities);
   for (size_t i = 0; i < n_entities; ++i) {
@@ -203,7 +223,7 @@ Result<std::string> GraphImageBuilder::Finish() {
 Result<std::unique_ptr<GraphImage>> GraphImage::Decode(std::string bytes) {
   std::unique_ptr<GraphImage> g(new GraphImage());
   g->bytes_ = std::move(bytes);
-  Reader r(g->bytes_);
+  ByteReader r(g->bytes_);
   if (r.Get<uint32_t>() != kGraphMagic) {
     return Status::Corruption("not a graph image (or one of another version)");
   }
@@ -217,6 +237,10 @@ Result<std::unique_ptr<GraphImage>> GraphImage::Decode(std::string bytes) {
   g->titles_.reserve(n_chunks);
   for (uint64_t i = 0; i < n_chunks && r.ok(); ++i) g->chunk_ids_.push_back(r.Str());
   for (uint64_t i = 0; i < n_chunks && r.ok(); ++i) g->titles_.push_back(r.Str());
+  if (r.ok() && n_chunks > r.left() / sizeof(uint32_t)) {
+    return Status::Corruption("the graph image is truncated or inconsistent");
+  }
+  r.Array(g->document_order_, n_chunks);
   // Rows: n + 1 offsets, then as many items as the last offset says.
   auto rows = [&](std::vector<uint64_t>& start, size_t n, auto& items) {
     if (!r.ok() || n + 1 > r.left() / sizeof(uint64_t)) return false;
@@ -235,7 +259,9 @@ Result<std::unique_ptr<GraphImage>> GraphImage::Decode(std::string bytes) {
                      std::all_of(g->entity_chunks_.begin(), g->entity_chunks_.end(),
                                  [&](uint32_t c) { return c < n_chunks; }) &&
                      std::all_of(g->chunk_entities_.begin(), g->chunk_entities_.end(),
-                                 [&](uint32_t e) { return e < n_entities; });
+                                 [&](uint32_t e) { return e < n_entities; }) &&
+                     std::all_of(g->document_order_.begin(), g->document_order_.end(),
+                                 [&](uint32_t o) { return o < n_chunks; });
   if (!whole) return Status::Corruption("the graph image is truncated or inconsistent");
   return g;
 }
@@ -250,9 +276,9 @@ int64_t GraphImage::ChunkAt(std::string_view id) const {
   return it != chunk_ids_.end() && *it == id ? it - chunk_ids_.begin() : -1;
 }
 
-Status GraphImage::Edges(
+void GraphImage::Edges(
     const std::vector<int64_t>& ids,
-    std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>>* out) {
+    std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>>* out) const {
   for (int64_t id : ids) {
     auto& edges = (*out)[id];
     const int64_t at = EntityAt(id);
@@ -262,11 +288,10 @@ Status GraphImage::Edges(
       edges.emplace_back(edges_[k].other, edges_[k].weight);
     }
   }
-  return Status::Ok();
 }
 
-Status GraphImage::ChunksOf(const std::vector<int64_t>& ids, size_t limit,
-                            std::unordered_map<int64_t, std::vector<std::string>>* out) {
+void GraphImage::ChunksOf(const std::vector<int64_t>& ids, size_t limit,
+                          std::unordered_map<int64_t, std::vector<std::string>>* out) const {
   for (int64_t id : ids) {
     auto& chunks = (*out)[id];
     const int64_t at = EntityAt(id);
@@ -277,11 +302,10 @@ Status GraphImage::ChunksOf(const std::vector<int64_t>& ids, size_t limit,
       chunks.emplace_back(chunk_ids_[entity_chunks_[k]]);
     }
   }
-  return Status::Ok();
 }
 
-Status GraphImage::EntitiesOf(const std::vector<std::string>& ids,
-                              std::unordered_map<std::string, std::vector<int64_t>>* out) {
+void GraphImage::EntitiesOf(const std::vector<std::string>& ids,
+                            std::unordered_map<std::string, std::vector<int64_t>>* out) const {
   for (const std::string& id : ids) {
     auto& entities = (*out)[id];
     const int64_t at = ChunkAt(id);
@@ -291,44 +315,105 @@ Status GraphImage::EntitiesOf(const std::vector<std::string>& ids,
       entities.push_back(entity_ids_[chunk_entities_[k]]);
     }
   }
-  return Status::Ok();
 }
 
-Status GraphImage::Entities(const std::vector<int64_t>& ids,
-                            std::vector<GraphSnapshot::Entity>* out) {
+void GraphImage::Entities(const std::vector<int64_t>& ids,
+                          std::vector<GraphSnapshot::Entity>* out) const {
   for (int64_t id : ids) {
     const int64_t at = EntityAt(id);
     if (at < 0) continue;
     const auto i = static_cast<size_t>(at);
     out->push_back({id, std::string(name_keys_[i]), frequencies_[i]});
   }
-  return Status::Ok();
 }
 
-Status GraphImage::ChunkTitles(const std::vector<std::string>& ids,
-                               std::vector<std::pair<std::string, std::string>>* out) {
+void GraphImage::ChunkTitles(const std::vector<std::string>& ids,
+                             std::vector<std::pair<std::string, std::string>>* out) const {
   for (const std::string& id : ids) {
     const int64_t at = ChunkAt(id);
     if (at >= 0) out->emplace_back(id, std::string(titles_[static_cast<size_t>(at)]));
   }
-  return Status::Ok();
+}
+
+std::vector<std::string> GraphImage::EntityChunksInDocumentOrder(int64_t entity_id) const {
+  std::vector<std::string> out;
+  const int64_t at = EntityAt(entity_id);
+  if (at < 0) return out;
+  const auto i = static_cast<size_t>(at);
+  std::vector<uint32_t> chunks(
+      entity_chunks_.begin() + static_cast<int64_t>(entity_chunk_start_[i]),
+      entity_chunks_.begin() + static_cast<int64_t>(entity_chunk_start_[i + 1]));
+  std::sort(chunks.begin(), chunks.end(),
+            [&](uint32_t a, uint32_t b) { return document_order_[a] < document_order_[b]; });
+  out.reserve(chunks.size());
+  for (uint32_t c : chunks) out.emplace_back(chunk_ids_[c]);
+  return out;
+}
+
+namespace {
+
+// The walk's reads answered from an image.
+class GraphImageReader final : public NeighbourhoodReader {
+ public:
+  explicit GraphImageReader(const GraphImage& g) : g_(g) {}
+  Status Edges(const std::vector<int64_t>& ids,
+               std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>>* out) override {
+    g_.Edges(ids, out);
+    return Status::Ok();
+  }
+  Status ChunksOf(const std::vector<int64_t>& ids, size_t limit,
+                  std::unordered_map<int64_t, std::vector<std::string>>* out) override {
+    g_.ChunksOf(ids, limit, out);
+    return Status::Ok();
+  }
+  Status EntitiesOf(const std::vector<std::string>& ids,
+                    std::unordered_map<std::string, std::vector<int64_t>>* out) override {
+    g_.EntitiesOf(ids, out);
+    return Status::Ok();
+  }
+  Status Entities(const std::vector<int64_t>& ids,
+                  std::vector<GraphSnapshot::Entity>* out) override {
+    g_.Entities(ids, out);
+    return Status::Ok();
+  }
+  Status ChunkTitles(const std::vector<std::string>& ids,
+                     std::vector<std::pair<std::string, std::string>>* out) override {
+    g_.ChunkTitles(ids, out);
+    return Status::Ok();
+  }
+
+ private:
+  const GraphImage& g_;
+};
+
+}  // namespace
+
+std::unique_ptr<NeighbourhoodReader> GraphImage::Reader() const {
+  return std::make_unique<GraphImageReader>(*this);
 }
 
 // ---------------------------------------------------------------- vectors
 
 std::string EncodePackedEmbeddings(const PackedEmbeddings& packed) {
-  Writer w;
+  ByteWriter w;
   w.Put(kVectorsMagic);
   w.Str(packed.model);
   w.Put(packed.dimension);
   w.Put(static_cast<uint64_t>(packed.ids.size()));
   for (const std::string& id : packed.ids) w.Str(id);
+  // Each vector's sum of squares, so a reader normalises with one multiplication a value; then
+  // the values. Both aligned to their size.
+  w.Pad(sizeof(double));
+  const auto dim = static_cast<size_t>(std::max<int64_t>(packed.dimension, 0));
+  for (size_t i = 0; i < packed.ids.size(); ++i) {
+    w.Put(SumOfSquares(std::span<const float>(packed.values.data() + i * dim, dim)));
+  }
   w.Raw(packed.values.data(), packed.values.size() * sizeof(float));
   return w.Take();
 }
 
 Result<PackedEmbeddings> DecodePackedEmbeddings(std::string_view bytes) {
-  Reader r(bytes);
+  ByteReader r(bytes);
   if (r.Get<uint32_t>() != kVectorsMagic) {
     return Status::Corruption("not a vectors image (or one of another version)");
   }
@@ -338,14 +423,70 @@ Result<PackedEmbeddings> DecodePackedEmbeddings(std::string_view bytes) {
   const uint64_t n = r.Count(sizeof(uint32_t));
   packed.ids.reserve(n);
   for (uint64_t i = 0; i < n && r.ok(); ++i) packed.ids.emplace_back(r.Str());
-  const bool sized =
-      r.ok() && packed.dimension >= 0 &&
-      (n == 0 || static_cast<uint64_t>(packed.dimension) <= r.left() / sizeof(float) / n) &&
-      r.left() == n * static_cast<uint64_t>(packed.dimension) * sizeof(float);
+  r.Pad(sizeof(double));
+  const uint64_t per_vector =
+      sizeof(double) +
+      static_cast<uint64_t>(std::max<int64_t>(packed.dimension, 0)) * sizeof(float);
+  const bool sized = r.ok() && packed.dimension >= 0 &&
+                     (n == 0 ? r.left() == 0 : r.left() / n == per_vector && r.left() % n == 0);
   if (!sized) return Status::Corruption("the vectors image is truncated or inconsistent");
-  r.Array(packed.values, n * static_cast<uint64_t>(packed.dimension));
+  r.Array(packed.sums_of_squares, n);
+  const uint64_t count = n * static_cast<uint64_t>(packed.dimension);
+  // Aligned floats (Pad, and SQLite's buffers are 8-byte aligned) copy in one go.
+  const char* at = bytes.data() + (bytes.size() - r.left());
+  if (reinterpret_cast<uintptr_t>(at) % alignof(float) == 0) {
+    const auto* first = reinterpret_cast<const float*>(static_cast<const void*>(at));
+    packed.values.assign(first, first + count);
+    return packed;
+  }
+  r.Array(packed.values, count);
   if (!r.ok()) return Status::Corruption("the vectors image is truncated");
   return packed;
+}
+
+}  // namespace grag::store
+
+namespace grag::store {
+
+namespace {
+constexpr uint32_t kTermsMagic = 0x31495457;  // "WTI1"
+}  // namespace
+
+std::string EncodeTermCounts(std::vector<std::pair<std::string, int64_t>> counts,
+                             int64_t min_count) {
+  std::erase_if(counts, [&](const auto& c) { return c.second < min_count; });
+  std::sort(counts.begin(), counts.end());
+  ByteWriter w;
+  w.Put(kTermsMagic);
+  w.Put(min_count);
+  w.Put(static_cast<uint64_t>(counts.size()));
+  for (const auto& c : counts) w.Put(c.second);
+  for (const auto& c : counts) w.Str(c.first);
+  return w.Take();
+}
+
+Result<std::unique_ptr<TermCounts>> TermCounts::Decode(std::string bytes) {
+  std::unique_ptr<TermCounts> t(new TermCounts());
+  t->bytes_ = std::move(bytes);
+  ByteReader r(t->bytes_);
+  if (r.Get<uint32_t>() != kTermsMagic) {
+    return Status::Corruption("not a words image (or one of another version)");
+  }
+  t->min_count_ = r.Get<int64_t>();
+  const uint64_t n = r.Count(sizeof(int64_t) + sizeof(uint32_t));
+  r.Array(t->counts_, n);
+  t->terms_.reserve(n);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) t->terms_.push_back(r.Str());
+  if (!r.ok() || r.left() != 0 || !std::is_sorted(t->terms_.begin(), t->terms_.end())) {
+    return Status::Corruption("the words image is truncated or inconsistent");
+  }
+  return t;
+}
+
+std::optional<int64_t> TermCounts::Find(std::string_view term) const {
+  auto it = std::lower_bound(terms_.begin(), terms_.end(), term);
+  if (it == terms_.end() || *it != term) return std::nullopt;
+  return counts_[static_cast<size_t>(it - terms_.begin())];
 }
 
 }  // namespace grag::store

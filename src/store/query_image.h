@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -26,7 +27,9 @@ namespace grag::store {
 class GraphImageBuilder {
  public:
   void AddEntity(int64_t id, std::string_view name_key, int64_t frequency);
-  void AddChunk(std::string_view chunk_id, std::string_view title);
+  // A chunk, its document's title and its place (document id, index in the document).
+  void AddChunk(std::string_view chunk_id, std::string_view title, std::string_view document_id,
+                int64_t index);
   void AddRelationship(int64_t id, int64_t source_id, int64_t target_id, double weight);
   void AddLink(int64_t entity_id, std::string_view chunk_id);
   // The image; kCorruption when a relationship or link names an entity or chunk not added (the
@@ -44,30 +47,40 @@ class GraphImageBuilder {
     double weight;
   };
   std::vector<Entity> entities_;
-  std::vector<std::pair<std::string, std::string>> chunks_;  // (id, title)
+  struct Chunk {
+    std::string id, title, document_id;
+    int64_t index;
+  };
+  std::vector<Chunk> chunks_;
   std::vector<Relationship> relationships_;
   std::vector<std::pair<int64_t, std::string>> links_;
 };
 
 // A decoded graph image: answers the walk's reads exactly as the tables would (the order of
-// each list included). The views point into the image's bytes, which it owns.
-class GraphImage final : public NeighbourhoodReader {
+// each list included; Reader() is the walk's view of it). Immutable once decoded, so threads
+// may share one. The views point into the image's bytes, which it owns.
+class GraphImage {
  public:
   static Result<std::unique_ptr<GraphImage>> Decode(std::string bytes);
 
   size_t entity_count() const { return entity_ids_.size(); }
   size_t chunk_count() const { return chunk_ids_.size(); }
 
-  Status Edges(const std::vector<int64_t>& ids,
-               std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>>* out) override;
-  Status ChunksOf(const std::vector<int64_t>& ids, size_t limit,
-                  std::unordered_map<int64_t, std::vector<std::string>>* out) override;
-  Status EntitiesOf(const std::vector<std::string>& ids,
-                    std::unordered_map<std::string, std::vector<int64_t>>* out) override;
-  Status Entities(const std::vector<int64_t>& ids,
-                  std::vector<GraphSnapshot::Entity>* out) override;
-  Status ChunkTitles(const std::vector<std::string>& ids,
-                     std::vector<std::pair<std::string, std::string>>* out) override;
+  // NeighbourhoodReader's reads (see there).
+  void Edges(const std::vector<int64_t>& ids,
+             std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>>* out) const;
+  void ChunksOf(const std::vector<int64_t>& ids, size_t limit,
+                std::unordered_map<int64_t, std::vector<std::string>>* out) const;
+  void EntitiesOf(const std::vector<std::string>& ids,
+                  std::unordered_map<std::string, std::vector<int64_t>>* out) const;
+  void Entities(const std::vector<int64_t>& ids, std::vector<GraphSnapshot::Entity>* out) const;
+  void ChunkTitles(const std::vector<std::string>& ids,
+                   std::vector<std::pair<std::string, std::string>>* out) const;
+  // Store::GetEntityChunks: an entity's chunk ids in document order.
+  std::vector<std::string> EntityChunksInDocumentOrder(int64_t entity_id) const;
+
+  // The walk's reads from this image.
+  std::unique_ptr<NeighbourhoodReader> Reader() const;
 
  private:
   GraphImage() = default;
@@ -81,6 +94,7 @@ class GraphImage final : public NeighbourhoodReader {
   std::vector<std::string_view> name_keys_;
   std::vector<std::string_view> chunk_ids_;  // ascending (byte order, as SQLite's BINARY)
   std::vector<std::string_view> titles_;
+  std::vector<uint32_t> document_order_;  // per chunk: its rank by (document id, index)
   // Compressed rows: entity i's edges are edges_[edge_start_[i], edge_start_[i + 1]).
   struct Edge {
     int64_t other;
@@ -94,8 +108,28 @@ class GraphImage final : public NeighbourhoodReader {
   std::vector<uint32_t> chunk_entities_;  // entity positions, ascending per chunk
 };
 
-// A packed-vectors image and back.
+// A packed-vectors image and back. The values start at a multiple of 4 bytes into the image.
 std::string EncodePackedEmbeddings(const PackedEmbeddings& packed);
 Result<PackedEmbeddings> DecodePackedEmbeddings(std::string_view bytes);
+
+// The words image: how many chunks hold each term of the full-text index (FTS5's terms, after
+// its tokenizer and stemmer), for the terms in at least `min_count` chunks: the ones whose count
+// costs a long posting-list scan. A term it does not list is in fewer chunks than that.
+std::string EncodeTermCounts(std::vector<std::pair<std::string, int64_t>> counts,
+                             int64_t min_count);
+class TermCounts {
+ public:
+  static Result<std::unique_ptr<TermCounts>> Decode(std::string bytes);
+  int64_t min_count() const { return min_count_; }
+  // The term's chunk count, or nullopt when it is not listed (fewer than min_count chunks).
+  std::optional<int64_t> Find(std::string_view term) const;
+
+ private:
+  TermCounts() = default;
+  std::string bytes_;
+  int64_t min_count_ = 0;
+  std::vector<std::string_view> terms_;  // ascending
+  std::vector<int64_t> counts_;
+};
 
 }  // namespace grag::store

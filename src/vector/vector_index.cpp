@@ -103,10 +103,9 @@ namespace {
 
 constexpr std::string_view kLog = "vector";
 
-// Scales `v` to unit length in place; false (and `v` zeroed) when that is impossible.
-bool Normalise(std::span<float> v) {
-  double norm2 = 0;
-  for (float x : v) norm2 += static_cast<double>(x) * x;
+// Scales `v`, whose SumOfSquares is `norm2`, to unit length in place; false (and `v` zeroed)
+// when that is impossible.
+bool Normalise(std::span<float> v, double norm2) {
   if (!(norm2 > 0) || !std::isfinite(norm2)) {
     std::fill(v.begin(), v.end(), 0.0f);
     return false;
@@ -200,7 +199,9 @@ Result<std::unique_ptr<VectorIndex>> VectorIndex::FromPacked(PackedEmbeddings pa
   try {
     impl->space = std::make_unique<CosineSpace>(dim);
     for (size_t i = 0; i < n; ++i) {
-      if (!Normalise(std::span<float>(packed.values.data() + i * dim, dim))) ++impl->unusable;
+      std::span<float> v(packed.values.data() + i * dim, dim);
+      const bool known = packed.sums_of_squares.size() == n;
+      if (!Normalise(v, known ? packed.sums_of_squares[i] : SumOfSquares(v))) ++impl->unusable;
     }
     impl->ids = std::move(packed.ids);
     if (n * dim <= options.max_exact_floats) {
@@ -240,7 +241,7 @@ Result<std::vector<VectorHit>> VectorIndex::Search(std::span<const float> query,
                                    std::to_string(m.dimension) + " (model '" + m.model + "')");
   }
   std::vector<float> q(query.begin(), query.end());
-  Normalise(q);
+  Normalise(q, SumOfSquares(q));
   k = std::min(k, m.ids.size());
 
   try {

@@ -338,16 +338,20 @@ DROP INDEX IF EXISTS relationship_mentions_keys;
 )sql";
 
 // Version 6: query images (Store::RefreshQueryImages): packed copies of the graph as the
-// neighbourhood walk reads it and of each kind's vectors, so a one-off question reads a few
-// blobs instead of thousands of rows. The triggers drop an image in the same transaction as any
+// neighbourhood walk reads it, of each kind's vectors and of the chunk counts of the full-text
+// index's common terms, so a one-off question reads a few blobs instead of thousands of rows
+// (and posting lists). The triggers drop an image in the same transaction as any
 // change to a table it is made from, so an image is always current or absent.
 //
 // Also a covering index of each chunk's place: the chunks of an entity in document order (local
 // search's candidates) were read by looking up every chunk's row, text and all.
 constexpr std::string_view kSchemaV6 = R"sql(
 CREATE INDEX chunks_by_id_position ON chunks (id, document_id, chunk_index);
+-- An image is never changed, only dropped and built again under a new id, so a reader that has
+-- decoded one keeps it for as long as its id is the stored one.
 CREATE TABLE query_images (
-  name TEXT PRIMARY KEY,
+  id   INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL UNIQUE,
   data BLOB NOT NULL
 );
 CREATE TRIGGER query_image_entities_insert AFTER INSERT ON entities BEGIN
@@ -378,13 +382,13 @@ CREATE TRIGGER query_image_entity_chunks_delete AFTER DELETE ON entity_chunks BE
   DELETE FROM query_images WHERE name = 'graph';
 END;
 CREATE TRIGGER query_image_chunks_insert AFTER INSERT ON chunks BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
+  DELETE FROM query_images WHERE name IN ('graph', 'words');
 END;
-CREATE TRIGGER query_image_chunks_update AFTER UPDATE OF id, document_id ON chunks BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
+CREATE TRIGGER query_image_chunks_update AFTER UPDATE OF id, document_id, chunk_index, text ON chunks BEGIN
+  DELETE FROM query_images WHERE name IN ('graph', 'words');
 END;
 CREATE TRIGGER query_image_chunks_delete AFTER DELETE ON chunks BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
+  DELETE FROM query_images WHERE name IN ('graph', 'words');
 END;
 CREATE TRIGGER query_image_documents_insert AFTER INSERT ON documents BEGIN
   DELETE FROM query_images WHERE name = 'graph';

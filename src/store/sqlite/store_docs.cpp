@@ -450,10 +450,13 @@ std::string JoinMatch(const std::vector<std::string>& words) {
   return out;
 }
 
-// How many chunks hold each word, as the index tokenises it (a temporary FTS5 table with the
-// same tokenizer, looked up in the chunks' vocabulary): B-tree look-ups, not posting-list scans.
-// A word that tokenises into several terms counts as its most frequent one.
+// How many chunks hold each word, as the index tokenises it: a temporary FTS5 table with the
+// same tokenizer gives each word's terms (a word that tokenises into several terms counts as
+// its most frequent one), and each term's count comes from the words image (`counts`, the
+// common terms) or, for a term it does not list or without one, from the chunks' vocabulary,
+// which walks the term's posting list.
 Result<std::vector<int64_t>> WordFrequencies(sqlite::Connection& conn, bool& ready,
+                                             const store::TermCounts* counts,
                                              const std::vector<std::string>& words) {
   std::vector<int64_t> df(words.size(), 0);
   if (words.empty()) return df;
@@ -476,17 +479,28 @@ Result<std::vector<int64_t>> WordFrequencies(sqlite::Connection& conn, bool& rea
       GRAG_RETURN_IF_ERROR(insert.BindAll(static_cast<int64_t>(i), words[i]).Run());
     }
   }
-  GRAG_ASSIGN_OR_RETURN(
-      sqlite::Stmt stmt,
-      conn.Prepare("SELECT q.doc, max(coalesce(c.doc, 0)) FROM temp.grag_query_terms q LEFT JOIN "
-                   "temp.grag_chunk_terms c ON c.term = q.term GROUP BY q.doc"));
-  while (true) {
-    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) break;
-    const int64_t i = stmt.Int(0);
-    if (i >= 0 && static_cast<size_t>(i) < words.size()) df[static_cast<size_t>(i)] = stmt.Int(1);
+  std::vector<std::pair<int64_t, std::string>> terms;  // (word, term)
+  {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                          conn.Prepare("SELECT DISTINCT doc, term FROM temp.grag_query_terms"));
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      terms.emplace_back(stmt.Int(0), stmt.Text(1));
+    }
   }
   (void)conn.Exec("DELETE FROM temp.grag_query_words");
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt lookup,
+                        conn.Prepare("SELECT doc FROM temp.grag_chunk_terms WHERE term = ?"));
+  for (const auto& [i, term] : terms) {
+    if (i < 0 || static_cast<size_t>(i) >= words.size()) continue;
+    std::optional<int64_t> n = counts != nullptr ? counts->Find(term) : std::nullopt;
+    if (!n) {
+      GRAG_ASSIGN_OR_RETURN(bool found, lookup.BindAll(term).Step());
+      n = found ? lookup.Int(0) : 0;
+    }
+    df[static_cast<size_t>(i)] = std::max(df[static_cast<size_t>(i)], *n);
+  }
   return df;
 }
 
@@ -495,8 +509,9 @@ Result<std::vector<int64_t>> WordFrequencies(sqlite::Connection& conn, bool& rea
 // every chunk that holds it a match to score and sort ("the", "and", "with": nearly all of them),
 // which made BM25 over 20k chunks cost 50 ms.
 Result<std::vector<std::string>> WithoutCommonWords(sqlite::Connection& conn, bool& ready,
+                                                    const store::TermCounts* counts,
                                                     const std::vector<std::string>& words) {
-  GRAG_ASSIGN_OR_RETURN(std::vector<int64_t> df, WordFrequencies(conn, ready, words));
+  GRAG_ASSIGN_OR_RETURN(std::vector<int64_t> df, WordFrequencies(conn, ready, counts, words));
   GRAG_ASSIGN_OR_RETURN(int64_t chunks, conn.QueryInt("SELECT count(*) FROM chunks"));
   std::vector<std::string> kept;
   std::vector<std::string> present;
@@ -519,7 +534,10 @@ Result<std::vector<ChunkHit>> SqliteStore::SearchChunks(std::string_view query, 
   if (words.empty() || k <= 0) return out;
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   if (words.size() > 1) {
-    GRAG_ASSIGN_OR_RETURN(words, WithoutCommonWords(read.conn(), read.query_vocab_ready(), words));
+    GRAG_ASSIGN_OR_RETURN(std::shared_ptr<const store::TermCounts> counts,
+                          store::CachedWordsImage(*impl_, read.conn()));
+    GRAG_ASSIGN_OR_RETURN(
+        words, WithoutCommonWords(read.conn(), read.query_vocab_ready(), counts.get(), words));
     if (words.empty()) return out;  // nothing specific to search for
   }
   const std::string match = JoinMatch(words);
@@ -585,7 +603,9 @@ Result<std::vector<double>> SqliteStore::RankTexts(const std::vector<std::string
 Result<std::vector<int64_t>> SqliteStore::CountChunksWithWords(
     const std::vector<std::string>& words) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
-  return WordFrequencies(read.conn(), read.query_vocab_ready(), words);
+  GRAG_ASSIGN_OR_RETURN(std::shared_ptr<const store::TermCounts> counts,
+                        store::CachedWordsImage(*impl_, read.conn()));
+  return WordFrequencies(read.conn(), read.query_vocab_ready(), counts.get(), words);
 }
 
 namespace store {

@@ -396,6 +396,9 @@ Status SqliteStore::SetEntityChunks(int64_t entity_id, const std::vector<std::st
 
 Result<std::vector<std::string>> SqliteStore::GetEntityChunks(int64_t entity_id) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_ASSIGN_OR_RETURN(std::shared_ptr<const store::GraphImage> image,
+                        store::CachedGraphImage(*impl_, read.conn()));
+  if (image) return image->EntityChunksInDocumentOrder(entity_id);
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
       // The covering index: SQLite's planner takes the unique index of chunk ids, which leaves

@@ -1,5 +1,6 @@
 // Store: query images (grag/store.h) in table query_images; the schema's triggers drop an image
 // when a table it is made from changes (schema.cpp, version 6).
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -16,6 +17,10 @@ namespace grag {
 namespace {
 
 constexpr std::string_view kGraphImage = "graph";
+constexpr std::string_view kWordsImage = "words";
+// The words image lists the terms in at least this many chunks: counting a rarer term's chunks
+// walks a short posting list, as cheap as looking it up.
+constexpr int64_t kCountedTermMinChunks = 64;
 
 std::string VectorsImage(EmbeddingOwner owner) {
   return "vectors:" + std::string(EmbeddingOwnerName(owner));
@@ -46,12 +51,12 @@ Result<std::string> BuildGraphImage(sqlite::Connection& conn) {
   {
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt s,
-        conn.Prepare("SELECT c.id, d.title FROM main.chunks c JOIN main.documents d ON d.id = "
-                     "c.document_id"));
+        conn.Prepare("SELECT c.id, d.title, c.document_id, c.chunk_index FROM main.chunks c "
+                     "JOIN main.documents d ON d.id = c.document_id"));
     while (true) {
       GRAG_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
-      b.AddChunk(s.Text(0), s.Text(1));
+      b.AddChunk(s.Text(0), s.Text(1), s.Text(2), s.Int(3));
     }
   }
   {
@@ -74,6 +79,64 @@ Result<std::string> BuildGraphImage(sqlite::Connection& conn) {
     }
   }
   return b.Finish();
+}
+
+// Every term of the chunks' full-text index in at least kCountedTermMinChunks chunks, with its
+// count (fts5vocab's row table walks the whole index once).
+Result<std::string> BuildWordsImage(sqlite::Connection& conn) {
+  GRAG_RETURN_IF_ERROR(
+      conn.Exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.grag_image_terms USING "
+                "fts5vocab(main, chunks_fts, row)"));
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt s,
+                        conn.Prepare("SELECT term, doc FROM temp.grag_image_terms"));
+  std::vector<std::pair<std::string, int64_t>> counts;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    if (s.Int(1) >= kCountedTermMinChunks) counts.emplace_back(s.Text(0), s.Int(1));
+  }
+  return store::EncodeTermCounts(std::move(counts), kCountedTermMinChunks);
+}
+
+// The stored id of the named image, 0 when there is none.
+Result<int64_t> ImageId(sqlite::Connection& conn, std::string_view name) {
+  Result<sqlite::Stmt> prepared = conn.Prepare("SELECT id FROM query_images WHERE name = ?");
+  if (!prepared.ok()) return int64_t{0};  // no table of images (see ReadImage)
+  GRAG_ASSIGN_OR_RETURN(bool found, prepared->BindAll(name).Step());
+  return found ? prepared->Int(0) : int64_t{0};
+}
+
+// The cached decoded image `name` if its stored id is still `*id`, else the stored one decoded
+// (and cached); null when there is none or it does not decode.
+template <typename Image>
+Result<std::shared_ptr<const Image>> Cached(SqliteStore::Impl& impl, sqlite::Connection& conn,
+                                            std::string_view name, int64_t* cached_id,
+                                            std::shared_ptr<const Image>* cached) {
+  GRAG_ASSIGN_OR_RETURN(int64_t id, ImageId(conn, name));
+  if (id == 0) return std::shared_ptr<const Image>();
+  {
+    std::lock_guard lock(impl.image_mu);
+    if (*cached_id == id) return *cached;
+  }
+  // Id and bytes in one statement: the image may have been built again since.
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        conn.Prepare("SELECT id, data FROM query_images WHERE name = ?"));
+  GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(name).Step());
+  if (!found) return std::shared_ptr<const Image>();  // dropped since
+  id = stmt.Int(0);
+  Result<std::unique_ptr<Image>> decoded = Image::Decode(std::string(stmt.Blob(1)));
+  std::shared_ptr<const Image> image;
+  if (decoded.ok()) {
+    image = std::move(decoded).value();
+  } else {
+    Log(LogLevel::kWarn, "store",
+        "query image " + std::string(name) + ": " + decoded.status().message() +
+            "; reading the tables instead (`grag check` tells more)");
+  }
+  std::lock_guard lock(impl.image_mu);
+  *cached_id = id;
+  *cached = image;
+  return image;
 }
 
 // A kind's vectors read from its rows (not from an image).
@@ -128,21 +191,27 @@ Result<std::vector<std::string>> SqliteStore::RefreshQueryImages() {
     built.push_back(name);
     return Status::Ok();
   };
-  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> graph, ReadImage(conn, kGraphImage));
-  if (!graph) {
+  GRAG_ASSIGN_OR_RETURN(int64_t graph, ImageId(conn, kGraphImage));
+  if (graph == 0) {
     GRAG_ASSIGN_OR_RETURN(std::string data, BuildGraphImage(conn));
     GRAG_RETURN_IF_ERROR(keep(std::string(kGraphImage), data));
+  }
+  GRAG_ASSIGN_OR_RETURN(int64_t words, ImageId(conn, kWordsImage));
+  if (words == 0) {
+    GRAG_ASSIGN_OR_RETURN(std::string data, BuildWordsImage(conn));
+    GRAG_RETURN_IF_ERROR(keep(std::string(kWordsImage), data));
   }
   for (EmbeddingOwner owner :
        {EmbeddingOwner::kChunk, EmbeddingOwner::kEntity, EmbeddingOwner::kReport}) {
     const std::string name = VectorsImage(owner);
-    GRAG_ASSIGN_OR_RETURN(std::optional<std::string> have, ReadImage(conn, name));
-    if (have) continue;
+    GRAG_ASSIGN_OR_RETURN(int64_t have, ImageId(conn, name));
+    if (have != 0) continue;
     GRAG_ASSIGN_OR_RETURN(PackedEmbeddings packed, PackRows(conn, owner));
     if (packed.ids.empty()) continue;  // nothing to read faster
     GRAG_RETURN_IF_ERROR(keep(name, store::EncodePackedEmbeddings(packed)));
   }
   GRAG_RETURN_IF_ERROR(tx.Commit());
+  std::sort(built.begin(), built.end());
   return built;
 }
 
@@ -166,15 +235,20 @@ Result<GraphSnapshot> SqliteStore::LoadGraphNeighbourhood(const std::vector<int6
                                                           const NeighbourhoodLimits& limits) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
-  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> image, ReadImage(read.conn(), kGraphImage));
-  if (image) {
-    Result<std::unique_ptr<store::GraphImage>> g = store::GraphImage::Decode(std::move(*image));
-    if (g.ok()) return store::WalkNeighbourhood(entity_ids, chunk_ids, limits, **g);
-    Log(LogLevel::kWarn, "store",
-        "query image graph: " + g.status().message() +
-            "; reading the graph from its tables (`grag check` tells more)");
-  }
+  GRAG_ASSIGN_OR_RETURN(std::shared_ptr<const store::GraphImage> image,
+                        store::CachedGraphImage(*impl_, read.conn()));
+  if (image) return store::WalkNeighbourhood(entity_ids, chunk_ids, limits, *image->Reader());
   return store::LoadNeighbourhoodFromTables(read.conn(), entity_ids, chunk_ids, limits);
+}
+
+Result<std::shared_ptr<const store::GraphImage>> store::CachedGraphImage(SqliteStore::Impl& impl,
+                                                                         sqlite::Connection& conn) {
+  return Cached<GraphImage>(impl, conn, kGraphImage, &impl.graph_image_id, &impl.graph_image);
+}
+
+Result<std::shared_ptr<const store::TermCounts>> store::CachedWordsImage(SqliteStore::Impl& impl,
+                                                                         sqlite::Connection& conn) {
+  return Cached<TermCounts>(impl, conn, kWordsImage, &impl.words_image_id, &impl.words_image);
 }
 
 Result<std::vector<std::string>> store::ListQueryImages(sqlite::Connection& conn) {
@@ -203,6 +277,8 @@ Result<std::vector<std::string>> store::CheckQueryImages(sqlite::Connection& con
     Result<std::string> fresh = Status::NotFound("an image of an unknown kind");
     if (name == kGraphImage) {
       fresh = BuildGraphImage(conn);
+    } else if (name == kWordsImage) {
+      fresh = BuildWordsImage(conn);
     } else {
       for (EmbeddingOwner owner :
            {EmbeddingOwner::kChunk, EmbeddingOwner::kEntity, EmbeddingOwner::kReport}) {

@@ -19,6 +19,7 @@
 #include "grag/store.h"
 #include "file_lock.h"
 #include "../group_commit.h"
+#include "../query_image.h"
 #include "sqlite.h"
 #include "sqlite_store.h"
 #include "verify.h"
@@ -138,6 +139,14 @@ struct SqliteStore::Impl final : TransactionOwner {
   // when its call ends, which for most reads is sooner than a connection opens (it parses the
   // whole schema first).
   std::chrono::microseconds reader_wait{1000};
+
+  // The decoded query images last read (store_images.cpp), by the id they were stored under:
+  // an image is never changed, so a stored id that is still the same is the same image.
+  std::mutex image_mu;
+  int64_t graph_image_id = 0;                            // guarded by image_mu
+  std::shared_ptr<const store::GraphImage> graph_image;  // guarded by image_mu
+  int64_t words_image_id = 0;                            // guarded by image_mu
+  std::shared_ptr<const store::TermCounts> words_image;  // guarded by image_mu
 };
 
 namespace store {
@@ -180,6 +189,13 @@ Result<GraphSnapshot> LoadNeighbourhoodFromTables(sqlite::Connection& conn,
                                                   const std::vector<int64_t>& entity_ids,
                                                   const std::vector<std::string>& chunk_ids,
                                                   const Store::NeighbourhoodLimits& limits);
+// The stored graph and words images as decoded, from `impl`'s cache while their ids are the
+// stored ones (store_images.cpp); null when there is none (or it cannot be decoded, which is
+// logged): read the tables.
+Result<std::shared_ptr<const GraphImage>> CachedGraphImage(SqliteStore::Impl& impl,
+                                                           sqlite::Connection& conn);
+Result<std::shared_ptr<const TermCounts>> CachedWordsImage(SqliteStore::Impl& impl,
+                                                           sqlite::Connection& conn);
 // The names of the query images stored (store_images.cpp).
 Result<std::vector<std::string>> ListQueryImages(sqlite::Connection& conn);
 // Each stored query image checked against one built afresh from the tables: a problem per image

@@ -274,8 +274,8 @@ class Store {
   // reads the tables). An index run builds the missing ones at its end.
   //
   // Builds the images that are missing, from the tables as they are, in one transaction; returns
-  // the names it built. An image larger than kMaxQueryImageBytes is not kept. A backend that
-  // keeps no images (PostgreSQL, where a question reads over the network anyway) builds none.
+  // the names it built, sorted. An image larger than kMaxQueryImageBytes is not kept. A backend
+  // that keeps no images (PostgreSQL, where a question reads over the network anyway) builds none.
   static constexpr size_t kMaxQueryImageBytes = size_t{256} << 20;
   virtual Result<std::vector<std::string>> RefreshQueryImages();
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -320,7 +321,17 @@ struct PackedEmbeddings {
   int64_t dimension = 0;
   std::vector<std::string> ids;
   std::vector<float> values;
+  // Per vector, SumOfSquares of its values (what normalising it takes), where known (a query
+  // image keeps them); empty otherwise.
+  std::vector<double> sums_of_squares;
 };
+
+// The sum of the squares of a vector's values, in double precision, first to last.
+inline double SumOfSquares(std::span<const float> v) {
+  double sum = 0;
+  for (float x : v) sum += static_cast<double>(x) * x;
+  return sum;
+}
 
 // ---------------------------------------------------------------- run state
 
