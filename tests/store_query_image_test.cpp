@@ -291,6 +291,27 @@ TEST_F(QueryImageTest, EveryWriteToAnImagesTablesDropsItAndOnlyIt) {
   const std::vector<Write> writes = {
       {"new entity", [&] { AddEntity("newcomer"); }, graph},
       {"new relationship", [&] { AddRelationship(a, AddEntity("other"), 2); }, graph},
+      {"relationship deleted",
+       [&] {
+         const int64_t r = AddRelationship(a, b, 3);
+         ASSERT_TRUE(store_->RefreshQueryImages().ok());
+         ASSERT_TRUE(store_->DeleteRelationship(r).ok());
+       },
+       graph},
+      {"entity upserted in a savepoint that rolls back, then again in its transaction",
+       [&] {
+         auto outer = store_->Begin();
+         ASSERT_TRUE(outer.ok());
+         {
+           auto inner = store_->Begin();
+           ASSERT_TRUE(inner.ok());
+           AddEntity("undone");
+           ASSERT_TRUE(inner->Rollback().ok());  // the image's drop goes with it
+         }
+         AddEntity("kept");
+         ASSERT_TRUE(outer->Commit().ok());
+       },
+       graph},
       {"relationship weight",
        [&] {
          AddRelationship(a, b, 1);
@@ -368,13 +389,15 @@ TEST_F(QueryImageTest, ADamagedImageIsReadAroundAndReported) {
   ASSERT_EQ(problems.size(), 2u);
   EXPECT_NE(problems[0].find("query image graph differs"), std::string::npos) << problems[0];
 
-  // An image that decodes but no longer matches its tables (written around the triggers) is
-  // what Check is for.
+  // An image that decodes but no longer matches its tables (a write around the store) is what
+  // Check is for.
   store_.reset();
-  RawSql("DELETE FROM query_images; DROP TRIGGER query_image_entities_insert;");
+  RawSql("DELETE FROM query_images;");
   Open();
   ASSERT_TRUE(store_->RefreshQueryImages().ok());
-  AddEntity("sneaked in");
+  store_.reset();
+  RawSql("INSERT INTO entities (name_key, name, type) VALUES ('sneaked in', 'Sneaked in', 'X');");
+  Open();
   EXPECT_EQ(ImageProblems().size(), 1u);
 }
 

@@ -276,63 +276,127 @@ int64_t GraphImage::ChunkAt(std::string_view id) const {
   return it != chunk_ids_.end() && *it == id ? it - chunk_ids_.begin() : -1;
 }
 
-void GraphImage::Edges(
-    const std::vector<int64_t>& ids,
-    std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>>* out) const {
-  for (int64_t id : ids) {
-    auto& edges = (*out)[id];
+Result<GraphSnapshot> GraphImage::Walk(const std::vector<int64_t>& entity_ids,
+                                       const std::vector<std::string>& chunk_ids,
+                                       const Store::NeighbourhoodLimits& limits) const {
+  // WalkNeighbourhood (neighbourhood.cpp) on positions instead of ids and strings: the same
+  // nodes in the same order, the same snapshot. Seeds the image does not hold are reached (they
+  // count against the limits, as there) but hold nothing.
+  const size_t n_entities = entity_ids_.size();
+  std::vector<int> entity_depth(n_entities, -1), chunk_depth(chunk_ids_.size(), -1);
+  std::unordered_map<int64_t, int> unknown_entities;
+  std::vector<std::string> unknown_chunks;
+  size_t entities_reached = 0, chunks_reached = 0;
+  struct Node {
+    bool is_entity;
+    int64_t id;  // an entity's id
+    int64_t at;  // its position (entity or chunk), -1 when the image does not hold it
+    int depth;
+  };
+  std::vector<Node> frontier;
+  // Entities in the order the walk reads their relationships (the order matters below).
+  std::vector<int64_t> read_order;
+  auto add_entity = [&](int64_t id, int64_t at, int depth) {
+    if (entities_reached >= limits.max_entities) return;
+    if (at >= 0) {
+      if (entity_depth[static_cast<size_t>(at)] >= 0) return;
+      entity_depth[static_cast<size_t>(at)] = depth;
+    } else if (!unknown_entities.emplace(id, depth).second) {
+      return;
+    }
+    ++entities_reached;
+    frontier.push_back({true, id, at, depth});
+  };
+  auto add_chunk = [&](int64_t at, int depth) {
+    if (chunks_reached >= limits.max_chunks || chunk_depth[static_cast<size_t>(at)] >= 0) return;
+    chunk_depth[static_cast<size_t>(at)] = depth;
+    ++chunks_reached;
+    frontier.push_back({false, 0, at, depth});
+  };
+  for (int64_t id : entity_ids) add_entity(id, EntityAt(id), 0);
+  for (const std::string& id : chunk_ids) {
+    const int64_t at = ChunkAt(id);
+    if (at >= 0) {
+      add_chunk(at, 0);
+    } else if (chunks_reached < limits.max_chunks &&
+               std::find(unknown_chunks.begin(), unknown_chunks.end(), id) ==
+                   unknown_chunks.end()) {
+      unknown_chunks.push_back(id);  // reached, holds nothing
+      ++chunks_reached;
+    }
+  }
+  std::vector<std::pair<int64_t, double>> by_weight;
+  while (!frontier.empty()) {
+    const std::vector<Node> wave = std::move(frontier);
+    frontier.clear();
+    for (const Node& n : wave) {
+      if (n.is_entity) read_order.push_back(n.id);
+    }
+    for (const Node& n : wave) {
+      if (n.depth >= limits.hops || n.at < 0) continue;
+      const auto i = static_cast<size_t>(n.at);
+      if (n.is_entity) {
+        // The strongest relationships first when there are too many to follow.
+        by_weight.clear();
+        for (uint64_t k = edge_start_[i]; k < edge_start_[i + 1]; ++k) {
+          by_weight.emplace_back(edges_[k].other, edges_[k].weight);
+        }
+        std::stable_sort(by_weight.begin(), by_weight.end(),
+                         [](const auto& a, const auto& b) { return a.second > b.second; });
+        for (size_t k = 0; k < by_weight.size() && k < limits.max_fanout; ++k) {
+          add_entity(by_weight[k].first, EntityAt(by_weight[k].first), n.depth + 1);
+        }
+        const uint64_t first = entity_chunk_start_[i];
+        for (uint64_t k = first; k < entity_chunk_start_[i + 1] && k - first < limits.max_fanout;
+             ++k) {
+          add_chunk(entity_chunks_[k], n.depth + 1);
+        }
+      } else {
+        const uint64_t first = chunk_entity_start_[i];
+        for (uint64_t k = first; k < chunk_entity_start_[i + 1] && k - first < limits.max_fanout;
+             ++k) {
+          const uint32_t e = chunk_entities_[k];
+          add_entity(entity_ids_[e], e, n.depth + 1);
+        }
+      }
+    }
+  }
+
+  GraphSnapshot g;
+  for (size_t i = 0; i < n_entities; ++i) {
+    if (entity_depth[i] >= 0) {
+      g.entities.push_back({entity_ids_[i], std::string(name_keys_[i]), frequencies_[i]});
+    }
+  }
+  auto present = [&](int64_t id) {
+    const int64_t at = EntityAt(id);
+    return at >= 0 && entity_depth[static_cast<size_t>(at)] >= 0;
+  };
+  // Edges in the order the shared walk lists them: it keeps each entity's relationships in a
+  // hash map filled in read order and goes through that map, so a map of the same keys filled
+  // in the same order goes through them in the same order.
+  std::unordered_map<int64_t, char> order;
+  for (int64_t id : read_order) order.emplace(id, 0);
+  for (const auto& [id, unused] : order) {
     const int64_t at = EntityAt(id);
     if (at < 0) continue;
     const auto i = static_cast<size_t>(at);
     for (uint64_t k = edge_start_[i]; k < edge_start_[i + 1]; ++k) {
-      edges.emplace_back(edges_[k].other, edges_[k].weight);
+      const Edge& e = edges_[k];
+      if (id < e.other && present(e.other)) g.edges.push_back({id, e.other, e.weight});
     }
   }
-}
-
-void GraphImage::ChunksOf(const std::vector<int64_t>& ids, size_t limit,
-                          std::unordered_map<int64_t, std::vector<std::string>>* out) const {
-  for (int64_t id : ids) {
-    auto& chunks = (*out)[id];
-    const int64_t at = EntityAt(id);
-    if (at < 0) continue;
-    const auto i = static_cast<size_t>(at);
-    for (uint64_t k = entity_chunk_start_[i]; k < entity_chunk_start_[i + 1]; ++k) {
-      if (chunks.size() >= limit) break;
-      chunks.emplace_back(chunk_ids_[entity_chunks_[k]]);
-    }
-  }
-}
-
-void GraphImage::EntitiesOf(const std::vector<std::string>& ids,
-                            std::unordered_map<std::string, std::vector<int64_t>>* out) const {
-  for (const std::string& id : ids) {
-    auto& entities = (*out)[id];
-    const int64_t at = ChunkAt(id);
-    if (at < 0) continue;
-    const auto c = static_cast<size_t>(at);
+  for (size_t c = 0; c < chunk_ids_.size(); ++c) {
+    if (chunk_depth[c] < 0) continue;
+    const auto index = static_cast<uint32_t>(g.chunk_ids.size());
     for (uint64_t k = chunk_entity_start_[c]; k < chunk_entity_start_[c + 1]; ++k) {
-      entities.push_back(entity_ids_[chunk_entities_[k]]);
+      const uint32_t e = chunk_entities_[k];
+      if (entity_depth[e] >= 0) g.links.push_back({entity_ids_[e], index});
     }
+    g.chunk_ids.emplace_back(chunk_ids_[c]);
+    g.chunk_titles.emplace_back(titles_[c]);
   }
-}
-
-void GraphImage::Entities(const std::vector<int64_t>& ids,
-                          std::vector<GraphSnapshot::Entity>* out) const {
-  for (int64_t id : ids) {
-    const int64_t at = EntityAt(id);
-    if (at < 0) continue;
-    const auto i = static_cast<size_t>(at);
-    out->push_back({id, std::string(name_keys_[i]), frequencies_[i]});
-  }
-}
-
-void GraphImage::ChunkTitles(const std::vector<std::string>& ids,
-                             std::vector<std::pair<std::string, std::string>>* out) const {
-  for (const std::string& id : ids) {
-    const int64_t at = ChunkAt(id);
-    if (at >= 0) out->emplace_back(id, std::string(titles_[static_cast<size_t>(at)]));
-  }
+  return g;
 }
 
 std::vector<std::string> GraphImage::EntityChunksInDocumentOrder(int64_t entity_id) const {
@@ -348,48 +412,6 @@ std::vector<std::string> GraphImage::EntityChunksInDocumentOrder(int64_t entity_
   out.reserve(chunks.size());
   for (uint32_t c : chunks) out.emplace_back(chunk_ids_[c]);
   return out;
-}
-
-namespace {
-
-// The walk's reads answered from an image.
-class GraphImageReader final : public NeighbourhoodReader {
- public:
-  explicit GraphImageReader(const GraphImage& g) : g_(g) {}
-  Status Edges(const std::vector<int64_t>& ids,
-               std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>>* out) override {
-    g_.Edges(ids, out);
-    return Status::Ok();
-  }
-  Status ChunksOf(const std::vector<int64_t>& ids, size_t limit,
-                  std::unordered_map<int64_t, std::vector<std::string>>* out) override {
-    g_.ChunksOf(ids, limit, out);
-    return Status::Ok();
-  }
-  Status EntitiesOf(const std::vector<std::string>& ids,
-                    std::unordered_map<std::string, std::vector<int64_t>>* out) override {
-    g_.EntitiesOf(ids, out);
-    return Status::Ok();
-  }
-  Status Entities(const std::vector<int64_t>& ids,
-                  std::vector<GraphSnapshot::Entity>* out) override {
-    g_.Entities(ids, out);
-    return Status::Ok();
-  }
-  Status ChunkTitles(const std::vector<std::string>& ids,
-                     std::vector<std::pair<std::string, std::string>>* out) override {
-    g_.ChunkTitles(ids, out);
-    return Status::Ok();
-  }
-
- private:
-  const GraphImage& g_;
-};
-
-}  // namespace
-
-std::unique_ptr<NeighbourhoodReader> GraphImage::Reader() const {
-  return std::make_unique<GraphImageReader>(*this);
 }
 
 // ---------------------------------------------------------------- vectors

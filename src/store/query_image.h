@@ -1,7 +1,7 @@
 // Query images (Store::RefreshQueryImages), internal to the store module: the byte layouts of
-// the graph image and of a packed-vectors image, how a backend builds them from its rows, and
-// the graph image as a NeighbourhoodReader, so the walk over an image is the walk over the
-// tables (neighbourhood.h) with the same answers.
+// the graph, vectors and words images, how a backend builds them from its rows, and the walk
+// over a graph image, which reaches what the shared walk over the tables reaches
+// (neighbourhood.h).
 //
 // Layout: little-endian, the same on every platform grag builds for (store_state.cpp guards it).
 // A 4-byte magic and a version open each image; Decode checks every length against the bytes,
@@ -56,9 +56,9 @@ class GraphImageBuilder {
   std::vector<std::pair<int64_t, std::string>> links_;
 };
 
-// A decoded graph image: answers the walk's reads exactly as the tables would (the order of
-// each list included; Reader() is the walk's view of it). Immutable once decoded, so threads
-// may share one. The views point into the image's bytes, which it owns.
+// A decoded graph image: answers what the tables would (the order of each list included).
+// Immutable once decoded, so threads may share one. The views point into the image's bytes,
+// which it owns.
 class GraphImage {
  public:
   static Result<std::unique_ptr<GraphImage>> Decode(std::string bytes);
@@ -66,21 +66,13 @@ class GraphImage {
   size_t entity_count() const { return entity_ids_.size(); }
   size_t chunk_count() const { return chunk_ids_.size(); }
 
-  // NeighbourhoodReader's reads (see there).
-  void Edges(const std::vector<int64_t>& ids,
-             std::unordered_map<int64_t, std::vector<std::pair<int64_t, double>>>* out) const;
-  void ChunksOf(const std::vector<int64_t>& ids, size_t limit,
-                std::unordered_map<int64_t, std::vector<std::string>>* out) const;
-  void EntitiesOf(const std::vector<std::string>& ids,
-                  std::unordered_map<std::string, std::vector<int64_t>>* out) const;
-  void Entities(const std::vector<int64_t>& ids, std::vector<GraphSnapshot::Entity>* out) const;
-  void ChunkTitles(const std::vector<std::string>& ids,
-                   std::vector<std::pair<std::string, std::string>>* out) const;
+  // Store::LoadGraphNeighbourhood on the image: what WalkNeighbourhood (neighbourhood.h) gives
+  // over the tables, node for node and in the same order, without a string or a row per node.
+  Result<GraphSnapshot> Walk(const std::vector<int64_t>& entity_ids,
+                             const std::vector<std::string>& chunk_ids,
+                             const Store::NeighbourhoodLimits& limits) const;
   // Store::GetEntityChunks: an entity's chunk ids in document order.
   std::vector<std::string> EntityChunksInDocumentOrder(int64_t entity_id) const;
-
-  // The walk's reads from this image.
-  std::unique_ptr<NeighbourhoodReader> Reader() const;
 
  private:
   GraphImage() = default;

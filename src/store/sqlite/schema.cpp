@@ -340,8 +340,11 @@ DROP INDEX IF EXISTS relationship_mentions_keys;
 // Version 6: query images (Store::RefreshQueryImages): packed copies of the graph as the
 // neighbourhood walk reads it, of each kind's vectors and of the chunk counts of the full-text
 // index's common terms, so a one-off question reads a few blobs instead of thousands of rows
-// (and posting lists). The triggers drop an image in the same transaction as any
-// change to a table it is made from, so an image is always current or absent.
+// (and posting lists). An image is dropped in the same transaction as any change to a table it
+// is made from, so it is always current or absent: by the triggers below for chunks, documents
+// and embeddings, and by the store's writes of entities, relationships and entity-chunk links
+// (SqliteStore::Impl::DropGraphImage, once a transaction: a trigger per row of those cost the
+// no-LLM index of 95 MiB a minute of CPU).
 //
 // Also a covering index of each chunk's place: the chunks of an entity in document order (local
 // search's candidates) were read by looking up every chunk's row, text and all.
@@ -354,33 +357,6 @@ CREATE TABLE query_images (
   name TEXT NOT NULL UNIQUE,
   data BLOB NOT NULL
 );
-CREATE TRIGGER query_image_entities_insert AFTER INSERT ON entities BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
-END;
-CREATE TRIGGER query_image_entities_update AFTER UPDATE OF id, name_key, frequency ON entities BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
-END;
-CREATE TRIGGER query_image_entities_delete AFTER DELETE ON entities BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
-END;
-CREATE TRIGGER query_image_relationships_insert AFTER INSERT ON relationships BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
-END;
-CREATE TRIGGER query_image_relationships_update AFTER UPDATE OF id, source_id, target_id, weight ON relationships BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
-END;
-CREATE TRIGGER query_image_relationships_delete AFTER DELETE ON relationships BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
-END;
-CREATE TRIGGER query_image_entity_chunks_insert AFTER INSERT ON entity_chunks BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
-END;
-CREATE TRIGGER query_image_entity_chunks_update AFTER UPDATE OF entity_id, chunk_id ON entity_chunks BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
-END;
-CREATE TRIGGER query_image_entity_chunks_delete AFTER DELETE ON entity_chunks BEGIN
-  DELETE FROM query_images WHERE name = 'graph';
-END;
 CREATE TRIGGER query_image_chunks_insert AFTER INSERT ON chunks BEGIN
   DELETE FROM query_images WHERE name IN ('graph', 'words');
 END;

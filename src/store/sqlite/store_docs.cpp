@@ -56,12 +56,16 @@ Result<Transaction> SqliteStore::Impl::Begin(bool write) {
   }
   if (!st.ok()) return st;
   Opened();
-  if (depth == 0) tx_thread.store(std::this_thread::get_id());
+  if (depth == 0) {
+    tx_thread.store(std::this_thread::get_id());
+    graph_image_dropped = false;
+  }
   return Transaction(this, std::move(lock), depth);
 }
 
 Status SqliteStore::Impl::FinishTransaction(int depth, bool commit) {
   if (depth == 0) tx_thread.store(std::thread::id());
+  if (!commit) graph_image_dropped = false;  // the drop may be undone with the rest
   // SQLite rolls a whole transaction back by itself after some errors (disk full, I/O): then
   // there is nothing left to commit or roll back.
   if (sqlite3_get_autocommit(conn.get()) != 0) {

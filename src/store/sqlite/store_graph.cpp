@@ -318,6 +318,13 @@ Status SetLinks(sqlite::Connection& conn, std::string_view table, std::string_vi
 Result<int64_t> SqliteStore::UpsertEntity(const EntityRecord& e) {
   if (e.name_key.empty()) return Status::InvalidArgument("an entity needs a name_key");
   auto lock = impl_->Lock();
+  // Inside a caller's transaction (a merge: thousands of these) no savepoint of its own.
+  std::optional<Transaction> own;
+  if (impl_->open_transactions() == 0) {
+    GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+    own.emplace(std::move(tx));
+  }
+  GRAG_RETURN_IF_ERROR(impl_->DropGraphImage());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
       impl_->conn.Prepare(
@@ -336,6 +343,7 @@ Result<int64_t> SqliteStore::UpsertEntity(const EntityRecord& e) {
   if (!row) return Status::Internal("INSERT ... RETURNING gave no row");
   const int64_t id = stmt.Int(0);
   GRAG_RETURN_IF_ERROR(stmt.Run());
+  if (own) GRAG_RETURN_IF_ERROR(own->Commit());
   return id;
 }
 
@@ -380,6 +388,7 @@ Result<std::vector<EntityRecord>> SqliteStore::ListEntities(int64_t limit) {
 
 Result<bool> SqliteStore::DeleteEntity(int64_t id) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  GRAG_RETURN_IF_ERROR(impl_->DropGraphImage());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
                         impl_->conn.Prepare("DELETE FROM entities WHERE id = ?"));
   GRAG_RETURN_IF_ERROR(stmt.BindAll(id).Run());
@@ -390,6 +399,7 @@ Result<bool> SqliteStore::DeleteEntity(int64_t id) {
 
 Status SqliteStore::SetEntityChunks(int64_t entity_id, const std::vector<std::string>& chunk_ids) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  GRAG_RETURN_IF_ERROR(impl_->DropGraphImage());
   GRAG_RETURN_IF_ERROR(SetLinks(impl_->conn, "entity_chunks", "entity_id", entity_id, chunk_ids));
   return tx.Commit();
 }
@@ -669,6 +679,12 @@ Result<int64_t> SqliteStore::UpsertRelationship(const RelationshipRecord& r) {
   const int64_t a = std::min(r.source_id, r.target_id);
   const int64_t b = std::max(r.source_id, r.target_id);
   auto lock = impl_->Lock();
+  std::optional<Transaction> own;  // as in UpsertEntity
+  if (impl_->open_transactions() == 0) {
+    GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+    own.emplace(std::move(tx));
+  }
+  GRAG_RETURN_IF_ERROR(impl_->DropGraphImage());
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
       impl_->conn.Prepare(
@@ -689,6 +705,7 @@ Result<int64_t> SqliteStore::UpsertRelationship(const RelationshipRecord& r) {
   if (!*row) return Status::Internal("INSERT ... RETURNING gave no row");
   const int64_t id = stmt.Int(0);
   GRAG_RETURN_IF_ERROR(stmt.Run());
+  if (own) GRAG_RETURN_IF_ERROR(own->Commit());
   return id;
 }
 
@@ -719,6 +736,7 @@ Status SqliteStore::SetRelationshipChunks(int64_t relationship_id,
 
 Result<bool> SqliteStore::DeleteRelationship(int64_t id) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  GRAG_RETURN_IF_ERROR(impl_->DropGraphImage());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
                         impl_->conn.Prepare("DELETE FROM relationships WHERE id = ?"));
   GRAG_RETURN_IF_ERROR(stmt.BindAll(id).Run());
@@ -729,6 +747,7 @@ Result<bool> SqliteStore::DeleteRelationship(int64_t id) {
 
 Status SqliteStore::RecomputeGraphStats() {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  GRAG_RETURN_IF_ERROR(impl_->DropGraphImage());
   // Only the rows whose figures differ: an UPDATE to the same value still rewrites the row's
   // page, and an update touches few of them.
   GRAG_RETURN_IF_ERROR(impl_->conn.Exec(

@@ -171,6 +171,17 @@ Result<PackedEmbeddings> PackRows(sqlite::Connection& conn, EmbeddingOwner owner
 
 }  // namespace
 
+Status SqliteStore::Impl::DropGraphImage() {
+  if (open_transactions() == 0)
+    return Status::Internal("dropping the graph image outside a transaction");
+  if (graph_image_dropped) return Status::Ok();
+  Result<sqlite::Stmt> drop = conn.Prepare("DELETE FROM query_images WHERE name = 'graph'");
+  // No table of images (an index opened with an older build's migrations): nothing to drop.
+  if (drop.ok()) GRAG_RETURN_IF_ERROR(drop->Run());
+  graph_image_dropped = true;
+  return Status::Ok();
+}
+
 Result<std::vector<std::string>> SqliteStore::RefreshQueryImages() {
   std::vector<std::string> built;
   if (impl_->read_only) return built;
@@ -237,7 +248,7 @@ Result<GraphSnapshot> SqliteStore::LoadGraphNeighbourhood(const std::vector<int6
   GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
   GRAG_ASSIGN_OR_RETURN(std::shared_ptr<const store::GraphImage> image,
                         store::CachedGraphImage(*impl_, read.conn()));
-  if (image) return store::WalkNeighbourhood(entity_ids, chunk_ids, limits, *image->Reader());
+  if (image) return image->Walk(entity_ids, chunk_ids, limits);
   return store::LoadNeighbourhoodFromTables(read.conn(), entity_ids, chunk_ids, limits);
 }
 

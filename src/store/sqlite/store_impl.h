@@ -140,6 +140,13 @@ struct SqliteStore::Impl final : TransactionOwner {
   // whole schema first).
   std::chrono::microseconds reader_wait{1000};
 
+  // Drops the graph's query image in the transaction open on this thread (the caller holds `mu`
+  // and writes entities, relationships or entity-chunk links next): at most once a transaction
+  // while no part of it rolled back. These tables are written a row at a time by the thousand
+  // in a merge, where a trigger per row cost more than the merge (store_images.cpp).
+  Status DropGraphImage();
+  bool graph_image_dropped = false;  // guarded by mu: in the open transaction
+
   // The decoded query images last read (store_images.cpp), by the id they were stored under:
   // an image is never changed, so a stored id that is still the same is the same image.
   std::mutex image_mu;

@@ -86,6 +86,9 @@ Status SqliteStore::InsertRows(const IndexTable& table, const std::vector<TableR
     }
   }
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/true));
+  if (table.name == "entities" || table.name == "relationships" || table.name == "entity_chunks") {
+    GRAG_RETURN_IF_ERROR(impl_->DropGraphImage());
+  }
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt insert, impl_->conn.Prepare(sql));
   for (const TableRow& row : rows) {
     if (row.size() != table.columns.size()) {
