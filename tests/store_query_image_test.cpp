@@ -450,6 +450,28 @@ TEST_F(QueryImageTest, WordCountsFromTheWordsImageAreTheFullTextIndexs) {
   EXPECT_EQ((*image)->Find("rare"), std::nullopt);
 }
 
+TEST_F(QueryImageTest, ALargeSetOfVectorsIsReadFromItsRows) {
+  // Over kMaxVectorsImageBytes (16 MiB): 1,100 vectors of 4,000 floats.
+  std::vector<EmbeddingRecord> vectors;
+  for (int i = 0; i < 1100; ++i) {
+    EmbeddingRecord r;
+    r.owner = EmbeddingOwner::kChunk;
+    r.owner_id = "c" + std::to_string(i);
+    r.model = "m";
+    r.vector.assign(4000, static_cast<float>(i % 7) + 0.5f);
+    vectors.push_back(std::move(r));
+  }
+  ASSERT_TRUE(store_->PutEmbeddings(vectors).ok());
+  auto built = store_->RefreshQueryImages();
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  EXPECT_FALSE(Has(*built, "vectors:chunk"));
+  EXPECT_TRUE(Has(*built, "graph"));
+  auto packed = store_->ListPackedEmbeddings(EmbeddingOwner::kChunk);
+  ASSERT_TRUE(packed.ok());
+  EXPECT_EQ(packed->ids.size(), 1100u);
+  EXPECT_EQ(packed->values.size(), 1100u * 4000u);
+}
+
 TEST(QueryImageCodecTest, EveryTruncationOfAnImageFailsToDecode) {
   store::GraphImageBuilder b;
   b.AddEntity(1, "a", 2);

@@ -217,6 +217,19 @@ Result<std::vector<std::string>> SqliteStore::RefreshQueryImages() {
     const std::string name = VectorsImage(owner);
     GRAG_ASSIGN_OR_RETURN(int64_t have, ImageId(conn, name));
     if (have != 0) continue;
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt size,
+                          conn.Prepare("SELECT count(*), max(dimension) FROM main.embeddings "
+                                       "WHERE owner_kind = ?"));
+    GRAG_ASSIGN_OR_RETURN(bool sized, size.BindAll(EmbeddingOwnerName(owner)).Step());
+    const int64_t floats = sized ? size.Int(0) * size.Int(1) : 0;
+    if (floats * static_cast<int64_t>(sizeof(float)) >
+        static_cast<int64_t>(kMaxVectorsImageBytes)) {
+      Log(LogLevel::kDebug, "store",
+          "query image " + name + " not kept: " + std::to_string(size.Int(0)) +
+              " vectors are over the " + std::to_string(kMaxVectorsImageBytes >> 20) +
+              " MiB limit");
+      continue;
+    }
     GRAG_ASSIGN_OR_RETURN(PackedEmbeddings packed, PackRows(conn, owner));
     if (packed.ids.empty()) continue;  // nothing to read faster
     GRAG_RETURN_IF_ERROR(keep(name, store::EncodePackedEmbeddings(packed)));

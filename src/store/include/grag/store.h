@@ -274,9 +274,13 @@ class Store {
   // reads the tables). An index run builds the missing ones at its end.
   //
   // Builds the images that are missing, from the tables as they are, in one transaction; returns
-  // the names it built, sorted. An image larger than kMaxQueryImageBytes is not kept. A backend
-  // that keeps no images (PostgreSQL, where a question reads over the network anyway) builds none.
+  // the names it built, sorted. A graph or words image larger than kMaxQueryImageBytes is not
+  // kept, nor a vectors image larger than kMaxVectorsImageBytes: a larger set of vectors is read
+  // from its rows (its image would double its storage and the run's writes, for a read whose
+  // cost is the vectors' size either way). A backend that keeps no images (PostgreSQL, for now)
+  // builds none.
   static constexpr size_t kMaxQueryImageBytes = size_t{256} << 20;
+  static constexpr size_t kMaxVectorsImageBytes = size_t{16} << 20;
   virtual Result<std::vector<std::string>> RefreshQueryImages();
 
   // Every entity-chunk and relationship-chunk link, read in one snapshot (what exports list as
