@@ -59,12 +59,12 @@ size_t CheckText(const Pcre& re, PretokenPattern pattern, const std::string& tex
   size_t off = 0;
   while (off < text.size()) {
     const auto [start, end] = re.Match(text, off);
-    EXPECT_EQ(start, off) << "PCRE2 skipped text in " << testing::PrintToString(text);
+    EXPECT_EQ(start, off) << "PCRE2 skipped text in " << ::testing::PrintToString(text);
     if (start != off || end <= start) return decided;
     const size_t fast = AsciiPieceEnd(pattern, text, off);
     if (fast != 0) {
       ++decided;
-      EXPECT_EQ(fast, end) << "at " << off << " in " << testing::PrintToString(text);
+      EXPECT_EQ(fast, end) << "at " << off << " in " << ::testing::PrintToString(text);
       if (fast != end) return decided;
     }
     off = end;
