@@ -3,13 +3,13 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace grag {
 namespace {
@@ -22,20 +22,39 @@ constexpr double kNgramWeight = 0.35;        // a word's 3-grams together weigh 
 constexpr size_t kNgram = 3;
 
 // English function words: they say little about what a text is about.
+// A word of at most 8 bytes as a number (its bytes, little-endian, zero-padded): the function
+// words are looked up as numbers, without hashing a string.
+constexpr uint64_t PackWord(std::string_view w) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < w.size(); ++i) v |= uint64_t{static_cast<unsigned char>(w[i])} << (8 * i);
+  return v;
+}
+
+constexpr std::string_view kFunctionWords[] = {
+    "a",     "about", "after", "again", "all",    "also",   "am",    "an",   "and",   "any",
+    "are",   "as",    "at",    "be",    "been",   "before", "being", "but",  "by",    "can",
+    "could", "did",   "do",    "does",  "for",    "from",   "had",   "has",  "have",  "he",
+    "her",   "here",  "him",   "his",   "how",    "i",      "if",    "in",   "into",  "is",
+    "it",    "its",   "just",  "me",    "more",   "most",   "my",    "no",   "nor",   "not",
+    "now",   "of",    "on",    "one",   "only",   "or",     "other", "our",  "out",   "over",
+    "own",   "said",  "same",  "she",   "should", "so",     "some",  "such", "than",  "that",
+    "the",   "their", "them",  "then",  "there",  "these",  "they",  "this", "those", "through",
+    "to",    "too",   "up",    "upon",  "us",     "very",   "was",   "we",   "were",  "what",
+    "when",  "where", "which", "while", "who",    "whom",   "why",   "will", "with",  "would",
+    "you",   "your"};
+
+constexpr auto kPackedFunctionWords = [] {
+  std::array<uint64_t, std::size(kFunctionWords)> packed{};
+  for (size_t i = 0; i < packed.size(); ++i) packed[i] = PackWord(kFunctionWords[i]);
+  std::sort(packed.begin(), packed.end());
+  return packed;
+}();
+
 bool IsFunctionWord(std::string_view w) {
-  static const std::unordered_set<std::string_view> kWords = {
-      "a",     "about", "after", "again", "all",    "also",   "am",    "an",   "and",   "any",
-      "are",   "as",    "at",    "be",    "been",   "before", "being", "but",  "by",    "can",
-      "could", "did",   "do",    "does",  "for",    "from",   "had",   "has",  "have",  "he",
-      "her",   "here",  "him",   "his",   "how",    "i",      "if",    "in",   "into",  "is",
-      "it",    "its",   "just",  "me",    "more",   "most",   "my",    "no",   "nor",   "not",
-      "now",   "of",    "on",    "one",   "only",   "or",     "other", "our",  "out",   "over",
-      "own",   "said",  "same",  "she",   "should", "so",     "some",  "such", "than",  "that",
-      "the",   "their", "them",  "then",  "there",  "these",  "they",  "this", "those", "through",
-      "to",    "too",   "up",    "upon",  "us",     "very",   "was",   "we",   "were",  "what",
-      "when",  "where", "which", "while", "who",    "whom",   "why",   "will", "with",  "would",
-      "you",   "your"};
-  return kWords.contains(w);
+  // Every function word is 1 to 7 bytes long, so packing cannot confuse one with a longer word
+  // (and no word holds a NUL byte: only letters and digits make words).
+  if (w.empty() || w.size() > 7) return false;
+  return std::binary_search(kPackedFunctionWords.begin(), kPackedFunctionWords.end(), PackWord(w));
 }
 
 uint64_t Hash(char kind, std::string_view bytes) {
@@ -204,8 +223,9 @@ std::vector<float> LexicalEmbed(std::string_view text, size_t dimension) {
   const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(folded.data());
   const auto len = static_cast<utf8proc_ssize_t>(folded.size());
   for (utf8proc_ssize_t i = 0; i < len;) {
-    utf8proc_int32_t cp = 0;
-    auto n = utf8proc_iterate(p + i, len - i, &cp);
+    utf8proc_int32_t cp = p[i];
+    // ASCII decodes to itself: utf8proc_iterate only for the rest.
+    auto n = cp < 0x80 ? utf8proc_ssize_t{1} : utf8proc_iterate(p + i, len - i, &cp);
     if (n <= 0) {  // cannot happen after Fold, which validates; be safe anyway
       n = 1;
       cp = ' ';
