@@ -1,5 +1,7 @@
 // Writing JSON by hand where nlohmann's tree would copy every prompt twice (wire.h).
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
@@ -19,6 +21,14 @@ size_t ValidUtf8Prefix(std::string_view s) {
   const size_t n = s.size();
   size_t i = 0;
   while (i < n) {
+    if (i + 8 <= n) {  // eight ASCII bytes at a time
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      if ((w & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
     const unsigned char c = p[i];
     if (c < 0x80) {
       ++i;
@@ -61,7 +71,25 @@ void AppendJsonString(std::string& out, std::string_view text) {
   out.reserve(out.size() + text.size() + 2);
   out += '"';
   size_t plain = 0;  // start of the run of bytes copied as they are
-  for (size_t i = 0; i < text.size(); ++i) {
+  const size_t n = text.size();
+  for (size_t i = 0; i < n; ++i) {
+    // Skip eight bytes at a time while none is a control character, '"' or '\\' (the classic
+    // "has a zero byte" test on w - 0x20.., w ^ '"'.. and w ^ '\\'..).
+    while (i + 8 <= n) {
+      uint64_t w;
+      std::memcpy(&w, text.data() + i, 8);
+      constexpr uint64_t kOnes = 0x0101010101010101ULL;
+      constexpr uint64_t kHigh = 0x8080808080808080ULL;
+      const uint64_t quote = w ^ (kOnes * '"');
+      const uint64_t backslash = w ^ (kOnes * '\\');
+      // A byte below 0x20 (bytes >= 0x80 are fine: mask them out of the test).
+      const uint64_t control = (w - kOnes * 0x20) & ~w;
+      const uint64_t special =
+          ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | control;
+      if ((special & kHigh) != 0) break;
+      i += 8;
+    }
+    if (i >= n) break;
     const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out.append(text.data() + plain, i - plain);
