@@ -1,5 +1,7 @@
 #include "grag/lexical_embedder.h"
 
+#include "lexical_fold.h"
+
 #include <utf8proc.h>
 
 #include <algorithm>
@@ -93,30 +95,71 @@ std::string Sanitize(std::string_view text) {
   return out;
 }
 
-// NFKC + case folding + accents stripped; empty when utf8proc fails.
-std::string Fold(std::string_view text) {
-  // ASCII folds to lower case byte for byte, as utf8proc would, at a fraction of its cost.
-  if (std::all_of(text.begin(), text.end(), [](char c) {
-        const auto u = static_cast<unsigned char>(c);
-        return u != 0 && u < 0x80;
-      })) {
-    std::string out(text);
-    for (char& c : out) {
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    }
-    return out;
-  }
+// utf8proc's NFKC + case folding + accents stripped of `text`, appended to *out; false (and
+// nothing appended) when it fails.
+bool AppendFolded(std::string_view text, std::string* out) {
   utf8proc_uint8_t* folded = nullptr;
   const auto len = utf8proc_map(
       reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
       static_cast<utf8proc_ssize_t>(text.size()), &folded,
       static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT |
                                      UTF8PROC_CASEFOLD | UTF8PROC_STRIPMARK));
-  if (len < 0) return {};
-  std::string out(reinterpret_cast<char*>(folded), static_cast<size_t>(len));
+  if (len < 0) return false;
+  out->append(reinterpret_cast<char*>(folded), static_cast<size_t>(len));
   std::free(folded);
+  return true;
+}
+
+}  // namespace
+
+namespace vector_internal {
+
+std::string FoldWhole(std::string_view text) {
+  std::string out;
+  return AppendFolded(text, &out) ? out : std::string();
+}
+
+std::string Fold(std::string_view text) {
+  // utf8proc costs ~100 instructions a byte, and one non-ASCII character sent a whole chunk
+  // through it. ASCII folds to lower case byte for byte, as utf8proc would; a run of non-ASCII
+  // characters goes to utf8proc with the ASCII character before it (a base its combining marks
+  // may compose with). The cuts, before each other ASCII character, change nothing: no
+  // composition has an ASCII second character, and an ASCII character (a starter) ends every
+  // reordering and composition. (A NUL byte goes the whole text's way.)
+  if (text.find('\0') != std::string_view::npos) return FoldWhole(text);
+  const auto byte = [&text](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const auto lower = [&text](std::string& out, size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      const char c = text[i];
+      out += c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+  };
+  std::string out;
+  out.reserve(text.size());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    size_t j = i;
+    while (j < n && byte(j) < 0x80) ++j;
+    if (j == n) {
+      lower(out, i, n);
+      break;
+    }
+    const size_t start = j > i ? j - 1 : j;  // with the ASCII character before the run
+    lower(out, i, start);
+    size_t end = j;
+    while (end < n && byte(end) >= 0x80) ++end;
+    if (!AppendFolded(text.substr(start, end - start), &out)) return {};  // not UTF-8
+    i = end;
+  }
   return out;
 }
+
+}  // namespace vector_internal
+
+namespace {
+
+using vector_internal::Fold;
 
 bool IsWordCodePoint(utf8proc_int32_t cp) {
   if (cp < 0x80)
