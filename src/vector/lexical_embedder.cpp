@@ -129,9 +129,10 @@ std::string Fold(std::string_view text) {
   if (text.find('\0') != std::string_view::npos) return FoldWhole(text);
   const auto byte = [&text](size_t i) { return static_cast<unsigned char>(text[i]); };
   const auto lower = [&text](std::string& out, size_t from, size_t to) {
-    for (size_t i = from; i < to; ++i) {
-      const char c = text[i];
-      out += c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    const size_t at = out.size();
+    out.append(text.data() + from, to - from);
+    for (size_t i = at; i < out.size(); ++i) {
+      if (out[i] >= 'A' && out[i] <= 'Z') out[i] = static_cast<char>(out[i] - 'A' + 'a');
     }
   };
   std::string out;
