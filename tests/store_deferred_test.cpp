@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -120,6 +122,34 @@ TEST(StoreDeferredTest, AFailingDeferredWriteIsReportedAndRolledBackAlone) {
   const auto rows = CommittedRows(path);
   EXPECT_EQ(rows.count("before"), 1u);
   EXPECT_EQ(rows.count("after"), 1u);
+}
+
+// A flush from inside a transaction of the same thread neither waits for the flusher (whose
+// commit would wait for that transaction) nor loses anything.
+TEST(StoreDeferredTest, AFlushInsideATransactionDoesNotWaitForTheFlusher) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Store& s = **store;
+  auto done = std::async(std::launch::async, [&s] {
+    for (int round = 0; round < 20; ++round) {
+      const std::string r = std::to_string(round);
+      if (!s.ReplyCache().Put("before" + r, "1", "m", "chat").ok()) return false;
+      // Let the flusher's window pass now and then, so that it is committing when we flush.
+      std::this_thread::sleep_for(std::chrono::milliseconds(round % 3 == 0 ? 110 : 0));
+      auto tx = s.Begin();
+      if (!tx.ok()) return false;
+      if (!s.ReplyCache().Put("inside" + r, "2", "m", "chat").ok()) return false;
+      if (!s.FlushDeferred().ok()) return false;
+      if (!tx->Commit().ok()) return false;
+    }
+    return s.FlushDeferred().ok();
+  });
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "deadlocked";
+  ASSERT_TRUE(done.get());
+  const auto rows = CommittedRows(path);
+  EXPECT_EQ(rows.size(), 40u);
 }
 
 // A writer killed (SIGKILL) at a random moment while it defers large replies: each reply found

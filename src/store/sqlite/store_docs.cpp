@@ -123,7 +123,7 @@ Status SqliteStore::Impl::WriteDeferred(DeferredWrite w) {
 
 Status SqliteStore::Impl::CommitDeferred(std::vector<DeferredWrite>& batch) {
   Status failed;  // the first write that failed (rolled back alone)
-  const Status st = group_commit.Run([&]() -> Status {
+  const auto run = [&]() -> Status {
     for (DeferredWrite& w : batch) {
       Result<Transaction> savepoint = Begin(/*write=*/true);
       if (!savepoint.ok()) return savepoint.status();
@@ -133,7 +133,10 @@ Status SqliteStore::Impl::CommitDeferred(std::vector<DeferredWrite>& batch) {
       if (!one.ok()) w.committed = nullptr;
     }
     return Status::Ok();
-  });
+  };
+  // A FlushDeferred inside this thread's own transaction writes there (group commit would wait
+  // for another thread's commit, which waits for this transaction).
+  const Status st = tx_thread.load() == std::this_thread::get_id() ? run() : group_commit.Run(run);
   if (!st.ok()) return st;
   for (DeferredWrite& w : batch) {
     if (w.committed) w.committed();
@@ -174,6 +177,17 @@ void SqliteStore::Impl::FlusherLoop() {
 
 Status SqliteStore::Impl::FlushDeferred() {
   std::unique_lock lock(deferred_mu);
+  if (tx_thread.load() == std::this_thread::get_id()) {
+    // Inside this thread's transaction: what is queued goes into it, now (a commit the flusher
+    // has begun waits for this transaction, so it cannot be waited for here).
+    std::vector<DeferredWrite> batch;
+    batch.swap(deferred);
+    lock.unlock();
+    Status st = batch.empty() ? Status::Ok() : CommitDeferred(batch);
+    lock.lock();
+    if (!st.ok() && deferred_error.ok()) deferred_error = st;
+    return std::exchange(deferred_error, Status::Ok());
+  }
   deferred_cv.wait(lock, [&] { return !deferred_committing; });
   if (!deferred.empty()) {
     std::vector<DeferredWrite> batch;

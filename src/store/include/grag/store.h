@@ -148,8 +148,8 @@ class Store {
     if (st.ok() && committed) committed();
     return st;
   }
-  // Commits every deferred write made before the call; returns the first error of a deferred
-  // write not yet reported.
+  // Commits every deferred write made before the call (inside this thread's transaction: writes
+  // those still queued into it); returns the first error of a deferred write not yet reported.
   virtual Status FlushDeferred() { return Status::Ok(); }
   static constexpr std::chrono::milliseconds kDeferredWindow{100};
   static constexpr size_t kDeferredBatch = 64;
