@@ -367,8 +367,13 @@ double Median(std::vector<double> v) {
 }
 
 json RunWorker(const json& args) {
-  const std::string cmd =
-      "/proc/" + std::to_string(getpid()) + "/exe --worker '" + args.dump() + "'";
+  // SCALE_BENCH_WORKER_WRAP runs the worker under a profiler, e.g. "valgrind --tool=callgrind"
+  // (which cannot follow the re-execution of /proc/self/exe itself).
+  const char* wrap = std::getenv("SCALE_BENCH_WORKER_WRAP");
+  std::string exe = "/proc/" + std::to_string(getpid()) + "/exe";
+  if (wrap != nullptr && *wrap != '\0')
+    exe = std::string(wrap) + " " + fs::read_symlink(exe).string();
+  const std::string cmd = exe + " --worker '" + args.dump() + "'";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) throw std::runtime_error("cannot start the worker");
   std::string out;

@@ -361,16 +361,20 @@ TEST_F(E2eRobustnessTest, SpendOfAKilledRunIsCounted) {
       pid_t pid = 0;
       if (in >> pid && pid > 0) kill(pid, SIGKILL);
     }
-    return normal(r);
+    FakeReply reply = normal(r);
+    // A model's pace: the replies and results of the last Store::kDeferredWindow (100 ms) may
+    // still wait for their commit when the kill comes, two calls' worth here.
+    reply.delay = std::chrono::milliseconds(60);
+    return reply;
   });
   auto killed = RunCommand(Llm(server) + "sh -c " +
                            ShellQuote("echo $$ > " + ShellQuote(pid_file) + "; exec " +
                                       At("--set llm.concurrency=1 index --no-progress")));
   EXPECT_NE(killed.exit_code, 0);
   // The calls answered before the kill were committed with their results, and so was their cost
-  // (the killed call and the one in flight at most are lost).
+  // (the killed call, the one in flight, and those of the last deferred window at most are lost).
   auto stats = StatsJson();
-  EXPECT_GE(stats["llm_calls"].get<int>(), 22) << stats.dump();
+  EXPECT_GE(stats["llm_calls"].get<int>(), 19) << stats.dump();
   EXPECT_LE(stats["llm_calls"].get<int>(), 25) << stats.dump();
 }
 

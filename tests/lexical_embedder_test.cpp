@@ -6,7 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+#include <string>
+#include <vector>
 #include <thread>
+
+#include "vector/lexical_fold.h"
 
 namespace grag {
 namespace {
@@ -142,6 +147,58 @@ TEST(LexicalEmbedderTest, DeterministicAcrossInstancesAndThreads) {
   for (auto& t : threads) t.join();
   for (const auto& v : got) EXPECT_EQ(v, va->vectors[0]);
   EXPECT_EQ(a.Usage().calls, 1 + 8 * 50);
+}
+
+}  // namespace
+}  // namespace grag
+
+namespace grag {
+namespace {
+
+// Folding ASCII by hand and only the non-ASCII runs through utf8proc gives what utf8proc gives
+// for the whole text: combining marks after ASCII letters (composed, then stripped), compatibility
+// forms, case folding beyond ASCII, text starting with a mark, Hangul jamo, NUL, invalid UTF-8.
+TEST(LexicalFoldTest, SegmentedFoldingEqualsFoldingTheWholeText) {
+  const std::vector<std::string> pieces = {"a",
+                                           "Z",
+                                           "e",
+                                           " ",
+                                           ".",
+                                           "\n",
+                                           "1",
+                                           "\u0301",
+                                           "\u0327",
+                                           "\u0338",
+                                           "<",
+                                           "=",
+                                           "\u00c9",
+                                           "\u00df",
+                                           "\ufb01",
+                                           "\u2160",
+                                           "\u1100",
+                                           "\u1161",
+                                           "\u11a8",
+                                           "\u0130",
+                                           "\u03a3",
+                                           "\u212b",
+                                           "\u00a0",
+                                           "\u2014",
+                                           "\xff",
+                                           "\xc3",
+                                           "\xe2\x80",
+                                           "😀",
+                                           "K",
+                                           "\u212a",
+                                           std::string(1, '\0')};
+  std::mt19937 rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    const size_t n = rng() % 16;
+    for (size_t k = 0; k < n; ++k) text += pieces[rng() % pieces.size()];
+    ASSERT_EQ(vector_internal::Fold(text), vector_internal::FoldWhole(text))
+        << ::testing::PrintToString(text);
+  }
+  EXPECT_EQ(vector_internal::Fold("Cafe\u0301 NAI\u0308VE"), "cafe naive");
 }
 
 }  // namespace

@@ -93,6 +93,103 @@ TEST(BuildChatBodyTest, InvalidUtf8DoesNotThrow) {
   EXPECT_TRUE(nlohmann::json::accept(body));
 }
 
+// The request body as nlohmann writes it: what BuildChatBody wrote before it wrote the JSON
+// itself, and what it must still write byte for byte.
+std::string NlohmannChatBody(const ChatRequest& request, const ChatBodyOptions& options) {
+  nlohmann::json body = nlohmann::json::object();
+  body["model"] = options.model;
+  nlohmann::json messages = nlohmann::json::array();
+  for (const ChatMessage& m : request.messages) {
+    messages.push_back(nlohmann::json{{"role", m.role}, {"content", m.content}});
+  }
+  body["messages"] = std::move(messages);
+  if (request.temperature) body["temperature"] = *request.temperature;
+  if (request.max_tokens) body[options.max_tokens_field] = *request.max_tokens;
+  if (request.json_mode) body["response_format"] = nlohmann::json{{"type", "json_object"}};
+  if (options.stream) {
+    body["stream"] = true;
+    if (options.stream_usage) body["stream_options"] = nlohmann::json{{"include_usage", true}};
+  }
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+TEST(AppendJsonStringTest, WritesWhatNlohmannWrites) {
+  std::mt19937 rng(7);
+  // Control characters, quotes, backslashes, DEL, valid multi-byte characters of every length,
+  // and invalid sequences (lone continuation bytes, truncated, overlong, surrogates, > U+10FFFF).
+  const std::vector<std::string> pieces = {"a",
+                                           " ",
+                                           "\"",
+                                           "\\",
+                                           "/",
+                                           "\n",
+                                           "\r",
+                                           "\t",
+                                           "\b",
+                                           "\f",
+                                           std::string(1, '\0'),
+                                           "\x01",
+                                           "\x1f",
+                                           "\x7f",
+                                           "é",
+                                           "中",
+                                           "😀",
+                                           "\x80",
+                                           "\xC3",
+                                           "\xE4\xB8",
+                                           "\xC0\xAF",
+                                           "\xED\xA0\x80",
+                                           "\xF4\x90\x80\x80",
+                                           "\xF0\x9F\x98",
+                                           "\xFF",
+                                           "\xEF\xBF\xBD"};
+  for (int i = 0; i < 5000; ++i) {
+    std::string text;
+    const size_t n = rng() % 24;
+    for (size_t k = 0; k < n; ++k) text += pieces[rng() % pieces.size()];
+    std::string fast;
+    AppendJsonString(fast, text);
+    const std::string slow =
+        nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    ASSERT_EQ(fast, slow) << ::testing::PrintToString(text);
+  }
+}
+
+TEST(BuildChatBodyTest, SameBytesAsNlohmann) {
+  ChatRequest r;
+  r.messages.push_back({"system", "Be \"brief\".\n\tOK\x01"});
+  r.messages.push_back({"user", std::string("caf\xC3 \u00e9", 8)});
+  ChatBodyOptions o;
+  o.model = "gpt-\"x\"";
+  EXPECT_EQ(BuildChatBody(r, o), NlohmannChatBody(r, o));
+  r.temperature = 0.2;
+  r.max_tokens = 512;
+  r.json_mode = true;
+  o.stream = true;
+  EXPECT_EQ(BuildChatBody(r, o), NlohmannChatBody(r, o));
+  o.stream_usage = false;
+  o.max_tokens_field = "max_completion_tokens";
+  r.temperature = 0.0;
+  EXPECT_EQ(BuildChatBody(r, o), NlohmannChatBody(r, o));
+}
+
+TEST(ChatReplyCodingTest, EncodesAsTheJsonObjectDid) {
+  ChatResponse r;
+  r.content = "{\"entities\": []}\n\xC3";
+  r.prompt_tokens = 1234;
+  r.completion_tokens = -1;
+  r.tokens_estimated = true;
+  r.model = "m\\";
+  r.finish_reason = "length";
+  const nlohmann::json j = {{"content", r.content},
+                            {"prompt_tokens", r.prompt_tokens},
+                            {"completion_tokens", r.completion_tokens},
+                            {"tokens_estimated", r.tokens_estimated},
+                            {"model", r.model},
+                            {"finish_reason", r.finish_reason}};
+  EXPECT_EQ(EncodeChatReply(r), j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 // ---- streams ----
 
 std::vector<std::pair<std::string, std::string>> Events(const std::vector<std::string>& pieces) {

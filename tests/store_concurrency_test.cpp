@@ -65,6 +65,8 @@ TEST(StoreConcurrencyTest, ReplyCacheFromManyThreads) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
+  // The rows are deferred (Store::WriteDeferred): committed within the window, or now.
+  ASSERT_TRUE(store->FlushDeferred().ok());
   auto stats = store->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->cache_entries, kThreads * kKeys);
@@ -191,6 +193,7 @@ TEST(StoreConcurrencyTest, OtherThreadsReadBesideAnOpenTransactionWithoutSeeingI
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->UpsertDocument(Doc("a", "committed text")).ok());
   ASSERT_TRUE(store->ReplyCache().Put("k", "cached", "m", "chat").ok());
+  ASSERT_TRUE(store->FlushDeferred().ok());
   auto tx = store->Begin();
   ASSERT_TRUE(tx.ok()) << tx.status().ToString();
   ASSERT_TRUE(store->UpsertDocument(Doc("a", "uncommitted text")).ok());

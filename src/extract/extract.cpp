@@ -162,10 +162,28 @@ Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& o
   req.json_mode = options.json_mode;
   req.max_tokens = options.max_tokens;
   std::string rejected;  // the last reply the validator refused (the call is synchronous)
-  req.validator = [&rejected](const std::string& content) {
-    Status st = ParseExtractionReply(content).status();
-    if (!st.ok()) rejected = content;
-    return st;
+  // The last reply the validator accepted, parsed: a reply is parsed once, not again after the
+  // call (a cached reply is not validated, and is parsed after it).
+  std::string accepted;
+  std::optional<ParsedExtraction> accepted_parse;
+  req.validator = [&](const std::string& content) {
+    Result<ParsedExtraction> parsed = ParseExtractionReply(content);
+    if (!parsed.ok()) {
+      rejected = content;
+      return parsed.status();
+    }
+    accepted = content;
+    accepted_parse = std::move(parsed).value();
+    return Status::Ok();
+  };
+  // The reply's extraction: the validator's when it accepted this very reply.
+  auto parse = [&](const std::string& content) -> Result<ParsedExtraction> {
+    if (accepted_parse && accepted == content) {
+      ParsedExtraction parsed = std::move(*accepted_parse);
+      accepted_parse.reset();
+      return parsed;
+    }
+    return ParseExtractionReply(content);
   };
 
   auto reply = model.Chat(req);
@@ -187,7 +205,7 @@ Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& o
     out.reason = "extraction reply not valid JSON after one retry: " + reply.status().message();
     return out;
   }
-  out.result = std::move(ParseExtractionReply(reply->content)).value();
+  GRAG_ASSIGN_OR_RETURN(out.result, parse(reply->content));
 
   // Gleaning: the same conversation, asking for what was missed.
   std::vector<ChatMessage> conversation = req.messages;
@@ -197,9 +215,7 @@ Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& o
     conversation.push_back({"user", std::string(kGleanPrompt)});
     ChatRequest glean = req;
     glean.messages = conversation;
-    glean.validator = [](const std::string& content) {
-      return ParseExtractionReply(content).status();
-    };
+    glean.validator = req.validator;
     auto more = model.Chat(glean);
     ++out.calls;
     if (!more.ok()) {
@@ -207,7 +223,8 @@ Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& o
       break;  // a bad gleaning reply costs the round, not what we already have
     }
     ++out.gleaning_rounds;
-    auto parsed = ParseExtractionReply(more->content);
+    auto parsed = parse(more->content);
+    if (!parsed.ok()) break;  // cannot happen: it passed the validator, before or when cached
     const bool nothing_new = parsed->entities.empty() && parsed->relationships.empty();
     MergeInto(out.result, std::move(parsed).value());
     if (nothing_new) break;

@@ -231,10 +231,18 @@ size_t EditDistance(std::string_view a, std::string_view b, size_t cap) {
 // Dice coefficient of padded character trigrams.
 double TrigramDice(std::string_view a, std::string_view b) {
   if (a.empty() || b.empty()) return 0;
+  // Each trigram as a number, its bytes big-endian: sorted as the 3-byte strings would be, and
+  // without a string per trigram.
   auto grams = [](std::string_view s) {
-    std::string p = "##" + std::string(s) + "#";
-    std::vector<std::string> g;
-    for (size_t i = 0; i + 3 <= p.size(); ++i) g.push_back(p.substr(i, 3));
+    std::vector<uint32_t> g;
+    g.reserve(s.size() + 1);
+    uint32_t window = (uint32_t{'#'} << 8) | uint32_t{'#'};
+    auto push = [&](unsigned char c) {
+      window = ((window << 8) | c) & 0xFFFFFFu;
+      g.push_back(window);
+    };
+    for (char c : s) push(static_cast<unsigned char>(c));
+    push('#');
     std::sort(g.begin(), g.end());
     return g;
   };

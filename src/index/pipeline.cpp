@@ -162,6 +162,8 @@ static Result<IndexSummary> RunIndexWith(const Config& config, const IndexReques
     (void)store.UpdateRun(s.run_id, stage.name, {});
     const int64_t calls_before = run.ChatCalls();
     Status st = stage.fn();
+    // The stage's deferred writes (its models' replies) are committed before the next stage.
+    if (Status flushed = store.FlushDeferred(); st.ok()) st = flushed;
     run.FlushUsage();
     const int64_t stage_calls = run.ChatCalls() - calls_before;
     const std::string_view name = stage.name;

@@ -146,9 +146,11 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
           rec.relationships = std::move(result->result.relationships);
           ++extracted;
         }
-        // The chunk's extraction and the run's spend so far, committed (with the chunks that
-        // finished at the same time) before the chunk counts as done.
-        const Status stored = run.store().WriteGrouped([&]() -> Status {
+        // The chunk's extraction and the run's spend so far, deferred: committed with the
+        // chunks (and the replies) of the same window, after the replies it was made of. A run
+        // killed before that commit does the chunk again (its replies, if committed, from the
+        // cache), to the same result. The stage flushes before it returns.
+        const Status stored = run.store().WriteDeferred([&run, rec = std::move(rec)]() -> Status {
           GRAG_RETURN_IF_ERROR(run.store().PutExtraction(rec));
           run.FlushUsage();
           return Status::Ok();
@@ -158,9 +160,12 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
         return Status::Ok();
       },
       run.cancel_flag());
+  // Whatever the outcome, the chunks done so far are committed before the stage returns (the
+  // deferred writes hold a reference to `run`).
+  const Status flushed = run.store().FlushDeferred();
   s.chunks_extracted = extracted;
   s.chunks_skipped = skipped;
-  return st;
+  return st.ok() ? flushed : st;
 }
 
 }  // namespace grag

@@ -4,6 +4,7 @@
 
 #include "grag/hash.h"
 #include "grag/log.h"
+#include "wire.h"
 
 namespace grag::llm_internal {
 namespace {
@@ -32,13 +33,24 @@ std::string ChatCacheKey(std::string_view model, const ChatRequest& request,
 }
 
 std::string EncodeChatReply(const ChatResponse& response) {
-  json j = {{"content", response.content},
-            {"prompt_tokens", response.prompt_tokens},
-            {"completion_tokens", response.completion_tokens},
-            {"tokens_estimated", response.tokens_estimated},
-            {"model", response.model},
-            {"finish_reason", response.finish_reason}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  // What dumping the object {content, prompt_tokens, completion_tokens, tokens_estimated, model,
+  // finish_reason} gives (keys sorted), without copying the reply into a json tree first.
+  std::string out;
+  out.reserve(response.content.size() + response.model.size() + 128);
+  out += "{\"completion_tokens\":";
+  out += std::to_string(response.completion_tokens);
+  out += ",\"content\":";
+  AppendJsonString(out, response.content);
+  out += ",\"finish_reason\":";
+  AppendJsonString(out, response.finish_reason);
+  out += ",\"model\":";
+  AppendJsonString(out, response.model);
+  out += ",\"prompt_tokens\":";
+  out += std::to_string(response.prompt_tokens);
+  out += ",\"tokens_estimated\":";
+  out += response.tokens_estimated ? "true" : "false";
+  out += '}';
+  return out;
 }
 
 std::optional<ChatResponse> DecodeChatReply(std::string_view value) {

@@ -504,8 +504,9 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
   out.prompt_tokens = reply.prompt_tokens ? *reply.prompt_tokens
                       : token_limited     ? prompt_estimate
                                       : llm_internal::CountPromptTokens(request.messages, count);
+  // Not value_or(count(...)): that would tokenise every reply, usage or not.
   out.completion_tokens =
-      reply.completion_tokens.value_or(static_cast<int64_t>(count(out.content)));
+      reply.completion_tokens ? *reply.completion_tokens : static_cast<int64_t>(count(out.content));
   out.endpoint = pool.endpoint(sent.endpoint).name;
   counters.prompt_tokens.fetch_add(out.prompt_tokens);
   counters.completion_tokens.fetch_add(out.completion_tokens);

@@ -129,6 +129,7 @@ constexpr char kBase64Alphabet[] =
 // ---- requests ----
 
 std::string BuildChatBody(const ChatRequest& request, const ChatBodyOptions& options) {
+  if (options.extra == nullptr) return BuildChatBodyDirect(request, options);
   json body = json::object();
   body["model"] = options.model;
   json messages = json::array();

@@ -19,6 +19,10 @@ namespace grag::llm_internal {
 
 // ---- requests ----
 
+// Appends `text` as a JSON string, byte for byte what nlohmann's dump (ensure_ascii off, invalid
+// UTF-8 replaced) writes, at a fraction of its cost: prompts are the bulk of every request.
+void AppendJsonString(std::string& out, std::string_view text);
+
 struct ChatBodyOptions {
   std::string model;
   const nlohmann::json* extra = nullptr;  // object merged last (RFC 7396); may be null
@@ -28,6 +32,10 @@ struct ChatBodyOptions {
 };
 
 std::string BuildChatBody(const ChatRequest& request, const ChatBodyOptions& options);
+// BuildChatBody without extra body parameters (options.extra == nullptr), written directly, in
+// the key order of nlohmann's objects (sorted): the prompts are copied once, not into a json tree
+// and out again.
+std::string BuildChatBodyDirect(const ChatRequest& request, const ChatBodyOptions& options);
 
 std::string BuildEmbeddingBody(const std::vector<std::string_view>& inputs,
                                const std::string& model, std::optional<int> dimensions,

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "bpe.h"
+#include "pretokenize.h"
 #include "unicode_delta.h"
 #include "utf8.h"
 #include "vocab_image.h"
@@ -207,6 +208,8 @@ class Tokenizer::Impl {
 
   std::string name;
   BpeVocab vocab;
+  // The hand-written equivalent of the pattern for ASCII pieces (pretokenize.h), if any.
+  text_internal::PretokenPattern ascii = text_internal::PretokenPattern::kNone;
   std::unordered_map<uint32_t, std::string> special;  // id -> text
   // Two compilations of the encoding's pattern: `full` with the Unicode additions, `fast`
   // without. They match identically on text without those characters, and listing the extra
@@ -229,6 +232,8 @@ Result<std::unique_ptr<Tokenizer::Impl>> Tokenizer::Impl::Load(std::string_view 
                                                                std::string_view image) {
   auto impl = std::make_unique<Impl>();
   impl->name = std::string(name);
+  if (name == "cl100k_base") impl->ascii = text_internal::PretokenPattern::kCl100k;
+  if (name == "o200k_base") impl->ascii = text_internal::PretokenPattern::kO200k;
   auto parsed = ReadVocabImage(image);
   if (!parsed.ok()) return parsed.status().WithContext(impl->name + " vocabulary");
   for (auto& [id, text] : parsed->special_tokens) impl->special.emplace(id, std::string(text));
@@ -349,6 +354,11 @@ size_t Tokenizer::Impl::SplitRange(Matcher& m, size_t off, size_t limit, PieceFn
   const std::string_view text = m.text();
   const size_t n = text.size();
   while (off < limit) {
+    if (const size_t ascii_end = text_internal::AsciiPieceEnd(ascii, text, off); ascii_end > off) {
+      piece(text.data() + off, ascii_end - off);
+      off = ascii_end;
+      continue;
+    }
     size_t start = n;
     size_t end = n;
     m.Match(off, /*partial_hard=*/false, &start, &end);

@@ -366,18 +366,20 @@ std::string NormalizeEntityName(std::string_view name) {
         const auto u = static_cast<unsigned char>(c);
         return u != 0 && u < 0x80;
       })) {
-    std::string out;
-    out.reserve(name.size());
+    // Written in place (never longer than the name), not appended a byte at a time.
+    std::string out(name.size(), '\0');
+    size_t n = 0;
     bool pending_space = false;
     for (char c : name) {
       if (kAsciiSeparator[static_cast<unsigned char>(c)]) {
-        pending_space = !out.empty();
+        pending_space = n > 0;
       } else {
-        if (pending_space) out += ' ';
+        if (pending_space) out[n++] = ' ';
         pending_space = false;
-        out += c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+        out[n++] = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
       }
     }
+    out.resize(n);
     return out;
   }
   utf8proc_uint8_t* folded = nullptr;

@@ -1,15 +1,17 @@
 #include "grag/lexical_embedder.h"
 
+#include "lexical_fold.h"
+
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace grag {
 namespace {
@@ -22,20 +24,39 @@ constexpr double kNgramWeight = 0.35;        // a word's 3-grams together weigh 
 constexpr size_t kNgram = 3;
 
 // English function words: they say little about what a text is about.
+// A word of at most 8 bytes as a number (its bytes, little-endian, zero-padded): the function
+// words are looked up as numbers, without hashing a string.
+constexpr uint64_t PackWord(std::string_view w) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < w.size(); ++i) v |= uint64_t{static_cast<unsigned char>(w[i])} << (8 * i);
+  return v;
+}
+
+constexpr std::string_view kFunctionWords[] = {
+    "a",     "about", "after", "again", "all",    "also",   "am",    "an",   "and",   "any",
+    "are",   "as",    "at",    "be",    "been",   "before", "being", "but",  "by",    "can",
+    "could", "did",   "do",    "does",  "for",    "from",   "had",   "has",  "have",  "he",
+    "her",   "here",  "him",   "his",   "how",    "i",      "if",    "in",   "into",  "is",
+    "it",    "its",   "just",  "me",    "more",   "most",   "my",    "no",   "nor",   "not",
+    "now",   "of",    "on",    "one",   "only",   "or",     "other", "our",  "out",   "over",
+    "own",   "said",  "same",  "she",   "should", "so",     "some",  "such", "than",  "that",
+    "the",   "their", "them",  "then",  "there",  "these",  "they",  "this", "those", "through",
+    "to",    "too",   "up",    "upon",  "us",     "very",   "was",   "we",   "were",  "what",
+    "when",  "where", "which", "while", "who",    "whom",   "why",   "will", "with",  "would",
+    "you",   "your"};
+
+constexpr auto kPackedFunctionWords = [] {
+  std::array<uint64_t, std::size(kFunctionWords)> packed{};
+  for (size_t i = 0; i < packed.size(); ++i) packed[i] = PackWord(kFunctionWords[i]);
+  std::sort(packed.begin(), packed.end());
+  return packed;
+}();
+
 bool IsFunctionWord(std::string_view w) {
-  static const std::unordered_set<std::string_view> kWords = {
-      "a",     "about", "after", "again", "all",    "also",   "am",    "an",   "and",   "any",
-      "are",   "as",    "at",    "be",    "been",   "before", "being", "but",  "by",    "can",
-      "could", "did",   "do",    "does",  "for",    "from",   "had",   "has",  "have",  "he",
-      "her",   "here",  "him",   "his",   "how",    "i",      "if",    "in",   "into",  "is",
-      "it",    "its",   "just",  "me",    "more",   "most",   "my",    "no",   "nor",   "not",
-      "now",   "of",    "on",    "one",   "only",   "or",     "other", "our",  "out",   "over",
-      "own",   "said",  "same",  "she",   "should", "so",     "some",  "such", "than",  "that",
-      "the",   "their", "them",  "then",  "there",  "these",  "they",  "this", "those", "through",
-      "to",    "too",   "up",    "upon",  "us",     "very",   "was",   "we",   "were",  "what",
-      "when",  "where", "which", "while", "who",    "whom",   "why",   "will", "with",  "would",
-      "you",   "your"};
-  return kWords.contains(w);
+  // Every function word is 1 to 7 bytes long, so packing cannot confuse one with a longer word
+  // (and no word holds a NUL byte: only letters and digits make words).
+  if (w.empty() || w.size() > 7) return false;
+  return std::binary_search(kPackedFunctionWords.begin(), kPackedFunctionWords.end(), PackWord(w));
 }
 
 uint64_t Hash(char kind, std::string_view bytes) {
@@ -74,30 +95,72 @@ std::string Sanitize(std::string_view text) {
   return out;
 }
 
-// NFKC + case folding + accents stripped; empty when utf8proc fails.
-std::string Fold(std::string_view text) {
-  // ASCII folds to lower case byte for byte, as utf8proc would, at a fraction of its cost.
-  if (std::all_of(text.begin(), text.end(), [](char c) {
-        const auto u = static_cast<unsigned char>(c);
-        return u != 0 && u < 0x80;
-      })) {
-    std::string out(text);
-    for (char& c : out) {
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    }
-    return out;
-  }
+// utf8proc's NFKC + case folding + accents stripped of `text`, appended to *out; false (and
+// nothing appended) when it fails.
+bool AppendFolded(std::string_view text, std::string* out) {
   utf8proc_uint8_t* folded = nullptr;
   const auto len = utf8proc_map(
       reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
       static_cast<utf8proc_ssize_t>(text.size()), &folded,
       static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT |
                                      UTF8PROC_CASEFOLD | UTF8PROC_STRIPMARK));
-  if (len < 0) return {};
-  std::string out(reinterpret_cast<char*>(folded), static_cast<size_t>(len));
+  if (len < 0) return false;
+  out->append(reinterpret_cast<char*>(folded), static_cast<size_t>(len));
   std::free(folded);
+  return true;
+}
+
+}  // namespace
+
+namespace vector_internal {
+
+std::string FoldWhole(std::string_view text) {
+  std::string out;
+  return AppendFolded(text, &out) ? out : std::string();
+}
+
+std::string Fold(std::string_view text) {
+  // utf8proc costs ~100 instructions a byte, and one non-ASCII character sent a whole chunk
+  // through it. ASCII folds to lower case byte for byte, as utf8proc would; a run of non-ASCII
+  // characters goes to utf8proc with the ASCII character before it (a base its combining marks
+  // may compose with). The cuts, before each other ASCII character, change nothing: no
+  // composition has an ASCII second character, and an ASCII character (a starter) ends every
+  // reordering and composition. (A NUL byte goes the whole text's way.)
+  if (text.find('\0') != std::string_view::npos) return FoldWhole(text);
+  const auto byte = [&text](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const auto lower = [&text](std::string& out, size_t from, size_t to) {
+    const size_t at = out.size();
+    out.append(text.data() + from, to - from);
+    for (size_t i = at; i < out.size(); ++i) {
+      if (out[i] >= 'A' && out[i] <= 'Z') out[i] = static_cast<char>(out[i] - 'A' + 'a');
+    }
+  };
+  std::string out;
+  out.reserve(text.size());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    size_t j = i;
+    while (j < n && byte(j) < 0x80) ++j;
+    if (j == n) {
+      lower(out, i, n);
+      break;
+    }
+    const size_t start = j > i ? j - 1 : j;  // with the ASCII character before the run
+    lower(out, i, start);
+    size_t end = j;
+    while (end < n && byte(end) >= 0x80) ++end;
+    if (!AppendFolded(text.substr(start, end - start), &out)) return {};  // not UTF-8
+    i = end;
+  }
   return out;
 }
+
+}  // namespace vector_internal
+
+namespace {
+
+using vector_internal::Fold;
 
 bool IsWordCodePoint(utf8proc_int32_t cp) {
   if (cp < 0x80)
@@ -204,8 +267,9 @@ std::vector<float> LexicalEmbed(std::string_view text, size_t dimension) {
   const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(folded.data());
   const auto len = static_cast<utf8proc_ssize_t>(folded.size());
   for (utf8proc_ssize_t i = 0; i < len;) {
-    utf8proc_int32_t cp = 0;
-    auto n = utf8proc_iterate(p + i, len - i, &cp);
+    utf8proc_int32_t cp = p[i];
+    // ASCII decodes to itself: utf8proc_iterate only for the rest.
+    auto n = cp < 0x80 ? utf8proc_ssize_t{1} : utf8proc_iterate(p + i, len - i, &cp);
     if (n <= 0) {  // cannot happen after Fold, which validates; be safe anyway
       n = 1;
       cp = ' ';

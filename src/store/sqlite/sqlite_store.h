@@ -28,6 +28,9 @@ class SqliteStore final : public Store {
 
   Result<Transaction> Begin() override;
   Status WriteGrouped(const std::function<Status()>& write) override;
+  Status WriteDeferred(std::function<Status()> write,
+                       std::function<void()> committed = nullptr) override;
+  Status FlushDeferred() override;
   Result<DocumentChange> UpsertDocument(const Document& doc) override;
   Result<std::optional<Document>> GetDocument(std::string_view id) override;
   Result<std::vector<DocumentInfo>> ListDocuments() override;

@@ -31,6 +31,7 @@ SqliteStore::SqliteStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 SqliteStore::~SqliteStore() {
   if (impl_ == nullptr) return;
+  impl_->StopFlusher();
   impl_->CloseReaders();
   if (impl_->read_only) return;
   auto lock = impl_->Lock();
@@ -96,6 +97,126 @@ Status SqliteStore::Impl::WriteGrouped(const std::function<Status()>& write) {
     if (open_transactions() > 0) return write();
   }
   return group_commit.Run(write);
+}
+
+Status SqliteStore::WriteDeferred(std::function<Status()> write, std::function<void()> committed) {
+  return impl_->WriteDeferred({std::move(write), std::move(committed)});
+}
+
+Status SqliteStore::FlushDeferred() { return impl_->FlushDeferred(); }
+
+Status SqliteStore::Impl::WriteDeferred(DeferredWrite w) {
+  // In this thread's own transaction: there, as WriteGrouped does. (Not Lock(): that would
+  // wait for the flusher's commit, which deferring is meant to spare the caller.)
+  const bool own_transaction = tx_thread.load() == std::this_thread::get_id();
+  std::unique_lock lock(deferred_mu);
+  if (own_transaction || flusher_stopping) {  // or the store is closing: no later commit
+    lock.unlock();
+    Status st = own_transaction ? w.write() : group_commit.Run(w.write);
+    if (st.ok() && w.committed) w.committed();
+    return st;
+  }
+  const bool first = deferred.empty();
+  if (first) deferred_since = std::chrono::steady_clock::now();
+  deferred.push_back(std::move(w));
+  if (!flusher.joinable()) flusher = std::thread([this] { FlusherLoop(); });
+  // The flusher sleeps without a deadline while the queue is empty.
+  if (first || deferred.size() >= kDeferredBatch) deferred_cv.notify_all();
+  return std::exchange(deferred_error, Status::Ok());
+}
+
+Status SqliteStore::Impl::CommitDeferred(std::vector<DeferredWrite>& batch) {
+  Status failed;  // the first write that failed (rolled back alone)
+  const auto run = [&]() -> Status {
+    for (DeferredWrite& w : batch) {
+      Result<Transaction> savepoint = Begin(/*write=*/true);
+      if (!savepoint.ok()) return savepoint.status();
+      Status one = w.write();
+      if (one.ok()) one = savepoint->Commit();
+      if (!one.ok() && failed.ok()) failed = one;
+      if (!one.ok()) w.committed = nullptr;
+    }
+    return Status::Ok();
+  };
+  // A FlushDeferred inside this thread's own transaction writes there (group commit would wait
+  // for another thread's commit, which waits for this transaction).
+  const Status st = tx_thread.load() == std::this_thread::get_id() ? run() : group_commit.Run(run);
+  if (!st.ok()) return st;
+  for (DeferredWrite& w : batch) {
+    if (w.committed) w.committed();
+  }
+  return failed;
+}
+
+void SqliteStore::Impl::FlusherLoop() {
+  std::unique_lock lock(deferred_mu);
+  for (;;) {
+    if (deferred.empty()) {
+      if (flusher_stopping) return;
+      deferred_cv.wait(lock);
+      continue;
+    }
+    const auto due = deferred_since + kDeferredWindow;
+    if (!flusher_stopping && deferred.size() < kDeferredBatch &&
+        std::chrono::steady_clock::now() < due) {
+      deferred_cv.wait_until(lock, due);
+      continue;
+    }
+    if (deferred_committing) {  // a FlushDeferred is committing: it takes what it finds
+      deferred_cv.wait(lock);
+      continue;
+    }
+    std::vector<DeferredWrite> batch;
+    batch.swap(deferred);
+    deferred_committing = true;
+    lock.unlock();
+    const Status st = CommitDeferred(batch);
+    batch.clear();  // the writes' captures go outside the lock
+    lock.lock();
+    deferred_committing = false;
+    if (!st.ok() && deferred_error.ok()) deferred_error = st;
+    deferred_cv.notify_all();
+  }
+}
+
+Status SqliteStore::Impl::FlushDeferred() {
+  std::unique_lock lock(deferred_mu);
+  if (tx_thread.load() == std::this_thread::get_id()) {
+    // Inside this thread's transaction: what is queued goes into it, now (a commit the flusher
+    // has begun waits for this transaction, so it cannot be waited for here).
+    std::vector<DeferredWrite> batch;
+    batch.swap(deferred);
+    lock.unlock();
+    Status st = batch.empty() ? Status::Ok() : CommitDeferred(batch);
+    lock.lock();
+    if (!st.ok() && deferred_error.ok()) deferred_error = st;
+    return std::exchange(deferred_error, Status::Ok());
+  }
+  deferred_cv.wait(lock, [&] { return !deferred_committing; });
+  if (!deferred.empty()) {
+    std::vector<DeferredWrite> batch;
+    batch.swap(deferred);
+    deferred_committing = true;
+    lock.unlock();
+    const Status st = CommitDeferred(batch);
+    batch.clear();
+    lock.lock();
+    deferred_committing = false;
+    if (!st.ok() && deferred_error.ok()) deferred_error = st;
+    deferred_cv.notify_all();
+  }
+  return std::exchange(deferred_error, Status::Ok());
+}
+
+void SqliteStore::Impl::StopFlusher() {
+  {
+    std::lock_guard lock(deferred_mu);
+    flusher_stopping = true;
+  }
+  deferred_cv.notify_all();
+  if (flusher.joinable()) flusher.join();
+  const Status st = FlushDeferred();
+  if (!st.ok()) Log(LogLevel::kWarn, "store", "deferred writes lost at close: " + st.ToString());
 }
 
 // ---------------------------------------------------------------- reads

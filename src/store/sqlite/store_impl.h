@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "grag/cache.h"
@@ -30,9 +31,10 @@
 
 namespace grag {
 
-// The KeyValueCache the LLM client uses, over table llm_cache. Put returns once its row is
-// committed, as a single INSERT would, but replies that arrive together share a commit
-// (SqliteStore::WriteGrouped).
+// The KeyValueCache the LLM client uses, over table llm_cache. Put defers its row
+// (Store::WriteDeferred): a reply is committed within the deferred window, with the chunk's
+// extraction and the other replies of that window, not in a commit of its own; Get sees the
+// rows not yet committed. A process killed before the commit asks for those replies again.
 class ReplyCacheTable final : public KeyValueCache {
  public:
   explicit ReplyCacheTable(SqliteStore::Impl* impl) : impl_(impl) {}
@@ -41,7 +43,14 @@ class ReplyCacheTable final : public KeyValueCache {
              std::string_view kind) override;
 
  private:
+  struct Pending {
+    std::string value;
+    uint64_t generation = 0;  // which Put of the key: only its commit removes it
+  };
   SqliteStore::Impl* impl_;  // not owned; the Store owns both
+  std::mutex pending_mu_;
+  std::unordered_map<std::string, Pending> pending_;  // guarded by pending_mu_: not committed yet
+  uint64_t generations_ = 0;                          // guarded by pending_mu_
 };
 
 // A read-only connection of the reader pool, with the per-connection state SearchChunks keeps.
@@ -110,6 +119,29 @@ struct SqliteStore::Impl final : TransactionOwner {
   // SqliteStore::WriteGrouped: group commit (group_commit.h) on this connection.
   Status WriteGrouped(const std::function<Status()>& write);
   store::GroupCommit group_commit{[this] { return Begin(/*write=*/true); }};
+
+  // SqliteStore::WriteDeferred and FlushDeferred. The flusher thread (started with the first
+  // deferred write) commits the queue when its oldest write is kDeferredWindow old or
+  // kDeferredBatch writes wait; FlushDeferred commits it on the calling thread. One commit of
+  // the queue at a time (deferred_committing), so a flush that finds none running and takes the
+  // queue has every earlier write committed when its own commit is.
+  struct DeferredWrite {
+    std::function<Status()> write;
+    std::function<void()> committed;
+  };
+  Status WriteDeferred(DeferredWrite write);
+  Status FlushDeferred();
+  void StopFlusher();  // commits what is queued; before the connection closes
+  void FlusherLoop();
+  Status CommitDeferred(std::vector<DeferredWrite>& batch);  // deferred_committing held
+  std::mutex deferred_mu;
+  std::condition_variable deferred_cv;
+  std::vector<DeferredWrite> deferred;  // guarded by deferred_mu: queued, oldest first
+  std::chrono::steady_clock::time_point deferred_since;  // guarded by deferred_mu: oldest queued
+  bool deferred_committing = false;                      // guarded by deferred_mu
+  bool flusher_stopping = false;                         // guarded by deferred_mu
+  Status deferred_error;  // guarded by deferred_mu: the first failure not yet reported
+  std::thread flusher;    // started under deferred_mu; joined by StopFlusher
 
   const std::string path;
   // Recursive so that the thread holding an open Transaction can call store methods, which lock

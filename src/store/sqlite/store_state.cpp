@@ -169,6 +169,10 @@ Result<int64_t> SqliteStore::DeleteEmbeddings(EmbeddingOwner owner) {
 KeyValueCache& SqliteStore::ReplyCache() { return impl_->reply_cache; }
 
 std::optional<std::string> ReplyCacheTable::Get(std::string_view key) {
+  {
+    std::lock_guard lock(pending_mu_);
+    if (auto it = pending_.find(std::string(key)); it != pending_.end()) return it->second.value;
+  }
   Result<ReadHandle> read = impl_->Read();
   Result<sqlite::Stmt> stmt =
       read.ok() ? read->conn().Prepare("SELECT value FROM llm_cache WHERE key = ?")
@@ -186,14 +190,28 @@ std::optional<std::string> ReplyCacheTable::Get(std::string_view key) {
 Status ReplyCacheTable::Put(std::string_view key, std::string_view value, std::string_view model,
                             std::string_view kind) {
   if (impl_->read_only) return Status::Ok();  // a read-only index answers without caching
-  return impl_->WriteGrouped([&]() -> Status {
+  uint64_t generation = 0;
+  {
+    std::lock_guard lock(pending_mu_);
+    generation = ++generations_;
+    pending_[std::string(key)] = Pending{std::string(value), generation};
+  }
+  auto write = [impl = impl_, key = std::string(key), value = std::string(value),
+                model = std::string(model), kind = std::string(kind)]() -> Status {
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt stmt,
-        impl_->conn.Prepare("INSERT INTO llm_cache (key, value, model, kind) VALUES (?, ?, ?, ?) "
-                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, model = "
-                            "excluded.model, kind = excluded.kind, created_at = " GRAG_SQL_NOW));
+        impl->conn.Prepare("INSERT INTO llm_cache (key, value, model, kind) VALUES (?, ?, ?, ?) "
+                           "ON CONFLICT (key) DO UPDATE SET value = excluded.value, model = "
+                           "excluded.model, kind = excluded.kind, created_at = " GRAG_SQL_NOW));
     return stmt.BindAll(key, value, model, kind).Run();
-  });
+  };
+  auto committed = [this, key = std::string(key), generation] {
+    std::lock_guard lock(pending_mu_);
+    if (auto it = pending_.find(key); it != pending_.end() && it->second.generation == generation) {
+      pending_.erase(it);
+    }
+  };
+  return impl_->WriteDeferred({std::move(write), std::move(committed)});
 }
 
 // ---------------------------------------------------------------- runs

@@ -25,6 +25,7 @@
 // kCorruption or kInternal, with a message naming what was being done.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -132,6 +133,26 @@ class Store {
   // failing `write` is rolled back alone and returns its error. Inside a transaction of this
   // thread, `write` runs in it. `write` may run on another thread.
   virtual Status WriteGrouped(const std::function<Status()>& write) = 0;
+
+  // Runs `write` (store writes, owning what it writes) in a later write transaction, with the
+  // other deferred writes of a bounded window, and returns at once: a unit of work whose loss
+  // only means doing it again (a model's reply, a chunk's extraction) need not pay a commit of
+  // its own nor wait for one. It is committed within kDeferredWindow (or once kDeferredBatch
+  // writes wait), at FlushDeferred, or when the store closes; a process killed before then
+  // loses it whole, never part of it. `committed` (optional) runs once it is. A failing write
+  // is rolled back alone and its error returned by a later WriteDeferred or FlushDeferred.
+  // Inside a transaction of this thread, runs in it at once. The default commits at once.
+  virtual Status WriteDeferred(std::function<Status()> write,
+                               std::function<void()> committed = nullptr) {
+    Status st = WriteGrouped(write);
+    if (st.ok() && committed) committed();
+    return st;
+  }
+  // Commits every deferred write made before the call (inside this thread's transaction: writes
+  // those still queued into it); returns the first error of a deferred write not yet reported.
+  virtual Status FlushDeferred() { return Status::Ok(); }
+  static constexpr std::chrono::milliseconds kDeferredWindow{100};
+  static constexpr size_t kDeferredBatch = 64;
 
   // ---- documents
 

@@ -1,0 +1,174 @@
+// Writing JSON by hand where nlohmann's tree would copy every prompt twice (wire.h).
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
+
+#include "wire.h"
+
+namespace grag::llm_internal {
+
+using nlohmann::json;
+
+namespace {
+
+// The length of the valid UTF-8 prefix of `s` (Unicode 15, table 3-7: no overlong forms, no
+// surrogates, nothing above U+10FFFF), as nlohmann's decoder accepts it.
+size_t ValidUtf8Prefix(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    if (i + 8 <= n) {  // eight ASCII bytes at a time
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      if ((w & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    const unsigned char c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    unsigned char lo = 0x80;
+    unsigned char hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + len > n || p[i + 1] < lo || p[i + 1] > hi) return i;
+    for (size_t k = 2; k < len; ++k) {
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
+    }
+    i += len;
+  }
+  return n;
+}
+
+}  // namespace
+
+void AppendJsonString(std::string& out, std::string_view text) {
+  if (ValidUtf8Prefix(text) != text.size()) {
+    // Rare: let nlohmann replace the invalid sequences its own way.
+    out += json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+    return;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.reserve(out.size() + text.size() + 2);
+  out += '"';
+  size_t plain = 0;  // start of the run of bytes copied as they are
+  const size_t n = text.size();
+  for (size_t i = 0; i < n; ++i) {
+    // Skip eight bytes at a time while none is a control character, '"' or '\\' (the classic
+    // "has a zero byte" test on w - 0x20.., w ^ '"'.. and w ^ '\\'..).
+    while (i + 8 <= n) {
+      uint64_t w;
+      std::memcpy(&w, text.data() + i, 8);
+      constexpr uint64_t kOnes = 0x0101010101010101ULL;
+      constexpr uint64_t kHigh = 0x8080808080808080ULL;
+      const uint64_t quote = w ^ (kOnes * '"');
+      const uint64_t backslash = w ^ (kOnes * '\\');
+      // A byte below 0x20 (bytes >= 0x80 are fine: mask them out of the test).
+      const uint64_t control = (w - kOnes * 0x20) & ~w;
+      const uint64_t special =
+          ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | control;
+      if ((special & kHigh) != 0) break;
+      i += 8;
+    }
+    if (i >= n) break;
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(text.data() + plain, i - plain);
+    plain = i + 1;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default: {
+        const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+        out.append(esc, sizeof esc);
+      }
+    }
+  }
+  out.append(text.data() + plain, text.size() - plain);
+  out += '"';
+}
+
+std::string BuildChatBodyDirect(const ChatRequest& request, const ChatBodyOptions& options) {
+  auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+  std::vector<std::pair<std::string_view, std::string>> fields;
+  std::string messages = "[";
+  size_t size = 0;
+  for (const ChatMessage& m : request.messages) size += m.content.size() + m.role.size() + 32;
+  messages.reserve(size + 2);
+  for (const ChatMessage& m : request.messages) {
+    if (messages.size() > 1) messages += ',';
+    messages += "{\"content\":";
+    AppendJsonString(messages, m.content);
+    messages += ",\"role\":";
+    AppendJsonString(messages, m.role);
+    messages += '}';
+  }
+  messages += ']';
+  fields.emplace_back("messages", std::move(messages));
+  {
+    std::string model;
+    AppendJsonString(model, options.model);
+    fields.emplace_back("model", std::move(model));
+  }
+  if (request.temperature) fields.emplace_back("temperature", dump(*request.temperature));
+  if (request.max_tokens) fields.emplace_back(options.max_tokens_field, dump(*request.max_tokens));
+  if (request.json_mode) fields.emplace_back("response_format", "{\"type\":\"json_object\"}");
+  if (options.stream) {
+    fields.emplace_back("stream", "true");
+    if (options.stream_usage) fields.emplace_back("stream_options", "{\"include_usage\":true}");
+  }
+  std::stable_sort(fields.begin(), fields.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t total = 2;
+  for (const auto& field : fields) total += field.first.size() + field.second.size() + 4;
+  std::string out = "{";
+  out.reserve(total);
+  for (const auto& [key, value] : fields) {
+    if (out.size() > 1) out += ',';
+    AppendJsonString(out, key);
+    out += ':';
+    out += value;
+  }
+  out += '}';
+  return out;
+}
+
+}  // namespace grag::llm_internal
