@@ -345,11 +345,7 @@ DROP INDEX IF EXISTS relationship_mentions_keys;
 // and embeddings, and by the store's writes of entities, relationships and entity-chunk links
 // (SqliteStore::Impl::DropGraphImage, once a transaction: a trigger per row of those cost the
 // no-LLM index of 95 MiB a minute of CPU).
-//
-// Also a covering index of each chunk's place: the chunks of an entity in document order (local
-// search's candidates) were read by looking up every chunk's row, text and all.
 constexpr std::string_view kSchemaV6 = R"sql(
-CREATE INDEX chunks_by_id_position ON chunks (id, document_id, chunk_index);
 -- An image is never changed, only dropped and built again under a new id, so a reader that has
 -- decoded one keeps it for as long as its id is the stored one.
 CREATE TABLE query_images (

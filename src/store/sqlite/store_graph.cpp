@@ -411,11 +411,9 @@ Result<std::vector<std::string>> SqliteStore::GetEntityChunks(int64_t entity_id)
   if (image) return image->EntityChunksInDocumentOrder(entity_id);
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      // The covering index: SQLite's planner takes the unique index of chunk ids, which leaves
-      // every chunk's row (its text) to read for the position.
-      read.conn().Prepare("SELECT l.chunk_id FROM entity_chunks l JOIN chunks c INDEXED BY "
-                          "chunks_by_id_position ON c.id = l.chunk_id WHERE l.entity_id = ? "
-                          "ORDER BY c.document_id, c.chunk_index"));
+      read.conn().Prepare("SELECT l.chunk_id FROM entity_chunks l JOIN chunks c ON c.id = "
+                          "l.chunk_id WHERE l.entity_id = ? ORDER BY c.document_id, "
+                          "c.chunk_index"));
   stmt.BindAll(entity_id);
   return TextColumn(stmt);
 }
