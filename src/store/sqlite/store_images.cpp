@@ -1,5 +1,7 @@
-// Store: query images (grag/store.h) in table query_images; the schema's triggers drop an image
-// when a table it is made from changes (schema.cpp, version 6).
+// Store: query images (grag/store.h) in table query_images. An image goes in the transaction of
+// any change to a table it is made from: by the schema's triggers on chunks, documents and
+// embeddings (schema.cpp, version 6), and by Impl::DropGraphImage from the store's writes of
+// entities, relationships and entity-chunk links.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -9,7 +11,6 @@
 #include "../query_image.h"
 #include "grag/log.h"
 #include "grag/store.h"
-#include "names.h"
 #include "store_impl.h"
 
 namespace grag {
