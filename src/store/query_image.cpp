@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 #include <span>
+#include <unordered_map>
 
 namespace grag::store {
 

@@ -13,13 +13,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "grag/status.h"
+#include "grag/store.h"
 #include "grag/store_types.h"
-#include "neighbourhood.h"
 
 namespace grag::store {
 

@@ -1,6 +1,7 @@
 // Store: the choice of backend, and transactions (the same for every backend).
 #include "grag/store.h"
 
+#include <new>
 #include <string>
 #include <utility>
 
@@ -26,25 +27,41 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& location,
   return store::OpenSqliteStore(location, options);
 }
 
-Result<PackedEmbeddings> Store::ListPackedEmbeddings(EmbeddingOwner owner) {
-  GRAG_ASSIGN_OR_RETURN(std::vector<EmbeddingRecord> records, ListEmbeddings(owner));
+Result<PackedEmbeddings> PackEmbeddings(std::vector<EmbeddingRecord> records) {
   PackedEmbeddings packed;
   if (records.empty()) return packed;
   packed.model = records.front().model;
   packed.dimension = static_cast<int64_t>(records.front().vector.size());
-  packed.ids.reserve(records.size());
-  packed.values.reserve(records.size() * records.front().vector.size());
-  for (EmbeddingRecord& r : records) {
+  for (const EmbeddingRecord& r : records) {
     if (r.model != packed.model || static_cast<int64_t>(r.vector.size()) != packed.dimension) {
-      return Status::Corruption(
-          std::string(EmbeddingOwnerName(owner)) +
-          " embeddings disagree: " + records.front().owner_id + " has model '" + packed.model +
+      return Status::InvalidArgument(
+          "embeddings disagree: " + records.front().owner_id + " has model '" + packed.model +
           "' and dimension " + std::to_string(packed.dimension) + ", " + r.owner_id +
           " has model '" + r.model + "' and dimension " + std::to_string(r.vector.size()));
     }
-    packed.ids.push_back(std::move(r.owner_id));
-    packed.values.insert(packed.values.end(), r.vector.begin(), r.vector.end());
-    std::vector<float>().swap(r.vector);  // one copy of the vectors at a time
+  }
+  try {
+    packed.ids.reserve(records.size());
+    packed.values.reserve(records.size() * records.front().vector.size());
+    for (EmbeddingRecord& r : records) {
+      packed.ids.push_back(std::move(r.owner_id));
+      packed.values.insert(packed.values.end(), r.vector.begin(), r.vector.end());
+      std::vector<float>().swap(r.vector);  // one copy of the vectors at a time
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::Internal("out of memory packing " + std::to_string(records.size()) +
+                            " vectors of dimension " + std::to_string(packed.dimension));
+  }
+  return packed;
+}
+
+Result<PackedEmbeddings> Store::ListPackedEmbeddings(EmbeddingOwner owner) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<EmbeddingRecord> records, ListEmbeddings(owner));
+  Result<PackedEmbeddings> packed = PackEmbeddings(std::move(records));
+  // The store keeps one model and dimension per kind: a mix means the index is damaged.
+  if (!packed.ok() && packed.status().code() == ErrorCode::kInvalidArgument) {
+    return Status::Corruption(std::string(EmbeddingOwnerName(owner)) + " " +
+                              packed.status().message());
   }
   return packed;
 }

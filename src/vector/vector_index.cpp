@@ -151,31 +151,7 @@ Result<std::unique_ptr<VectorIndex>> VectorIndex::Build(Store& store, EmbeddingO
 
 Result<std::unique_ptr<VectorIndex>> VectorIndex::FromRecords(std::vector<EmbeddingRecord> records,
                                                               const VectorIndexOptions& options) {
-  PackedEmbeddings packed;
-  if (!records.empty()) {
-    packed.model = records.front().model;
-    packed.dimension = static_cast<int64_t>(records.front().vector.size());
-  }
-  for (const auto& r : records) {
-    if (r.model != packed.model || static_cast<int64_t>(r.vector.size()) != packed.dimension) {
-      return Status::InvalidArgument(
-          "embeddings disagree: " + records.front().owner_id + " has model '" + packed.model +
-          "' and dimension " + std::to_string(packed.dimension) + ", " + r.owner_id +
-          " has model '" + r.model + "' and dimension " + std::to_string(r.vector.size()));
-    }
-  }
-  try {
-    packed.ids.reserve(records.size());
-    packed.values.reserve(records.size() * static_cast<size_t>(packed.dimension));
-    for (auto& r : records) {
-      packed.ids.push_back(std::move(r.owner_id));
-      packed.values.insert(packed.values.end(), r.vector.begin(), r.vector.end());
-      std::vector<float>().swap(r.vector);  // so peak memory stays near one copy of the vectors
-    }
-  } catch (const std::bad_alloc&) {
-    return Status::Internal("out of memory packing " + std::to_string(records.size()) +
-                            " vectors of dimension " + std::to_string(packed.dimension));
-  }
+  GRAG_ASSIGN_OR_RETURN(PackedEmbeddings packed, PackEmbeddings(std::move(records)));
   return FromPacked(std::move(packed), options);
 }
 

@@ -85,11 +85,12 @@ Result<std::string> BuildGraphImage(sqlite::Connection& conn) {
 // Every term of the chunks' full-text index in at least kCountedTermMinChunks chunks, with its
 // count (fts5vocab's row table walks the whole index once).
 Result<std::string> BuildWordsImage(sqlite::Connection& conn) {
+  // The vocabulary table WordFrequencies (store_docs.cpp) reads too.
   GRAG_RETURN_IF_ERROR(
-      conn.Exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.grag_image_terms USING "
+      conn.Exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.grag_chunk_terms USING "
                 "fts5vocab(main, chunks_fts, row)"));
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt s,
-                        conn.Prepare("SELECT term, doc FROM temp.grag_image_terms"));
+                        conn.Prepare("SELECT term, doc FROM temp.grag_chunk_terms"));
   std::vector<std::pair<std::string, int64_t>> counts;
   while (true) {
     GRAG_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -218,21 +219,17 @@ Result<std::vector<std::string>> SqliteStore::RefreshQueryImages() {
     const std::string name = VectorsImage(owner);
     GRAG_ASSIGN_OR_RETURN(int64_t have, ImageId(conn, name));
     if (have != 0) continue;
-    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt size,
-                          conn.Prepare("SELECT count(*), max(dimension) FROM main.embeddings "
-                                       "WHERE owner_kind = ?"));
-    GRAG_ASSIGN_OR_RETURN(bool sized, size.BindAll(EmbeddingOwnerName(owner)).Step());
-    const int64_t floats = sized ? size.Int(0) * size.Int(1) : 0;
-    if (floats * static_cast<int64_t>(sizeof(float)) >
+    GRAG_ASSIGN_OR_RETURN(std::optional<EmbeddingSpace> space, GetEmbeddingSpace(owner));
+    if (!space) continue;  // nothing to read faster
+    if (space->count * space->dimension * static_cast<int64_t>(sizeof(float)) >
         static_cast<int64_t>(kMaxVectorsImageBytes)) {
       Log(LogLevel::kDebug, "store",
-          "query image " + name + " not kept: " + std::to_string(size.Int(0)) +
+          "query image " + name + " not kept: " + std::to_string(space->count) +
               " vectors are over the " + std::to_string(kMaxVectorsImageBytes >> 20) +
               " MiB limit");
       continue;
     }
     GRAG_ASSIGN_OR_RETURN(PackedEmbeddings packed, PackRows(conn, owner));
-    if (packed.ids.empty()) continue;  // nothing to read faster
     GRAG_RETURN_IF_ERROR(keep(name, store::EncodePackedEmbeddings(packed)));
   }
   GRAG_RETURN_IF_ERROR(tx.Commit());

@@ -96,6 +96,10 @@ class TransactionOwner {
   int open_ = 0;
 };
 
+// Records packed, in their order (consumed: each vector is released once copied).
+// kInvalidArgument when they disagree on model or dimension.
+Result<PackedEmbeddings> PackEmbeddings(std::vector<EmbeddingRecord> records);
+
 class Store {
  public:
   // Opens (or creates) the index at `path`: WAL mode, foreign keys on, busy timeout,
