@@ -436,6 +436,16 @@ std::string EncodePackedEmbeddings(const PackedEmbeddings& packed) {
 }
 
 Result<PackedEmbeddings> DecodePackedEmbeddings(std::string_view bytes) {
+  std::vector<float> storage((bytes.size() + sizeof(float) - 1) / sizeof(float));
+  if (!bytes.empty()) std::memcpy(storage.data(), bytes.data(), bytes.size());
+  return DecodePackedEmbeddings(std::move(storage), bytes.size());
+}
+
+Result<PackedEmbeddings> DecodePackedEmbeddings(std::vector<float> storage, size_t size) {
+  if (size > storage.size() * sizeof(float)) {
+    return Status::InvalidArgument("the vectors image is larger than its storage");
+  }
+  const std::string_view bytes(reinterpret_cast<const char*>(storage.data()), size);
   ByteReader r(bytes);
   if (r.Get<uint32_t>() != kVectorsMagic) {
     return Status::Corruption("not a vectors image (or one of another version)");
@@ -454,16 +464,13 @@ Result<PackedEmbeddings> DecodePackedEmbeddings(std::string_view bytes) {
                      (n == 0 ? r.left() == 0 : r.left() / n == per_vector && r.left() % n == 0);
   if (!sized) return Status::Corruption("the vectors image is truncated or inconsistent");
   r.Array(packed.sums_of_squares, n);
-  const uint64_t count = n * static_cast<uint64_t>(packed.dimension);
-  // Aligned floats (Pad, and SQLite's buffers are 8-byte aligned) copy in one go.
-  const char* at = bytes.data() + (bytes.size() - r.left());
-  if (reinterpret_cast<uintptr_t>(at) % alignof(float) == 0) {
-    const auto* first = reinterpret_cast<const float*>(static_cast<const void*>(at));
-    packed.values.assign(first, first + count);
-    return packed;
-  }
-  r.Array(packed.values, count);
   if (!r.ok()) return Status::Corruption("the vectors image is truncated");
+  // The values start at a multiple of 8 bytes (Pad, then doubles): whole floats of `storage`.
+  const size_t first = (size - r.left()) / sizeof(float);
+  const size_t count = n * static_cast<size_t>(packed.dimension);
+  std::memmove(storage.data(), storage.data() + first, count * sizeof(float));
+  storage.resize(count);
+  packed.values = std::move(storage);
   return packed;
 }
 

@@ -518,6 +518,15 @@ std::string FileUri(const std::string& path, std::string_view query) {
   return uri;
 }
 
+// Reads through a memory map of the file instead of read() into the page cache: a one-off
+// question that reads the query images and a few thousand pages spent a fifth of its time
+// allocating cache pages and copying into them (1,669 transcripts: 53 -> 46 ms). The index is
+// never truncated in place (no VACUUM), the case in which a mapped read could fault.
+Result<sqlite::Connection> MapForReading(Result<sqlite::Connection>& conn) {
+  if (conn.ok()) (void)conn->Exec("PRAGMA mmap_size = 1073741824");
+  return std::move(conn);
+}
+
 }  // namespace
 
 // Opens for reading. An index on read-only media has no -shm file and none can be made, which a
@@ -527,11 +536,12 @@ Result<sqlite::Connection> OpenForReading(const std::string& path) {
   auto conn = sqlite::Connection::Open(path, flags);
   if (conn.ok()) {
     auto probe = conn->QueryInt("SELECT count(*) FROM sqlite_master");
-    if (probe.ok() || probe.status().code() != ErrorCode::kIoError) return conn;
+    if (probe.ok() || probe.status().code() != ErrorCode::kIoError) return MapForReading(conn);
     Log(LogLevel::kDebug, "store",
         path + ": " + probe.status().message() + "; reading it as immutable (read-only media)");
   }
-  return sqlite::Connection::Open(FileUri(path, "immutable=1"), flags | SQLITE_OPEN_URI);
+  conn = sqlite::Connection::Open(FileUri(path, "immutable=1"), flags | SQLITE_OPEN_URI);
+  return MapForReading(conn);
 }
 
 Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOptions& options_in,

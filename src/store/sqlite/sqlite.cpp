@@ -172,4 +172,28 @@ Result<int64_t> Connection::QueryInt(std::string_view sql) {
   return row ? stmt.Int(0) : int64_t{0};
 }
 
+Result<bool> Connection::ReadBlob(const char* table, const char* column, int64_t rowid,
+                                  const std::function<char*(size_t)>& into) {
+  sqlite3_blob* raw = nullptr;
+  const int rc = sqlite3_blob_open(db_.get(), "main", table, column, rowid, 0, &raw);
+  std::unique_ptr<sqlite3_blob, decltype(&sqlite3_blob_close)> blob(raw, &sqlite3_blob_close);
+  if (rc != SQLITE_OK) {
+    // A missing row is plain SQLITE_ERROR with this message (sqlite3_blob_open's documentation).
+    if (rc == SQLITE_ERROR &&
+        std::string_view(sqlite3_errmsg(db_.get())).starts_with("no such rowid")) {
+      return false;
+    }
+    return ErrorStatus(db_.get(), rc, std::string("reading ") + table + "." + column);
+  }
+  const int size = sqlite3_blob_bytes(blob.get());
+  char* out = into(static_cast<size_t>(size));
+  if (size > 0) {
+    const int read = sqlite3_blob_read(blob.get(), out, size, 0);
+    if (read != SQLITE_OK) {
+      return ErrorStatus(db_.get(), read, std::string("reading ") + table + "." + column);
+    }
+  }
+  return true;
+}
+
 }  // namespace grag::sqlite

@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -160,6 +161,11 @@ class Connection {
   Result<std::string> QueryText(std::string_view sql);
   // Same, as an integer (0 for no row).
   Result<int64_t> QueryInt(std::string_view sql);
+  // Reads the blob in `column` of the row `rowid` of main.`table` by incremental blob I/O
+  // straight into the memory `into(size)` returns for its `size` bytes: no copy in between, as a
+  // column read makes. False when there is no such row.
+  Result<bool> ReadBlob(const char* table, const char* column, int64_t rowid,
+                        const std::function<char*(size_t)>& into);
 
  private:
   explicit Connection(DbHandle db) : db_(std::move(db)) {}

@@ -120,13 +120,14 @@ Result<std::shared_ptr<const Image>> Cached(SqliteStore::Impl& impl, sqlite::Con
     std::lock_guard lock(impl.image_mu);
     if (*cached_id == id) return *cached;
   }
-  // Id and bytes in one statement: the image may have been built again since.
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        conn.Prepare("SELECT id, data FROM query_images WHERE name = ?"));
-  GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(name).Step());
+  // By row id, so the bytes are the id's even if the image has been built again since.
+  std::string bytes;
+  GRAG_ASSIGN_OR_RETURN(bool found, conn.ReadBlob("query_images", "data", id, [&](size_t size) {
+    bytes.resize(size);
+    return bytes.data();
+  }));
   if (!found) return std::shared_ptr<const Image>();  // dropped since
-  id = stmt.Int(0);
-  Result<std::unique_ptr<Image>> decoded = Image::Decode(std::string(stmt.Blob(1)));
+  Result<std::unique_ptr<Image>> decoded = Image::Decode(std::move(bytes));
   std::shared_ptr<const Image> image;
   if (decoded.ok()) {
     image = std::move(decoded).value();
@@ -240,10 +241,22 @@ Result<std::vector<std::string>> SqliteStore::RefreshQueryImages() {
 Result<PackedEmbeddings> SqliteStore::ListPackedEmbeddings(EmbeddingOwner owner) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
-  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> image,
-                        ReadImage(read.conn(), VectorsImage(owner)));
-  if (image) {
-    Result<PackedEmbeddings> packed = store::DecodePackedEmbeddings(*image);
+  GRAG_ASSIGN_OR_RETURN(int64_t id, ImageId(read.conn(), VectorsImage(owner)));
+  // Read straight into the floats the vector index keeps: an image of megabytes copied twice
+  // (SQLite's column buffer, then a string) was most of a one-off question's page faults.
+  std::vector<float> storage;
+  size_t size = 0;
+  const auto into = [&](size_t bytes) {
+    size = bytes;
+    storage.resize((bytes + sizeof(float) - 1) / sizeof(float));
+    return reinterpret_cast<char*>(storage.data());
+  };
+  bool found = false;
+  if (id != 0) {
+    GRAG_ASSIGN_OR_RETURN(found, read.conn().ReadBlob("query_images", "data", id, into));
+  }
+  if (found) {
+    Result<PackedEmbeddings> packed = store::DecodePackedEmbeddings(std::move(storage), size);
     if (packed.ok()) return packed;
     Log(LogLevel::kWarn, "store",
         "query image " + VectorsImage(owner) + ": " + packed.status().message() +
