@@ -167,6 +167,21 @@ TEST_F(E2eNoLlmTest, SearchAndEveryQueryMethodWorkOnTheBook) {
   EXPECT_EQ(server_.request_count(), 0);
 }
 
+// libcurl, libpq and igraph are opened when first needed (grag/lazy_library.h), not at start-up:
+// the dynamic loader's trace (LD_DEBUG=files) shows which a command loaded.
+TEST_F(E2eNoLlmTest, AQuestionLoadsOnlyTheLibrariesItUses) {
+  auto index = RunCommand("LD_DEBUG=files " + Offline("index --no-progress"));
+  ASSERT_EQ(index.exit_code, 0) << index.err.substr(index.err.size() - 2000);
+  EXPECT_NE(index.err.find("file=libigraph"), std::string::npos);  // clustering opened it
+  auto local =
+      RunCommand("LD_DEBUG=files " + Offline("query --method local \"Who is Jacob Marley?\""));
+  ASSERT_EQ(local.exit_code, 0) << local.err.substr(local.err.size() - 2000);
+  EXPECT_NE(local.err.find("file=libsqlite3"), std::string::npos);  // the trace is there
+  for (const std::string lib : {"libigraph", "libpq", "libcurl"}) {
+    EXPECT_EQ(local.err.find("file=" + lib), std::string::npos) << lib << " was loaded";
+  }
+}
+
 TEST_F(E2eNoLlmTest, NoModelConfiguredMeansTheNoLlmModeByDefault) {
   // No GRAG_LLM_* at all: no flag needed.
   auto index = RunCommand("env -u GRAG_LLM_BASE_URL -u GRAG_LLM_MODEL -u GRAG_EMBEDDING_MODEL " +

@@ -9,21 +9,76 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "grag/lazy_library.h"
+
 namespace grag {
 namespace {
 
-// igraph's default error handler aborts the process; ours must return errors instead.
-void QuietIgraphErrors() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    igraph_set_error_handler(igraph_error_handler_ignore);
-    igraph_set_warning_handler(igraph_warning_handler_ignore);
-  });
+// igraph's functions, resolved on the first clustering (grag/lazy_library.h: linking igraph put
+// 17 shared objects into every command's start-up, questions included).
+struct IgraphApi {
+  decltype(&::igraph_community_leiden) community_leiden;
+  decltype(&::igraph_create) create;
+  decltype(&::igraph_destroy) destroy;
+  decltype(&::igraph_modularity) modularity;
+  decltype(&::igraph_rng_default) rng_default;
+  decltype(&::igraph_rng_seed) rng_seed;
+  decltype(&::igraph_strength) strength;
+  decltype(&::igraph_strerror) strerror;
+  decltype(&::igraph_vector_destroy) vector_destroy;
+  decltype(&::igraph_vector_init) vector_init;
+  decltype(&::igraph_vector_int_destroy) vector_int_destroy;
+  decltype(&::igraph_vector_int_init) vector_int_init;
+  decltype(&::igraph_vss_all) vss_all;
+};
+
+Result<IgraphApi> ResolveIgraph() {
+  static LazyLibrary lib(GRAG_LIBIGRAPH_SONAME, "clustering the graph (Leiden)",
+                         "igraph (Debian: apt install libigraph3)");
+  IgraphApi api{};
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.community_leiden, "igraph_community_leiden"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.create, "igraph_create"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.destroy, "igraph_destroy"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.modularity, "igraph_modularity"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.rng_default, "igraph_rng_default"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.rng_seed, "igraph_rng_seed"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.strength, "igraph_strength"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.strerror, "igraph_strerror"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.vector_destroy, "igraph_vector_destroy"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.vector_init, "igraph_vector_init"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.vector_int_destroy, "igraph_vector_int_destroy"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.vector_int_init, "igraph_vector_int_init"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.vss_all, "igraph_vss_all"));
+  decltype(&::igraph_set_error_handler) set_error_handler = nullptr;
+  decltype(&::igraph_set_warning_handler) set_warning_handler = nullptr;
+  igraph_error_handler_t* ignore_errors = nullptr;
+  igraph_warning_handler_t* ignore_warnings = nullptr;
+  GRAG_RETURN_IF_ERROR(lib.Resolve(set_error_handler, "igraph_set_error_handler"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(set_warning_handler, "igraph_set_warning_handler"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(ignore_errors, "igraph_error_handler_ignore"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(ignore_warnings, "igraph_warning_handler_ignore"));
+  // igraph's default error handler aborts the process; ours must return errors instead.
+  set_error_handler(ignore_errors);
+  set_warning_handler(ignore_warnings);
+  return api;
 }
+
+const IgraphApi* loaded_igraph = nullptr;
+
+// Loads igraph (once; the same answer every time after). Every entry point calls it first.
+Status LoadIgraph() {
+  static const Result<IgraphApi> api = ResolveIgraph();
+  if (!api.ok()) return api.status();
+  loaded_igraph = &*api;
+  return Status::Ok();
+}
+
+// igraph, once LoadIgraph has succeeded.
+const IgraphApi& Ig() { return *loaded_igraph; }
 
 Status IgraphStatus(igraph_error_t err, const char* what) {
   if (err == IGRAPH_SUCCESS) return Status::Ok();
-  return Status::Internal(std::string("igraph ") + what + " failed: " + igraph_strerror(err));
+  return Status::Internal(std::string("igraph ") + what + " failed: " + Ig().strerror(err));
 }
 
 // RAII owners of igraph objects.
@@ -31,18 +86,18 @@ struct Graph {
   igraph_t g;
   bool live = false;
   ~Graph() {
-    if (live) igraph_destroy(&g);
+    if (live) Ig().destroy(&g);
   }
 };
 struct RealVec {
   igraph_vector_t v;
-  explicit RealVec(igraph_integer_t n) { igraph_vector_init(&v, n); }
-  ~RealVec() { igraph_vector_destroy(&v); }
+  explicit RealVec(igraph_integer_t n) { Ig().vector_init(&v, n); }
+  ~RealVec() { Ig().vector_destroy(&v); }
 };
 struct IntVec {
   igraph_vector_int_t v;
-  explicit IntVec(igraph_integer_t n) { igraph_vector_int_init(&v, n); }
-  ~IntVec() { igraph_vector_int_destroy(&v); }
+  explicit IntVec(igraph_integer_t n) { Ig().vector_int_init(&v, n); }
+  ~IntVec() { Ig().vector_int_destroy(&v); }
 };
 
 // A simple weighted graph in local ids 0..n-1 (edges deduplicated, u < v).
@@ -86,7 +141,7 @@ Status RunLeidenOn(const LocalGraph& lg, const LeidenOptions& options,
   }
   Graph graph;
   GRAG_RETURN_IF_ERROR(
-      IgraphStatus(igraph_create(&graph.g, &edge_list.v, n, IGRAPH_UNDIRECTED), "create"));
+      IgraphStatus(Ig().create(&graph.g, &edge_list.v, n, IGRAPH_UNDIRECTED), "create"));
   graph.live = true;
   RealVec weights(static_cast<igraph_integer_t>(lg.weights.size()));
   double total = 0;
@@ -107,9 +162,9 @@ Status RunLeidenOn(const LocalGraph& lg, const LeidenOptions& options,
   if (node_weights != nullptr) {
     for (size_t i = 0; i < lg.n; ++i) VECTOR(strength.v)[i] = (*node_weights)[i];
   } else {
-    GRAG_RETURN_IF_ERROR(IgraphStatus(igraph_strength(&graph.g, &strength.v, igraph_vss_all(),
-                                                      IGRAPH_ALL, IGRAPH_LOOPS, &weights.v),
-                                      "strength"));
+    GRAG_RETURN_IF_ERROR(IgraphStatus(
+        Ig().strength(&graph.g, &strength.v, Ig().vss_all(), IGRAPH_ALL, IGRAPH_LOOPS, &weights.v),
+        "strength"));
   }
   IntVec result(n);
   const bool warm = !start.empty();
@@ -119,17 +174,17 @@ Status RunLeidenOn(const LocalGraph& lg, const LeidenOptions& options,
   }
   igraph_integer_t clusters = 0;
   igraph_real_t quality = 0;
-  igraph_rng_seed(igraph_rng_default(), options.seed);
+  Ig().rng_seed(Ig().rng_default(), options.seed);
   GRAG_RETURN_IF_ERROR(IgraphStatus(
-      igraph_community_leiden(&graph.g, &weights.v, &strength.v, options.resolution / (2.0 * total),
-                              0.01, warm, std::max(1, options.iterations), &result.v, &clusters,
-                              &quality),
+      Ig().community_leiden(&graph.g, &weights.v, &strength.v, options.resolution / (2.0 * total),
+                            0.01, warm, std::max(1, options.iterations), &result.v, &clusters,
+                            &quality),
       "community_leiden"));
   for (size_t i = 0; i < lg.n; ++i) membership[i] = static_cast<int32_t>(VECTOR(result.v)[i]);
   if (modularity != nullptr) {
     igraph_real_t q = 0;
     GRAG_RETURN_IF_ERROR(IgraphStatus(
-        igraph_modularity(&graph.g, &result.v, &weights.v, options.resolution, false, &q),
+        Ig().modularity(&graph.g, &result.v, &weights.v, options.resolution, false, &q),
         "modularity"));
     *modularity = q;
   }
@@ -310,7 +365,7 @@ std::vector<char> FixedOf(const LeidenStart* start, const std::vector<uint32_t>&
 
 Result<double> Modularity(size_t node_count, std::span<const GraphEdge> edges,
                           std::span<const int32_t> membership, double resolution) {
-  QuietIgraphErrors();
+  GRAG_RETURN_IF_ERROR(LoadIgraph());
   if (membership.size() != node_count) {
     return Status::InvalidArgument("membership has " + std::to_string(membership.size()) +
                                    " entries for " + std::to_string(node_count) + " nodes");
@@ -326,8 +381,8 @@ Result<double> Modularity(size_t node_count, std::span<const GraphEdge> edges,
   }
   Graph graph;
   GRAG_RETURN_IF_ERROR(
-      IgraphStatus(igraph_create(&graph.g, &edge_list.v, static_cast<igraph_integer_t>(node_count),
-                                 IGRAPH_UNDIRECTED),
+      IgraphStatus(Ig().create(&graph.g, &edge_list.v, static_cast<igraph_integer_t>(node_count),
+                               IGRAPH_UNDIRECTED),
                    "create"));
   graph.live = true;
   RealVec weights(static_cast<igraph_integer_t>(lg.weights.size()));
@@ -339,14 +394,14 @@ Result<double> Modularity(size_t node_count, std::span<const GraphEdge> edges,
   }
   igraph_real_t q = 0;
   GRAG_RETURN_IF_ERROR(IgraphStatus(
-      igraph_modularity(&graph.g, &m.v, &weights.v, resolution, false, &q), "modularity"));
+      Ig().modularity(&graph.g, &m.v, &weights.v, resolution, false, &q), "modularity"));
   return q;
 }
 
 Result<ClusterHierarchy> HierarchicalLeiden(size_t node_count, std::span<const GraphEdge> edges,
                                             const LeidenOptions& options,
                                             const LeidenStart* start) {
-  QuietIgraphErrors();
+  GRAG_RETURN_IF_ERROR(LoadIgraph());
   if (options.max_cluster_size < 1) {
     return Status::InvalidArgument("max_cluster_size must be at least 1");
   }

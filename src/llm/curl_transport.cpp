@@ -11,18 +11,71 @@
 #include <mutex>
 #include <vector>
 
+#include "grag/lazy_library.h"
 #include "grag/llm.h"
 
 namespace grag {
 namespace {
 
+// libcurl's functions, resolved when the first request is sent (grag/lazy_library.h: linking
+// libcurl put 30 shared objects into every command's start-up).
+struct CurlApi {
+  decltype(&::curl_global_init) global_init;
+  decltype(&::curl_easy_init) easy_init;
+  decltype(&::curl_easy_setopt) easy_setopt;
+  decltype(&::curl_easy_perform) easy_perform;
+  decltype(&::curl_easy_getinfo) easy_getinfo;
+  decltype(&::curl_easy_reset) easy_reset;
+  decltype(&::curl_easy_cleanup) easy_cleanup;
+  decltype(&::curl_easy_strerror) easy_strerror;
+  decltype(&::curl_slist_append) slist_append;
+  decltype(&::curl_slist_free_all) slist_free_all;
+};
+
+LazyLibrary& CurlLibrary() {
+  static LazyLibrary library(GRAG_LIBCURL_SONAME, "talking to a model over HTTP",
+                             "libcurl (Debian: apt install libcurl4)");
+  return library;
+}
+
+Result<CurlApi> ResolveCurl() {
+  LazyLibrary& lib = CurlLibrary();
+  CurlApi api{};
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.global_init, "curl_global_init"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.easy_init, "curl_easy_init"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.easy_setopt, "curl_easy_setopt"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.easy_perform, "curl_easy_perform"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.easy_getinfo, "curl_easy_getinfo"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.easy_reset, "curl_easy_reset"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.easy_cleanup, "curl_easy_cleanup"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.easy_strerror, "curl_easy_strerror"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.slist_append, "curl_slist_append"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.slist_free_all, "curl_slist_free_all"));
+  // libcurl's one process-wide initialisation; never undone, since other handles may live on.
+  const CURLcode init = api.global_init(CURL_GLOBAL_DEFAULT);
+  if (init != CURLE_OK) {
+    return Status::Internal(std::string("curl_global_init failed: ") + api.easy_strerror(init));
+  }
+  return api;
+}
+
+// libcurl, loaded and initialised on the first call (the same answer on every later one).
+Result<const CurlApi*> Curl() {
+  static const Result<CurlApi> api = ResolveCurl();
+  if (!api.ok()) return api.status();
+  return &*api;
+}
+
+// Only for objects made through a loaded libcurl.
+const CurlApi& LoadedCurl() { return *Curl().value(); }
+
 struct CurlEasyDeleter {
-  void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
+  void operator()(CURL* handle) const { LoadedCurl().easy_cleanup(handle); }
 };
 using CurlEasy = std::unique_ptr<CURL, CurlEasyDeleter>;
 
 struct CurlListDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+  void operator()(curl_slist* list) const { LoadedCurl().slist_free_all(list); }
 };
 using CurlList = std::unique_ptr<curl_slist, CurlListDeleter>;
 
@@ -94,7 +147,7 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 }
 
 bool Append(CurlList& list, const std::string& line) {
-  curl_slist* head = curl_slist_append(list.get(), line.c_str());
+  curl_slist* head = LoadedCurl().slist_append(list.get(), line.c_str());
   if (head == nullptr) return false;  // the old list is untouched and still owned
   static_cast<void>(list.release());  // `head` is the same list, longer (or a new one)
   list.reset(head);
@@ -104,7 +157,8 @@ bool Append(CurlList& list, const std::string& line) {
 class CurlTransport final : public HttpTransport {
  public:
   Result<HttpResponse> Post(const HttpRequest& request) override {
-    CurlEasy handle = Take();
+    GRAG_ASSIGN_OR_RETURN(const CurlApi* curl, Curl());
+    CurlEasy handle = Take(*curl);
     if (!handle) return Status::Internal("curl_easy_init failed");
     CURL* h = handle.get();
 
@@ -120,35 +174,35 @@ class CurlTransport final : public HttpTransport {
     Transfer transfer;
     transfer.request = &request;
     char error[CURL_ERROR_SIZE] = {0};
-    curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &OnHeader);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &transfer);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(request.connect_timeout.count()));
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // signals and threads do not mix
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // any the build supports
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "grag/0.1");
+    curl->easy_setopt(h, CURLOPT_URL, request.url.c_str());
+    curl->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl->easy_setopt(h, CURLOPT_POST, 1L);
+    curl->easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
+    curl->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    curl->easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+    curl->easy_setopt(h, CURLOPT_HEADERFUNCTION, &OnHeader);
+    curl->easy_setopt(h, CURLOPT_HEADERDATA, &transfer);
+    curl->easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
+    curl->easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
+    curl->easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+    curl->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                      static_cast<long>(request.connect_timeout.count()));
+    curl->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // signals and threads do not mix
+    curl->easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+    curl->easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // any the build supports
+    curl->easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl->easy_setopt(h, CURLOPT_USERAGENT, "grag/0.1");
     if (request.cancel != nullptr) {
-      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &OnProgress);
-      curl_easy_setopt(h, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(request.cancel));
-      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+      curl->easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &OnProgress);
+      curl->easy_setopt(h, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(request.cancel));
+      curl->easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     }
 
-    CURLcode rc = curl_easy_perform(h);
+    CURLcode rc = curl->easy_perform(h);
     long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     // The handle outlives `headers` and `error` in the pool: drop its pointers to them.
-    curl_easy_reset(h);
+    curl->easy_reset(h);
     Give(std::move(handle));
 
     if (!transfer.callback_error.empty()) {
@@ -158,7 +212,7 @@ class CurlTransport final : public HttpTransport {
       return Status::Cancelled("the transfer from " + request.url + " was stopped");
     }
     if (rc != CURLE_OK) {
-      std::string detail = error[0] != '\0' ? std::string(error) : curl_easy_strerror(rc);
+      std::string detail = error[0] != '\0' ? std::string(error) : curl->easy_strerror(rc);
       if (rc == CURLE_OPERATION_TIMEDOUT) {
         return Status::Timeout(fmt::format("POST {} timed out ({}; timeout {} ms)", request.url,
                                            detail, request.timeout.count()));
@@ -174,7 +228,7 @@ class CurlTransport final : public HttpTransport {
   }
 
  private:
-  CurlEasy Take() {
+  CurlEasy Take(const CurlApi& curl) {
     {
       std::lock_guard lock(mu_);
       if (!idle_.empty()) {
@@ -183,7 +237,7 @@ class CurlTransport final : public HttpTransport {
         return h;
       }
     }
-    return CurlEasy(curl_easy_init());
+    return CurlEasy(curl.easy_init());
   }
 
   void Give(CurlEasy handle) {
@@ -221,13 +275,8 @@ std::optional<std::string> HttpResponse::Header(std::string_view name) const {
 }
 
 Result<std::unique_ptr<HttpTransport>> MakeCurlTransport() {
-  static std::once_flag once;
-  static CURLcode init = CURLE_OK;
-  // libcurl's one process-wide initialisation; never undone, since other handles may live on.
-  std::call_once(once, [] { init = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (init != CURLE_OK) {
-    return Status::Internal(std::string("curl_global_init failed: ") + curl_easy_strerror(init));
-  }
+  // A transport is made to be used: load libcurl meanwhile (the first request waits for it).
+  CurlLibrary().Preload();
   return std::unique_ptr<HttpTransport>(std::make_unique<CurlTransport>());
 }
 

@@ -395,7 +395,8 @@ Result<ReadHandle> PostgresStore::Read() {
 void PostgresStore::ReturnReader(std::unique_ptr<pq::Connection> reader) {
   {
     std::lock_guard lock(pool_mu_);
-    if (reader != nullptr && PQstatus(reader->get()) == CONNECTION_OK && !reader->InTransaction()) {
+    if (reader != nullptr && pq::Pq().status(reader->get()) == CONNECTION_OK &&
+        !reader->InTransaction()) {
       idle_readers_.push_back(std::move(reader));
     } else {
       --readers_open_;  // broken: the next reader opens a new one

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "grag/config.h"
+#include "grag/lazy_library.h"
 
 namespace grag::store::pq {
 
@@ -78,7 +79,7 @@ int64_t Rows::Int(int row, int col) const {
 
 double Rows::Double(int row, int col) const {
   if (IsNull(row, col)) return 0;
-  return std::strtod(PQgetvalue(res_.get(), row, col), nullptr);
+  return std::strtod(Pq().getvalue(res_.get(), row, col), nullptr);
 }
 
 std::optional<int64_t> Rows::OptInt(int row, int col) const {
@@ -93,7 +94,7 @@ std::optional<double> Rows::OptDouble(int row, int col) const {
 
 int64_t Rows::Affected() const {
   if (!res_) return 0;
-  const char* n = PQcmdTuples(res_.get());
+  const char* n = Pq().cmdTuples(res_.get());
   return n == nullptr || *n == '\0' ? 0 : std::strtoll(n, nullptr, 10);
 }
 
@@ -127,14 +128,14 @@ ErrorCode CodeOf(std::string_view state) {
 }  // namespace
 
 Status ErrorStatus(const PGresult* res, PGconn* conn, std::string* sqlstate) {
-  const char* state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-  std::string message = res != nullptr ? Trim(PQresultErrorMessage(res)) : "";
-  if (message.empty() && conn != nullptr) message = Trim(PQerrorMessage(conn));
+  const char* state = res != nullptr ? Pq().resultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  std::string message = res != nullptr ? Trim(Pq().resultErrorMessage(res)) : "";
+  if (message.empty() && conn != nullptr) message = Trim(Pq().errorMessage(conn));
   if (message.empty()) message = "unknown PostgreSQL error";
   if (sqlstate != nullptr) *sqlstate = state != nullptr ? state : "";
   if (state == nullptr) {
     // No SQLSTATE: the connection failed (server gone, network).
-    if (conn != nullptr && PQstatus(conn) == CONNECTION_BAD) {
+    if (conn != nullptr && Pq().status(conn) == CONNECTION_BAD) {
       return Status::Unavailable("PostgreSQL connection lost: " + message);
     }
     return Status::Internal(message);
@@ -142,13 +143,57 @@ Status ErrorStatus(const PGresult* res, PGconn* conn, std::string* sqlstate) {
   return Status(CodeOf(state), message);
 }
 
+namespace {
+
+Result<Api> ResolveLibpq() {
+  static LazyLibrary lib(GRAG_LIBPQ_SONAME, "the PostgreSQL store",
+                         "libpq (Debian: apt install libpq5)");
+  Api api{};
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.clear, "PQclear"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.cmdTuples, "PQcmdTuples"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.connectdb, "PQconnectdb"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.errorMessage, "PQerrorMessage"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.exec, "PQexec"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.execParams, "PQexecParams"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.finish, "PQfinish"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.fname, "PQfname"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.ftype, "PQftype"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.getisnull, "PQgetisnull"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.getlength, "PQgetlength"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.getvalue, "PQgetvalue"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.nfields, "PQnfields"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.ntuples, "PQntuples"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.resultErrorField, "PQresultErrorField"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.resultErrorMessage, "PQresultErrorMessage"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.resultStatus, "PQresultStatus"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.serverVersion, "PQserverVersion"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.setNoticeProcessor, "PQsetNoticeProcessor"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.status, "PQstatus"));
+  GRAG_RETURN_IF_ERROR(lib.Resolve(api.transactionStatus, "PQtransactionStatus"));
+  return api;
+}
+
+const Api* loaded_libpq = nullptr;
+
+}  // namespace
+
+Status LoadLibpq() {
+  static const Result<Api> api = ResolveLibpq();
+  if (!api.ok()) return api.status();
+  loaded_libpq = &*api;
+  return Status::Ok();
+}
+
+const Api& Pq() { return *loaded_libpq; }
+
 Result<Connection> Connection::Open(const std::string& url, const std::string& redacted) {
+  GRAG_RETURN_IF_ERROR(LoadLibpq());
   Connection c;
   c.redacted_ = redacted;
-  c.conn_.reset(PQconnectdb(url.c_str()));
+  c.conn_.reset(Pq().connectdb(url.c_str()));
   if (c.conn_ == nullptr) return Status::Internal("libpq could not allocate a connection");
-  if (PQstatus(c.conn_.get()) != CONNECTION_OK) {
-    std::string message = Trim(PQerrorMessage(c.conn_.get()));
+  if (Pq().status(c.conn_.get()) != CONNECTION_OK) {
+    std::string message = Trim(Pq().errorMessage(c.conn_.get()));
     // Messages about the password name no password; say which server was refused.
     if (message.find("authentication failed") != std::string::npos ||
         message.find("password") != std::string::npos) {
@@ -161,7 +206,7 @@ Result<Connection> Connection::Open(const std::string& url, const std::string& r
     return Status::Unavailable("cannot connect to PostgreSQL at " + redacted + ": " + message);
   }
   // Notices (e.g. "relation already exists, skipping") are not for the user's terminal.
-  PQsetNoticeProcessor(
+  Pq().setNoticeProcessor(
       c.conn_.get(), [](void*, const char*) {}, nullptr);
   return c;
 }
@@ -173,11 +218,11 @@ Result<Rows> Connection::Query(std::string_view sql, const Args& args) {
   values.reserve(args.size());
   for (const Arg& a : args) values.push_back(a.value() ? a.value()->c_str() : nullptr);
   PGresult* res = args.empty()
-                      ? PQexec(conn_.get(), query.c_str())
-                      : PQexecParams(conn_.get(), query.c_str(), static_cast<int>(values.size()),
-                                     nullptr, values.data(), nullptr, nullptr, 0);
+                      ? Pq().exec(conn_.get(), query.c_str())
+                      : Pq().execParams(conn_.get(), query.c_str(), static_cast<int>(values.size()),
+                                        nullptr, values.data(), nullptr, nullptr, 0);
   Rows rows(res);
-  const ExecStatusType status = res != nullptr ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+  const ExecStatusType status = res != nullptr ? Pq().resultStatus(res) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
     last_sqlstate_.clear();
     return rows;
@@ -203,18 +248,18 @@ Result<int64_t> Connection::Changes(std::string_view sql, const Args& args) {
 
 std::string Connection::ServerVersion() const {
   if (!conn_) return "";
-  const int v = PQserverVersion(conn_.get());
+  const int v = Pq().serverVersion(conn_.get());
   return std::to_string(v / 10000) + "." + std::to_string(v % 10000);
 }
 
 bool Connection::InTransaction() const {
   if (!conn_) return false;
-  const PGTransactionStatusType t = PQtransactionStatus(conn_.get());
+  const PGTransactionStatusType t = Pq().transactionStatus(conn_.get());
   return t == PQTRANS_INTRANS || t == PQTRANS_INERROR;
 }
 
 bool Connection::InFailedTransaction() const {
-  return conn_ && PQtransactionStatus(conn_.get()) == PQTRANS_INERROR;
+  return conn_ && Pq().transactionStatus(conn_.get()) == PQTRANS_INERROR;
 }
 
 std::string RedactUrl(std::string_view url) { return RedactUrlPassword(url); }

@@ -18,6 +18,36 @@
 
 namespace grag::store::pq {
 
+// libpq's functions, resolved when the first connection is opened (grag/lazy_library.h: linking
+// libpq put it and its dependencies into every command's start-up, PostgreSQL or not).
+struct Api {
+  decltype(&::PQclear) clear;
+  decltype(&::PQcmdTuples) cmdTuples;
+  decltype(&::PQconnectdb) connectdb;
+  decltype(&::PQerrorMessage) errorMessage;
+  decltype(&::PQexec) exec;
+  decltype(&::PQexecParams) execParams;
+  decltype(&::PQfinish) finish;
+  decltype(&::PQfname) fname;
+  decltype(&::PQftype) ftype;
+  decltype(&::PQgetisnull) getisnull;
+  decltype(&::PQgetlength) getlength;
+  decltype(&::PQgetvalue) getvalue;
+  decltype(&::PQnfields) nfields;
+  decltype(&::PQntuples) ntuples;
+  decltype(&::PQresultErrorField) resultErrorField;
+  decltype(&::PQresultErrorMessage) resultErrorMessage;
+  decltype(&::PQresultStatus) resultStatus;
+  decltype(&::PQserverVersion) serverVersion;
+  decltype(&::PQsetNoticeProcessor) setNoticeProcessor;
+  decltype(&::PQstatus) status;
+  decltype(&::PQtransactionStatus) transactionStatus;
+};
+// Loads libpq (once; the same answer every time after). Connection::Open calls it first.
+Status LoadLibpq();
+// libpq, once LoadLibpq has succeeded: everything below is reached through a Connection.
+const Api& Pq();
+
 // One statement parameter in text format; nullopt is SQL NULL.
 class Arg {
  public:
@@ -55,15 +85,15 @@ class Rows {
  public:
   Rows() = default;
   explicit Rows(PGresult* res) : res_(res) {}
-  int size() const { return res_ ? PQntuples(res_.get()) : 0; }
+  int size() const { return res_ ? Pq().ntuples(res_.get()) : 0; }
   bool empty() const { return size() == 0; }
-  int columns() const { return res_ ? PQnfields(res_.get()) : 0; }
-  std::string ColumnName(int col) const { return PQfname(res_.get(), col); }
-  Oid ColumnType(int col) const { return PQftype(res_.get(), col); }
-  bool IsNull(int row, int col) const { return PQgetisnull(res_.get(), row, col) != 0; }
+  int columns() const { return res_ ? Pq().nfields(res_.get()) : 0; }
+  std::string ColumnName(int col) const { return Pq().fname(res_.get(), col); }
+  Oid ColumnType(int col) const { return Pq().ftype(res_.get(), col); }
+  bool IsNull(int row, int col) const { return Pq().getisnull(res_.get(), row, col) != 0; }
   std::string_view View(int row, int col) const {
-    return {PQgetvalue(res_.get(), row, col),
-            static_cast<size_t>(PQgetlength(res_.get(), row, col))};
+    return {Pq().getvalue(res_.get(), row, col),
+            static_cast<size_t>(Pq().getlength(res_.get(), row, col))};
   }
   std::string Text(int row, int col) const { return std::string(View(row, col)); }
   int64_t Int(int row, int col) const;
@@ -76,7 +106,7 @@ class Rows {
 
  private:
   struct Clear {
-    void operator()(PGresult* r) const { PQclear(r); }
+    void operator()(PGresult* r) const { Pq().clear(r); }
   };
   std::unique_ptr<PGresult, Clear> res_;
 };
@@ -109,7 +139,7 @@ class Connection {
 
  private:
   struct Finish {
-    void operator()(PGconn* c) const { PQfinish(c); }
+    void operator()(PGconn* c) const { Pq().finish(c); }
   };
   std::unique_ptr<PGconn, Finish> conn_;
   std::string redacted_;
