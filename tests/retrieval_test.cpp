@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "grag/indexer.h"
 #include "grag/lexical_embedder.h"
@@ -265,6 +266,45 @@ TEST_F(RetrievalIndexTest, AGenericQuestionWordDoesNotSeedTheWalkInPlaceOfAName)
   }
   EXPECT_THAT(named, ElementsAre("shirley temple"));
   EXPECT_EQ(Docs(*r).at(0), "Shirley Temple");
+}
+
+// The one-question mode (the CLI's) reads the chunk vectors on another thread while the
+// question's own reads run; the first questions, asked at once from several threads, all wait
+// for the same load and rank as a question asked alone does.
+TEST_F(RetrievalIndexTest, OneQuestionModeLoadsTheVectorsOnceForQuestionsAskedAtOnce) {
+  const std::vector<std::string> questions = {
+      "What government position was held by the star of Kiss and Tell?",
+      "Which film starred Shirley Temple?", "Who played Corliss Archer on the radio?"};
+  RetrieverOptions lazy;
+  lazy.load_graph = false;
+  std::vector<std::vector<std::string>> alone;
+  for (const auto& q : questions) {
+    auto r = Retriever::Open(*store_, &embedder_, lazy);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto got = (*r)->Retrieve(q, {});
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_TRUE(got->stats.used_embeddings) << q;
+    alone.push_back(Docs(*got));
+  }
+  for (int round = 0; round < 5; ++round) {
+    auto r = Retriever::Open(*store_, &embedder_, lazy);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<std::vector<std::string>> together(questions.size());
+    std::vector<std::thread> askers;
+    for (size_t i = 0; i < questions.size(); ++i) {
+      askers.emplace_back([&, i] {
+        auto got = (*r)->Retrieve(questions[i], {});
+        if (got.ok() && got->stats.used_embeddings) together[i] = Docs(*got);
+      });
+    }
+    for (auto& t : askers) t.join();
+    EXPECT_EQ(together, alone) << "round " << round;
+  }
+  // Closed before its first question: the load still running is waited for, not left behind.
+  for (int round = 0; round < 5; ++round) {
+    auto r = Retriever::Open(*store_, &embedder_, lazy);
+    ASSERT_TRUE(r.ok());
+  }
 }
 
 // No entity is named and no fact seed exists: the walk starts from entity descriptions loosely
