@@ -27,17 +27,6 @@ std::string VectorsImage(EmbeddingOwner owner) {
   return "vectors:" + std::string(EmbeddingOwnerName(owner));
 }
 
-// The named image as stored, or nullopt (also where there is no table of images: an index
-// opened with an older build's migrations, as tests do).
-Result<std::optional<std::string>> ReadImage(sqlite::Connection& conn, std::string_view name) {
-  Result<sqlite::Stmt> prepared = conn.Prepare("SELECT data FROM query_images WHERE name = ?");
-  if (!prepared.ok()) return std::optional<std::string>();
-  sqlite::Stmt& stmt = *prepared;
-  GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(name).Step());
-  if (!found) return std::optional<std::string>();
-  return std::optional<std::string>(std::string(stmt.Blob(0)));
-}
-
 Result<std::string> BuildGraphImage(sqlite::Connection& conn) {
   store::GraphImageBuilder b;
   {
@@ -100,12 +89,27 @@ Result<std::string> BuildWordsImage(sqlite::Connection& conn) {
   return store::EncodeTermCounts(std::move(counts), kCountedTermMinChunks);
 }
 
-// The stored id of the named image, 0 when there is none.
+// The stored id of the named image, 0 when there is none (also where there is no table of
+// images: an index opened with an older build's migrations, as tests do).
 Result<int64_t> ImageId(sqlite::Connection& conn, std::string_view name) {
   Result<sqlite::Stmt> prepared = conn.Prepare("SELECT id FROM query_images WHERE name = ?");
-  if (!prepared.ok()) return int64_t{0};  // no table of images (see ReadImage)
+  if (!prepared.ok()) return int64_t{0};
   GRAG_ASSIGN_OR_RETURN(bool found, prepared->BindAll(name).Step());
   return found ? prepared->Int(0) : int64_t{0};
+}
+
+// The named image's bytes; nullopt when there is none.
+Result<std::optional<std::string>> ReadImage(sqlite::Connection& conn, std::string_view name) {
+  std::optional<std::string> image;
+  GRAG_ASSIGN_OR_RETURN(int64_t id, ImageId(conn, name));
+  if (id == 0) return image;
+  std::string bytes;
+  GRAG_ASSIGN_OR_RETURN(bool found, conn.ReadBlob("query_images", "data", id, [&](size_t size) {
+    bytes.resize(size);
+    return bytes.data();
+  }));
+  if (found) image = std::move(bytes);
+  return image;
 }
 
 // The cached decoded image `name` if its stored id is still `*id`, else the stored one decoded
