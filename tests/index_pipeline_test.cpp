@@ -1,6 +1,7 @@
 // The indexing pipeline with a scripted model: every stage, resumability and "no work twice".
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <random>
@@ -295,6 +296,91 @@ TEST(IndexPipelineTest, ConfiguringAModelLaterReExtractsWithItAndGoingBackReuses
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->chunks_extracted, 0);  // the NLP results were kept
   EXPECT_EQ(h.store->ListEntities().value().size(), nlp_entities);
+}
+
+// The load stage streams: documents are read, chunked and written by batches (64 at most), so a
+// file is read only when its batch comes. Progress counts each document once its batch is
+// committed; the plan comes once, when the input has been read, before any model call.
+TEST(IndexPipelineTest, LoadReadsAndWritesTheInputByBatches) {
+  Harness h(150);
+  // The last document in id order: rewritten once the first batch is committed, it is stored as
+  // rewritten (a load that read the whole input first would store what it read before).
+  const std::string rewritten = "Zora Zeller met Yuri Young near the old harbour. ";
+  std::vector<std::pair<int64_t, int64_t>> load_progress;
+  int plans = 0;
+  IndexPlan plan;
+  IndexContext ctx;
+  ctx.store = h.store.get();
+  ctx.on_progress = [&](const IndexProgress& p) {
+    if (p.stage != "load") return;
+    if (load_progress.empty()) h.dir.Write("proj/input/doc99.txt", rewritten);
+    load_progress.emplace_back(p.done, p.total);
+  };
+  ctx.on_plan = [&](const IndexPlan& p) {
+    ++plans;
+    plan = p;
+  };
+  auto s = RunIndex(h.config, {}, ctx);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->documents_added, 150);
+  ASSERT_EQ(load_progress.size(), 150u);
+  for (size_t i = 0; i < load_progress.size(); ++i) {
+    EXPECT_EQ(load_progress[i].first, static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(load_progress[i].second, 150);
+  }
+  EXPECT_EQ(plans, 1);
+  EXPECT_EQ(plan.documents_added.size(), 150u);
+  EXPECT_EQ(plan.chunks_to_extract, s->chunks);
+  auto doc = h.store->GetDocument("doc99.txt");
+  ASSERT_TRUE(doc.ok() && doc->has_value());
+  EXPECT_EQ((*doc)->text, rewritten);
+}
+
+// Stopped after its first batch, the load leaves that batch stored and nothing else; a plan then
+// sees it, and the next run finishes the index as one uninterrupted run would have.
+TEST(IndexPipelineTest, LoadCancelledAfterABatchResumesToTheSameIndex) {
+  Harness h(150);
+  std::atomic<bool> cancel{false};
+  IndexContext ctx;
+  ctx.store = h.store.get();
+  ctx.cancel = &cancel;
+  ctx.on_progress = [&](const IndexProgress& p) {
+    if (p.stage == "load" && p.done == 64) cancel = true;
+  };
+  auto stopped = RunIndex(h.config, {}, ctx);
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.status().code(), ErrorCode::kCancelled);
+  auto docs = h.store->ListDocuments();
+  ASSERT_TRUE(docs.ok());
+  EXPECT_EQ(docs->size(), 64u);
+
+  IndexContext plain;
+  plain.store = h.store.get();
+  auto plan = PlanIndex(h.config, {}, plain);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->documents_added.size(), 86u);
+  EXPECT_EQ(plan->documents_unchanged, 64);
+  docs = h.store->ListDocuments();  // planning writes nothing
+  ASSERT_TRUE(docs.ok());
+  EXPECT_EQ(docs->size(), 64u);
+
+  auto resumed = RunIndex(h.config, {}, plain);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(resumed->documents_added, 86);
+
+  Harness clean(150);
+  IndexContext clean_ctx;
+  clean_ctx.store = clean.store.get();
+  auto whole = RunIndex(clean.config, {}, clean_ctx);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  auto a = h.store->ListChunkIds();
+  auto b = clean.store->ListChunkIds();
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::sort(a->begin(), a->end());
+  std::sort(b->begin(), b->end());
+  EXPECT_EQ(*a, *b);
+  EXPECT_EQ(resumed->entities, whole->entities);
+  EXPECT_EQ(resumed->relationships, whole->relationships);
 }
 
 TEST(IndexPipelineTest, MissingInputFolderIsNotFound) {

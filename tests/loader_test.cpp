@@ -188,6 +188,88 @@ TEST(LoaderTest, DuplicateIdsAreRefused) {
   EXPECT_NE(r.status().message().find("\"same\""), std::string::npos);
 }
 
+// The documents LoadDocuments gives, one at a time: in id order across plain files and files of
+// records (whose ids interleave with the plain files'), with the same issues in file order.
+TEST(LoaderTest, ReaderGivesLoadDocumentsDocumentsInIdOrder) {
+  TempDir dir;
+  dir.Write("in/a/b.txt", "under a");
+  dir.Write("in/a-c.txt", "a dash");  // before "a/b.txt" as an id, after it as a path
+  dir.Write(
+      "in/m.jsonl",
+      "{\"id\": \"z\", \"text\": \"last\"}\n{\"id\": \"b\", \"text\": \"early\"}\nnot json\n");
+  dir.Write("in/k.txt", "");  // an issue, no document
+  dir.Write("in/n.csv", "id,text\nin/k2,between\n");
+  dir.Write("in/x.md", "ex");
+  auto all = LoadDocuments({dir / "in"}, Opts(dir));
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  auto reader = DocumentReader::Open({dir / "in"}, Opts(dir));
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ(reader->Remaining(), 7u);  // 4 plain files (k.txt gives none) and 3 records
+  std::vector<std::string> ids;
+  while (auto doc = reader->Next()) {
+    ids.push_back(doc->id);
+    ASSERT_LE(ids.size(), all->documents.size());
+    EXPECT_EQ(doc->text, all->documents[ids.size() - 1].text);
+    EXPECT_EQ(doc->source_path, all->documents[ids.size() - 1].source_path);
+  }
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"b", "in/a-c.txt", "in/a/b.txt", "in/k2", "in/x.md", "z"}));
+  EXPECT_EQ(reader->Remaining(), 0u);
+  const std::vector<LoadIssue> issues = reader->TakeIssues();
+  ASSERT_EQ(issues.size(), all->issues.size());
+  ASSERT_EQ(issues.size(), 2u);
+  for (size_t i = 0; i < issues.size(); ++i) EXPECT_EQ(issues[i].message, all->issues[i].message);
+  EXPECT_NE(issues[0].path.find("k.txt"), std::string::npos);  // k.txt comes before m.jsonl
+  EXPECT_NE(issues[1].path.find("m.jsonl"), std::string::npos);
+}
+
+// A plain file is read when its turn comes, not when the reader opens: a large input is never
+// held whole.
+TEST(LoaderTest, ReaderReadsPlainFilesOnlyWhenTheirTurnComes) {
+  TempDir dir;
+  for (int i = 0; i < 5; ++i) dir.Write("in/d" + std::to_string(i) + ".txt", "before");
+  auto reader = DocumentReader::Open({dir / "in"}, Opts(dir));
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto first = reader->Next();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->text, "before");
+  dir.Write("in/d3.txt", "after");
+  std::filesystem::remove(dir / "in/d4.txt");
+  std::vector<std::string> texts;
+  while (auto doc = reader->Next()) texts.push_back(doc->text);
+  EXPECT_EQ(texts, (std::vector<std::string>{"before", "before", "after"}));
+  const auto issues = reader->TakeIssues();
+  ASSERT_EQ(issues.size(), 1u);  // d4.txt: gone
+  EXPECT_TRUE(issues[0].skipped);
+}
+
+// Two documents with one id are refused when the reader opens, before any is handed out, also
+// when one comes from a plain file and the other from a record.
+TEST(LoaderTest, ReaderRefusesSharedIdsWhenItOpens) {
+  TempDir dir;
+  dir.Write("in/a.txt", "plain");
+  dir.Write("in/r.jsonl", "{\"id\": \"in/a.txt\", \"text\": \"record\"}\n");
+  auto reader = DocumentReader::Open({dir / "in"}, Opts(dir));
+  ASSERT_FALSE(reader.ok());
+  EXPECT_EQ(reader.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(reader.status().message().find("share the id \"in/a.txt\""), std::string::npos)
+      << reader.status().message();
+  // A plain file that gives no document shares nothing.
+  dir.Write("in/a.txt", "  \n");
+  reader = DocumentReader::Open({dir / "in"}, Opts(dir));
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto doc = reader->Next();
+  ASSERT_TRUE(doc.has_value());
+  EXPECT_EQ(doc->text, "record");
+  EXPECT_FALSE(reader->Next().has_value());
+  // The same file named twice.
+  dir.Write("in/a.txt", "plain");
+  auto twice = DocumentReader::Open({dir / "in/a.txt", dir / "in/a.txt"}, Opts(dir));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("given twice"), std::string::npos)
+      << twice.status().message();
+}
+
 TEST(LoaderTest, IdsAreStableAcrossLoads) {
   TempDir dir;
   dir.Write("in/x.txt", "stable");

@@ -198,7 +198,9 @@ int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexReq
     printer.Update({p.stage, p.done, p.total, p.usage.calls,
                     p.usage.prompt_tokens + p.usage.completion_tokens, p.elapsed_seconds});
   };
-  callbacks.on_plan = [&g](const IndexPlan& p) {
+  // The plan comes once the input is read, after the load's progress: on a line of its own.
+  callbacks.on_plan = [&g, &printer](const IndexPlan& p) {
+    printer.Finish();
     if (!g.quiet) std::cerr << PlanLine(p) << "\n";
   };
   callbacks.cancel = &g_interrupted;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -15,23 +16,10 @@
 namespace grag {
 namespace {
 
-struct LoadedDocument {
+// A document to write, with its chunks.
+struct ToWrite {
   Document doc;
   std::vector<ChunkRecord> chunks;
-  // Stored as read (same content, title and path) and chunked under the settings in force: not
-  // chunked again or rewritten (`doc.text` is let go, `chunks` stays empty).
-  bool settled = false;
-};
-
-// The input as the request describes it, chunked, and the stored documents it no longer has.
-struct Gathered {
-  std::vector<LoadedDocument> documents;
-  std::vector<LoadIssue> issues;
-  std::vector<std::string> to_remove;  // document ids
-  std::vector<DocumentInfo> stored;    // the index's documents before the update
-  // The chunk settings (ChunkSettings) when every document of the input was read, to record
-  // once they are applied to all of them; empty otherwise.
-  std::string chunk_settings_to_record;
 };
 
 // Where the settings the stored chunks were cut with are kept.
@@ -65,143 +53,6 @@ Result<std::vector<ChunkRecord>> ChunkRecords(const Document& doc, const ChunkOp
     records.push_back(std::move(r));
   }
   return records;
-}
-
-Result<Gathered> Gather(const Config& c, const IndexRequest& request, Store& store,
-                        const std::atomic<bool>* cancel) {
-  Gathered out;
-  GRAG_ASSIGN_OR_RETURN(out.stored, store.ListDocuments());
-  const std::vector<DocumentInfo>& stored = out.stored;
-  std::set<std::string> stored_ids;
-  for (const auto& d : stored) stored_ids.insert(d.id);
-  for (const auto& id : request.remove) {
-    if (!stored_ids.count(id)) {
-      return Status::NotFound("no document \"" + id +
-                              "\" in the index (`grag stats --documents` lists them)");
-    }
-    out.to_remove.push_back(id);
-  }
-  const bool whole_input = request.paths.empty() && request.remove.empty();
-  std::vector<std::string> paths = request.paths;
-  if (whole_input) {
-    const std::string input = c.Resolve(c.input.dir);
-    std::error_code ec;
-    if (!std::filesystem::is_directory(input, ec)) {
-      return Status::NotFound("input folder " + input +
-                              " does not exist: put documents there or name files to index");
-    }
-    paths.push_back(input);
-  }
-  if (paths.empty()) return out;
-  GRAG_ASSIGN_OR_RETURN(LoadResult loaded, LoadDocuments(paths, LoadOptionsFor(c)));
-  out.issues = std::move(loaded.issues);
-  const auto skipped = std::count_if(out.issues.begin(), out.issues.end(),
-                                     [](const LoadIssue& i) { return i.skipped; });
-  if (loaded.documents.empty() && skipped > 0) {
-    // Nothing to index and something went wrong: a failure, not an empty success. Nothing is
-    // removed either.
-    std::string first = out.issues.front().path + ": " + out.issues.front().message;
-    for (const auto& i : out.issues) {
-      if (i.skipped) {
-        first = i.path + ": " + i.message;
-        break;
-      }
-    }
-    return Status::IoError("no input file could be read (" + std::to_string(skipped) +
-                           (skipped == 1 ? " problem" : " problems") + "; first: " + first + ")");
-  }
-
-  const ChunkOptions copts = ChunkOptionsFor(c);
-  // A document stored as it is read now, chunked under these settings, keeps its chunks as
-  // they are; any other is chunked again (unchanged chunks keep their ids and extraction).
-  const std::string settings = ChunkSettings(copts);
-  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_settings,
-                        store.GetMeta(kChunkSettingsKey));
-  const bool settings_unchanged = stored_settings && *stored_settings == settings;
-  std::map<std::string, const DocumentInfo*> stored_by_id;
-  for (const auto& d : stored) stored_by_id.emplace(d.id, &d);
-  std::set<std::string> present;
-  for (auto& doc : loaded.documents) {
-    if (cancel != nullptr && cancel->load()) return Status::Cancelled("interrupted");
-    present.insert(doc.id);
-    auto it = stored_by_id.find(doc.id);
-    if (settings_unchanged && it != stored_by_id.end() &&
-        it->second->content_hash == doc.content_hash && it->second->title == doc.title &&
-        it->second->source_path == doc.source_path) {
-      std::string().swap(doc.text);
-      out.documents.push_back({std::move(doc), {}, /*settled=*/true});
-      continue;
-    }
-    GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, ChunkRecords(doc, copts));
-    out.documents.push_back({std::move(doc), std::move(chunks)});
-  }
-  // Recorded only when every document is chunked under them by this run: a file that could not
-  // be read this time keeps chunks cut under the old ones.
-  if (whole_input && !settings_unchanged && skipped == 0) out.chunk_settings_to_record = settings;
-
-  // Folders are synchronised: a stored document that came from a folder being indexed and whose
-  // file is gone from it leaves the index; so does a record gone from a file that was read
-  // cleanly. A document whose file is still there but could not be read this time (unreadable,
-  // invalid UTF-8, a bad record) is kept: a transient problem must never delete work.
-  std::vector<std::string> folders;
-  if (request.sync_folders || whole_input) {
-    for (const auto& p : paths) {
-      std::error_code ec;
-      if (std::filesystem::is_directory(p, ec)) folders.push_back(p);
-    }
-  }
-  if (folders.empty()) return out;
-  const std::string root = c.root;
-  std::set<std::string> troubled;  // source files with a problem this run
-  for (const auto& issue : out.issues) {
-    if (issue.skipped) troubled.insert(issue.source_path);
-  }
-  std::set<std::string> read_cleanly;  // source files that gave documents and no problem
-  for (const auto& ld : out.documents) {
-    if (!troubled.count(ld.doc.source_path)) read_cleanly.insert(ld.doc.source_path);
-  }
-  const std::string input_dir = c.Resolve(c.input.dir);
-  for (const auto& d : stored) {
-    if (present.count(d.id)) continue;
-    if (std::find(out.to_remove.begin(), out.to_remove.end(), d.id) != out.to_remove.end())
-      continue;
-    // The stored source path is relative to the project root. Indexes written before that may
-    // hold one relative to another working directory; for a plain file the id (its path
-    // relative to the input folder) locates it too. A record's id says nothing about its file:
-    // it is judged by the stored path alone, and kept when that does not lead anywhere.
-    const std::string stored_file = ResolveSourcePath(d.source_path, root);
-    const std::string source = SourcePathFor(stored_file, root);
-    std::vector<std::string> candidates = {stored_file};
-    const bool plain_file = d.id.find('#') == std::string::npos &&
-                            d.id == d.source_path.substr(d.source_path.size() >= d.id.size()
-                                                             ? d.source_path.size() - d.id.size()
-                                                             : 0);
-    if (plain_file) {
-      candidates.push_back(
-          (std::filesystem::path(input_dir) / d.id).lexically_normal().generic_string());
-    }
-    bool under = false;
-    bool file_exists = false;
-    for (const auto& file : candidates) {
-      for (const auto& f : folders) under = under || IsUnderFolder(file, f);
-      std::error_code ec;
-      file_exists = file_exists || std::filesystem::exists(file, ec);
-    }
-    if (!under) continue;
-    if (troubled.count(source)) {
-      Log(LogLevel::kWarn, "load",
-          "kept " + d.id + ": its file " + d.source_path + " could not be read this run");
-      continue;
-    }
-    const bool gone = !file_exists || read_cleanly.count(source) > 0;
-    if (gone) {
-      out.to_remove.push_back(d.id);
-    } else {
-      Log(LogLevel::kWarn, "load",
-          "kept " + d.id + ": its file " + d.source_path + " is still there but gave no document");
-    }
-  }
-  return out;
 }
 
 // Typical calls per chunk extracted, for an index without history of its own: what
@@ -271,99 +122,88 @@ Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks
   return e;
 }
 
-Result<IndexPlan> PlanFrom(const Gathered& g, Store& store, const ExtractorId& extractor,
-                           const Config& c) {
-  IndexPlan plan;
-  plan.load_issues = g.issues;
-  std::map<std::string, const DocumentInfo*> by_id;
-  for (const auto& d : g.stored) by_id[d.id] = &d;
-  GRAG_ASSIGN_OR_RETURN(std::vector<std::string> stored_chunks, store.ListChunkIds());
-  const std::set<std::string> stored_chunk_set(stored_chunks.begin(), stored_chunks.end());
-  GRAG_ASSIGN_OR_RETURN(std::vector<std::string> pending, store.ChunksNeedingExtraction(extractor));
+// The load stage in one pass over the input: each document is read, compared with the stored
+// one, chunked unless it is settled (stored as read and chunked under the settings in force),
+// counted in the plan and, with a run (not when only planning), written by batches, so that no
+// more of the input than one batch is held at once. The plan is complete once the input has
+// been read; the run gets it then, before any document is removed and before any model call.
+Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
+                 const ExtractorId& extractor, const std::atomic<bool>* cancel, Run* run,
+                 IndexPlan& plan, LoadSummary& s) {
+  GRAG_ASSIGN_OR_RETURN(const std::vector<DocumentInfo> stored, store.ListDocuments());
+  std::map<std::string, const DocumentInfo*> stored_by_id;
+  for (const auto& d : stored) stored_by_id.emplace(d.id, &d);
+  std::vector<std::string> to_remove;  // document ids
+  for (const auto& id : request.remove) {
+    if (!stored_by_id.count(id)) {
+      return Status::NotFound("no document \"" + id +
+                              "\" in the index (`grag stats --documents` lists them)");
+    }
+    to_remove.push_back(id);
+  }
+  const bool whole_input = request.paths.empty() && request.remove.empty();
+  std::vector<std::string> paths = request.paths;
+  if (whole_input) {
+    const std::string input = c.Resolve(c.input.dir);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(input, ec)) {
+      return Status::NotFound("input folder " + input +
+                              " does not exist: put documents there or name files to index");
+    }
+    paths.push_back(input);
+  }
+  std::optional<DocumentReader> reader;
+  if (!paths.empty()) {
+    GRAG_ASSIGN_OR_RETURN(DocumentReader opened, DocumentReader::Open(paths, LoadOptionsFor(c)));
+    reader.emplace(std::move(opened));
+  }
+
+  const ChunkOptions copts = ChunkOptionsFor(c);
+  // A document stored as it is read now, chunked under these settings, keeps its chunks as
+  // they are; any other is chunked again (unchanged chunks keep their ids and extraction).
+  const std::string settings = ChunkSettings(copts);
+  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_settings,
+                        store.GetMeta(kChunkSettingsKey));
+  const bool settings_unchanged = stored_settings && *stored_settings == settings;
+  // The chunks an earlier run stored but did not get to (or skipped), as they were before this
+  // run wrote anything.
+  GRAG_ASSIGN_OR_RETURN(const std::vector<std::string> pending,
+                        store.ChunksNeedingExtraction(extractor));
   const std::set<std::string> pending_set(pending.begin(), pending.end());
 
-  std::set<std::string> reloaded;  // chunked again this run (settled ones are counted below)
-  for (const auto& ld : g.documents) {
-    if (!ld.settled) reloaded.insert(ld.doc.id);
-    auto it = by_id.find(ld.doc.id);
-    const bool changed = it != by_id.end() && it->second->content_hash != ld.doc.content_hash;
-    if (it == by_id.end()) {
-      plan.documents_added.push_back(ld.doc.id);
-    } else if (changed) {
-      plan.documents_changed.push_back(ld.doc.id);
-    } else {
-      ++plan.documents_unchanged;
-    }
-    std::set<std::string> now;
-    for (const auto& ch : ld.chunks) {
-      now.insert(ch.id);
-      if (!stored_chunk_set.count(ch.id) || pending_set.count(ch.id)) ++plan.chunks_to_extract;
-    }
-    if (changed) {
-      GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> old, store.ListChunks(ld.doc.id));
-      for (const auto& ch : old) plan.chunks_removed += now.count(ch.id) ? 0 : 1;
-    }
-  }
-  const std::set<std::string> removed(g.to_remove.begin(), g.to_remove.end());
-  for (const auto& id : g.to_remove) {
-    plan.documents_removed.push_back(id);
-    plan.chunks_removed += by_id.count(id) ? by_id[id]->chunk_count : 0;
-  }
-  // Chunks an earlier run stored but did not get to (or skipped), in documents not chunked now
-  // (not read, or settled): only the pending chunks are read, to learn their document.
-  if (reloaded.size() < by_id.size()) {
-    for (const auto& id : pending) {
-      GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(id));
-      if (chunk && !reloaded.count(chunk->document_id) && !removed.count(chunk->document_id)) {
-        ++plan.chunks_to_extract;
-      }
-    }
-  }
-  plan.extraction_calls_max =
-      extractor.kind == ExtractorKind::kLlm
-          ? plan.chunks_to_extract * (1 + std::max<int64_t>(0, c.extraction.gleanings))
-          : 0;
-  if (extractor.kind == ExtractorKind::kLlm && plan.chunks_to_extract > 0) {
-    GRAG_ASSIGN_OR_RETURN(plan.estimate, EstimateCalls(store, c, plan.chunks_to_extract));
-  }
-  return plan;
-}
-
-Status Apply(Run& run, Gathered& g, LoadSummary& s) {
-  const auto total = static_cast<int64_t>(g.documents.size() + g.to_remove.size());
-  int64_t done = 0;
+  int64_t seen = 0;  // documents read
+  int64_t done = 0;  // documents settled or written, then documents removed
+  auto total = [&] {
+    return seen + static_cast<int64_t>((reader ? reader->Remaining() : 0) + to_remove.size());
+  };
   // Documents go in by batches, a transaction each: a commit per document cost more than
   // chunking it (each writes its pages and a full-text segment again). A run stopped mid-batch
   // reads that batch again next time, which costs no model call; progress counts a document only
   // once its batch is committed.
   constexpr size_t kBatchDocuments = 64;
   constexpr size_t kBatchBytes = size_t{4} << 20;
-  // Settled documents need no write.
-  std::erase_if(g.documents, [&](const LoadedDocument& ld) {
-    if (!ld.settled) return false;
-    ++s.documents_unchanged;
-    run.Progress("load", ++done, total);
-    return true;
-  });
-  for (size_t begin = 0; begin < g.documents.size();) {
-    if (run.cancelled()) return Status::Cancelled("interrupted");
+  std::vector<ToWrite> batch;
+  size_t batch_bytes = 0;
+  auto write_batch = [&]() -> Status {
+    if (batch.empty()) return Status::Ok();
+    if (run == nullptr) {  // only planning
+      batch.clear();
+      batch_bytes = 0;
+      return Status::Ok();
+    }
+    if (run->cancelled()) return Status::Cancelled("interrupted");
     std::vector<std::pair<DocumentChange, ChunkChanges>> changes;
-    size_t end = begin;
     {
-      GRAG_ASSIGN_OR_RETURN(Transaction tx, run.store().Begin());
-      for (size_t bytes = 0;
-           end < g.documents.size() && end - begin < kBatchDocuments && bytes < kBatchBytes;
-           ++end) {
-        const LoadedDocument& ld = g.documents[end];
-        bytes += ld.doc.text.size();
-        GRAG_ASSIGN_OR_RETURN(DocumentChange change, run.store().UpsertDocument(ld.doc));
-        GRAG_ASSIGN_OR_RETURN(ChunkChanges cc,
-                              run.store().ReplaceDocumentChunks(ld.doc.id, ld.chunks));
+      GRAG_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
+      for (const ToWrite& w : batch) {
+        GRAG_ASSIGN_OR_RETURN(DocumentChange change, store.UpsertDocument(w.doc));
+        GRAG_ASSIGN_OR_RETURN(ChunkChanges cc, store.ReplaceDocumentChunks(w.doc.id, w.chunks));
         changes.emplace_back(change, cc);
       }
       GRAG_RETURN_IF_ERROR(tx.Commit());
     }
-    begin = end;
+    batch.clear();
+    batch_bytes = 0;
     for (const auto& [change, cc] : changes) {
       switch (change) {
         case DocumentChange::kAdded:
@@ -378,24 +218,196 @@ Status Apply(Run& run, Gathered& g, LoadSummary& s) {
       }
       s.chunks_added += cc.added;
       s.chunks_removed += cc.removed;
-      run.Progress("load", ++done, total);
+      run->Progress("load", ++done, total());
+    }
+    return Status::Ok();
+  };
+
+  std::set<std::string> present;   // ids of the documents read
+  std::set<std::string> sources;   // source files that gave documents
+  std::set<std::string> reloaded;  // documents chunked again (kept only with pending chunks)
+  while (reader) {
+    if (cancel != nullptr && cancel->load()) return Status::Cancelled("interrupted");
+    std::optional<Document> next = reader->Next();
+    if (!next) break;
+    Document& doc = *next;
+    ++seen;
+    present.insert(doc.id);
+    sources.insert(doc.source_path);
+    auto it = stored_by_id.find(doc.id);
+    const bool is_stored = it != stored_by_id.end();
+    const bool changed = is_stored && it->second->content_hash != doc.content_hash;
+    if (!is_stored) {
+      plan.documents_added.push_back(doc.id);
+    } else if (changed) {
+      plan.documents_changed.push_back(doc.id);
+    } else {
+      ++plan.documents_unchanged;
+    }
+    if (settings_unchanged && is_stored && !changed && it->second->title == doc.title &&
+        it->second->source_path == doc.source_path) {
+      // Settled: no write.
+      if (run != nullptr) {
+        ++s.documents_unchanged;
+        run->Progress("load", ++done, total());
+      }
+      continue;
+    }
+    if (!pending.empty()) reloaded.insert(doc.id);
+    GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, ChunkRecords(doc, copts));
+    // A chunk is extracted unless it is stored (under this document: its id depends on the
+    // document's) and extracted already.
+    std::set<std::string> old;
+    if (is_stored) {
+      GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> stored_chunks, store.ListChunks(doc.id));
+      for (auto& ch : stored_chunks) old.insert(std::move(ch.id));
+    }
+    std::set<std::string> now;
+    for (const auto& ch : chunks) {
+      now.insert(ch.id);
+      if (!old.count(ch.id) || pending_set.count(ch.id)) ++plan.chunks_to_extract;
+    }
+    if (changed) {
+      for (const auto& id : old) plan.chunks_removed += now.count(id) ? 0 : 1;
+    }
+    batch_bytes += doc.text.size();
+    batch.push_back({std::move(doc), std::move(chunks)});
+    if (batch.size() >= kBatchDocuments || batch_bytes >= kBatchBytes) {
+      GRAG_RETURN_IF_ERROR(write_batch());
     }
   }
-  std::map<std::string, int64_t> chunk_count;
-  for (const auto& d : g.stored) chunk_count[d.id] = d.chunk_count;
-  for (const auto& id : g.to_remove) {
-    GRAG_ASSIGN_OR_RETURN(bool removed, run.store().DeleteDocument(id));
-    if (removed) {
+  GRAG_RETURN_IF_ERROR(write_batch());
+
+  std::vector<LoadIssue> issues = reader ? reader->TakeIssues() : std::vector<LoadIssue>{};
+  const auto skipped =
+      std::count_if(issues.begin(), issues.end(), [](const LoadIssue& i) { return i.skipped; });
+  if (seen == 0 && skipped > 0) {
+    // Nothing to index and something went wrong: a failure, not an empty success. Nothing is
+    // removed either (and nothing was written).
+    std::string first = issues.front().path + ": " + issues.front().message;
+    for (const auto& i : issues) {
+      if (i.skipped) {
+        first = i.path + ": " + i.message;
+        break;
+      }
+    }
+    return Status::IoError("no input file could be read (" + std::to_string(skipped) +
+                           (skipped == 1 ? " problem" : " problems") + "; first: " + first + ")");
+  }
+
+  // Folders are synchronised: a stored document that came from a folder being indexed and whose
+  // file is gone from it leaves the index; so does a record gone from a file that was read
+  // cleanly. A document whose file is still there but could not be read this time (unreadable,
+  // invalid UTF-8, a bad record) is kept: a transient problem must never delete work.
+  std::vector<std::string> folders;
+  if (request.sync_folders || whole_input) {
+    for (const auto& p : paths) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(p, ec)) folders.push_back(p);
+    }
+  }
+  if (!folders.empty()) {
+    const std::string root = c.root;
+    std::set<std::string> troubled;  // source files with a problem this run
+    for (const auto& issue : issues) {
+      if (issue.skipped) troubled.insert(issue.source_path);
+    }
+    // Source files that gave documents and no problem.
+    std::set<std::string> read_cleanly;
+    for (const auto& source : sources) {
+      if (!troubled.count(source)) read_cleanly.insert(source);
+    }
+    const std::string input_dir = c.Resolve(c.input.dir);
+    for (const auto& d : stored) {
+      if (present.count(d.id)) continue;
+      if (std::find(to_remove.begin(), to_remove.end(), d.id) != to_remove.end()) continue;
+      // The stored source path is relative to the project root. Indexes written before that may
+      // hold one relative to another working directory; for a plain file the id (its path
+      // relative to the input folder) locates it too. A record's id says nothing about its file:
+      // it is judged by the stored path alone, and kept when that does not lead anywhere.
+      const std::string stored_file = ResolveSourcePath(d.source_path, root);
+      const std::string source = SourcePathFor(stored_file, root);
+      std::vector<std::string> candidates = {stored_file};
+      const bool plain_file = d.id.find('#') == std::string::npos &&
+                              d.id == d.source_path.substr(d.source_path.size() >= d.id.size()
+                                                               ? d.source_path.size() - d.id.size()
+                                                               : 0);
+      if (plain_file) {
+        candidates.push_back(
+            (std::filesystem::path(input_dir) / d.id).lexically_normal().generic_string());
+      }
+      bool under = false;
+      bool file_exists = false;
+      for (const auto& file : candidates) {
+        for (const auto& f : folders) under = under || IsUnderFolder(file, f);
+        std::error_code ec;
+        file_exists = file_exists || std::filesystem::exists(file, ec);
+      }
+      if (!under) continue;
+      if (troubled.count(source)) {
+        Log(LogLevel::kWarn, "load",
+            "kept " + d.id + ": its file " + d.source_path + " could not be read this run");
+        continue;
+      }
+      const bool gone = !file_exists || read_cleanly.count(source) > 0;
+      if (gone) {
+        to_remove.push_back(d.id);
+      } else {
+        Log(LogLevel::kWarn, "load",
+            "kept " + d.id + ": its file " + d.source_path +
+                " is still there but gave no document");
+      }
+    }
+  }
+
+  plan.load_issues = issues;
+  const std::set<std::string> removed(to_remove.begin(), to_remove.end());
+  for (const auto& id : to_remove) {
+    plan.documents_removed.push_back(id);
+    auto it = stored_by_id.find(id);
+    plan.chunks_removed += it != stored_by_id.end() ? it->second->chunk_count : 0;
+  }
+  // Chunks an earlier run stored but did not get to (or skipped), in documents not chunked now
+  // (not read, or settled): only the pending chunks are read, to learn their document. Those of
+  // documents chunked now may have been replaced already; they are not counted here anyway.
+  if (reloaded.size() < stored_by_id.size()) {
+    for (const auto& id : pending) {
+      GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(id));
+      if (chunk && !reloaded.count(chunk->document_id) && !removed.count(chunk->document_id)) {
+        ++plan.chunks_to_extract;
+      }
+    }
+  }
+  plan.extraction_calls_max =
+      extractor.kind == ExtractorKind::kLlm
+          ? plan.chunks_to_extract * (1 + std::max<int64_t>(0, c.extraction.gleanings))
+          : 0;
+  if (extractor.kind == ExtractorKind::kLlm && plan.chunks_to_extract > 0) {
+    GRAG_ASSIGN_OR_RETURN(plan.estimate, EstimateCalls(store, c, plan.chunks_to_extract));
+  }
+  if (run == nullptr) return Status::Ok();
+
+  s.load_issues = std::move(issues);
+  for (const auto& issue : s.load_issues) {
+    Log(issue.skipped ? LogLevel::kWarn : LogLevel::kInfo, "load",
+        issue.path + ": " + issue.message);
+  }
+  run->Plan(plan);
+  for (const auto& id : to_remove) {
+    GRAG_ASSIGN_OR_RETURN(bool was_removed, store.DeleteDocument(id));
+    if (was_removed) {
       ++s.documents_removed;
-      s.chunks_removed += chunk_count[id];
+      s.chunks_removed += stored_by_id.at(id)->chunk_count;
       Log(LogLevel::kInfo, "index", "removed " + id);
     }
-    run.Progress("load", ++done, total);
+    run->Progress("load", ++done, total());
   }
-  if (!g.chunk_settings_to_record.empty()) {
-    GRAG_RETURN_IF_ERROR(run.store().SetMeta(kChunkSettingsKey, g.chunk_settings_to_record));
+  // Recorded only when every document is chunked under them by this run: a file that could not
+  // be read this time keeps chunks cut under the old ones.
+  if (whole_input && !settings_unchanged && skipped == 0) {
+    GRAG_RETURN_IF_ERROR(store.SetMeta(kChunkSettingsKey, settings));
   }
-  GRAG_ASSIGN_OR_RETURN(s.chunks, run.store().CountChunks());
+  GRAG_ASSIGN_OR_RETURN(s.chunks, store.CountChunks());
   return Status::Ok();
 }
 
@@ -403,15 +415,8 @@ Status Apply(Run& run, Gathered& g, LoadSummary& s) {
 
 Status LoadAndChunk(Run& run, const IndexRequest& request, const ExtractorId& extractor,
                     LoadSummary& s, IndexPlan& plan) {
-  GRAG_ASSIGN_OR_RETURN(Gathered g, Gather(run.config(), request, run.store(), run.cancel_flag()));
-  s.load_issues = g.issues;
-  for (const auto& issue : g.issues) {
-    Log(issue.skipped ? LogLevel::kWarn : LogLevel::kInfo, "load",
-        issue.path + ": " + issue.message);
-  }
-  GRAG_ASSIGN_OR_RETURN(plan, PlanFrom(g, run.store(), extractor, run.config()));
-  run.Plan(plan);
-  return Apply(run, g, s);
+  plan = IndexPlan{};
+  return LoadInput(run.config(), request, run.store(), extractor, run.cancel_flag(), &run, plan, s);
 }
 
 ChunkOptions ChunkOptionsFor(const Config& c) {
@@ -459,8 +464,11 @@ Result<ChunkPreview> ChunkFiles(const std::vector<std::string>& paths, const Con
 Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,
                             IndexContext& context) {
   if (context.store == nullptr) return Status::InvalidArgument("PlanIndex needs a store");
-  GRAG_ASSIGN_OR_RETURN(Gathered g, Gather(config, request, *context.store, context.cancel));
-  return PlanFrom(g, *context.store, ExtractorFor(context), config);
+  IndexPlan plan;
+  LoadSummary unused;
+  GRAG_RETURN_IF_ERROR(LoadInput(config, request, *context.store, ExtractorFor(context),
+                                 context.cancel, nullptr, plan, unused));
+  return plan;
 }
 
 }  // namespace grag

@@ -11,8 +11,10 @@
 namespace grag {
 
 // Load: reads the input the request names, chunks it and brings the stored documents and
-// chunks in line (removed documents go with everything extracted from them). Works out the
-// plan first and hands it to the run's on_plan before any change.
+// chunks in line (removed documents go with everything extracted from them). Streams: documents
+// are read, chunked and written by batches, so the input is never held whole. Works out the plan
+// as it reads and hands it to the run's on_plan once the input is read, before any document is
+// removed.
 Status LoadAndChunk(Run& run, const IndexRequest& request, const ExtractorId& extractor,
                     LoadSummary& s, IndexPlan& plan);
 

@@ -377,14 +377,13 @@ std::string RepairUtf8(std::string_view text) {
   return out;
 }
 
-Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths,
-                                 const LoadOptions& options) {
+namespace {
+
+// The files `paths` name, folders walked (sorted within each), with the walk's own issues.
+Result<std::vector<fs::path>> ListFiles(const std::vector<std::string>& paths,
+                                        const LoadOptions& options, const fs::path& root,
+                                        std::vector<LoadIssue>& issues) {
   std::error_code ec;
-  fs::path base = options.base_dir.empty() ? fs::current_path(ec) : fs::path(options.base_dir);
-  base = fs::weakly_canonical(base, ec);
-  const fs::path root =
-      options.root_dir.empty() ? fs::current_path(ec) : AbsoluteNormal(options.root_dir);
-  LoadResult out;
   std::vector<fs::path> files;
   for (const auto& p : paths) {
     fs::path path(p);
@@ -430,7 +429,7 @@ Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths,
                                       target.generic_string() + "); not followed";
             issue.skipped = false;
             issue.source_path = RelativeOrAbsolute(entry, root);
-            out.issues.push_back(std::move(issue));
+            issues.push_back(std::move(issue));
             continue;
           }
           visited.insert(target);
@@ -450,14 +449,98 @@ Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths,
       files.push_back(path);
     }
   }
-  for (const auto& f : files) LoadFile(f, base, root, options, out);
+  return files;
+}
 
-  std::sort(out.documents.begin(), out.documents.end(),
-            [](const Document& a, const Document& b) { return a.id < b.id; });
-  for (size_t i = 1; i < out.documents.size(); ++i) {
-    if (out.documents[i].id == out.documents[i - 1].id) {
-      const auto& a = out.documents[i - 1];
-      const auto& b = out.documents[i];
+// Whether LoadOneFile reads `file` as records, whose ids only its content says.
+bool IsRecordFile(const fs::path& file) {
+  const std::string ext = Lower(file.extension().string());
+  return ext == ".json" || ext == ".jsonl" || ext == ".ndjson" || ext == ".csv";
+}
+
+bool ById(const Document& a, const Document& b) { return a.id < b.id; }
+
+}  // namespace
+
+struct DocumentReader::Impl {
+  LoadOptions options;
+  fs::path base;
+  fs::path root;
+  std::vector<fs::path> files;
+  std::vector<LoadIssue> walk_issues;
+  // Each file's issues with its place in `files`: LoadDocuments lists them in file order.
+  std::vector<std::pair<size_t, LoadIssue>> file_issues;
+  // Plain-text files not read yet, by the id their document will have, in id order.
+  struct Pending {
+    std::string id;
+    size_t file = 0;
+  };
+  std::vector<Pending> plain;
+  std::vector<Document> held;  // read when opening, in id order
+  size_t next_plain = 0;
+  size_t next_held = 0;
+
+  // Reads files[i], appending its documents to `docs`.
+  void Read(size_t i, std::vector<Document>& docs) {
+    LoadResult r;
+    LoadFile(files[i], base, root, options, r);
+    for (auto& issue : r.issues) file_issues.emplace_back(i, std::move(issue));
+    for (auto& d : r.documents) docs.push_back(std::move(d));
+  }
+};
+
+DocumentReader::DocumentReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DocumentReader::DocumentReader(DocumentReader&&) noexcept = default;
+DocumentReader& DocumentReader::operator=(DocumentReader&&) noexcept = default;
+DocumentReader::~DocumentReader() = default;
+
+Result<DocumentReader> DocumentReader::Open(const std::vector<std::string>& paths,
+                                            const LoadOptions& options) {
+  auto m = std::make_unique<Impl>();
+  m->options = options;
+  std::error_code ec;
+  m->base = options.base_dir.empty() ? fs::current_path(ec) : fs::path(options.base_dir);
+  m->base = fs::weakly_canonical(m->base, ec);
+  m->root = options.root_dir.empty() ? fs::current_path(ec) : AbsoluteNormal(options.root_dir);
+  GRAG_ASSIGN_OR_RETURN(m->files, ListFiles(paths, options, m->root, m->walk_issues));
+  for (size_t i = 0; i < m->files.size(); ++i) {
+    if (IsRecordFile(m->files[i])) {
+      m->Read(i, m->held);
+    } else {
+      m->plain.push_back({DocIdFor(m->files[i], m->base), i});
+    }
+  }
+  std::sort(m->held.begin(), m->held.end(), ById);
+  std::stable_sort(m->plain.begin(), m->plain.end(),
+                   [](const Impl::Pending& a, const Impl::Pending& b) { return a.id < b.id; });
+  // A plain file whose id another file may give too is read now, so that two documents with one
+  // id are found before any is handed out.
+  auto held_has = [&m](const std::string& id) {
+    auto it = std::lower_bound(m->held.begin(), m->held.end(), id,
+                               [](const Document& d, const std::string& v) { return d.id < v; });
+    return it != m->held.end() && it->id == id;
+  };
+  std::vector<Impl::Pending> plain;
+  std::vector<Document> clashing;
+  for (size_t k = 0; k < m->plain.size(); ++k) {
+    const std::string& id = m->plain[k].id;
+    const bool shared = (k > 0 && m->plain[k - 1].id == id) ||
+                        (k + 1 < m->plain.size() && m->plain[k + 1].id == id) || held_has(id);
+    if (shared) {
+      m->Read(m->plain[k].file, clashing);
+    } else {
+      plain.push_back(std::move(m->plain[k]));
+    }
+  }
+  m->plain = std::move(plain);
+  if (!clashing.empty()) {
+    for (auto& d : clashing) m->held.push_back(std::move(d));
+    std::sort(m->held.begin(), m->held.end(), ById);
+  }
+  for (size_t i = 1; i < m->held.size(); ++i) {
+    if (m->held[i].id == m->held[i - 1].id) {
+      const auto& a = m->held[i - 1];
+      const auto& b = m->held[i];
       if (a.source_path == b.source_path && a.content_hash == b.content_hash) {
         return Status::InvalidArgument("file " + a.source_path +
                                        " was given twice (document id \"" + a.id + "\")");
@@ -467,6 +550,43 @@ Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths,
                                      "): give each record a distinct id");
     }
   }
+  return DocumentReader(std::move(m));
+}
+
+std::optional<Document> DocumentReader::Next() {
+  Impl& m = *impl_;
+  while (m.next_plain < m.plain.size() || m.next_held < m.held.size()) {
+    if (m.next_held < m.held.size() &&
+        (m.next_plain == m.plain.size() || m.held[m.next_held].id < m.plain[m.next_plain].id)) {
+      return std::move(m.held[m.next_held++]);
+    }
+    std::vector<Document> docs;
+    m.Read(m.plain[m.next_plain++].file, docs);
+    if (!docs.empty()) return std::move(docs.front());
+  }
+  return std::nullopt;
+}
+
+size_t DocumentReader::Remaining() const {
+  return impl_->plain.size() - impl_->next_plain + impl_->held.size() - impl_->next_held;
+}
+
+std::vector<LoadIssue> DocumentReader::TakeIssues() {
+  std::vector<LoadIssue> out = std::move(impl_->walk_issues);
+  impl_->walk_issues.clear();
+  std::stable_sort(impl_->file_issues.begin(), impl_->file_issues.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [file, issue] : impl_->file_issues) out.push_back(std::move(issue));
+  impl_->file_issues.clear();
+  return out;
+}
+
+Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths,
+                                 const LoadOptions& options) {
+  GRAG_ASSIGN_OR_RETURN(DocumentReader reader, DocumentReader::Open(paths, options));
+  LoadResult out;
+  while (std::optional<Document> doc = reader.Next()) out.documents.push_back(std::move(*doc));
+  out.issues = reader.TakeIssues();
   return out;
 }
 

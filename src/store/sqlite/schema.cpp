@@ -522,8 +522,8 @@ std::string FileUri(const std::string& path, std::string_view query) {
 // question that reads the query images and a few thousand pages spent a fifth of its time
 // allocating cache pages and copying into them (1,669 transcripts: 53 -> 46 ms). The index is
 // never truncated in place (no VACUUM), the case in which a mapped read could fault.
-Result<sqlite::Connection> MapForReading(Result<sqlite::Connection>& conn) {
-  if (conn.ok()) (void)conn->Exec("PRAGMA mmap_size = 1073741824");
+Result<sqlite::Connection> MapForReading(Result<sqlite::Connection>& conn, bool map) {
+  if (conn.ok() && map) (void)conn->Exec("PRAGMA mmap_size = 1073741824");
   return std::move(conn);
 }
 
@@ -531,17 +531,17 @@ Result<sqlite::Connection> MapForReading(Result<sqlite::Connection>& conn) {
 
 // Opens for reading. An index on read-only media has no -shm file and none can be made, which a
 // WAL database needs to be read; it is then opened as immutable (no writer can exist there).
-Result<sqlite::Connection> OpenForReading(const std::string& path) {
+Result<sqlite::Connection> OpenForReading(const std::string& path, bool map) {
   const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
   auto conn = sqlite::Connection::Open(path, flags);
   if (conn.ok()) {
     auto probe = conn->QueryInt("SELECT count(*) FROM sqlite_master");
-    if (probe.ok() || probe.status().code() != ErrorCode::kIoError) return MapForReading(conn);
+    if (probe.ok() || probe.status().code() != ErrorCode::kIoError) return MapForReading(conn, map);
     Log(LogLevel::kDebug, "store",
         path + ": " + probe.status().message() + "; reading it as immutable (read-only media)");
   }
   conn = sqlite::Connection::Open(FileUri(path, "immutable=1"), flags | SQLITE_OPEN_URI);
-  return MapForReading(conn);
+  return MapForReading(conn, map);
 }
 
 Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOptions& options_in,

@@ -210,8 +210,9 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOpt
                                          std::span<const Migration> migrations);
 
 // Opens `path` with SQLITE_OPEN_READONLY (as immutable on read-only media, where no -shm file
-// can be made). Checks nothing: the caller makes sure it is a grag index.
-Result<sqlite::Connection> OpenForReading(const std::string& path);
+// can be made), reading through a memory map of the file when `map` says so. Checks nothing: the
+// caller makes sure it is a grag index.
+Result<sqlite::Connection> OpenForReading(const std::string& path, bool map = true);
 
 // The FTS5 MATCH expression for a user's plain-text query: each word quoted as a string, joined
 // with OR. Empty when the query has no word.

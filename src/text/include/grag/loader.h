@@ -5,6 +5,8 @@
 // skipped or repaired (bad bytes replaced by U+FFFD), as LoadOptions says.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,34 @@ struct LoadResult {
 // Fails only when a named path does not exist or cannot be read at all, or two documents get
 // the same id; per-file problems become issues.
 Result<LoadResult> LoadDocuments(const std::vector<std::string>& paths, const LoadOptions& options);
+
+// Reads the documents of the given files and folders one at a time, in id order: what
+// LoadDocuments returns, without holding the whole input at once. Opening lists the files and
+// fails as LoadDocuments does (a named path missing, two documents with one id); a plain-text
+// file is read only when its turn comes. A file of records (.json, .jsonl, .ndjson, .csv) is
+// read when the reader opens, as only its content says which ids it holds, and its documents
+// are held until their turn; so is a plain file whose id another file's document could share.
+class DocumentReader {
+ public:
+  static Result<DocumentReader> Open(const std::vector<std::string>& paths,
+                                     const LoadOptions& options);
+  DocumentReader(DocumentReader&&) noexcept;
+  DocumentReader& operator=(DocumentReader&&) noexcept;
+  ~DocumentReader();
+
+  // The next document, or nullopt once all have been read.
+  std::optional<Document> Next();
+  // Documents still to come, at most: a file that turns out empty or unreadable gives none.
+  size_t Remaining() const;
+  // Takes the problems met so far, in LoadDocuments' order (all of them once Next returned
+  // nullopt).
+  std::vector<LoadIssue> TakeIssues();
+
+ private:
+  struct Impl;
+  explicit DocumentReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 // `path` as LoadOptions::root_dir says source paths are written: relative to `root` when the
 // file is under it (compared both as spelled and with symlinked parents resolved), else
