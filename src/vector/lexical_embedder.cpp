@@ -8,10 +8,14 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <memory_resource>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace grag {
 namespace {
@@ -190,6 +194,11 @@ struct Feature {
 
 class FeatureCounter {
  public:
+  // The map's nodes and buckets come from `memory` (an arena dropped whole at the end): a node
+  // per distinct feature is most of an embedding's allocations. The allocator does not change
+  // the map's iteration order, which fixes the vector's rounding.
+  explicit FeatureCounter(std::pmr::memory_resource* memory) : features_(memory) {}
+
   void AddWord(std::string_view word, const std::vector<size_t>& starts) {
     const bool single_ascii = word.size() == 1 && static_cast<unsigned char>(word[0]) < 0x80;
     if (single_ascii && !(word[0] >= '0' && word[0] <= '9')) return;  // "s" of "Marley's"
@@ -237,7 +246,7 @@ class FeatureCounter {
     ++f.count;
   }
 
-  std::unordered_map<uint64_t, Feature> features_;
+  std::pmr::unordered_map<uint64_t, Feature> features_;
   std::string padded_;
   std::vector<size_t> offsets_;
 };
@@ -256,7 +265,11 @@ std::vector<float> LexicalEmbed(std::string_view text, size_t dimension) {
   dimension = std::max<size_t>(dimension, 1);
   std::string folded = Fold(text);
   if (folded.empty() && !text.empty()) folded = Fold(Sanitize(text));
-  FeatureCounter counter;
+  // A text's features fit this thread's scratch buffer; the arena takes more from the heap when
+  // they do not.
+  thread_local std::vector<std::byte> scratch(size_t{1} << 17);
+  std::pmr::monotonic_buffer_resource arena(scratch.data(), scratch.size());
+  FeatureCounter counter(&arena);
   std::string word;
   std::vector<size_t> starts;  // byte offset of each code point of `word` but the first
   auto flush = [&] {
