@@ -14,6 +14,7 @@
 #include <exception>
 #include <memory_resource>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -270,11 +271,16 @@ std::vector<float> LexicalEmbed(std::string_view text, size_t dimension) {
   thread_local std::vector<std::byte> scratch(size_t{1} << 17);
   std::pmr::monotonic_buffer_resource arena(scratch.data(), scratch.size());
   FeatureCounter counter(&arena);
-  std::string word;
-  std::vector<size_t> starts;  // byte offset of each code point of `word` but the first
-  auto flush = [&] {
-    if (!word.empty()) counter.AddWord(word, starts);
-    word.clear();
+  // A word is a run of word code points, so a span of `folded`: a view, not a copy built a code
+  // point at a time.
+  const std::string_view all(folded);
+  size_t word_begin = std::string_view::npos;
+  std::vector<size_t> starts;  // byte offset in the word of each of its code points but the first
+  auto flush = [&](size_t end) {
+    if (word_begin != std::string_view::npos) {
+      counter.AddWord(all.substr(word_begin, end - word_begin), starts);
+    }
+    word_begin = std::string_view::npos;
     starts.clear();
   };
   const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(folded.data());
@@ -287,15 +293,19 @@ std::vector<float> LexicalEmbed(std::string_view text, size_t dimension) {
       n = 1;
       cp = ' ';
     }
+    const auto at = static_cast<size_t>(i);
     if (IsWordCodePoint(cp)) {
-      if (!word.empty()) starts.push_back(word.size());
-      word.append(folded, static_cast<size_t>(i), static_cast<size_t>(n));
+      if (word_begin == std::string_view::npos) {
+        word_begin = at;
+      } else {
+        starts.push_back(at - word_begin);
+      }
     } else {
-      flush();
+      flush(at);
     }
     i += n;
   }
-  flush();
+  flush(folded.size());
   return counter.Vector(dimension);
 }
 
