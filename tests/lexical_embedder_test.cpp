@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -199,6 +201,55 @@ TEST(LexicalFoldTest, SegmentedFoldingEqualsFoldingTheWholeText) {
         << ::testing::PrintToString(text);
   }
   EXPECT_EQ(vector_internal::Fold("Cafe\u0301 NAI\u0308VE"), "cafe naive");
+}
+
+}  // namespace
+}  // namespace grag
+
+namespace grag {
+namespace {
+
+// The vectors' bytes are part of an index (stored embeddings, their cache keys by content): a
+// faster embedder must give the same floats, rounding included. The features of a text are summed
+// in the order the feature map visits them, so a change of map or allocation policy that changed
+// that order would change the last bits. The digest was taken from the embedder before its feature
+// map came from an arena.
+uint64_t Digest(const std::vector<float>& v, uint64_t h) {
+  for (float x : v) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &x, sizeof bits);
+    for (int i = 0; i < 4; ++i) {
+      h ^= (bits >> (8 * i)) & 0xFF;
+      h *= 0x100000001b3ULL;
+    }
+  }
+  return h;
+}
+
+TEST(LexicalEmbedderTest, VectorsKeepTheirBytes) {
+  std::vector<std::string> texts = {
+      "",
+      "a",
+      "Tiny Tim, who bore a little crutch, said God bless Us, Every One!",
+      "Crème brûlée à la Ørsted — naïve façade, Straße, ΑΘΗΝΑ, 東京, ﬁne ½.",
+  };
+  // Long texts: thousands of distinct features, more than the arena's first buffer holds.
+  std::mt19937 rng(17);
+  const std::string letters = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (size_t n : {200, 2000, 20000}) {
+    std::string t;
+    for (size_t w = 0; w < n; ++w) {
+      const size_t len = 1 + rng() % 11;
+      for (size_t i = 0; i < len; ++i) t += letters[rng() % letters.size()];
+      t += (rng() % 9 == 0) ? ". " : " ";
+    }
+    texts.push_back(t);
+  }
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t dim : {8, 384, 1536}) {
+    for (const std::string& t : texts) h = Digest(LexicalEmbed(t, dim), h);
+  }
+  EXPECT_EQ(h, 0xe0df81b56b834b64ULL) << std::hex << h;
 }
 
 }  // namespace

@@ -15,9 +15,55 @@
 
 #include "grag/extract.h"
 #include "grag/lexical_embedder.h"
+#include "graph/resolve_internal.h"
 
 namespace grag {
 namespace {
+
+// The edit distance keeps three rows of the table, not all of them: on random strings over a
+// small alphabet (so swaps and repeats are common), every cap, it agrees with the whole table.
+size_t WholeTableEditDistance(std::string_view a, std::string_view b, size_t cap) {
+  const size_t n = a.size(), m = b.size();
+  if ((n > m ? n - m : m - n) > cap) return cap + 1;
+  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1, 0));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return std::min(d[n][m], cap + 1);
+}
+
+TEST(EditDistanceTest, SameAsTheWholeTable) {
+  std::mt19937 rng(5);
+  auto word = [&](size_t max_len) {
+    std::string w(rng() % (max_len + 1), 'a');
+    for (char& c : w) c = static_cast<char>('a' + rng() % 4);
+    return w;
+  };
+  size_t small_distances = 0;
+  for (int i = 0; i < 20000; ++i) {
+    // Mostly names' lengths; now and then longer than the stack rows (64).
+    const size_t max_len = i % 50 == 0 ? 90 : 12;
+    const std::string a = word(max_len);
+    std::string b = a;
+    if (rng() % 2 && b.size() > 1) std::swap(b[rng() % (b.size() - 1)], b.back());
+    if (rng() % 2) b = word(max_len);
+    const size_t cap = rng() % 2 ? 1 + rng() % 3 : 200;
+    const size_t got = resolve_internal::EditDistance(a, b, cap);
+    ASSERT_EQ(got, WholeTableEditDistance(a, b, cap)) << a << " / " << b << " cap " << cap;
+    if (got <= 2) ++small_distances;
+  }
+  EXPECT_EQ(resolve_internal::EditDistance("jonathan", "jonahtan", 2), 1u);  // one swap
+  EXPECT_EQ(resolve_internal::EditDistance("kitten", "sitting", 5), 3u);
+  EXPECT_GT(small_distances, 2000u);
+}
 
 ResolveEntity E(std::string name, std::string type = "", std::string desc = "", bool fresh = true,
                 int64_t frequency = 1) {

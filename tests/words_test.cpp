@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +25,76 @@ std::vector<std::string> Texts(const std::vector<Sentence>& sentences) {
 }
 
 // ---------------------------------------------------------------- sentences
+
+// The splitter's output on random text (words, quotes, terminators, abbreviations, runs of
+// spaces, tabs and line breaks, non-ASCII) is pinned: a faster splitter must cut, collapse and
+// judge every sentence as before. The digest was taken from the splitter that appended a byte at
+// a time.
+TEST(SplitSentencesTest, RandomTextSplitsAsBefore) {
+  const std::vector<std::string_view> pieces = {"Scrooge",
+                                                "said",
+                                                "the",
+                                                "Mr.",
+                                                "J.",
+                                                "e.g.",
+                                                "3.5",
+                                                "bah",
+                                                "humbug",
+                                                ".",
+                                                "!",
+                                                "?",
+                                                "...",
+                                                "\"",
+                                                "'",
+                                                "(",
+                                                ")",
+                                                "[",
+                                                "]",
+                                                "\xE2\x80\x9C",
+                                                "\xE2\x80\x9D",
+                                                "\xE2\x80\x99",
+                                                "caf\xC3\xA9",
+                                                "-",
+                                                "_",
+                                                ",",
+                                                ";",
+                                                ":",
+                                                "Marley's",
+                                                "St.",
+                                                "Dr.",
+                                                "no.",
+                                                "1842",
+                                                "title: "};
+  const std::vector<std::string_view> gaps = {" ",  " ",    " ",     "",      "  ",    "\t",
+                                              "\n", "\n\n", "\n \n", " \r\n", "\n\t\n"};
+  std::mt19937 rng(42);
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&h](std::string_view bytes) {
+    for (char c : bytes) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 0x100000001b3ULL;
+    }
+    h ^= 0xFF;
+    h *= 0x100000001b3ULL;
+  };
+  size_t sentences = 0;
+  for (int t = 0; t < 300; ++t) {
+    std::string text;
+    const size_t n = rng() % 120;
+    for (size_t i = 0; i < n; ++i) {
+      text += pieces[rng() % pieces.size()];
+      text += gaps[rng() % gaps.size()];
+    }
+    for (const Sentence& s : SplitSentences(text)) {
+      mix(s.text);
+      mix(std::to_string(s.offset));
+      mix(s.complete ? "1" : "0");
+      ++sentences;
+    }
+  }
+  EXPECT_GT(sentences, 1000u);
+  EXPECT_EQ(h, 0x9f5b097be3173ae9ULL) << std::hex << h;
+}
 
 TEST(SplitSentencesTest, SplitsAtTerminatorsButNotAbbreviationsOrQuotedSpeech) {
   const auto s = SplitSentences(

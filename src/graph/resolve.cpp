@@ -10,6 +10,7 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -18,17 +19,52 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "grag/lexical_embedder.h"
 #include "grag/parallel.h"
 #include "grag/words.h"
+#include "resolve_internal.h"
 
 namespace grag {
+namespace resolve_internal {
+
+size_t EditDistance(std::string_view a, std::string_view b, size_t cap) {
+  const size_t n = a.size(), m = b.size();
+  if ((n > m ? n - m : m - n) > cap) return cap + 1;
+  // The table a row at a time: row i needs rows i - 1 and i - 2 (for a swap), so three rows,
+  // on the stack for names of up to 63 bytes. It was a vector per row, on every comparison of
+  // two tokens.
+  const size_t w = m + 1;
+  std::array<size_t, 3 * 64> small{};
+  std::vector<size_t> large(w > 64 ? 3 * w : 0);
+  size_t* rows = w > 64 ? large.data() : small.data();
+  auto row = [&](size_t i) { return rows + (i % 3) * w; };
+  for (size_t j = 0; j <= m; ++j) row(0)[j] = j;
+  for (size_t i = 1; i <= n; ++i) {
+    size_t* cur = row(i);
+    const size_t* prev = row(i - 1);
+    const size_t* prev2 = row(i > 1 ? i - 2 : 0);  // read only when i > 1
+    cur[0] = i;
+    for (size_t j = 1; j <= m; ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+      }
+    }
+  }
+  return std::min(row(n)[m], cap + 1);
+}
+
+}  // namespace resolve_internal
+
 namespace {
 
 // ---------------------------------------------------------------------------------------------
@@ -209,24 +245,7 @@ int RomanValue(std::string_view s) {
   return enc == s ? total : 0;
 }
 
-// Optimal string alignment distance, capped: returns cap + 1 when larger.
-size_t EditDistance(std::string_view a, std::string_view b, size_t cap) {
-  const size_t n = a.size(), m = b.size();
-  if ((n > m ? n - m : m - n) > cap) return cap + 1;
-  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1, 0));
-  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
-  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
-  for (size_t i = 1; i <= n; ++i) {
-    for (size_t j = 1; j <= m; ++j) {
-      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return std::min(d[n][m], cap + 1);
-}
+using resolve_internal::EditDistance;
 
 // Dice coefficient of padded character trigrams.
 double TrigramDice(std::string_view a, std::string_view b) {

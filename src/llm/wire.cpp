@@ -10,6 +10,10 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace grag::llm_internal {
 namespace {
@@ -18,6 +22,73 @@ using nlohmann::json;
 
 // Invalid UTF-8 in a document must not make dump() throw: replace it (U+FFFD) instead.
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// String values at least this long are decoded by ParseJson itself.
+constexpr size_t kLongJsonString = 256;
+
+bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// The index of the quote closing the string literal that opens at text[open], or npos.
+size_t JsonStringEnd(std::string_view text, size_t open) {
+  for (size_t i = open + 1; i < text.size(); ++i) {
+    if (text[i] == '\\') {
+      ++i;
+    } else if (text[i] == '"') {
+      return i;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// The value of a string literal's inside when it holds only printable ASCII (what nlohmann takes
+// as it is: 0x20 to 0x7F but the quote and the backslash) and two-character escapes; nullopt for
+// anything else (\u escapes, control bytes, non-ASCII, a bad escape), which nlohmann reads.
+std::optional<std::string> DecodePlainJsonString(std::string_view inside) {
+  std::string out;
+  out.reserve(inside.size());
+  size_t i = 0;
+  while (i < inside.size()) {
+    size_t run = i;
+    while (run < inside.size()) {
+      const auto u = static_cast<unsigned char>(inside[run]);
+      if (u == '\\' || u < 0x20 || u >= 0x80) break;
+      ++run;
+    }
+    out.append(inside, i, run - i);
+    if (run == inside.size()) break;
+    if (inside[run] != '\\' || run + 1 == inside.size()) return std::nullopt;
+    switch (inside[run + 1]) {
+      case '"':
+        out += '"';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '/':
+        out += '/';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      default:
+        return std::nullopt;
+    }
+    i = run + 2;
+  }
+  return out;
+}
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -126,6 +197,55 @@ constexpr char kBase64Alphabet[] =
 
 }  // namespace
 
+json ParseJson(std::string_view text) {
+  // The text with each long plain string value replaced by "" (a skeleton, valid JSON exactly
+  // when the text is), and those values by their place among the string values in text order.
+  // Keys are the strings followed by a colon; nlohmann reports the values in the same order.
+  std::string skeleton;
+  std::vector<std::pair<size_t, std::string>> long_values;
+  size_t value_strings = 0;
+  size_t copied = 0;  // text[0, copied) is in the skeleton
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '"') continue;
+    const size_t close = JsonStringEnd(text, i);
+    if (close == std::string_view::npos) break;
+    size_t next = close + 1;
+    while (next < text.size() && IsJsonSpace(text[next])) ++next;
+    if (next == text.size() || text[next] != ':') {
+      if (close - i - 1 >= kLongJsonString) {
+        std::optional<std::string> value = DecodePlainJsonString(text.substr(i + 1, close - i - 1));
+        if (value) {
+          skeleton.append(text, copied, i - copied);
+          skeleton += "\"\"";
+          copied = close + 1;
+          long_values.emplace_back(value_strings, std::move(*value));
+        }
+      }
+      ++value_strings;
+    }
+    i = close;
+  }
+  if (long_values.empty()) return json::parse(text, nullptr, false);
+  skeleton.append(text, copied);
+  size_t seen = 0;
+  size_t next_long = 0;
+  const json::parser_callback_t put_back = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::value && parsed.is_string()) {
+      if (next_long < long_values.size() && long_values[next_long].first == seen) {
+        parsed = std::move(long_values[next_long].second);
+        ++next_long;
+      }
+      ++seen;
+    }
+    return true;
+  };
+  json j = json::parse(skeleton, put_back, false);
+  if (j.is_discarded() || next_long != long_values.size() || seen != value_strings) {
+    return json::parse(text, nullptr, false);
+  }
+  return j;
+}
+
 // ---- requests ----
 
 std::string BuildChatBody(const ChatRequest& request, const ChatBodyOptions& options) {
@@ -178,7 +298,7 @@ Result<nlohmann::json> ParseExtraBody(std::string_view text) {
 // ---- replies ----
 
 Result<ChatReply> ParseChatReply(std::string_view body) {
-  json j = json::parse(body, nullptr, false);
+  json j = ParseJson(body);
   if (j.is_discarded()) return Status::Parse("reply is not JSON: " + Shorten(body, 200));
   if (!j.is_object()) return Status::Parse("reply is not a JSON object: " + Shorten(body, 200));
   const json* choices = Member(j, "choices");

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -134,6 +136,13 @@ struct Candidate {
   size_t order = 0;  // document order, for ties
 };
 
+// Hashes a std::string and a std::string_view of the same bytes alike (as std::hash does), so a
+// map keyed by strings is searched with views.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 class Reporter {
  public:
   Reporter(Store& store, const Tokenizer& tokenizer, const ExtractiveReportOptions& options)
@@ -176,7 +185,8 @@ class Reporter {
   std::unordered_map<int64_t, ReportRecord> stored_;  // community id -> report (no content)
   std::unordered_map<int64_t, std::vector<std::string>> entity_chunks_;     // loaded on demand
   std::unordered_map<std::string, std::unique_ptr<AnalysedChunk>> chunks_;  // on demand
-  std::unordered_map<std::string, std::vector<Phrase>> phrases_;            // first word -> phrases
+  // First word -> phrases.
+  std::unordered_map<std::string, std::vector<Phrase>, StringHash, std::equal_to<>> phrases_;
   bool phrases_built_ = false;
 };
 
@@ -293,7 +303,10 @@ void Reporter::BuildPhrases() {
 }
 
 std::vector<int64_t> Reporter::Mentions(const std::string& sentence) const {
-  const std::vector<std::string> words = SplitNormalizedName(NormalizeEntityName(sentence));
+  // Every sentence of every chunk a report quotes from comes here: its words as views, not
+  // strings.
+  const std::string normalized = NormalizeEntityName(sentence);
+  const std::vector<std::string_view> words = SplitNormalizedNameViews(normalized);
   std::vector<int64_t> found;
   for (size_t i = 0; i < words.size(); ++i) {
     auto it = phrases_.find(words[i]);

@@ -172,20 +172,27 @@ bool EndsAbbreviation(std::string_view text, size_t dot) {
 // The sentence text[begin, end), whitespace collapsed; nullopt when it holds no letter or digit.
 std::optional<Sentence> MakeSentence(std::string_view text, size_t begin, size_t end) {
   Sentence s;
+  s.text.reserve(end - begin);
   bool space = false;
   bool has_word = false;
-  for (size_t i = begin; i < end; ++i) {
-    const char c = text[i];
-    if (IsSpace(c)) {
+  // A run of non-space bytes at a time, appended whole.
+  for (size_t i = begin; i < end;) {
+    if (IsSpace(text[i])) {
       space = !s.text.empty();
+      ++i;
       continue;
+    }
+    size_t j = i;
+    for (; j < end && !IsSpace(text[j]); ++j) {
+      const char c = text[j];
+      has_word =
+          has_word || IsAlpha(c) || (c >= '0' && c <= '9') || static_cast<unsigned char>(c) >= 0x80;
     }
     if (s.text.empty()) s.offset = i;
     if (space) s.text += ' ';
     space = false;
-    s.text += c;
-    has_word =
-        has_word || IsAlpha(c) || (c >= '0' && c <= '9') || static_cast<unsigned char>(c) >= 0x80;
+    s.text.append(text, i, j - i);
+    i = j;
   }
   if (!has_word) return std::nullopt;
   size_t first = 0;
@@ -342,16 +349,21 @@ std::vector<std::string> ContentTerms(std::string_view text) {
   return terms;
 }
 
-std::vector<std::string> SplitNormalizedName(std::string_view normalized) {
-  std::vector<std::string> words;
+std::vector<std::string_view> SplitNormalizedNameViews(std::string_view normalized) {
+  std::vector<std::string_view> words;
   size_t start = 0;
   while (start < normalized.size()) {
     size_t end = normalized.find(' ', start);
     if (end == std::string_view::npos) end = normalized.size();
-    if (end > start) words.emplace_back(normalized.substr(start, end - start));
+    if (end > start) words.push_back(normalized.substr(start, end - start));
     start = end + 1;
   }
   return words;
+}
+
+std::vector<std::string> SplitNormalizedName(std::string_view normalized) {
+  const std::vector<std::string_view> views = SplitNormalizedNameViews(normalized);
+  return std::vector<std::string>(views.begin(), views.end());
 }
 
 std::string NormalizeEntityName(std::string_view name) {

@@ -8,10 +8,15 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <memory_resource>
+#include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace grag {
 namespace {
@@ -190,6 +195,11 @@ struct Feature {
 
 class FeatureCounter {
  public:
+  // The map's nodes and buckets come from `memory` (an arena dropped whole at the end): a node
+  // per distinct feature is most of an embedding's allocations. The allocator does not change
+  // the map's iteration order, which fixes the vector's rounding.
+  explicit FeatureCounter(std::pmr::memory_resource* memory) : features_(memory) {}
+
   void AddWord(std::string_view word, const std::vector<size_t>& starts) {
     const bool single_ascii = word.size() == 1 && static_cast<unsigned char>(word[0]) < 0x80;
     if (single_ascii && !(word[0] >= '0' && word[0] <= '9')) return;  // "s" of "Marley's"
@@ -237,7 +247,7 @@ class FeatureCounter {
     ++f.count;
   }
 
-  std::unordered_map<uint64_t, Feature> features_;
+  std::pmr::unordered_map<uint64_t, Feature> features_;
   std::string padded_;
   std::vector<size_t> offsets_;
 };
@@ -256,12 +266,21 @@ std::vector<float> LexicalEmbed(std::string_view text, size_t dimension) {
   dimension = std::max<size_t>(dimension, 1);
   std::string folded = Fold(text);
   if (folded.empty() && !text.empty()) folded = Fold(Sanitize(text));
-  FeatureCounter counter;
-  std::string word;
-  std::vector<size_t> starts;  // byte offset of each code point of `word` but the first
-  auto flush = [&] {
-    if (!word.empty()) counter.AddWord(word, starts);
-    word.clear();
+  // A text's features fit this thread's scratch buffer; the arena takes more from the heap when
+  // they do not.
+  thread_local std::vector<std::byte> scratch(size_t{1} << 17);
+  std::pmr::monotonic_buffer_resource arena(scratch.data(), scratch.size());
+  FeatureCounter counter(&arena);
+  // A word is a run of word code points, so a span of `folded`: a view, not a copy built a code
+  // point at a time.
+  const std::string_view all(folded);
+  size_t word_begin = std::string_view::npos;
+  std::vector<size_t> starts;  // byte offset in the word of each of its code points but the first
+  auto flush = [&](size_t end) {
+    if (word_begin != std::string_view::npos) {
+      counter.AddWord(all.substr(word_begin, end - word_begin), starts);
+    }
+    word_begin = std::string_view::npos;
     starts.clear();
   };
   const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(folded.data());
@@ -274,15 +293,19 @@ std::vector<float> LexicalEmbed(std::string_view text, size_t dimension) {
       n = 1;
       cp = ' ';
     }
+    const auto at = static_cast<size_t>(i);
     if (IsWordCodePoint(cp)) {
-      if (!word.empty()) starts.push_back(word.size());
-      word.append(folded, static_cast<size_t>(i), static_cast<size_t>(n));
+      if (word_begin == std::string_view::npos) {
+        word_begin = at;
+      } else {
+        starts.push_back(at - word_begin);
+      }
     } else {
-      flush();
+      flush(at);
     }
     i += n;
   }
-  flush();
+  flush(folded.size());
   return counter.Vector(dimension);
 }
 

@@ -22,6 +22,8 @@ std::string NormalizeEntityName(std::string_view name);
 
 // The words of a NormalizeEntityName result (split on its single spaces).
 std::vector<std::string> SplitNormalizedName(std::string_view normalized);
+// The same words as views into `normalized`, which must outlive them.
+std::vector<std::string_view> SplitNormalizedNameViews(std::string_view normalized);
 
 // English function words (articles, prepositions, conjunctions, pronouns, auxiliaries and
 // modals): what no search term and no name starts with. The NLP extractor adds its own
