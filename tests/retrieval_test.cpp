@@ -13,7 +13,10 @@
 
 #include "grag/indexer.h"
 #include "grag/lexical_embedder.h"
+#include "grag/local_search.h"
+#include "grag/log.h"
 #include "grag/retrieval.h"
+#include "grag/tokenizer.h"
 #include "query/ppr.h"
 #include "support/temp_dir.h"
 
@@ -305,6 +308,62 @@ TEST_F(RetrievalIndexTest, OneQuestionModeLoadsTheVectorsOnceForQuestionsAskedAt
     auto r = Retriever::Open(*store_, &embedder_, lazy);
     ASSERT_TRUE(r.ok());
   }
+}
+
+// Without the chunks' texts: the same ranking, ids and ranks only.
+TEST_F(RetrievalIndexTest, RankingWithoutReadingTheChunksIsTheSame) {
+  auto r = Retriever::Open(*store_, &embedder_);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const std::string q :
+       {"Which film starred Shirley Temple?", "Who played Corliss Archer on the radio?"}) {
+    auto full = (*r)->Retrieve(q, {});
+    ASSERT_TRUE(full.ok()) << full.status().ToString();
+    RetrievalOptions ids_only;
+    ids_only.read_chunks = false;
+    auto bare = (*r)->Retrieve(q, ids_only);
+    ASSERT_TRUE(bare.ok()) << bare.status().ToString();
+    ASSERT_EQ(bare->chunks.size(), full->chunks.size()) << q;
+    ASSERT_FALSE(full->chunks.empty());
+    for (size_t i = 0; i < full->chunks.size(); ++i) {
+      EXPECT_EQ(bare->chunks[i].chunk_id, full->chunks[i].chunk_id) << q << " #" << i;
+      EXPECT_EQ(bare->chunks[i].ranks, full->chunks[i].ranks) << q << " #" << i;
+      EXPECT_TRUE(bare->chunks[i].text.empty());
+      EXPECT_FALSE(full->chunks[i].text.empty());
+    }
+  }
+}
+
+// A question from the command line: the retriever reads the entity vectors (on its loading
+// thread), and local search matches entities in that index instead of reading them again.
+TEST_F(RetrievalIndexTest, LocalSearchMatchesInTheRetrieversEntityVectors) {
+  TempDir logs;
+  auto file = LogFile::Open(logs / "grag.log");
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  ScopedLogFile scope(*file);
+  RetrieverOptions lazy;
+  lazy.load_graph = false;
+  auto r = Retriever::Open(*store_, &embedder_, lazy);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto entities = (*r)->EntityVectors();
+  ASSERT_TRUE(entities.ok()) << entities.status().ToString();
+  ASSERT_NE(*entities, nullptr);
+  auto count = store_->CountEntities();
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(static_cast<int64_t>((*entities)->size()), *count);
+
+  const Tokenizer& tok = *Tokenizer::Get("o200k_base").value();
+  auto ctx = BuildLocalContext(*store_, &embedder_, tok, "Which film starred Shirley Temple?", {},
+                               nullptr, r->get());
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_TRUE(ctx->used_embeddings);
+  EXPECT_FALSE(ctx->matches.empty());
+  // Read once each: the chunk vectors and the entity vectors (its log lines, thread included).
+  std::ifstream in(logs / "grag.log");
+  int built = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("[vector] exact index of") != std::string::npos) ++built;
+  }
+  EXPECT_EQ(built, 2);
 }
 
 // No entity is named and no fact seed exists: the walk starts from entity descriptions loosely

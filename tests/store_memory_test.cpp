@@ -44,7 +44,8 @@ int64_t ScanGrowth(Store& store, const ExtractorId& extractor, int64_t& scanned)
 
 // An index being written (an index run) reads its whole tables once, the merge every mention: its
 // readers do not map the file, whose touched pages would stay resident in the process and make
-// its memory grow with the index. A read-only index (queries) reads through the map.
+// its memory grow with the index. A read-only index, or one opened to answer questions
+// (StoreOptions::map_reads), reads through the map.
 TEST(StoreMemoryTest, AnIndexOpenForWritingScansWithoutMappingTheFile) {
   if (ResidentFileBytes() < 0) GTEST_SKIP() << "no RssFile in /proc/self/status";
   TempDir dir;
@@ -88,6 +89,17 @@ TEST(StoreMemoryTest, AnIndexOpenForWritingScansWithoutMappingTheFile) {
     auto readonly = Store::Open(path, ro);
     ASSERT_TRUE(readonly.ok()) << readonly.status().ToString();
     const int64_t growth = ScanGrowth(**readonly, nlp, scanned);
+    EXPECT_GE(scanned, kBytes);
+    EXPECT_GT(growth, kBytes / 2) << "RssFile grew by " << growth << " bytes";
+  }
+  {
+    // Writable but answering questions (grag query caches its replies): its readers map too.
+    StoreOptions query;
+    query.create_if_missing = false;
+    query.map_reads = true;
+    auto answering = Store::Open(path, query);
+    ASSERT_TRUE(answering.ok()) << answering.status().ToString();
+    const int64_t growth = ScanGrowth(**answering, nlp, scanned);
     EXPECT_GE(scanned, kBytes);
     EXPECT_GT(growth, kBytes / 2) << "RssFile grew by " << growth << " bytes";
   }

@@ -88,6 +88,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
   } else {
     so.create_if_missing = false;
     so.allow_read_only = true;  // read-only media: answers are not cached, that is all
+    so.map_reads = true;        // it answers questions: see StoreOptions::map_reads
   }
   auto store = Store::Open(db, so);
   if (!store.ok()) {

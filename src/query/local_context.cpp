@@ -776,8 +776,8 @@ Result<LocalContext> BuildLocalContext(Store& store, EmbeddingModel* embedder,
   GRAG_RETURN_IF_ERROR(CheckOptions(options));
   GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer, options.max_question_tokens));
   std::optional<RetrievalResult> retrieval;
+  std::unique_ptr<Retriever> own;  // kept to the end: the context may use its entity vectors
   if (options.hybrid_chunks) {
-    std::unique_ptr<Retriever> own;
     if (retriever == nullptr) {
       // One question: read the neighbourhood it needs, not the whole graph.
       RetrieverOptions ro;
@@ -787,8 +787,13 @@ Result<LocalContext> BuildLocalContext(Store& store, EmbeddingModel* embedder,
     }
     RetrievalOptions ro = options.retrieval;
     ro.method = RetrievalMethod::kHybrid;
+    ro.read_chunks = false;  // Render reads the chunks it places
     GRAG_ASSIGN_OR_RETURN(RetrievalResult r, retriever->Retrieve(question, ro));
     retrieval = std::move(r);
+    if (entity_index == nullptr) {
+      // The entity vectors the retrieval searched, when it read them: no second copy.
+      GRAG_ASSIGN_OR_RETURN(entity_index, retriever->EntityVectors());
+    }
   }
   ContextBuilder builder(store, tokenizer, options);
   return builder.Build(embedder, question, entity_index, retrieval ? &*retrieval : nullptr);

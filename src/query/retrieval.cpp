@@ -266,37 +266,41 @@ struct Retriever::Impl {
   int64_t total_chunks = 0;
   int64_t total_entities = 0;
 
-  // null: none usable. In the one-question mode the chunk vectors (a question's largest read:
-  // 3,338 chunks of 1,669 transcripts are 5 MB) are read and indexed on another thread while
-  // the question's other reads run; ChunkVectors() waits for them.
-  mutable std::unique_ptr<VectorIndex> chunk_vectors;
-  mutable std::future<Result<std::unique_ptr<VectorIndex>>> chunk_vectors_loading;
-  mutable std::once_flag chunk_vectors_once;
-  mutable Status chunk_vectors_status;
-  std::unique_ptr<VectorIndex> entity_vectors;  // null: none usable
-  std::vector<std::string> open_notes;          // why vectors are not used
+  // A vector index, built at Open or (one-question mode) read and built on another thread
+  // while the question's other reads run: the chunk vectors are a question's largest read
+  // (3,338 chunks of 1,669 transcripts are 5 MB). Get() waits for it.
+  struct LoadingIndex {
+    EmbeddingOwner owner = EmbeddingOwner::kChunk;
+    bool deferred = false;  // built by the loading thread
+    // Written by the loading thread before `loaded` is ready; read after.
+    std::unique_ptr<VectorIndex> index;  // null: none usable
+    Status status;
+    const std::shared_future<void>* loaded = nullptr;
+
+    bool present() const { return index != nullptr || deferred; }
+    Result<const VectorIndex*> Get() const {
+      if (deferred) loaded->wait();
+      GRAG_RETURN_IF_ERROR(status);
+      return static_cast<const VectorIndex*>(index.get());
+    }
+  };
+  LoadingIndex chunk_vectors;
+  LoadingIndex entity_vectors;
+  // One thread reads both, one after the other, on one connection of the store's: a second
+  // thread would open (and parse the schema on) another and compete for the same two cores.
+  std::shared_future<void> vectors_loaded;
+  std::vector<std::string> open_notes;  // why vectors are not used
 
   // Name specificity by key (a full-text count per name), remembered.
   mutable std::mutex specificity_mu;
   mutable std::unordered_map<std::string, std::pair<double, int64_t>> specificity;
 
   explicit Impl(Store& s) : store(s) {}
-
-  // The chunk vectors (null: none), once loaded.
-  Result<const VectorIndex*> ChunkVectors() const {
-    std::call_once(chunk_vectors_once, [this] {
-      if (!chunk_vectors_loading.valid()) return;
-      Result<std::unique_ptr<VectorIndex>> built = chunk_vectors_loading.get();
-      if (built.ok()) {
-        chunk_vectors = std::move(built).value();
-      } else {
-        chunk_vectors_status = built.status();
-      }
-    });
-    GRAG_RETURN_IF_ERROR(chunk_vectors_status);
-    return chunk_vectors.get();
+  ~Impl() {
+    if (vectors_loaded.valid()) vectors_loaded.wait();  // it writes into this
   }
-  bool HasChunkVectors() const { return chunk_vectors || chunk_vectors_loading.valid(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   // The specificity (0-1) of a phrase and the chunks whose text holds it.
   Result<std::pair<double, int64_t>> Specificity(const std::string& key) const;
@@ -607,18 +611,34 @@ Result<std::unique_ptr<Retriever>> Retriever::Open(Store& store, EmbeddingModel*
             " entity vectors are not read, so no entity is matched by embedding");
         continue;
       }
-      if (owner == EmbeddingOwner::kChunk && !options.load_graph) {
-        // The store reads on its own connection there; the future's end waits for the thread.
-        impl->chunk_vectors_loading = std::async(
-            std::launch::async, [&store, owner] { return VectorIndex::Build(store, owner); });
+      Impl::LoadingIndex& into =
+          owner == EmbeddingOwner::kChunk ? impl->chunk_vectors : impl->entity_vectors;
+      into.owner = owner;
+      if (!options.load_graph) {
+        into.deferred = true;
+        into.loaded = &impl->vectors_loaded;
         continue;
       }
-      GRAG_ASSIGN_OR_RETURN(auto index, VectorIndex::Build(store, owner));
-      (owner == EmbeddingOwner::kChunk ? impl->chunk_vectors : impl->entity_vectors) =
-          std::move(index);
+      GRAG_ASSIGN_OR_RETURN(into.index, VectorIndex::Build(store, owner));
     }
   } else if (embedder == nullptr) {
     impl->open_notes.push_back("no embedding model: the vector signal is off");
+  }
+  if (impl->chunk_vectors.deferred || impl->entity_vectors.deferred) {
+    // The store reads on a connection of its own there; ~Impl waits for the thread.
+    impl->vectors_loaded =
+        std::async(std::launch::async, [im = impl.get(), log = CurrentLogFile()] {
+          ScopedLogFile log_scope(log);  // its lines go where the opener's go
+          for (Impl::LoadingIndex* v : {&im->chunk_vectors, &im->entity_vectors}) {
+            if (!v->deferred) continue;
+            Result<std::unique_ptr<VectorIndex>> built = VectorIndex::Build(im->store, v->owner);
+            if (built.ok()) {
+              v->index = std::move(built).value();
+            } else {
+              v->status = built.status();
+            }
+          }
+        }).share();
   }
   return std::unique_ptr<Retriever>(new Retriever(std::move(impl)));
 }
@@ -630,6 +650,8 @@ Result<std::vector<SeedEntity>> Retriever::NamedEntities(std::string_view questi
   std::erase_if(named, [&](const SeedEntity& s) { return !SpecificEnough(s, o); });
   return named;
 }
+
+Result<const VectorIndex*> Retriever::EntityVectors() const { return impl_->entity_vectors.Get(); }
 
 Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
                                             const RetrievalOptions& o) const {
@@ -654,7 +676,8 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
 
   // ---- question embedding (the vector signal and the embedding seeds share it)
   std::vector<float> q;
-  if (want_vector && im.embedder != nullptr && (im.HasChunkVectors() || im.entity_vectors)) {
+  if (want_vector && im.embedder != nullptr &&
+      (im.chunk_vectors.present() || im.entity_vectors.present())) {
     GRAG_ASSIGN_OR_RETURN(q, im.EmbedQuestion(question));
   }
 
@@ -684,7 +707,7 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
   // ---- vector
   const VectorIndex* chunk_vectors = nullptr;
   if (want_vector) {
-    GRAG_ASSIGN_OR_RETURN(chunk_vectors, im.ChunkVectors());
+    GRAG_ASSIGN_OR_RETURN(chunk_vectors, im.chunk_vectors.Get());
   }
   if (want_vector && !q.empty() && chunk_vectors != nullptr && chunk_vectors->size() > 0) {
     const auto t = SteadyClock::now();
@@ -713,10 +736,13 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
       }
     }
     for (auto& s : seeds) s.weight = s.specificity;
-    if (!q.empty() && im.entity_vectors && im.entity_vectors->size() > 0 &&
-        o.max_embedding_seeds > 0) {
+    const VectorIndex* entity_vectors = nullptr;
+    if (!q.empty() && o.max_embedding_seeds > 0) {
+      GRAG_ASSIGN_OR_RETURN(entity_vectors, im.entity_vectors.Get());
+    }
+    if (entity_vectors != nullptr && entity_vectors->size() > 0) {
       const double floor = lexical ? o.lexical_similarity_floor : o.similarity_floor;
-      auto hits = im.entity_vectors->Search(q, static_cast<size_t>(o.max_embedding_seeds));
+      auto hits = entity_vectors->Search(q, static_cast<size_t>(o.max_embedding_seeds));
       if (!hits.ok()) return hits.status().WithContext("searching the entity embeddings");
       for (const auto& h : *hits) {
         if (h.similarity < floor) break;
@@ -884,14 +910,17 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     for (size_t r = 0; r < lists[s].size(); ++r)
       rank_of[s].emplace(lists[s][r], static_cast<int>(r + 1));
   }
+  const bool rerank = im.reranker != nullptr && o.rerank_top_n > 0;
   for (const auto& [id, score] : ranked) {
-    GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, im.store.GetChunk(id));
-    if (!chunk) continue;  // deleted since the retriever was opened
     RetrievedChunk rc;
+    if (o.read_chunks || rerank) {
+      GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, im.store.GetChunk(id));
+      if (!chunk) continue;  // deleted since the retriever was opened
+      rc.document_id = std::move(chunk->document_id);
+      rc.index = chunk->index;
+      rc.text = std::move(chunk->text);
+    }
     rc.chunk_id = id;
-    rc.document_id = chunk->document_id;
-    rc.index = chunk->index;
-    rc.text = std::move(chunk->text);
     rc.score = score;
     for (size_t s = 0; s < kSignalCount; ++s) {
       if (auto it = rank_of[s].find(id); it != rank_of[s].end()) {
@@ -901,7 +930,7 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     }
     result.chunks.push_back(std::move(rc));
   }
-  if (im.reranker != nullptr && o.rerank_top_n > 0 && result.chunks.size() > 1) {
+  if (rerank && result.chunks.size() > 1) {
     // The reranker reads the head of the ranking whole and orders it; the tail stays after it.
     const auto t = SteadyClock::now();
     const size_t n = std::min(result.chunks.size(), static_cast<size_t>(o.rerank_top_n));

@@ -652,6 +652,7 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOpt
   GRAG_ASSIGN_OR_RETURN(std::string journal_mode, conn.QueryText("PRAGMA journal_mode"));
   auto impl = std::make_unique<SqliteStore::Impl>(path, std::move(conn));
   impl->read_only = options.read_only;
+  impl->map_reads = options.read_only || options.map_reads;
   impl->pool_enabled = journal_mode == "wal";
   impl->busy_timeout_ms = options.busy_timeout_ms;
   // Checked (or just created) and written only by SQLite from here on: the state at close is

@@ -242,12 +242,12 @@ Result<ReadHandle> SqliteStore::Impl::Read() {
     }
     ++readers_open;
   }
-  // An index opened for writing is being indexed: its readers scan whole tables once (the
-  // merge reads every mention), and a map would leave every page they touched resident in this
-  // process, so its memory would grow with the index (12,500 transcripts: 1,237 MiB peak, 923
-  // MiB of it the map). Those read into SQLite's bounded cache instead; a read-only index,
-  // which answers questions, keeps the map.
-  Result<sqlite::Connection> opened = store::OpenForReading(path, /*map=*/read_only);
+  // A store being indexed has readers that scan whole tables once (the merge reads every
+  // mention), and a map would leave every page they touched resident in this process, so its
+  // memory would grow with the index (12,500 transcripts: 1,237 MiB peak, 923 MiB of it the
+  // map). Those read into SQLite's bounded cache instead; a store that answers questions maps
+  // (StoreOptions::map_reads).
+  Result<sqlite::Connection> opened = store::OpenForReading(path, map_reads);
   if (!opened.ok()) {
     {
       std::lock_guard lock(pool_mu);

@@ -153,6 +153,7 @@ struct SqliteStore::Impl final : TransactionOwner {
   std::atomic<std::thread::id> tx_thread;
   ReplyCacheTable reply_cache{this};
   bool read_only = false;
+  bool map_reads = false;          // StoreOptions::map_reads, or read_only
   bool query_vocab_ready = false;  // guarded by mu: the temporary tables SearchChunks uses
   store::FileLock writer_lock;     // held for the Store's lifetime when StoreOptions::writer_lock
 

@@ -31,6 +31,9 @@ bool StampMatches(const std::string& path) {
 }
 
 void RecordStamp(const std::string& path) {
+  // A store that wrote nothing (a question answered from the cache) leaves the stamp as it was:
+  // no file written and renamed on every question.
+  if (StampMatches(path)) return;
   const std::string stamp = FilesStamp(path);
   const std::string tmp = StampPath(path) + ".tmp";
   {

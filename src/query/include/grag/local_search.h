@@ -210,8 +210,9 @@ struct LocalSearchResult {
 // sends, for tests, benchmarks and `--json` inspection.
 //
 // `embedder` may be null (then names only). `entity_index` is the entities' VectorIndex when
-// the caller keeps one (a server); null: this call scans the stored entity embeddings (the
-// right thing for one question; building an HNSW graph would cost more than the scan).
+// the caller keeps one; null: the retriever's (Retriever::EntityVectors) when the chunk lane
+// used one that read them, else this call scans the stored entity embeddings (the right thing
+// for one question; building an HNSW graph would cost more than the scan).
 // Errors: kInvalidArgument (an option out of range, a question with no text), the embedding
 // model's error (prefixed "embedding the question"), the store's errors.
 //

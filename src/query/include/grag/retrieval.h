@@ -37,6 +37,8 @@
 
 namespace grag {
 
+class VectorIndex;
+
 enum class RetrievalMethod { kVector, kBm25, kGraph, kHybrid };
 std::string_view RetrievalMethodName(RetrievalMethod method);  // "vector", "bm25", ...
 Result<RetrievalMethod> ParseRetrievalMethod(std::string_view name);
@@ -87,6 +89,11 @@ struct RetrievalOptions : RetrievalTuning {
   // With a reranker (RetrieverOptions::reranker): the ranking's first this many chunks are
   // reordered by it; the rest keep their order after them. 0: no reranking.
   int rerank_top_n = 20;
+  // Read each returned chunk from the store: its text, document and position. Off: ids,
+  // scores and ranks only, for a caller that reads the few chunks it uses itself (local search
+  // places 7 of 100 on a typical question); a chunk deleted since the retriever opened is then
+  // not left out. Ignored (on) while a reranker reorders the head, which reads the texts.
+  bool read_chunks = true;
 };
 
 // An entity the graph signal started from.
@@ -170,6 +177,11 @@ class Retriever {
   // name seeds), in question order: what the router counts.
   Result<std::vector<SeedEntity>> NamedEntities(std::string_view question,
                                                 const RetrievalOptions& options = {}) const;
+
+  // The entity vectors it searches for embedding seeds (null: none read, see
+  // RetrieverOptions), once loaded: local search matches entities in the same index instead of
+  // reading them again. Errors: the store's, when reading them failed.
+  Result<const VectorIndex*> EntityVectors() const;
 
   struct Impl;
 

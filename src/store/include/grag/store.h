@@ -69,6 +69,12 @@ struct StoreOptions {
   // that passed, which grag records beside the index (<path>.verified) and keeps current when
   // a Store closes. Damage: kCorruption saying what to do.
   bool verify = true;
+  // Read connections map the file (SQLite's mmap_size) instead of copying pages into their
+  // cache: for a store that answers questions, which reads a few thousand scattered pages once
+  // (a one-off local question on 1,669 transcripts: 51 -> 45 ms). Off for a store being
+  // indexed: its readers scan whole tables, and every mapped page they touch would stay
+  // resident in the process. A read_only store always maps.
+  bool map_reads = false;
   // How long a write waits for another process holding the index before failing with
   // kUnavailable. Long enough to ride out a concurrent `grag` writer's transaction.
   int busy_timeout_ms = 10000;
