@@ -14,7 +14,7 @@
 //   wall          seconds of Engine::Open + Index + closing the index
 //   cpu           user + system CPU seconds of the indexing process (getrusage)
 //   cpu/chunk     cpu in ms per chunk
-//   peak RSS      VmHWM of the indexing process
+//   peak RSS      VmHWM of the indexing process; by stage too (the mark is reset as each begins)
 //   written       /proc/self/io write_bytes (reached the disk) and wchar (passed to write())
 //   index size    the project's output folder afterwards
 //   calls         LLM calls by kind (the pipeline's count), per chunk
@@ -282,6 +282,13 @@ int Worker(const std::string& arg) {
     int64_t wchar = 0;
   };
   std::vector<Mark> stages;  // where each stage began
+  // Peak RSS by stage: the high-water mark is read and reset (clear_refs 5) where each stage
+  // begins, so each reading is the peak of the stage before; the run's peak is the largest.
+  std::vector<int64_t> stage_peaks;
+  const auto end_stage_peak = [&] {
+    stage_peaks.push_back(ProcField("/proc/self/status", "VmHWM") * 1024);
+    std::ofstream("/proc/self/clear_refs") << "5";
+  };
   {
     EngineOptions eo;
     eo.writable = true;
@@ -291,6 +298,7 @@ int Worker(const std::string& arg) {
     IndexCallbacks callbacks;
     callbacks.on_progress = [&](const IndexProgress& p) {
       if (!stages.empty() && stages.back().stage == p.stage) return;
+      end_stage_peak();
       stages.push_back(
           {p.stage, CpuSeconds(), Seconds(start), ProcField("/proc/self/io", "wchar")});
     };
@@ -298,6 +306,7 @@ int Worker(const std::string& arg) {
     if (!summary.ok()) throw std::runtime_error(summary.status().ToString());
     s = *summary;
   }  // closed: the last checkpoint is part of the cost
+  end_stage_peak();
   json out;
   out["wall"] = Seconds(start);
   out["cpu"] = CpuSeconds() - cpu0;
@@ -309,9 +318,9 @@ int Worker(const std::string& arg) {
   for (size_t i = 0; i + 1 < stages.size(); ++i) {
     out["stages"].push_back({stages[i].stage, stages[i + 1].cpu - stages[i].cpu,
                              stages[i + 1].wall - stages[i].wall,
-                             stages[i + 1].wchar - stages[i].wchar});
+                             stages[i + 1].wchar - stages[i].wchar, stage_peaks.at(i)});
   }
-  out["peak_rss"] = ProcField("/proc/self/status", "VmHWM") * 1024;
+  out["peak_rss"] = *std::max_element(stage_peaks.begin(), stage_peaks.end());
   out["write_bytes"] = ProcField("/proc/self/io", "write_bytes") - written0;
   out["wchar"] = ProcField("/proc/self/io", "wchar") - wchar0;
   out["index_bytes"] = config.store.url.empty() ? FolderBytes(fs::path(config.root) / "output")
@@ -478,19 +487,21 @@ json Report(const Options& o, const std::vector<json>& runs, int64_t corpus_byte
   }
   std::cout << "\nby stage (median of the runs; a stage's time runs from its first progress event "
                "to the next stage's):\n";
-  std::cout << fmt::format("{:<22}{:>12}{:>12}{:>14}{:>14}\n", "stage", "cpu", "wall", "cpu/chunk",
-                           "wchar");
+  std::cout << fmt::format("{:<22}{:>12}{:>12}{:>14}{:>14}{:>14}\n", "stage", "cpu", "wall",
+                           "cpu/chunk", "wchar", "peak RSS");
   for (size_t i = 0; i < first["stages"].size(); ++i) {
-    std::vector<double> cpu, wall, wchar;
+    std::vector<double> cpu, wall, wchar, peak;
     for (const auto& r : runs) {
       if (i >= r["stages"].size()) continue;
       cpu.push_back(r["stages"][i][1].get<double>());
       wall.push_back(r["stages"][i][2].get<double>());
       wchar.push_back(r["stages"][i][3].get<double>());
+      peak.push_back(r["stages"][i][4].get<double>());
     }
-    std::cout << fmt::format(
-        "{:<22}{:>12}{:>12}{:>14}{:>14}\n", first["stages"][i][0].get<std::string>(),
-        secs(Median(cpu)), secs(Median(wall)), ms(1000 * Median(cpu) / chunks), Mib(Median(wchar)));
+    std::cout << fmt::format("{:<22}{:>12}{:>12}{:>14}{:>14}{:>14}\n",
+                             first["stages"][i][0].get<std::string>(), secs(Median(cpu)),
+                             secs(Median(wall)), ms(1000 * Median(cpu) / chunks),
+                             Mib(Median(wchar)), Mib(Median(peak)));
   }
   if (!o.no_llm) {
     const json& c = first["calls"];
