@@ -483,6 +483,28 @@ TEST(ExtractiveBookTest, ReportsOnAWholeBookQuicklyAndAnswersWithoutAModel) {
   EXPECT_FALSE(marley->nothing_found);
   EXPECT_THAT(marley->answer, HasSubstr("Marley"));
   std::cout << "---- local\n" << marley->answer << "\n";
+
+  // A finding from a sentence quotes that sentence, read again from its chunk when the report
+  // is written: it names every entity the finding lists.
+  int checked = 0;
+  for (const ReportRecord& r : *reports) {
+    for (const Finding& f : r.findings) {
+      if (f.explanation.find("(chunk ") == std::string::npos) continue;  // not from a sentence
+      std::string text = f.summary;
+      const std::string open = "\xE2\x80\x9C", close = "\xE2\x80\x9D ";
+      if (f.explanation.rfind(open, 0) == 0) {
+        text = f.explanation.substr(open.size(), f.explanation.find(close) - open.size());
+      }
+      if (text.ends_with("\xE2\x80\xA6")) continue;  // cut short: a name may be past the cut
+      const std::string words = " " + NormalizeEntityName(text) + " ";
+      for (const std::string& name : f.entities) {
+        EXPECT_NE(words.find(" " + NormalizeEntityName(name) + " "), std::string::npos)
+            << name << " in: " << text;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 50);
 }
 
 }  // namespace

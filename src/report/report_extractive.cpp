@@ -100,19 +100,36 @@ Status CheckOptions(const ExtractiveReportOptions& o) {
   return Status::Ok();
 }
 
+// FNV-1a, 64 bits: a second hash of a sentence, independent of std::hash's.
+uint64_t Fnv1a64(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 // ---------------------------------------------------------------- the graph and the text
 
+// What a report needs of a sentence that names an entity, kept for the whole run; its text is
+// read again only if a report quotes it (the corpus's text is not held in memory: a community
+// at the top of the hierarchy names sentences from most of it).
 struct AnalysedSentence {
-  std::string text;
+  uint32_t index = 0;      // among the chunk's sentences (SplitSentences)
+  uint32_t text_size = 0;  // bytes
   bool complete = true;
-  std::vector<int64_t> mentions;  // entities it names, ascending
+  // Two independent hashes of the text: overlapping chunks repeat sentences, and a repeat is
+  // known by them.
+  uint64_t hash = 0, fnv = 0;
+  std::vector<int64_t> mentions;  // entities it names, ascending; never empty
 };
 
 struct AnalysedChunk {
   std::string id;
   std::string document_id;
   int64_t index = 0;
-  std::vector<AnalysedSentence> sentences;
+  std::vector<AnalysedSentence> sentences;  // those naming an entity
 };
 
 // An entity name as words, for matching against a sentence's normalised words.
@@ -157,17 +174,19 @@ class Reporter {
   std::string InputHash(const CommunityRecord& community, const std::vector<Member>& members,
                         const std::vector<const RelationshipRecord*>& rels) const;
   Result<const AnalysedChunk*> Chunk(const std::string& id);
+  Result<std::string> SentenceText(const Candidate& c);
   void BuildPhrases();
   std::vector<int64_t> Mentions(const std::string& sentence) const;
   Result<std::vector<Candidate>> Candidates(const std::vector<Member>& members);
   std::vector<const Candidate*> Pick(const std::vector<Candidate>& candidates) const;
-  Finding SentenceFinding(const Candidate& c, const std::vector<Member>& members,
+  Finding SentenceFinding(const Candidate& c, const std::string& text,
+                          const std::vector<Member>& members,
                           const std::vector<const RelationshipRecord*>& rels) const;
   void AddFallbackFindings(const std::vector<Member>& members,
                            const std::vector<const RelationshipRecord*>& rels,
                            std::vector<Finding>* findings) const;
   std::string Summary(const CommunityRecord& community, const std::vector<Member>& members,
-                      size_t internal_rels, const Candidate* best) const;
+                      size_t internal_rels, const std::string* best) const;
   Result<ReportRecord> Build(const CommunityRecord& community, const std::vector<Member>& members,
                              const std::vector<const RelationshipRecord*>& rels,
                              int64_t* content_tokens);
@@ -336,14 +355,31 @@ Result<const AnalysedChunk*> Reporter::Chunk(const std::string& id) {
   a->id = id;
   a->document_id = (*chunk)->document_id;
   a->index = (*chunk)->index;
-  for (Sentence& s : SplitSentences((*chunk)->text)) {
-    AnalysedSentence& as = a->sentences.emplace_back();
-    as.mentions = Mentions(s.text);
-    as.text = std::move(s.text);
-    as.complete = s.complete;
+  const std::vector<Sentence> sentences = SplitSentences((*chunk)->text);
+  for (size_t k = 0; k < sentences.size(); ++k) {
+    std::vector<int64_t> mentions = Mentions(sentences[k].text);
+    if (mentions.empty()) continue;  // never a candidate
+    const std::string& text = sentences[k].text;
+    a->sentences.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(text.size()),
+                            sentences[k].complete, std::hash<std::string_view>{}(text),
+                            Fnv1a64(text), std::move(mentions)});
   }
   it->second = std::move(a);
   return it->second.get();
+}
+
+// The text of a candidate's sentence, read again from its chunk.
+Result<std::string> Reporter::SentenceText(const Candidate& c) {
+  auto chunk = store_.GetChunk(c.chunk->id);
+  if (!chunk.ok()) return chunk.status().WithContext("reading chunk " + c.chunk->id);
+  std::vector<Sentence> sentences;
+  if (chunk->has_value()) sentences = SplitSentences((*chunk)->text);
+  if (c.sentence->index >= sentences.size() ||
+      sentences[c.sentence->index].text.size() != c.sentence->text_size) {
+    return Status::Internal("chunk " + c.chunk->id +
+                            " changed while the reports were written (run `grag index` again)");
+  }
+  return std::move(sentences[c.sentence->index].text);
 }
 
 // Every distinct sentence of the members' chunks that names a member and is not overlong, in
@@ -365,7 +401,7 @@ Result<std::vector<Candidate>> Reporter::Candidates(const std::vector<Member>& m
     return a->index < b->index;
   });
   std::vector<Candidate> out;
-  std::unordered_set<std::string_view> seen;  // overlapping chunks repeat sentences
+  std::set<std::pair<uint64_t, uint64_t>> seen;  // overlapping chunks repeat sentences
   for (const AnalysedChunk* c : chunks) {
     for (const AnalysedSentence& s : c->sentences) {
       Candidate cand{&s, c, {}, 0, out.size()};
@@ -376,8 +412,8 @@ Result<std::vector<Candidate>> Reporter::Candidates(const std::vector<Member>& m
         cand.degree_sum += members[it->second].degree;
       }
       // Past twice the quoted length a "sentence" is mostly a list or a table of contents.
-      if (cand.members.empty() || s.text.size() > 2 * options_.max_sentence_chars ||
-          !seen.insert(s.text).second) {
+      if (cand.members.empty() || s.text_size > 2 * options_.max_sentence_chars ||
+          !seen.emplace(s.hash, s.fnv).second) {
         continue;
       }
       std::sort(cand.members.begin(), cand.members.end());
@@ -421,10 +457,11 @@ std::vector<const Candidate*> Reporter::Pick(const std::vector<Candidate>& candi
   return picked;
 }
 
-Finding Reporter::SentenceFinding(const Candidate& c, const std::vector<Member>& members,
+Finding Reporter::SentenceFinding(const Candidate& c, const std::string& text,
+                                  const std::vector<Member>& members,
                                   const std::vector<const RelationshipRecord*>& rels) const {
   Finding f;
-  f.summary = ShortenAtWord(c.sentence->text, options_.headline_chars);
+  f.summary = ShortenAtWord(text, options_.headline_chars);
   std::vector<int64_t> entity_ids;
   std::unordered_set<int64_t> named;
   for (size_t m : c.members) {
@@ -433,9 +470,9 @@ Finding Reporter::SentenceFinding(const Candidate& c, const std::vector<Member>&
     named.insert(members[m].entity->id);
   }
   std::string explanation;
-  if (f.summary != c.sentence->text) {
-    explanation = "\xE2\x80\x9C" + ShortenAtWord(c.sentence->text, options_.max_sentence_chars) +
-                  "\xE2\x80\x9D ";
+  if (f.summary != text) {
+    explanation =
+        "\xE2\x80\x9C" + ShortenAtWord(text, options_.max_sentence_chars) + "\xE2\x80\x9D ";
   }
   explanation += fmt::format("Names {} (chunk {} of {}).", JoinNames(f.entities), c.chunk->index,
                              c.chunk->document_id);
@@ -516,7 +553,7 @@ std::vector<std::string> TitleNames(const std::vector<Member>& members, int coun
 }
 
 std::string Reporter::Summary(const CommunityRecord& community, const std::vector<Member>& members,
-                              size_t internal_rels, const Candidate* best) const {
+                              size_t internal_rels, const std::string* best) const {
   const std::vector<std::string> top = TitleNames(members, options_.title_entities);
   std::map<std::string, int64_t> types;
   for (const Member& m : members) {
@@ -547,7 +584,7 @@ std::string Reporter::Summary(const CommunityRecord& community, const std::vecto
   }
   if (best != nullptr) {
     out += " The passage naming most of them: \xE2\x80\x9C" +
-           ShortenAtWord(best->sentence->text, options_.max_sentence_chars) + "\xE2\x80\x9D";
+           ShortenAtWord(*best, options_.max_sentence_chars) + "\xE2\x80\x9D";
   }
   return out;
 }
@@ -558,11 +595,18 @@ Result<ReportRecord> Reporter::Build(const CommunityRecord& community,
                                      int64_t* content_tokens) {
   GRAG_ASSIGN_OR_RETURN(std::vector<Candidate> candidates, Candidates(members));
   const std::vector<const Candidate*> picked = Pick(candidates);
+  std::vector<std::string> quoted;
+  for (const Candidate* c : picked) {
+    GRAG_ASSIGN_OR_RETURN(std::string text, SentenceText(*c));
+    quoted.push_back(std::move(text));
+  }
 
   ParsedReport parsed;
   parsed.title = JoinNames(TitleNames(members, options_.title_entities));
-  parsed.summary = Summary(community, members, rels.size(), picked.empty() ? nullptr : picked[0]);
-  for (const Candidate* c : picked) parsed.findings.push_back(SentenceFinding(*c, members, rels));
+  parsed.summary = Summary(community, members, rels.size(), quoted.empty() ? nullptr : &quoted[0]);
+  for (size_t i = 0; i < picked.size(); ++i) {
+    parsed.findings.push_back(SentenceFinding(*picked[i], quoted[i], members, rels));
+  }
   AddFallbackFindings(members, rels, &parsed.findings);
   parsed.rating = Rating(community.weight, static_cast<int64_t>(members.size()));
   parsed.rating_explanation = fmt::format(
