@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <set>
 #include <string>
@@ -402,11 +403,16 @@ Status ContextBuilder::Match(EmbeddingModel* embedder, std::string_view question
 }
 
 Status ContextBuilder::Collect() {
-  std::unordered_map<int64_t, uint32_t> rel_at;             // relationship id -> index in rels_
-  std::unordered_map<int64_t, int64_t> neighbours;          // unmatched entity -> matched it links
-  std::map<int64_t, std::vector<int64_t>> communities;      // community -> matched members
-  std::unordered_map<std::string_view, uint32_t> chunk_at;  // chunk id -> index in chunks_
-  entity_chunks_.reserve(matched_.size());                  // chunk_at and chunks_ point into it
+  // The maps' nodes (thousands for a busy entity) come from one arena, freed at once.
+  std::pmr::monotonic_buffer_resource arena;
+  // Relationship id -> index in rels_.
+  std::pmr::unordered_map<int64_t, uint32_t> rel_at(&arena);
+  // Unmatched entity -> how many matched entities it links to.
+  std::pmr::unordered_map<int64_t, int64_t> neighbours(&arena);
+  // Chunk id -> index in chunks_.
+  std::pmr::unordered_map<std::string_view, uint32_t> chunk_at(&arena);
+  std::map<int64_t, std::vector<int64_t>> communities;  // community -> matched members
+  entity_chunks_.reserve(matched_.size());              // chunk_at and chunks_ point into it
   for (size_t rank = 0; rank < matched_.size(); ++rank) {
     const int64_t id = matched_[rank].id;
     const std::string what = "entity " + std::to_string(id);
