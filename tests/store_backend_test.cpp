@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -613,6 +615,62 @@ TEST_P(StoreBackendTest, EntitiesAndRelationships) {
   EXPECT_TRUE(*store_->DeleteRelationship((*ac)[0].id));
   EXPECT_FALSE(*store_->DeleteRelationship((*ac)[0].id));
   EXPECT_TRUE(store_->ListRelationships()->empty());
+}
+
+// The light read local search ranks with: the same relationships as ListRelationshipsOf (both
+// directions, the combined degree), by id, without their text; the text read afterwards.
+TEST_P(StoreBackendTest, RelationshipEdgesAndDescriptions) {
+  const int64_t a = AddEntity("a");
+  const int64_t b = AddEntity("b");
+  const int64_t c = AddEntity("c");
+  const int64_t d = AddEntity("d");
+  RelationshipRecord ab = Rel(b, a, "a and b", 3);
+  ab.description_hash = "h1";
+  ab.description_basis = "basis";
+  const int64_t ab_id = store_->UpsertRelationship(ab).value();
+  const int64_t bc_id = store_->UpsertRelationship(Rel(b, c, "", 7)).value();
+  const int64_t cd_id = store_->UpsertRelationship(Rel(c, d, "c and d", 1)).value();
+  const int64_t bd_id = store_->UpsertRelationship(Rel(d, b, "d and b", 3)).value();
+  ASSERT_TRUE(store_->RecomputeGraphStats().ok());
+
+  for (int64_t e : {a, b, c, d}) {
+    SCOPED_TRACE("entity " + std::to_string(e));
+    auto full = store_->ListRelationshipsOf(e);
+    auto light = store_->ListRelationshipEdgesOf(e);
+    ASSERT_TRUE(full.ok() && light.ok());
+    auto by_id = [](const RelationshipRecord& x, const RelationshipRecord& y) {
+      return x.id < y.id;
+    };
+    std::sort(full->begin(), full->end(), by_id);
+    std::sort(light->begin(), light->end(), by_id);
+    ASSERT_EQ(light->size(), full->size());
+    for (size_t i = 0; i < full->size(); ++i) {
+      const RelationshipRecord& f = (*full)[i];
+      const RelationshipRecord& l = (*light)[i];
+      EXPECT_EQ(l.id, f.id);
+      EXPECT_EQ(l.source_id, f.source_id);
+      EXPECT_EQ(l.target_id, f.target_id);
+      EXPECT_EQ(l.weight, f.weight);
+      EXPECT_EQ(l.frequency, f.frequency);
+      EXPECT_EQ(l.combined_degree, f.combined_degree);
+      EXPECT_EQ(l.description, "");
+      EXPECT_EQ(l.description_hash, "");
+      EXPECT_EQ(l.description_basis, "");
+    }
+  }
+  auto of_b = store_->ListRelationshipEdgesOf(b);
+  ASSERT_TRUE(of_b.ok());
+  std::map<int64_t, int64_t> degree_of_b;  // relationship -> combined degree
+  for (const auto& r : *of_b) degree_of_b[r.id] = r.combined_degree;
+  // b has degree 3; a 1, c 2, d 2.
+  EXPECT_EQ(degree_of_b, (std::map<int64_t, int64_t>{{ab_id, 4}, {bc_id, 5}, {bd_id, 5}}));
+  EXPECT_TRUE(store_->ListRelationshipEdgesOf(9999)->empty());
+
+  auto texts = store_->GetRelationshipDescriptions({cd_id, 9999, ab_id, bc_id, ab_id});
+  ASSERT_TRUE(texts.ok()) << texts.status().ToString();
+  EXPECT_EQ(*texts, (std::vector<std::optional<std::string>>{"c and d", std::nullopt, "a and b", "",
+                                                             "a and b"}));
+  EXPECT_TRUE(store_->GetRelationshipDescriptions({})->empty());
 }
 
 // ---------------------------------------------------------------- communities and reports

@@ -6,12 +6,14 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <set>
-#include <unordered_set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -140,10 +142,17 @@ std::string FormatNumber(double v) { return fmt::format("{:g}", v); }
 
 // ---------------------------------------------------------------- candidates
 
+// What ranking a relationship needs; its description is read only if it is rendered.
 struct RelCandidate {
-  RelationshipRecord rel;
-  std::vector<int64_t> via;  // matched ends
-  int64_t touches = 0;       // matched entities the relationship reaches (see ranking)
+  int64_t id = 0;
+  int64_t source_id = 0;
+  int64_t target_id = 0;
+  double weight = 0;
+  int64_t combined_degree = 0;
+  std::array<int64_t, 2> via{};  // matched ends, in match order (a relationship has two ends)
+  uint32_t via_count = 0;
+  int64_t touches = 0;  // matched entities the relationship reaches (see ranking)
+  double walk = 0;      // the walk's probability at its two ends (when there is a walk)
 };
 
 struct ReportCandidate {
@@ -151,12 +160,31 @@ struct ReportCandidate {
   std::vector<int64_t> via;  // matched members
 };
 
-struct ChunkCandidate {
-  std::string chunk_id;
-  std::vector<int64_t> via;  // matched entities extracted from it
-  size_t best_match = 0;     // rank of the best matched entity linked to it
-  size_t position = 0;       // place in that entity's chunk list (document order)
+constexpr uint32_t kNoVia = std::numeric_limits<uint32_t>::max();
+
+// A chunk's matched entities, as a chain through ContextBuilder::chunk_via_ (most chunks have
+// one: no vector per chunk).
+struct ViaLink {
+  int64_t entity = 0;
+  uint32_t next = kNoVia;
 };
+
+struct ChunkCandidate {
+  const std::string* chunk_id = nullptr;  // in entity_chunks_ or the retrieval's ranking
+  uint32_t via_count = 0;                 // matched entities extracted from it
+  uint32_t via_first = kNoVia;            // their chain, in match order
+  uint32_t via_last = kNoVia;
+  size_t best_match = 0;  // rank of the best matched entity linked to it
+  size_t position = 0;    // place in that entity's chunk list (document order)
+  bool taken = false;     // already placed by the hybrid ranking
+};
+
+// Chunks: most matched entities first; then the best match's rank; then document order.
+bool ChunkBefore(const ChunkCandidate& a, const ChunkCandidate& b) {
+  if (a.via_count != b.via_count) return a.via_count > b.via_count;
+  if (a.best_match != b.best_match) return a.best_match < b.best_match;
+  return a.position < b.position;
+}
 
 // One budgeted type being filled: its ranked candidates and where filling stopped.
 struct Lane {
@@ -189,6 +217,9 @@ class ContextBuilder {
                                                  std::string_view question,
                                                  const VectorIndex* entity_index);
   Status Collect();
+  // Reads the descriptions of the next batch of ranked relationships.
+  Status ReadRelationshipTexts();
+  std::vector<int64_t> ChunkVia(const ChunkCandidate& c) const;
   Result<std::string> EntityName(int64_t id);
   // Renders candidate `i` of `lane` (nullopt: it vanished from the store; skip it).
   Result<std::optional<LocalContextItem>> Render(const Lane& lane, size_t i);
@@ -205,8 +236,13 @@ class ContextBuilder {
   std::unordered_map<int64_t, size_t> match_rank_;  // entity id -> index in matched_
   std::unordered_map<int64_t, std::string> names_;  // entity id -> display name (cache)
   std::vector<RelCandidate> rels_;                  // ranked
-  std::vector<ReportCandidate> reports_;            // ranked
-  std::vector<ChunkCandidate> chunks_;              // ranked
+  // Descriptions of rels_[0..size), read in batches as rendering reaches them (nullopt: the
+  // relationship is gone from the store).
+  std::vector<std::optional<std::string>> rel_text_;
+  std::vector<ReportCandidate> reports_;                 // ranked
+  std::vector<ChunkCandidate> chunks_;                   // ranked
+  std::vector<std::vector<std::string>> entity_chunks_;  // per matched entity: its chunk ids
+  std::vector<ViaLink> chunk_via_;                       // the chunks' via chains
   std::vector<LocalContextItem> entity_items_;
   std::array<Lane, 3> lanes_{};
   const RetrievalResult* retrieval_ = nullptr;
@@ -367,23 +403,38 @@ Status ContextBuilder::Match(EmbeddingModel* embedder, std::string_view question
 }
 
 Status ContextBuilder::Collect() {
-  std::map<int64_t, RelCandidate> rels;                 // by relationship id
-  std::map<int64_t, std::vector<int64_t>> neighbours;   // unmatched entity -> matched it links
+  // The maps' nodes (thousands for a busy entity) come from one arena, freed at once.
+  std::pmr::monotonic_buffer_resource arena;
+  // Relationship id -> index in rels_.
+  std::pmr::unordered_map<int64_t, uint32_t> rel_at(&arena);
+  // Unmatched entity -> how many matched entities it links to.
+  std::pmr::unordered_map<int64_t, int64_t> neighbours(&arena);
+  // Chunk id -> index in chunks_.
+  std::pmr::unordered_map<std::string_view, uint32_t> chunk_at(&arena);
   std::map<int64_t, std::vector<int64_t>> communities;  // community -> matched members
-  std::unordered_map<std::string, size_t> chunk_at;     // chunk id -> index in chunks_
+  entity_chunks_.reserve(matched_.size());              // chunk_at and chunks_ point into it
   for (size_t rank = 0; rank < matched_.size(); ++rank) {
     const int64_t id = matched_[rank].id;
     const std::string what = "entity " + std::to_string(id);
 
-    auto of = store_.ListRelationshipsOf(id);
+    auto of = store_.ListRelationshipEdgesOf(id);
     if (!of.ok()) return of.status().WithContext("reading the relationships of " + what);
-    for (auto& r : *of) {
-      auto [it, added] = rels.try_emplace(r.id);
-      if (added) it->second.rel = std::move(r);
-      it->second.via.push_back(id);
-      const RelationshipRecord& rel = it->second.rel;
-      const int64_t other = rel.source_id == id ? rel.target_id : rel.source_id;
-      if (match_rank_.count(other) == 0) neighbours[other].push_back(id);
+    rels_.reserve(rels_.size() + of->size());
+    rel_at.reserve(rel_at.size() + of->size());
+    for (const RelationshipRecord& r : *of) {
+      auto [it, added] = rel_at.try_emplace(r.id, static_cast<uint32_t>(rels_.size()));
+      if (added) {
+        RelCandidate& c = rels_.emplace_back();
+        c.id = r.id;
+        c.source_id = r.source_id;
+        c.target_id = r.target_id;
+        c.weight = r.weight;
+        c.combined_degree = r.combined_degree;
+      }
+      RelCandidate& c = rels_[it->second];
+      if (c.via_count < c.via.size()) c.via[c.via_count++] = id;
+      const int64_t other = c.source_id == id ? c.target_id : c.source_id;
+      if (match_rank_.count(other) == 0) ++neighbours[other];
     }
 
     auto member_of = store_.CommunitiesOfEntity(id);
@@ -393,47 +444,60 @@ Status ContextBuilder::Collect() {
 
     auto chunk_ids = store_.GetEntityChunks(id);
     if (!chunk_ids.ok()) return chunk_ids.status().WithContext("reading the chunks of " + what);
-    for (size_t pos = 0; pos < chunk_ids->size(); ++pos) {
-      auto [it, added] = chunk_at.try_emplace((*chunk_ids)[pos], chunks_.size());
-      if (added) chunks_.push_back({(*chunk_ids)[pos], {}, rank, pos});
-      chunks_[it->second].via.push_back(id);  // ranks come in order: the first is the best
+    const std::vector<std::string>& ids = entity_chunks_.emplace_back(std::move(*chunk_ids));
+    chunks_.reserve(chunks_.size() + ids.size());
+    chunk_at.reserve(chunk_at.size() + ids.size());
+    chunk_via_.reserve(chunk_via_.size() + ids.size());
+    for (size_t pos = 0; pos < ids.size(); ++pos) {
+      auto [it, added] = chunk_at.try_emplace(ids[pos], static_cast<uint32_t>(chunks_.size()));
+      if (added) {
+        ChunkCandidate& c = chunks_.emplace_back();
+        c.chunk_id = &ids[pos];
+        c.best_match = rank;
+        c.position = pos;
+      }
+      // Ranks come in order: the first is the best.
+      ChunkCandidate& c = chunks_[it->second];
+      const auto link = static_cast<uint32_t>(chunk_via_.size());
+      chunk_via_.push_back({id, kNoVia});
+      if (c.via_last == kNoVia) {
+        c.via_first = link;
+      } else {
+        chunk_via_[c.via_last].next = link;
+      }
+      c.via_last = link;
+      ++c.via_count;
     }
   }
 
   // Relationships: both ends matched first; then how many matched entities the relationship
-  // reaches (its other end's links to matched entities); then weight, combined degree, id.
-  for (auto& [rid, c] : rels) {
-    if (c.via.size() >= 2) {
+  // reaches (its other end's links to matched entities); then with a walk, where it went most
+  // (the ends' probabilities); then weight, combined degree, id. The id makes the order total,
+  // so it does not depend on the order the candidates were collected in.
+  for (RelCandidate& c : rels_) {
+    if (c.via_count >= 2) {
       c.touches = 2;
     } else {
-      const int64_t other = c.rel.source_id == c.via[0] ? c.rel.target_id : c.rel.source_id;
-      c.touches = static_cast<int64_t>(neighbours[other].size());
+      const int64_t other = c.source_id == c.via[0] ? c.target_id : c.source_id;
+      auto it = neighbours.find(other);
+      c.touches = it == neighbours.end() ? 0 : it->second;
     }
-    rels_.push_back(std::move(c));
+    if (!walk_.empty()) {
+      for (int64_t end : {c.source_id, c.target_id}) {
+        if (auto it = walk_.find(end); it != walk_.end()) c.walk += it->second;
+      }
+    }
   }
-  // With a walk: where it went most (the far end's probability) before weight.
-  auto walk_of = [&](const RelCandidate& c) {
-    double w = 0;
-    for (int64_t end : {c.rel.source_id, c.rel.target_id}) {
-      if (auto it = walk_.find(end); it != walk_.end()) w += it->second;
-    }
-    return w;
-  };
-  std::sort(rels_.begin(), rels_.end(), [&](const RelCandidate& a, const RelCandidate& b) {
-    const bool a_both = a.via.size() >= 2;
-    const bool b_both = b.via.size() >= 2;
+  const bool walked = !walk_.empty();
+  std::sort(rels_.begin(), rels_.end(), [walked](const RelCandidate& a, const RelCandidate& b) {
+    const bool a_both = a.via_count >= 2;
+    const bool b_both = b.via_count >= 2;
     if (a_both != b_both) return a_both;
     if (a.touches != b.touches) return a.touches > b.touches;
-    if (!walk_.empty()) {
-      const double wa = walk_of(a);
-      const double wb = walk_of(b);
-      if (wa != wb) return wa > wb;
-    }
-    if (a.rel.weight != b.rel.weight) return a.rel.weight > b.rel.weight;
-    if (a.rel.combined_degree != b.rel.combined_degree) {
-      return a.rel.combined_degree > b.rel.combined_degree;
-    }
-    return a.rel.id < b.rel.id;
+    if (walked && a.walk != b.walk) return a.walk > b.walk;
+    if (a.weight != b.weight) return a.weight > b.weight;
+    if (a.combined_degree != b.combined_degree) return a.combined_degree > b.combined_degree;
+    return a.id < b.id;
   });
 
   // Reports: most matched members first; then finer (more specific); then rating, id.
@@ -469,39 +533,67 @@ Status ContextBuilder::Collect() {
               return a.report.community_id < b.report.community_id;
             });
 
+  // Chunks: see ChunkBefore. With one matched entity they are already in that order.
+  auto sort_chunks = [this] {
+    if (!std::is_sorted(chunks_.begin(), chunks_.end(), ChunkBefore)) {
+      std::stable_sort(chunks_.begin(), chunks_.end(), ChunkBefore);
+    }
+  };
   if (retrieval_ != nullptr) {
     // Chunks in the hybrid ranking's order: those the walk from the matched entities reached
     // or that name a matched entity; then the matched entities' other chunks.
     std::vector<ChunkCandidate> ranked;
-    std::unordered_set<std::string> taken;
+    ranked.reserve(chunks_.size());
     for (const auto& rc : retrieval_->chunks) {
       auto it = chunk_at.find(rc.chunk_id);
       const bool linked = it != chunk_at.end();
-      const bool walked = rc.ranks[static_cast<size_t>(Signal::kGraph)].has_value();
-      if (!linked && !walked) continue;
-      ChunkCandidate c = linked ? chunks_[it->second] : ChunkCandidate{rc.chunk_id, {}, 0, 0};
-      ranked.push_back(std::move(c));
-      taken.insert(rc.chunk_id);
+      const bool walked_to = rc.ranks[static_cast<size_t>(Signal::kGraph)].has_value();
+      if (!linked && !walked_to) continue;
+      if (linked) {
+        ChunkCandidate& c = chunks_[it->second];
+        c.taken = true;
+        ranked.push_back(c);
+      } else {
+        ChunkCandidate& c = ranked.emplace_back();
+        c.chunk_id = &rc.chunk_id;
+      }
     }
-    std::stable_sort(chunks_.begin(), chunks_.end(),
-                     [](const ChunkCandidate& a, const ChunkCandidate& b) {
-                       if (a.via.size() != b.via.size()) return a.via.size() > b.via.size();
-                       if (a.best_match != b.best_match) return a.best_match < b.best_match;
-                       return a.position < b.position;
-                     });
-    for (auto& c : chunks_) {
-      if (!taken.count(c.chunk_id)) ranked.push_back(std::move(c));
+    sort_chunks();
+    for (const ChunkCandidate& c : chunks_) {
+      if (!c.taken) ranked.push_back(c);
     }
     chunks_ = std::move(ranked);
     return Status::Ok();
   }
-  // Chunks: most matched entities first; then the best match's rank; then document order.
-  std::stable_sort(chunks_.begin(), chunks_.end(),
-                   [](const ChunkCandidate& a, const ChunkCandidate& b) {
-                     if (a.via.size() != b.via.size()) return a.via.size() > b.via.size();
-                     if (a.best_match != b.best_match) return a.best_match < b.best_match;
-                     return a.position < b.position;
-                   });
+  sort_chunks();
+  return Status::Ok();
+}
+
+std::vector<int64_t> ContextBuilder::ChunkVia(const ChunkCandidate& c) const {
+  std::vector<int64_t> via;
+  via.reserve(c.via_count);
+  for (uint32_t at = c.via_first; at != kNoVia; at = chunk_via_[at].next) {
+    via.push_back(chunk_via_[at].entity);
+  }
+  return via;
+}
+
+Status ContextBuilder::ReadRelationshipTexts() {
+  // Rendering stops where the budget is full, a few dozen in: read 16, then as many again as
+  // have been read so far.
+  constexpr size_t kFirstBatch = 16;
+  const size_t start = rel_text_.size();
+  const size_t n = std::min(rels_.size() - start, std::max(kFirstBatch, start));
+  std::vector<int64_t> ids;
+  ids.reserve(n);
+  for (size_t i = start; i < start + n; ++i) ids.push_back(rels_[i].id);
+  auto texts = store_.GetRelationshipDescriptions(ids);
+  if (!texts.ok()) return texts.status().WithContext("reading relationship descriptions");
+  if (texts->size() != n) {
+    return Status::Internal("the store returned " + std::to_string(texts->size()) +
+                            " relationship descriptions for " + std::to_string(n) + " ids");
+  }
+  for (auto& t : *texts) rel_text_.push_back(std::move(t));
   return Status::Ok();
 }
 
@@ -520,18 +612,24 @@ Result<std::optional<LocalContextItem>> ContextBuilder::Render(const Lane& lane,
   item.rank = static_cast<int64_t>(i) + 1;
   switch (lane.type) {
     case LocalItemType::kRelationship: {
+      while (i >= rel_text_.size()) {
+        GRAG_RETURN_IF_ERROR(ReadRelationshipTexts());
+      }
+      // Gone from the store since it was collected: skip it.
+      if (!rel_text_[i]) return std::optional<LocalContextItem>();
+      const std::string& description = *rel_text_[i];
       const RelCandidate& c = rels_[i];
-      item.via = c.via;
-      item.relationship_id = c.rel.id;
-      item.source_id = c.rel.source_id;
-      item.target_id = c.rel.target_id;
-      GRAG_ASSIGN_OR_RETURN(item.source_name, EntityName(c.rel.source_id));
-      GRAG_ASSIGN_OR_RETURN(item.target_name, EntityName(c.rel.target_id));
-      item.id = "R" + std::to_string(c.rel.id);
+      item.via.assign(c.via.begin(), c.via.begin() + c.via_count);
+      item.relationship_id = c.id;
+      item.source_id = c.source_id;
+      item.target_id = c.target_id;
+      GRAG_ASSIGN_OR_RETURN(item.source_name, EntityName(c.source_id));
+      GRAG_ASSIGN_OR_RETURN(item.target_name, EntityName(c.target_id));
+      item.id = "R" + std::to_string(c.id);
       item.text =
           fmt::format("[{}] {} (E{}) -- {} (E{}), weight {}", item.id, item.source_name,
-                      item.source_id, item.target_name, item.target_id, FormatNumber(c.rel.weight));
-      if (!c.rel.description.empty()) item.text += ": " + c.rel.description;
+                      item.source_id, item.target_name, item.target_id, FormatNumber(c.weight));
+      if (!description.empty()) item.text += ": " + description;
       item.text += '\n';
       break;
     }
@@ -556,11 +654,11 @@ Result<std::optional<LocalContextItem>> ContextBuilder::Render(const Lane& lane,
     }
     case LocalItemType::kChunk: {
       const ChunkCandidate& c = chunks_[i];
-      auto chunk = store_.GetChunk(c.chunk_id);
-      if (!chunk.ok()) return chunk.status().WithContext("reading chunk " + c.chunk_id);
+      auto chunk = store_.GetChunk(*c.chunk_id);
+      if (!chunk.ok()) return chunk.status().WithContext("reading chunk " + *c.chunk_id);
       if (!chunk->has_value()) return std::optional<LocalContextItem>();
-      item.via = c.via;
-      item.chunk_id = c.chunk_id;
+      item.via = ChunkVia(c);
+      item.chunk_id = *c.chunk_id;
       item.document_id = (*chunk)->document_id;
       item.chunk_index = (*chunk)->index;
       // Numbered by rank: placed chunks are a prefix of the ranking, so S1, S2... run on

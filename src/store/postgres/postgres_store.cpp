@@ -192,6 +192,9 @@ class PostgresStore final : public Store, private TransactionOwner {
   Result<int64_t> UpsertRelationship(const RelationshipRecord& relationship) override;
   Result<std::vector<RelationshipRecord>> ListRelationships() override;
   Result<std::vector<RelationshipRecord>> ListRelationshipsOf(int64_t entity_id) override;
+  Result<std::vector<RelationshipRecord>> ListRelationshipEdgesOf(int64_t entity_id) override;
+  Result<std::vector<std::optional<std::string>>> GetRelationshipDescriptions(
+      const std::vector<int64_t>& ids) override;
   Status SetRelationshipChunks(int64_t relationship_id,
                                const std::vector<std::string>& chunk_ids) override;
   Result<bool> DeleteRelationship(int64_t id) override;
@@ -1158,6 +1161,51 @@ Result<std::vector<RelationshipRecord>> PostgresStore::ListRelationshipsOf(int64
                                               "ORDER BY r.weight DESC, r.id",
                                           {entity_id}));
   return ReadRelationships(rows);
+}
+
+Result<std::vector<RelationshipRecord>> PostgresStore::ListRelationshipEdgesOf(int64_t entity_id) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rows,
+      read.conn().Query(
+          "SELECT r.id, r.source_id, r.target_id, r.weight, r.frequency, m.degree + o.degree "
+          "FROM relationships r JOIN entities m ON m.id = $1 "
+          "JOIN entities o ON o.id = CASE WHEN r.source_id = $1 THEN r.target_id "
+          "ELSE r.source_id END "
+          "WHERE r.source_id = $1 OR r.target_id = $1",
+          {entity_id}));
+  std::vector<RelationshipRecord> out(static_cast<size_t>(rows.size()));
+  for (int i = 0; i < rows.size(); ++i) {
+    RelationshipRecord& r = out[static_cast<size_t>(i)];
+    r.id = rows.Int(i, 0);
+    r.source_id = rows.Int(i, 1);
+    r.target_id = rows.Int(i, 2);
+    r.weight = rows.Double(i, 3);
+    r.frequency = rows.Int(i, 4);
+    r.combined_degree = rows.Int(i, 5);
+  }
+  return out;
+}
+
+Result<std::vector<std::optional<std::string>>> PostgresStore::GetRelationshipDescriptions(
+    const std::vector<int64_t>& ids) {
+  std::vector<std::optional<std::string>> out(ids.size());
+  if (ids.empty()) return out;
+  std::vector<std::string> texts;
+  texts.reserve(ids.size());
+  for (int64_t id : ids) texts.push_back(std::to_string(id));
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(Rows rows,
+                        read.conn().Query("SELECT id, description FROM relationships WHERE id = "
+                                          "ANY($1::bigint[])",
+                                          {pq::TextArray(texts)}));
+  std::unordered_map<int64_t, std::string> found;
+  found.reserve(static_cast<size_t>(rows.size()));
+  for (int i = 0; i < rows.size(); ++i) found.emplace(rows.Int(i, 0), rows.Text(i, 1));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (auto it = found.find(ids[i]); it != found.end()) out[i] = it->second;
+  }
+  return out;
 }
 
 Status PostgresStore::SetRelationshipChunks(int64_t relationship_id,

@@ -69,6 +69,9 @@ class SqliteStore final : public Store {
   Result<int64_t> UpsertRelationship(const RelationshipRecord& relationship) override;
   Result<std::vector<RelationshipRecord>> ListRelationships() override;
   Result<std::vector<RelationshipRecord>> ListRelationshipsOf(int64_t entity_id) override;
+  Result<std::vector<RelationshipRecord>> ListRelationshipEdgesOf(int64_t entity_id) override;
+  Result<std::vector<std::optional<std::string>>> GetRelationshipDescriptions(
+      const std::vector<int64_t>& ids) override;
   Status SetRelationshipChunks(int64_t relationship_id,
                                const std::vector<std::string>& chunk_ids) override;
   Result<bool> DeleteRelationship(int64_t id) override;

@@ -724,6 +724,57 @@ Result<std::vector<RelationshipRecord>> SqliteStore::ListRelationshipsOf(int64_t
   return ReadRelationships(stmt);
 }
 
+Result<std::vector<RelationshipRecord>> SqliteStore::ListRelationshipEdgesOf(int64_t entity_id) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  // The entity's own degree is read once a branch, the other end's per row; no text column.
+  // No ORDER BY: the caller ranks them itself, and SQLite's sorter would be a quarter of the
+  // cost. One branch per end, each an index range (no row is in both: source_id < target_id),
+  // cheaper than an OR's de-duplicating multi-index scan.
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      read.conn().Prepare(
+          "SELECT r.id, r.source_id, r.target_id, r.weight, r.frequency, m.degree + o.degree "
+          "FROM relationships r JOIN entities m ON m.id = ?1 JOIN entities o ON o.id = "
+          "r.target_id WHERE r.source_id = ?1 UNION ALL "
+          "SELECT r.id, r.source_id, r.target_id, r.weight, r.frequency, m.degree + o.degree "
+          "FROM relationships r JOIN entities m ON m.id = ?1 JOIN entities o ON o.id = "
+          "r.source_id WHERE r.target_id = ?1"));
+  stmt.BindAll(entity_id);
+  std::vector<RelationshipRecord> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    RelationshipRecord& r = out.emplace_back();
+    r.id = stmt.Int(0);
+    r.source_id = stmt.Int(1);
+    r.target_id = stmt.Int(2);
+    r.weight = stmt.Double(3);
+    r.frequency = stmt.Int(4);
+    r.combined_degree = stmt.Int(5);
+  }
+  return out;
+}
+
+Result<std::vector<std::optional<std::string>>> SqliteStore::GetRelationshipDescriptions(
+    const std::vector<int64_t>& ids) {
+  std::vector<std::optional<std::string>> out;
+  out.reserve(ids.size());
+  if (ids.empty()) return out;
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        read.conn().Prepare("SELECT description FROM relationships WHERE id = ?"));
+  for (int64_t id : ids) {
+    stmt.BindAll(id);
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (row) {
+      out.emplace_back(stmt.Text(0));
+    } else {
+      out.emplace_back(std::nullopt);
+    }
+  }
+  return out;
+}
+
 Status SqliteStore::SetRelationshipChunks(int64_t relationship_id,
                                           const std::vector<std::string>& chunk_ids) {
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));

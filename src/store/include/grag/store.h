@@ -263,6 +263,15 @@ class Store {
   // All relationships, or those touching `entity_id`, by descending weight.
   virtual Result<std::vector<RelationshipRecord>> ListRelationships() = 0;
   virtual Result<std::vector<RelationshipRecord>> ListRelationshipsOf(int64_t entity_id) = 0;
+  // The relationships touching `entity_id` without their text (description, description_hash,
+  // description_model and description_basis left empty), in no particular order: what ranking
+  // them needs, for a caller that shows few of many (local search), cheaper than
+  // ListRelationshipsOf.
+  virtual Result<std::vector<RelationshipRecord>> ListRelationshipEdgesOf(int64_t entity_id) = 0;
+  // The descriptions of relationships `ids`, in that order; nullopt for an id with no
+  // relationship.
+  virtual Result<std::vector<std::optional<std::string>>> GetRelationshipDescriptions(
+      const std::vector<int64_t>& ids) = 0;
   virtual Status SetRelationshipChunks(int64_t relationship_id,
                                        const std::vector<std::string>& chunk_ids) = 0;
   // Deletes a relationship with its chunk links. Returns false if absent.
