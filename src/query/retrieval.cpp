@@ -271,15 +271,15 @@ struct Retriever::Impl {
   // (3,338 chunks of 1,669 transcripts are 5 MB). Get() waits for it.
   struct LoadingIndex {
     EmbeddingOwner owner = EmbeddingOwner::kChunk;
-    bool deferred = false;  // built by the loading thread
     // Written by the loading thread before `loaded` is ready; read after.
     std::unique_ptr<VectorIndex> index;  // null: none usable
     Status status;
-    const std::shared_future<void>* loaded = nullptr;
+    const std::shared_future<void>* loaded = nullptr;  // set: built by the loading thread
+    bool deferred() const { return loaded != nullptr; }
 
-    bool present() const { return index != nullptr || deferred; }
+    bool present() const { return index != nullptr || deferred(); }
     Result<const VectorIndex*> Get() const {
-      if (deferred) loaded->wait();
+      if (deferred()) loaded->wait();
       GRAG_RETURN_IF_ERROR(status);
       return static_cast<const VectorIndex*>(index.get());
     }
@@ -615,7 +615,6 @@ Result<std::unique_ptr<Retriever>> Retriever::Open(Store& store, EmbeddingModel*
           owner == EmbeddingOwner::kChunk ? impl->chunk_vectors : impl->entity_vectors;
       into.owner = owner;
       if (!options.load_graph) {
-        into.deferred = true;
         into.loaded = &impl->vectors_loaded;
         continue;
       }
@@ -624,13 +623,13 @@ Result<std::unique_ptr<Retriever>> Retriever::Open(Store& store, EmbeddingModel*
   } else if (embedder == nullptr) {
     impl->open_notes.push_back("no embedding model: the vector signal is off");
   }
-  if (impl->chunk_vectors.deferred || impl->entity_vectors.deferred) {
+  if (impl->chunk_vectors.deferred() || impl->entity_vectors.deferred()) {
     // The store reads on a connection of its own there; ~Impl waits for the thread.
     impl->vectors_loaded =
         std::async(std::launch::async, [im = impl.get(), log = CurrentLogFile()] {
           ScopedLogFile log_scope(log);  // its lines go where the opener's go
           for (Impl::LoadingIndex* v : {&im->chunk_vectors, &im->entity_vectors}) {
-            if (!v->deferred) continue;
+            if (!v->deferred()) continue;
             Result<std::unique_ptr<VectorIndex>> built = VectorIndex::Build(im->store, v->owner);
             if (built.ok()) {
               v->index = std::move(built).value();
