@@ -96,14 +96,20 @@ void LogFile::Write(LogLevel level, std::string_view component, std::string_view
 }
 
 namespace {
-thread_local std::shared_ptr<LogFile> tls_log_file;
+// A plain pointer: the ScopedLogFile that installed it owns the file. A thread_local with a
+// destructor (a shared_ptr) registers that destructor on its thread's first use, under the
+// dynamic loader's lock, and so waited out a concurrent dlopen: a one-off question stalled
+// 11 ms while another thread loaded libcurl and its 30 libraries (LazyLibrary::Preload).
+thread_local LogFile* tls_log_file = nullptr;
 }  // namespace
 
 ScopedLogFile::ScopedLogFile(std::shared_ptr<LogFile> file)
-    : previous_(std::exchange(tls_log_file, std::move(file))) {}
-ScopedLogFile::~ScopedLogFile() { tls_log_file = std::move(previous_); }
+    : file_(std::move(file)), previous_(std::exchange(tls_log_file, file_.get())) {}
+ScopedLogFile::~ScopedLogFile() { tls_log_file = previous_; }
 
-std::shared_ptr<LogFile> CurrentLogFile() { return tls_log_file; }
+std::shared_ptr<LogFile> CurrentLogFile() {
+  return tls_log_file != nullptr ? tls_log_file->shared_from_this() : nullptr;
+}
 
 void Log(LogLevel level, std::string_view component, std::string_view message) {
   TheSink().logger->log(ToSpd(level), "[{}] {}", component, message);

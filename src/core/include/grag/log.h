@@ -23,7 +23,7 @@ void SetLogLevel(LogLevel level);
 
 // A file that receives the debug-level-and-above lines of the threads that install it
 // (appending; "2026-12-02T11:02:54.123 info [index] ..."). Shared by the threads of one index.
-class LogFile {
+class LogFile : public std::enable_shared_from_this<LogFile> {
  public:
   static Result<std::shared_ptr<LogFile>> Open(const std::string& path);
   ~LogFile();
@@ -40,7 +40,8 @@ class LogFile {
 };
 
 // Makes `file` (may be null: stderr only) the calling thread's log file until destroyed, when
-// the previous one is restored. Not movable: it lives on the stack of the work it covers.
+// the previous one is restored. Not movable: it lives on the stack of the work it covers, so
+// scopes nest and the one it restores (held by an outer scope) is still alive.
 class ScopedLogFile {
  public:
   explicit ScopedLogFile(std::shared_ptr<LogFile> file);
@@ -49,7 +50,8 @@ class ScopedLogFile {
   ScopedLogFile& operator=(const ScopedLogFile&) = delete;
 
  private:
-  std::shared_ptr<LogFile> previous_;
+  std::shared_ptr<LogFile> file_;
+  LogFile* previous_;
 };
 
 // The calling thread's log file (null when none): what a thread that starts workers passes on.
