@@ -1,9 +1,13 @@
 // What reading an SQLite index costs the process in resident memory.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <fstream>
+#include <numeric>
+#include <sstream>
 #include <string>
 
+#include "grag/large_array.h"
 #include "grag/store.h"
 #include "support/temp_dir.h"
 
@@ -103,6 +107,57 @@ TEST(StoreMemoryTest, AnIndexOpenForWritingScansWithoutMappingTheFile) {
     EXPECT_GE(scanned, kBytes);
     EXPECT_GT(growth, kBytes / 2) << "RssFile grew by " << growth << " bytes";
   }
+}
+
+// ---------------------------------------------------------------- large arrays
+
+// The AnonHugePages of the /proc/self/smaps mapping that holds `p`, in KiB (-1: not found).
+int64_t HugePagesAt(const void* p) {
+  std::ifstream in("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    uintptr_t begin = 0;
+    uintptr_t end = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> begin >> dash >> end && dash == '-') {
+      inside = begin <= at && at < end;
+      continue;
+    }
+    if (inside && line.starts_with("AnonHugePages:")) {
+      return std::stoll(line.substr(line.find(':') + 1));
+    }
+  }
+  return -1;
+}
+
+bool TransparentHugePagesOn() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(in, mode);
+  return mode.find("[always]") != std::string::npos ||
+         mode.find("[madvise]") != std::string::npos;
+}
+
+TEST(LargeArrayTest, ALargeArrayStartsOnAHugePageAndKeepsItsValuesAsItGrows) {
+  LargeVector<float> v;
+  for (int i = 0; i < 1000; ++i) v.push_back(static_cast<float>(i));  // small: operator new
+  v.resize(3 << 20);  // 12 MiB: mapped
+  std::iota(v.begin() + 1000, v.end(), 1000.0f);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % (uintptr_t{2} << 20), 0u);
+  for (size_t i = 0; i < v.size(); i += 4099) ASSERT_EQ(v[i], static_cast<float>(i)) << i;
+  EXPECT_EQ(v.back(), static_cast<float>(v.size() - 1));
+  // Where the kernel offers transparent huge pages, the touched array is backed by them: a few
+  // page faults where 4 KiB pages took one per page (grag/large_array.h).
+  if (TransparentHugePagesOn()) {
+    EXPECT_GT(HugePagesAt(v.data() + (1 << 20)), 0);
+  }
+  LargeVector<float> moved = std::move(v);
+  EXPECT_EQ(moved[12345], 12345.0f);
+  LargeVector<float>().swap(moved);
+  EXPECT_TRUE(moved.empty());
 }
 
 }  // namespace

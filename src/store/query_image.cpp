@@ -436,12 +436,12 @@ std::string EncodePackedEmbeddings(const PackedEmbeddings& packed) {
 }
 
 Result<PackedEmbeddings> DecodePackedEmbeddings(std::string_view bytes) {
-  std::vector<float> storage((bytes.size() + sizeof(float) - 1) / sizeof(float));
+  LargeVector<float> storage((bytes.size() + sizeof(float) - 1) / sizeof(float));
   if (!bytes.empty()) std::memcpy(storage.data(), bytes.data(), bytes.size());
   return DecodePackedEmbeddings(std::move(storage), bytes.size());
 }
 
-Result<PackedEmbeddings> DecodePackedEmbeddings(std::vector<float> storage, size_t size) {
+Result<PackedEmbeddings> DecodePackedEmbeddings(LargeVector<float> storage, size_t size) {
   if (size > storage.size() * sizeof(float)) {
     return Status::InvalidArgument("the vectors image is larger than its storage");
   }

@@ -104,7 +104,7 @@ std::string EncodePackedEmbeddings(const PackedEmbeddings& packed);
 Result<PackedEmbeddings> DecodePackedEmbeddings(std::string_view bytes);
 // The same for an image held in the first `size` bytes of `storage`, which becomes the decoded
 // values: the vectors are moved to its front in place, so a large image is not copied again.
-Result<PackedEmbeddings> DecodePackedEmbeddings(std::vector<float> storage, size_t size);
+Result<PackedEmbeddings> DecodePackedEmbeddings(LargeVector<float> storage, size_t size);
 
 // The words image: how many chunks hold each term of the full-text index (FTS5's terms, after
 // its tokenizer and stemmer), for the terms in at least `min_count` chunks: the ones whose count

@@ -93,7 +93,7 @@ struct VectorIndex::Impl {
   size_t unusable = 0;
   std::vector<std::string> ids;  // label (position) -> owner id
   // Exact mode: every vector, normalised, back to back (ids.size() * dimension floats).
-  std::vector<float> flat;
+  LargeVector<float> flat;
   // Declared before `hnsw`, which points at it and so must be destroyed first.
   std::unique_ptr<CosineSpace> space;
   std::unique_ptr<hnswlib::HierarchicalNSW<float>> hnsw;  // null in exact mode
@@ -188,7 +188,7 @@ Result<std::unique_ptr<VectorIndex>> VectorIndex::FromPacked(PackedEmbeddings pa
           static_cast<size_t>(options.seed));
       impl->hnsw->setEf(options.hnsw_ef_search);
       for (size_t i = 0; i < n; ++i) impl->hnsw->addPoint(packed.values.data() + i * dim, i);
-      std::vector<float>().swap(packed.values);
+      LargeVector<float>().swap(packed.values);
     }
   } catch (const std::bad_alloc&) {
     return Status::Internal("out of memory building a vector index of " + std::to_string(n) +

@@ -248,7 +248,7 @@ Result<PackedEmbeddings> SqliteStore::ListPackedEmbeddings(EmbeddingOwner owner)
   GRAG_ASSIGN_OR_RETURN(int64_t id, ImageId(read.conn(), VectorsImage(owner)));
   // Read straight into the floats the vector index keeps: an image of megabytes copied twice
   // (SQLite's column buffer, then a string) was most of a one-off question's page faults.
-  std::vector<float> storage;
+  LargeVector<float> storage;
   size_t size = 0;
   const auto into = [&](size_t bytes) {
     size = bytes;

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "grag/large_array.h"
+
 namespace grag {
 
 // Entity types the built-in NLP extractor (extract module) gives and its graph pruning (graph
@@ -320,7 +322,7 @@ struct PackedEmbeddings {
   std::string model;
   int64_t dimension = 0;
   std::vector<std::string> ids;
-  std::vector<float> values;
+  LargeVector<float> values;  // megabytes for a large index: see grag/large_array.h
   // Per vector, SumOfSquares of its values (what normalising it takes), where known (a query
   // image keeps them); empty otherwise.
   std::vector<double> sums_of_squares;
