@@ -2,9 +2,12 @@
 // store's libpq, clustering's igraph), and the clear error when it is not installed.
 #include "grag/lazy_library.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -62,6 +65,44 @@ TEST(LazyLibraryTest, APreloadAndManyFirstUsersAtOnceAgree) {
     LazyLibrary lib("libm.so.6", "testing the loader", "libc6");
     lib.Preload();
   }
+}
+
+// Whether the process has `soname` loaded (without loading it).
+bool Loaded(const char* soname) {
+  void* handle = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return false;
+  dlclose(handle);
+  return true;
+}
+
+TEST(LazyLibraryTest, APreloadWaitsForTheLastHoldButOpenDoesNot) {
+  // glibc's libanl: in every Debian libc6, and nothing else in this test loads it.
+  const char* soname = "libanl.so.1";
+  ASSERT_FALSE(Loaded(soname));
+  LazyLibrary lib(soname, "testing the loader", "libc6");
+  std::optional<LazyLibrary::PreloadHold> outer(std::in_place);
+  std::optional<LazyLibrary::PreloadHold> inner(std::in_place);
+  lib.Preload();
+  lib.Preload();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(Loaded(soname)) << "a preload started under a hold";
+  inner.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(Loaded(soname)) << "a preload started while a hold was left";
+  outer.reset();  // the last hold: the held-back preload starts now
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!Loaded(soname) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(Loaded(soname));
+  EXPECT_TRUE(lib.Open().ok());
+
+  // Open never waits for holds: a hold changes when a load starts, not what a caller gets.
+  LazyLibrary libm("libm.so.6", "testing the loader", "libc6");
+  LazyLibrary::PreloadHold hold;
+  libm.Preload();
+  EXPECT_TRUE(libm.Open().ok());
+  EXPECT_TRUE(libm.Symbol("cos").ok());
 }
 
 }  // namespace

@@ -2,9 +2,12 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace grag {
 
@@ -13,6 +16,7 @@ struct LazyLibrary::State {
   std::string needed_for;
   std::string package;
   std::once_flag once;
+  std::atomic<bool> loaded{false};
   void* handle = nullptr;
   Status status;
   std::mutex preload_mu;
@@ -22,14 +26,46 @@ struct LazyLibrary::State {
     std::call_once(once, [this] {
       // RTLD_LOCAL: nothing else is meant to bind to its symbols; RTLD_LAZY like a linked one.
       handle = dlopen(soname.c_str(), RTLD_LAZY | RTLD_LOCAL);
-      if (handle != nullptr) return;
-      const char* why = dlerror();
-      status =
-          Status::Unimplemented(needed_for + " needs the shared library " + soname + " (" +
-                                (why != nullptr ? why : "not found") + "); install " + package);
+      if (handle == nullptr) {
+        const char* why = dlerror();
+        status =
+            Status::Unimplemented(needed_for + " needs the shared library " + soname + " (" +
+                                  (why != nullptr ? why : "not found") + "); install " + package);
+      }
+      loaded = true;
     });
   }
 };
+
+namespace {
+
+// The preloads held back by PreloadHolds. Never destroyed: libraries are function-local statics
+// whose destructors may run after any other static's.
+struct PreloadGate {
+  std::mutex mu;
+  int holds = 0;
+  std::vector<LazyLibrary*> pending;
+};
+PreloadGate& Gate() {
+  static auto* gate = new PreloadGate;
+  return *gate;
+}
+
+}  // namespace
+
+LazyLibrary::PreloadHold::PreloadHold() {
+  std::lock_guard lock(Gate().mu);
+  ++Gate().holds;
+}
+
+LazyLibrary::PreloadHold::~PreloadHold() {
+  std::vector<LazyLibrary*> start;
+  {
+    std::lock_guard lock(Gate().mu);
+    if (--Gate().holds == 0) start.swap(Gate().pending);
+  }
+  for (LazyLibrary* library : start) library->StartPreload();
+}
 
 LazyLibrary::LazyLibrary(std::string soname, std::string needed_for, std::string package)
     : state_(std::make_unique<State>()) {
@@ -39,13 +75,32 @@ LazyLibrary::LazyLibrary(std::string soname, std::string needed_for, std::string
 }
 
 LazyLibrary::~LazyLibrary() {
+  {
+    std::lock_guard lock(Gate().mu);
+    auto& pending = Gate().pending;
+    pending.erase(std::remove(pending.begin(), pending.end(), this), pending.end());
+  }
   std::lock_guard lock(state_->preload_mu);
   if (state_->preload.joinable()) state_->preload.join();
 }
 
 void LazyLibrary::Preload() {
+  {
+    std::lock_guard lock(Gate().mu);
+    if (Gate().holds > 0) {
+      auto& pending = Gate().pending;
+      if (std::find(pending.begin(), pending.end(), this) == pending.end()) {
+        pending.push_back(this);
+      }
+      return;
+    }
+  }
+  StartPreload();
+}
+
+void LazyLibrary::StartPreload() {
   std::lock_guard lock(state_->preload_mu);
-  if (state_->preload.joinable()) return;
+  if (state_->preload.joinable() || state_->loaded) return;
   try {
     state_->preload = std::thread([state = state_.get()] { state->Load(); });
   } catch (const std::system_error&) {

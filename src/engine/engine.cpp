@@ -12,6 +12,7 @@
 #include "grag/extractive_search.h"
 #include "grag/words.h"
 #include "grag/indexer.h"
+#include "grag/lazy_library.h"
 #include "grag/lexical_embedder.h"
 #include "grag/log.h"
 #include "grag/models.h"
@@ -64,6 +65,14 @@ struct Engine::Impl {
   std::shared_ptr<LogFile> log_file;
 
   bool keep_graph = false;
+  // A one-off engine holds back the model client's background load of libcurl until its
+  // question has started its own threads (LazyLibrary::PreloadHold): ReleasePreloads.
+  std::mutex preload_mu;
+  std::optional<LazyLibrary::PreloadHold> preload_hold;
+  void ReleasePreloads() {
+    std::lock_guard lock(preload_mu);
+    preload_hold.reset();
+  }
   std::mutex retriever_mu;
   std::unique_ptr<Retriever> retriever;  // guarded by retriever_mu until built
 
@@ -113,6 +122,8 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
   // needs none.
   GRAG_RETURN_IF_ERROR(Tokenizer::CheckEncoding(c.chunks.encoding));
   KeyValueCache* cache = &impl->store->ReplyCache();
+  // One question (a command): the retriever's loader thread starts before libcurl loads.
+  if (!options.writable && !options.keep_graph) impl->preload_hold.emplace();
   GRAG_ASSIGN_OR_RETURN(impl->chat, MakeChatModel(c, cache));
   GRAG_ASSIGN_OR_RETURN(impl->embedder, MakeEmbeddingModel(c, cache));
   GRAG_ASSIGN_OR_RETURN(impl->reranker, MakeRerankModel(c, cache));
@@ -141,15 +152,19 @@ ChatModel* Engine::chat() { return impl_->chat.get(); }
 EmbeddingModel* Engine::embedder() { return impl_->embedder.get(); }
 
 Result<const Retriever*> Engine::retriever() {
-  std::lock_guard lock(impl_->retriever_mu);
-  if (!impl_->retriever) {
-    RetrieverOptions ro;
-    ro.reranker = impl_->reranker.get();
-    ro.load_graph = impl_->keep_graph;
-    GRAG_ASSIGN_OR_RETURN(impl_->retriever,
-                          Retriever::Open(*impl_->store, impl_->embedder.get(), ro));
-  }
-  return static_cast<const Retriever*>(impl_->retriever.get());
+  Result<const Retriever*> out = [this]() -> Result<const Retriever*> {
+    std::lock_guard lock(impl_->retriever_mu);
+    if (!impl_->retriever) {
+      RetrieverOptions ro;
+      ro.reranker = impl_->reranker.get();
+      ro.load_graph = impl_->keep_graph;
+      GRAG_ASSIGN_OR_RETURN(impl_->retriever,
+                            Retriever::Open(*impl_->store, impl_->embedder.get(), ro));
+    }
+    return static_cast<const Retriever*>(impl_->retriever.get());
+  }();
+  impl_->ReleasePreloads();  // its loader thread has started: libcurl may load now
+  return out;
 }
 
 // ---------------------------------------------------------------- options from the settings
@@ -311,6 +326,8 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
     result.method = route.method;
     result.route = std::move(route);
   }
+  // Global search starts no thread of its own: the model's library may load at once.
+  if (result.method == QueryMethod::kGlobal) impl_->ReleasePreloads();
   ChatModel* model = chat();
   result.llm = model != nullptr;
   std::optional<CancellableChat> cancellable;

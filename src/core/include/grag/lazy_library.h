@@ -27,8 +27,24 @@ class LazyLibrary {
   LazyLibrary(const LazyLibrary&) = delete;
   LazyLibrary& operator=(const LazyLibrary&) = delete;
 
-  // Starts opening the library on a background thread unless that has begun already.
+  // Starts opening the library on a background thread unless that has begun already (or, while
+  // a PreloadHold lives, once the last one is gone).
   void Preload();
+
+  // Holds back the start of background loads while it lives. dlopen holds the dynamic loader's
+  // lock for the whole load (libcurl and its 30 libraries: ~5 ms), and every thread that starts
+  // a thread (its TLS is set up under that lock) or first touches a thread_local with a
+  // destructor waits for it meanwhile: a one-off question's retriever started its loader
+  // thread only after libcurl was in. A command takes a hold until it has started its own
+  // threads, then the loads overlap its work instead of stalling it. Timing only: Open loads
+  // at once whatever holds there are.
+  class PreloadHold {
+   public:
+    PreloadHold();
+    ~PreloadHold();
+    PreloadHold(const PreloadHold&) = delete;
+    PreloadHold& operator=(const PreloadHold&) = delete;
+  };
   // Opens it (or waits for the background load) once; the same answer every time after. A
   // missing library is kUnimplemented (not worth retrying), naming the package to install.
   Status Open();
@@ -44,6 +60,8 @@ class LazyLibrary {
   }
 
  private:
+  void StartPreload();
+
   struct State;
   std::unique_ptr<State> state_;
 };
