@@ -171,7 +171,11 @@ Result<PackedEmbeddings> PackRows(sqlite::Connection& conn, EmbeddingOwner owner
     packed.ids.push_back(stmt.Text(0));
     const size_t at = packed.values.size();
     packed.values.resize(at + static_cast<size_t>(dim));
-    if (dim > 0) std::memcpy(packed.values.data() + at, bytes.data(), bytes.size());
+    // Whole floats only: a blob whose size is not a multiple of 4 (damage) must not write past
+    // the vector's end.
+    if (dim > 0) {
+      std::memcpy(packed.values.data() + at, bytes.data(), static_cast<size_t>(dim) * sizeof(float));
+    }
   }
   return packed;
 }
