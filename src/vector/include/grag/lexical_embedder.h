@@ -9,8 +9,11 @@
 //   2. Words: maximal runs of letters and digits; single ASCII letters ("s" of "Marley's") are
 //      dropped.
 //   3. Features: each word (weight 1, or 0.1 for a built-in list of English function words) and
-//      each character 3-gram of the word padded as "<word>" (weight 0.35; none for function
-//      words), so inflections and compounds still overlap ("ghost" / "ghosts").
+//      the word's 3-grams (weight 0.35; none for function words), so inflections and compounds
+//      still overlap ("ghost" / "ghosts"). The 3-grams are of code points, over the word padded
+//      as "<word>" but with '<' joined to the first code point: "ghost" gives "<gho", "hos",
+//      "ost", "st>"; a word of two code points one ("<ox>"), of one code point none. (Version 1
+//      has always cut them so; plain 3-grams would be a new version.)
 //   4. Sublinear term frequency: a feature seen n times weighs (1 + ln n) times its weight.
 //   5. Signed feature hashing (64-bit FNV-1a, finalised) into `dimension` buckets, then L2
 //      normalisation. A text without words gives the zero vector (no NaN); grag's vector index
