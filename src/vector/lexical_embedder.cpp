@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory_resource>
 #include <string>
@@ -115,6 +117,32 @@ bool AppendFolded(std::string_view text, std::string* out) {
   return true;
 }
 
+// The end of the run of ASCII bytes from `i`: eight bytes at a time, as a chunk of English is
+// one long run.
+size_t AsciiRunEnd(std::string_view s, size_t i) {
+  if constexpr (std::endian::native == std::endian::little) {
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t bytes = 0;
+      std::memcpy(&bytes, s.data() + i, 8);
+      const uint64_t high = bytes & 0x8080808080808080ULL;
+      if (high != 0) return i + static_cast<size_t>(std::countr_zero(high)) / 8;
+    }
+  }
+  while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) ++i;
+  return i;
+}
+
+// ASCII `ascii` in lower case, appended to *out; branch-free, so the compiler vectorises it.
+void AppendAsciiLower(std::string_view ascii, std::string* out) {
+  const size_t at = out->size();
+  out->append(ascii);
+  char* p = out->data() + at;
+  for (size_t i = 0; i < ascii.size(); ++i) {
+    const auto c = static_cast<unsigned char>(p[i]);
+    p[i] = static_cast<char>(c + (static_cast<unsigned char>(c - 'A') < 26 ? 32 : 0));
+  }
+}
+
 }  // namespace
 
 namespace vector_internal {
@@ -133,26 +161,18 @@ std::string Fold(std::string_view text) {
   // reordering and composition. (A NUL byte goes the whole text's way.)
   if (text.find('\0') != std::string_view::npos) return FoldWhole(text);
   const auto byte = [&text](size_t i) { return static_cast<unsigned char>(text[i]); };
-  const auto lower = [&text](std::string& out, size_t from, size_t to) {
-    const size_t at = out.size();
-    out.append(text.data() + from, to - from);
-    for (size_t i = at; i < out.size(); ++i) {
-      if (out[i] >= 'A' && out[i] <= 'Z') out[i] = static_cast<char>(out[i] - 'A' + 'a');
-    }
-  };
   std::string out;
   out.reserve(text.size());
   const size_t n = text.size();
   size_t i = 0;
   while (i < n) {
-    size_t j = i;
-    while (j < n && byte(j) < 0x80) ++j;
+    const size_t j = AsciiRunEnd(text, i);
     if (j == n) {
-      lower(out, i, n);
+      AppendAsciiLower(text.substr(i), &out);
       break;
     }
     const size_t start = j > i ? j - 1 : j;  // with the ASCII character before the run
-    lower(out, i, start);
+    AppendAsciiLower(text.substr(i, start - i), &out);
     size_t end = j;
     while (end < n && byte(end) >= 0x80) ++end;
     if (!AppendFolded(text.substr(start, end - start), &out)) return {};  // not UTF-8
