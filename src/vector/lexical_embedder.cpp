@@ -52,18 +52,35 @@ constexpr std::string_view kFunctionWords[] = {
     "when",  "where", "which", "while", "who",    "whom",   "why",   "will", "with",  "would",
     "you",   "your"};
 
-constexpr auto kPackedFunctionWords = [] {
-  std::array<uint64_t, std::size(kFunctionWords)> packed{};
-  for (size_t i = 0; i < packed.size(); ++i) packed[i] = PackWord(kFunctionWords[i]);
-  std::sort(packed.begin(), packed.end());
-  return packed;
+// The packed function words in a 256-slot open-addressing set (0 marks an empty slot; no packed
+// word is 0): one multiply and usually one compare per lookup.
+constexpr size_t FunctionWordSlot(uint64_t packed) {
+  return static_cast<size_t>((packed * 0x9e3779b97f4a7c15ULL) >> 56);
+}
+
+constexpr auto kFunctionWordSet = [] {
+  std::array<uint64_t, 256> set{};
+  for (std::string_view w : kFunctionWords) {
+    size_t i = FunctionWordSlot(PackWord(w));
+    while (set[i] != 0) i = (i + 1) % set.size();
+    set[i] = PackWord(w);
+  }
+  return set;
 }();
 
+// Whether the word packed as `packed` (1 to 7 bytes) is a function word. Every function word is 1
+// to 7 bytes long, so packing cannot confuse one with a longer word (and no word holds a NUL byte:
+// only letters and digits make words).
+bool IsPackedFunctionWord(uint64_t packed) {
+  for (size_t i = FunctionWordSlot(packed);; i = (i + 1) % kFunctionWordSet.size()) {
+    if (kFunctionWordSet[i] == packed) return true;
+    if (kFunctionWordSet[i] == 0) return false;
+  }
+}
+
 bool IsFunctionWord(std::string_view w) {
-  // Every function word is 1 to 7 bytes long, so packing cannot confuse one with a longer word
-  // (and no word holds a NUL byte: only letters and digits make words).
   if (w.empty() || w.size() > 7) return false;
-  return std::binary_search(kPackedFunctionWords.begin(), kPackedFunctionWords.end(), PackWord(w));
+  return IsPackedFunctionWord(PackWord(w));
 }
 
 uint64_t Hash(char kind, std::string_view bytes) {
