@@ -216,10 +216,11 @@ namespace grag {
 namespace {
 
 // The vectors' bytes are part of an index (stored embeddings, their cache keys by content): a
-// faster embedder must give the same floats, rounding included. The features of a text are summed
-// in the order the feature map visits them, so a change of map or allocation policy that changed
-// that order would change the last bits. The digest was taken from the embedder before its feature
-// map came from an arena.
+// faster embedder must give the same floats, rounding included. Each bucket's sum is exact (fixed
+// point), so the bytes depend on a text's features alone, not on the feature table's layout or
+// the order the features are found in. The digest was taken when the sums became exact; before,
+// doubles were summed in an unordered_map's order, and 331 of 79,048 components of a test set
+// differed from today's by one float rounding step (at most 1.5e-8).
 uint64_t Digest(const std::vector<float>& v, uint64_t h) {
   for (float x : v) {
     uint32_t bits = 0;
@@ -255,7 +256,7 @@ TEST(LexicalEmbedderTest, VectorsKeepTheirBytes) {
   for (size_t dim : {8, 384, 1536}) {
     for (const std::string& t : texts) h = Digest(LexicalEmbed(t, dim), h);
   }
-  EXPECT_EQ(h, 0xe0df81b56b834b64ULL) << std::hex << h;
+  EXPECT_EQ(h, 0xc83e52fb570cbe90ULL) << std::hex << h;
 }
 
 }  // namespace
