@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <sstream>
 
 #include "grag/extract.h"
+#include "llm/model_common.h"
 #include "llm/wire.h"
 
 namespace grag {
@@ -309,6 +311,94 @@ TEST(JsonViewTest, EveryCutAndByteFlipOfAReplyReadsAsNlohmannReadsIt) {
   }
 }
 
+// On random JSON (long and short strings of printable ASCII, escapes written two ways, \u
+// escapes, control and non-ASCII bytes, keys and values, nested objects and arrays, whitespace)
+// and on corrupted copies of it, the view gives what nlohmann gives: the same value, or nothing
+// for both.
+TEST(JsonViewTest, RandomJsonReadsAsNlohmannReadsIt) {
+  std::mt19937 rng(11);
+  const std::vector<std::string> pieces = {"a",
+                                           "word ",
+                                           "\\\"",
+                                           "\\\\",
+                                           "\\/",
+                                           "\\n",
+                                           "\\r",
+                                           "\\t",
+                                           "\\b",
+                                           "\\f",
+                                           "\\u0041",
+                                           "\\u00e9",
+                                           "\\ud83d\\ude00",
+                                           "é",
+                                           "\x7f",
+                                           "\x01",
+                                           "\t",
+                                           "\\x",
+                                           "\\",
+                                           "\\u12",
+                                           "{",
+                                           "}",
+                                           ":",
+                                           ",",
+                                           "[",
+                                           "\xFF",
+                                           "\xC3"};
+  // A string literal: printable text, with the two-character escapes (the strings the fast path
+  // takes) or with any piece; sometimes long.
+  const std::vector<std::string> plain = {"\\\"", "\\\\", "\\/", "\\n",  "\\r",
+                                          "\\t",  "\\b",  "\\f", "\x7f", " "};
+  auto literal = [&] {
+    const std::vector<std::string>& extra = rng() % 2 ? plain : pieces;
+    std::string s = "\"";
+    const size_t n = rng() % 3 == 0 ? 200 + rng() % 400 : rng() % 40;
+    while (s.size() < n) {
+      if (rng() % (&extra == &plain ? 8 : 60) == 0) {
+        s += extra[rng() % extra.size()];
+      } else {
+        s += static_cast<char>(0x20 + rng() % 0x5F);
+        if (s.back() == '"' || s.back() == '\\') s.back() = 'q';
+      }
+    }
+    if (&extra == &plain && s.size() > 1 && rng() % 6 == 0) {  // one byte it must not take
+      const std::string bad[] = {"\x01", "\x1f", "\t", "\xC3\xA9", "\\u0041", "\\x"};
+      s.insert(1 + rng() % (s.size() - 1), bad[rng() % std::size(bad)]);
+    }
+    return s + "\"";
+  };
+  auto space = [&] { return std::string(rng() % 4 == 0 ? " \n\t\r" : "").substr(0, rng() % 5); };
+  std::function<std::string(int)> value = [&](int depth) -> std::string {
+    const int kind = depth > 3 ? static_cast<int>(rng() % 3) : static_cast<int>(rng() % 5);
+    if (kind == 0) return literal();
+    if (kind == 1) return std::to_string(static_cast<int>(rng() % 1000) - 500);
+    if (kind == 2) return rng() % 2 ? "true" : "null";
+    std::string out = kind == 3 ? "{" : "[";
+    const size_t n = rng() % 5;
+    for (size_t i = 0; i < n; ++i) {
+      if (i > 0) out += "," + space();
+      if (kind == 3) out += literal() + space() + ":" + space();
+      out += value(depth + 1) + space();
+    }
+    return out + (kind == 3 ? "}" : "]");
+  };
+  size_t parsed = 0;
+  size_t discarded = 0;
+  for (int i = 0; i < 4000; ++i) {
+    std::string text = space() + value(0) + space();
+    if (i % 3 == 2 && !text.empty()) {  // corrupt a byte
+      const std::string junk = "\"\\:,{}[] x\x01";
+      text[rng() % text.size()] = junk[rng() % junk.size()];
+    }
+    if (!SameAsNlohmann(text)) {
+      ++discarded;
+      continue;
+    }
+    ++parsed;
+  }
+  EXPECT_GT(parsed, 1000u);
+  EXPECT_GT(discarded, 500u);
+}
+
 TEST(JsonViewTest, CanonicalStringsAreSeen) {
   auto v = ParseJsonView(R"(["plain \"quoted\" \\ \n\t\u001f", "\/", "\u00e9", "\u0008"])");
   ASSERT_TRUE(v);
@@ -466,7 +556,7 @@ TEST(ExtractionReplyDifferentialTest, RandomRepliesAndTheirMutations) {
     for (int m = 0; m < 3; ++m) {
       std::string t = reply;
       const size_t at = rng() % (t.size() + 1);
-      switch (rng() % 4) {
+      switch (rng() % 4) {  // (rng() % 16 below picks the string's NUL too)
         case 0:
           t.resize(at);
           break;
@@ -485,6 +575,183 @@ TEST(ExtractionReplyDifferentialTest, RandomRepliesAndTheirMutations) {
     }
   }
   EXPECT_GT(parsed, replies / 3) << parsed << " of " << replies;
+}
+
+
+// ---- ParseChatReply against the nlohmann-based one it replaced ----
+
+namespace reference {
+
+const json* Member(const json& object, const char* name) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(name);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::string StringMember(const json& object, const char* name) {
+  const json* m = Member(object, name);
+  return m != nullptr && m->is_string() ? m->get<std::string>() : std::string();
+}
+
+std::optional<int64_t> CountMember(const json& object, const char* name) {
+  const json* m = Member(object, name);
+  if (m == nullptr || !m->is_number()) return std::nullopt;
+  if (m->is_number_float()) {
+    double d = m->get<double>();
+    if (!std::isfinite(d) || d < 0) return std::nullopt;
+    return static_cast<int64_t>(std::llround(d));
+  }
+  if (m->is_number_unsigned()) return static_cast<int64_t>(m->get<uint64_t>());
+  return m->get<int64_t>();
+}
+
+void ReadUsage(const json& reply, std::optional<int64_t>* prompt,
+               std::optional<int64_t>* completion) {
+  const json* usage = Member(reply, "usage");
+  if (usage == nullptr || !usage->is_object()) return;
+  auto p = CountMember(*usage, "prompt_tokens");
+  auto c = CountMember(*usage, "completion_tokens");
+  if (!c) {
+    auto total = CountMember(*usage, "total_tokens");
+    if (total && p) c = std::max<int64_t>(0, *total - *p);
+  }
+  if (p) *prompt = p;
+  if (c) *completion = c;
+}
+
+std::optional<std::string> ContentText(const json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  if (content.is_array()) {
+    std::string text;
+    for (const json& part : content) {
+      if (part.is_string()) {
+        text += part.get<std::string>();
+      } else {
+        text += StringMember(part, "text");
+      }
+    }
+    return text;
+  }
+  return std::nullopt;
+}
+
+Result<llm_internal::ChatReply> ParseChatReply(std::string_view body) {
+  using llm_internal::ErrorMessageFromBody;
+  using llm_internal::Shorten;
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return Status::Parse("reply is not JSON: " + Shorten(body, 200));
+  if (!j.is_object()) return Status::Parse("reply is not a JSON object: " + Shorten(body, 200));
+  const json* choices = Member(j, "choices");
+  if (choices == nullptr || !choices->is_array() || choices->empty()) {
+    if (Member(j, "error") != nullptr) {
+      return Status::Unavailable("server replied with an error: " + ErrorMessageFromBody(body));
+    }
+    return Status::Parse("reply has no choices: " + Shorten(body, 200));
+  }
+  const json& choice = (*choices)[0];
+  llm_internal::ChatReply reply;
+  reply.finish_reason = StringMember(choice, "finish_reason");
+  reply.model = StringMember(j, "model");
+  ReadUsage(j, &reply.prompt_tokens, &reply.completion_tokens);
+  std::optional<std::string> content;
+  const json* message = Member(choice, "message");
+  if (message != nullptr) {
+    if (const json* c = Member(*message, "content")) content = ContentText(*c);
+  } else if (const json* text = Member(choice, "text")) {
+    content = ContentText(*text);
+  }
+  if (!content) {
+    std::string why;
+    if (message != nullptr) {
+      if (std::string refusal = StringMember(*message, "refusal"); !refusal.empty()) {
+        return Status::Parse("model refused: " + Shorten(refusal, 300));
+      }
+      if (Member(*message, "tool_calls") != nullptr) why = ", tool calls instead";
+    }
+    if (!reply.finish_reason.empty()) why += ", finish_reason=" + reply.finish_reason;
+    return Status::Parse("reply's content is missing or null" + why);
+  }
+  reply.content = std::move(*content);
+  return reply;
+}
+
+}  // namespace reference
+
+std::string Describe(const Result<llm_internal::ChatReply>& r) {
+  if (!r.ok()) return "error " + r.status().ToString();
+  auto count = [](const std::optional<int64_t>& c) { return c ? std::to_string(*c) : "none"; };
+  return fmt::format("content={:?} prompt={} completion={} model={:?} finish={:?}", r->content,
+                     count(r->prompt_tokens), count(r->completion_tokens), r->model,
+                     r->finish_reason);
+}
+
+// Whether the new ParseChatReply reads `body` as the old one did, and the cache entry made from
+// the content's literal is the one made by escaping the content. Returns whether it parsed.
+bool SameChatReply(std::string_view body) {
+  const auto expected = reference::ParseChatReply(body);
+  const auto got = llm_internal::ParseChatReply(body);
+  EXPECT_EQ(Describe(got), Describe(expected)) << "body: " << body;
+  if (!got.ok()) return false;
+  ChatResponse response;
+  response.content = got->content;
+  response.model = got->model;
+  response.finish_reason = got->finish_reason;
+  EXPECT_EQ(llm_internal::EncodeChatReply(response, got->content_json),
+            llm_internal::EncodeChatReply(response))
+      << "body: " << body;
+  return !got->content_json.empty();
+}
+
+TEST(ChatReplyDifferentialTest, TrickyBodies) {
+  const std::vector<std::string> bodies = {
+      R"({"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi \"there\"\n\u0001"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}})",
+      R"({"choices":[{"message":{"content":"\u00e9 \/ \u0041 \b\f\r\t \u0008"}}]})",
+      R"({"choices":[{"message":{"content":[{"type":"text","text":"a"},"b",{"text":5},7]}}]})",
+      R"({"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":3.6,"completion_tokens":-1,"total_tokens":10}})",
+      R"({"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":18446744073709551615,"total_tokens":1e300}})",
+      R"({"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":-5,"total_tokens":"7"}})",
+      R"({"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":2,"total_tokens":1}})",
+      R"({"choices":[{"message":{"content":"x"}}],"usage":[1]})",
+      R"({"choices":[{"text":"old style","finish_reason":"stop"}]})",
+      R"({"choices":[{"message":null,"text":"t"}]})",
+      R"({"choices":[{"message":"str","text":"t","finish_reason":3}]})",
+      R"({"choices":[{"message":{"refusal":"no"}}]})",
+      R"({"choices":[{"message":{"content":null,"tool_calls":[{}]},"finish_reason":"tool_calls"}]})",
+      R"({"choices":[{"message":{"content":1}}]})",
+      R"({"choices":[],"error":{"message":"upstream failed","code":502}})",
+      R"({"choices":null,"error":"boom"})",
+      R"({"choices":{},"error":null})",
+      R"({"choices":[5]})",
+      R"({"choices":[{"message":{"content":"a"}},{"message":{"content":"b"}}]})",
+      R"({"choices":[{"message":{"content":"a","content":"b"}}],"model":"x","model":"y"})",
+      R"({"error":{"message":"bad key","type":"invalid_request_error"}})",
+      "{}", "[]", "\"s\"", "", "<html>oops</html>",
+      R"({"choices":[{"message":{"content":"x"}}]} x)",
+  };
+  for (const std::string& b : bodies) SameChatReply(b);
+}
+
+TEST(ChatReplyDifferentialTest, StoredFuzzInputsAndLongContents) {
+  for (const std::string& b : Corpus("chat_wire")) SameChatReply(b);
+  std::mt19937 rng(7);
+  size_t literal_kept = 0;
+  for (int i = 0; i < 300; ++i) {
+    const std::string content = RandomReply(rng);
+    json body = {{"id", "c"},
+                 {"model", "m"},
+                 {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", "stop"}}}},
+                 {"usage", {{"prompt_tokens", 100}, {"completion_tokens", 50}}}};
+    const std::string text = i % 2 ? body.dump() : body.dump(2, ' ', true);  // ASCII-only: \u escapes
+    literal_kept += SameChatReply(text);
+    for (int m = 0; m < 3; ++m) {
+      std::string t = text;
+      const size_t at = rng() % t.size();
+      t[at] = "\"\\{}[],: 0u\x01"[rng() % 12];
+      SameChatReply(t);
+    }
+  }
+  EXPECT_GT(literal_kept, 100u);
 }
 
 }  // namespace
