@@ -100,6 +100,12 @@ bool SameAsNlohmann(std::string_view text) {
   if (!view || expected.is_discarded()) return false;
   EXPECT_EQ(Dump(ToJson(*view)), Dump(expected)) << "text: " << text;
   CheckCanonical(*view);
+  JsonIndex index;  // the same, stepping over values through the index
+  const std::optional<JsonView> indexed = ParseJsonView(text, &index);
+  EXPECT_TRUE(indexed.has_value()) << "text: " << text;
+  if (indexed) {
+    EXPECT_EQ(Dump(ToJson(*indexed)), Dump(expected)) << "text: " << text;
+  }
   return true;
 }
 

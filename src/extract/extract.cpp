@@ -99,10 +99,10 @@ double Strength(std::initializer_list<const std::optional<JsonView>*> values) {
 }
 
 // Finds the JSON object in a reply: the whole reply, a ```json fenced block, or the span from
-// the first '{' to the last '}'.
-std::optional<JsonView> FindObject(std::string_view reply) {
-  auto try_parse = [](std::string_view text) -> std::optional<JsonView> {
-    std::optional<JsonView> j = ParseJsonView(text);
+// the first '{' to the last '}'. The view reads through `index`.
+std::optional<JsonView> FindObject(std::string_view reply, JsonIndex* index) {
+  auto try_parse = [index](std::string_view text) -> std::optional<JsonView> {
+    std::optional<JsonView> j = ParseJsonView(text, index);
     if (!j || !j->is_object()) return std::nullopt;
     return j;
   };
@@ -153,7 +153,8 @@ std::string JoinTypes(const std::vector<std::string>& types) {
 Result<ParsedExtraction> ParseExtractionReply(std::string_view reply) {
   std::optional<JsonView> entities;
   std::optional<JsonView> relationships;
-  if (std::optional<JsonView> obj = FindObject(reply)) {
+  JsonIndex index;
+  if (std::optional<JsonView> obj = FindObject(reply, &index)) {
     JsonView::Cursor cursor(*obj);
     std::string_view key;
     JsonView value;

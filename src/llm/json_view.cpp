@@ -137,8 +137,13 @@ size_t SkipString(std::string_view text, size_t pos) {
 }
 
 // The end of the (valid) value starting at text[pos].
-size_t SkipValue(std::string_view text, size_t pos) {
+size_t SkipValue(std::string_view text, size_t pos, const JsonIndex* index) {
   const char c = text[pos];
+  if (index != nullptr && (c == '"' || c == '{' || c == '[')) {
+    if (const char* end = index->EndOf(text.data() + pos)) {
+      return static_cast<size_t>(end - text.data());
+    }
+  }
   if (c == '"') return SkipString(text, pos);
   if (c == '{' || c == '[') {
     size_t depth = 0;
@@ -252,17 +257,6 @@ size_t ScanNumber(std::string_view text, size_t pos) {
   return i;
 }
 
-// An object's key at text[pos] and the colon after it; moves pos to the value.
-bool ScanKey(std::string_view text, size_t* pos) {
-  if (*pos >= text.size() || text[*pos] != '"') return false;
-  size_t i = ScanString(text, *pos);
-  if (i == kNpos) return false;
-  i = SkipSpace(text, i);
-  if (i >= text.size() || text[i] != ':') return false;
-  *pos = SkipSpace(text, i + 1);
-  return true;
-}
-
 JsonView::Kind KindOf(char c) {
   switch (c) {
     case '{':
@@ -362,6 +356,12 @@ std::string Decode(std::string_view inside, bool* canonical) {
 
 }  // namespace
 
+const char* JsonIndex::EndOf(const char* begin) const {
+  auto it = std::lower_bound(ends_.begin(), ends_.end(), begin,
+                             [](const auto& e, const char* b) { return e.first < b; });
+  return it != ends_.end() && it->first == begin ? it->second : nullptr;
+}
+
 double JsonView::Number::AsDouble() const {
   switch (type) {
     case Type::kUnsigned:
@@ -399,9 +399,10 @@ std::string JsonView::String(bool* canonical) const {
   return Decode(raw_.substr(1, raw_.size() - 2), canonical != nullptr ? canonical : &ignored);
 }
 
-JsonView JsonView::At(std::string_view text, size_t pos, size_t* end) {
-  *end = SkipValue(text, pos);
+JsonView JsonView::At(std::string_view text, size_t pos, const JsonIndex* index, size_t* end) {
+  *end = SkipValue(text, pos, index);
   JsonView v;
+  v.index_ = index;
   v.kind_ = KindOf(text[pos]);
   v.raw_ = text.substr(pos, *end - pos);
   return v;
@@ -443,6 +444,7 @@ std::optional<JsonView> JsonView::Front() const {
 JsonView::Cursor::Cursor(const JsonView& container) {
   if (container.is_object() || container.is_array()) {
     text_ = container.raw_;
+    index_ = container.index_;
     pos_ = 1;
   }
 }
@@ -451,7 +453,7 @@ bool JsonView::Cursor::NextMember(std::string_view* key, JsonView* value) {
   pos_ = SkipSpace(text_, pos_);
   if (pos_ < text_.size() && text_[pos_] == ',') pos_ = SkipSpace(text_, pos_ + 1);
   if (pos_ >= text_.size() || text_[pos_] != '"') return false;
-  const size_t key_end = SkipString(text_, pos_);
+  const size_t key_end = SkipValue(text_, pos_, index_);
   std::string_view inside = text_.substr(pos_ + 1, key_end - pos_ - 2);
   if (inside.find('\\') != std::string_view::npos) {
     bool ignored = true;
@@ -462,7 +464,7 @@ bool JsonView::Cursor::NextMember(std::string_view* key, JsonView* value) {
   pos_ = SkipSpace(text_, key_end);
   pos_ = SkipSpace(text_, pos_ + 1);  // past the colon
   size_t end;
-  *value = At(text_, pos_, &end);
+  *value = At(text_, pos_, index_, &end);
   pos_ = end;
   return true;
 }
@@ -472,12 +474,14 @@ bool JsonView::Cursor::NextElement(JsonView* value) {
   if (pos_ < text_.size() && text_[pos_] == ',') pos_ = SkipSpace(text_, pos_ + 1);
   if (pos_ >= text_.size() || text_[pos_] == ']' || text_[pos_] == '}') return false;
   size_t end;
-  *value = At(text_, pos_, &end);
+  *value = At(text_, pos_, index_, &end);
   pos_ = end;
   return true;
 }
 
-std::optional<JsonView> ParseJsonView(std::string_view text) {
+std::optional<JsonView> ParseJsonView(std::string_view text, JsonIndex* index) {
+  // Strings shorter than this are scanned again rather than looked up.
+  constexpr size_t kIndexedString = 48;
   const size_t n = text.size();
   size_t pos = 0;
   if (n > 0 && static_cast<unsigned char>(text[0]) == 0xEF) {  // a byte order mark, or an error
@@ -487,28 +491,62 @@ std::optional<JsonView> ParseJsonView(std::string_view text) {
     }
     pos = 3;
   }
+  if (index != nullptr) index->ends_.clear();
   pos = SkipSpace(text, pos);
   const size_t begin = pos;
-  std::string open;  // the containers open around pos, innermost last ('{' or '[')
+  // The containers open around pos, innermost last: where each starts, and its entry in the
+  // index when there is one.
+  struct Open {
+    size_t start;
+    size_t entry;
+  };
+  std::vector<Open> open;
+  auto note_string = [&](size_t start, size_t end) {
+    if (index != nullptr && end - start >= kIndexedString) {
+      index->ends_.emplace_back(text.data() + start, text.data() + end);
+    }
+  };
+  // An object's key at pos and the colon after it; moves pos to the value.
+  auto key = [&]() {
+    if (pos >= n || text[pos] != '"') return false;
+    const size_t start = pos;
+    size_t i = ScanString(text, pos);
+    if (i == kNpos) return false;
+    note_string(start, i);
+    i = SkipSpace(text, i);
+    if (i >= n || text[i] != ':') return false;
+    pos = SkipSpace(text, i + 1);
+    return true;
+  };
   for (;;) {
     // A value starts at pos.
     if (pos >= n) return std::nullopt;
     const char c = text[pos];
     switch (c) {
       case '{':
-      case '[':
+      case '[': {
+        const size_t start = pos;
         pos = SkipSpace(text, pos + 1);
         if (pos < n && text[pos] == (c == '{' ? '}' : ']')) {
           ++pos;  // empty
           break;
         }
-        open += c;
-        if (c == '{' && !ScanKey(text, &pos)) return std::nullopt;
+        size_t entry = 0;
+        if (index != nullptr) {
+          entry = index->ends_.size();
+          index->ends_.emplace_back(text.data() + start, nullptr);
+        }
+        open.push_back({start, entry});
+        if (c == '{' && !key()) return std::nullopt;
         continue;
-      case '"':
+      }
+      case '"': {
+        const size_t start = pos;
         pos = ScanString(text, pos);
         if (pos == kNpos) return std::nullopt;
+        note_string(start, pos);
         break;
+      }
       case 't':
         if (text.substr(pos, 4) != "true") return std::nullopt;
         pos += 4;
@@ -536,19 +574,21 @@ std::optional<JsonView> ParseJsonView(std::string_view text) {
         JsonView v;
         v.kind_ = KindOf(text[begin]);
         v.raw_ = text.substr(begin, end - begin);
+        v.index_ = index;
         return v;
       }
       pos = SkipSpace(text, pos);
       if (pos >= n) return std::nullopt;
-      const char top = open.back();
+      const bool object = text[open.back().start] == '{';
       if (text[pos] == ',') {
         pos = SkipSpace(text, pos + 1);
-        if (top == '{' && !ScanKey(text, &pos)) return std::nullopt;
+        if (object && !key()) return std::nullopt;
         break;
       }
-      if (text[pos] != (top == '{' ? '}' : ']')) return std::nullopt;
-      open.pop_back();
+      if (text[pos] != (object ? '}' : ']')) return std::nullopt;
       ++pos;
+      if (index != nullptr) index->ends_[open.back().entry].second = text.data() + pos;
+      open.pop_back();
     }
   }
 }

@@ -252,7 +252,8 @@ Result<nlohmann::json> ParseExtraBody(std::string_view text) {
 Result<ChatReply> ParseChatReply(std::string_view body) {
   // Read in place (grag/json_view.h): a reply is mostly its content, which nlohmann would copy
   // byte by byte into a tree, and the content's literal is kept for the cache (ChatReply).
-  const std::optional<JsonView> j = ParseJsonView(body);
+  JsonIndex index;
+  const std::optional<JsonView> j = ParseJsonView(body, &index);
   if (!j) return Status::Parse("reply is not JSON: " + Shorten(body, 200));
   if (!j->is_object()) return Status::Parse("reply is not a JSON object: " + Shorten(body, 200));
   const std::optional<JsonView> choices = j->Member("choices");

@@ -17,8 +17,23 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace grag {
+
+// Where each container and long string of a parsed text ends, noted by ParseJsonView's
+// validating pass, so that reading steps over them at once instead of scanning them again.
+// Views made with it point to it: it must outlive them, and not be reused while they live.
+class JsonIndex {
+ public:
+  // The end of the value starting at `begin` when noted, else nullptr.
+  const char* EndOf(const char* begin) const;
+
+ private:
+  friend std::optional<class JsonView> ParseJsonView(std::string_view, JsonIndex*);
+  std::vector<std::pair<const char*, const char*>> ends_;  // by begin, ascending
+};
 
 class JsonView {
  public:
@@ -71,19 +86,23 @@ class JsonView {
 
    private:
     std::string_view text_;  // the container's inside
+    const JsonIndex* index_ = nullptr;
     size_t pos_ = 0;
     std::string key_;  // a key with escapes, decoded
   };
 
  private:
-  friend std::optional<JsonView> ParseJsonView(std::string_view text);
-  static JsonView At(std::string_view text, size_t pos, size_t* end);
+  friend std::optional<JsonView> ParseJsonView(std::string_view text, JsonIndex* index);
+  static JsonView At(std::string_view text, size_t pos, const JsonIndex* index, size_t* end);
 
   Kind kind_ = Kind::kNull;
   std::string_view raw_ = "null";
+  const JsonIndex* index_ = nullptr;
 };
 
 // The value of `text` when nlohmann's json::parse(text) accepts it; nullopt when it does not.
-std::optional<JsonView> ParseJsonView(std::string_view text);
+// With an `index` (cleared first), reading the value's members and elements skips what it
+// does not read in one step; without, by scanning it.
+std::optional<JsonView> ParseJsonView(std::string_view text, JsonIndex* index = nullptr);
 
 }  // namespace grag
