@@ -144,10 +144,18 @@ TEST(AppendJsonStringTest, WritesWhatNlohmannWrites) {
                                            "\xF0\x9F\x98",
                                            "\xFF",
                                            "\xEF\xBF\xBD"};
+  // Long texts too, mostly plain, so escapes fall anywhere in and across 8- and 16-byte blocks.
+  const std::string plain = "The quick brown fox jumps over the lazy dog. ";
   for (int i = 0; i < 5000; ++i) {
     std::string text;
-    const size_t n = rng() % 24;
-    for (size_t k = 0; k < n; ++k) text += pieces[rng() % pieces.size()];
+    const size_t n = rng() % (i % 2 ? 24 : 120);
+    for (size_t k = 0; k < n; ++k) {
+      if (i % 2 == 0 && rng() % 3 != 0) {
+        text += plain.substr(0, 1 + rng() % plain.size());
+      } else {
+        text += pieces[rng() % pieces.size()];
+      }
+    }
     std::string fast;
     AppendJsonString(fast, text);
     const std::string slow =

@@ -1,11 +1,16 @@
 #include "grag/json_view.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <system_error>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace grag {
 namespace {
@@ -59,7 +64,28 @@ size_t ScanString(std::string_view text, size_t pos) {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
   size_t i = pos + 1;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i last_control = _mm_set1_epi8(0x1F);
+#endif
   for (;;) {
+#if defined(__SSE2__)
+    // To the next byte that is not plain ASCII, sixteen at a time.
+    while (i + 16 <= n) {
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      const __m128i special =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                       _mm_cmpeq_epi8(_mm_max_epu8(x, last_control), last_control));
+      // movemask(x): the bytes from 0x80 up.
+      const auto mask = static_cast<unsigned>(_mm_movemask_epi8(special) | _mm_movemask_epi8(x));
+      if (mask != 0) {
+        i += static_cast<size_t>(std::countr_zero(mask));
+        break;
+      }
+      i += 16;
+    }
+#endif
     while (i + 8 <= n && !AnySpecial8(text.data() + i)) i += 8;
     if (i >= n) return kNpos;
     const unsigned char c = p[i];
