@@ -25,11 +25,13 @@ constexpr std::string_view kRetryPrompt =
     "Your reply was not valid JSON. Reply again with only the JSON object, in the format asked "
     "for above.";
 
-std::string Trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
+// Without the leading and trailing whitespace (the string's own buffer, trimmed).
+std::string Trim(std::string s) {
   const auto e = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(b, e - b + 1));
+  if (e == std::string::npos) return {};
+  s.erase(e + 1);
+  s.erase(0, s.find_first_not_of(" \t\r\n"));
+  return s;
 }
 
 std::string Lower(std::string s) {

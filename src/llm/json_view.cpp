@@ -151,14 +151,38 @@ size_t ScanString(std::string_view text, size_t pos) {
   }
 }
 
+// The index of the first '"' or '\\' (only '\\' when kQuoteToo is false) in text from
+// `from`, or text.size(). Inline: strings are short and their escapes close together, where a libc
+// call per hit costs more than the search.
+template <bool kQuoteToo>
+size_t FindQuoteOrBackslash(std::string_view text, size_t from) {
+  const size_t n = text.size();
+  size_t i = from;
+#if defined(__SSE2__)
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i quote = _mm_set1_epi8('"');
+  for (; i + 16 <= n; i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
+    __m128i hit = _mm_cmpeq_epi8(x, backslash);
+    if (kQuoteToo) hit = _mm_or_si128(hit, _mm_cmpeq_epi8(x, quote));
+    if (const auto mask = static_cast<unsigned>(_mm_movemask_epi8(hit)); mask != 0) {
+      return i + static_cast<size_t>(std::countr_zero(mask));
+    }
+  }
+#endif
+  while (i < n && text[i] != '\\' && (!kQuoteToo || text[i] != '"')) ++i;
+  return i;
+}
+
 // The end of the (valid) string literal opening at text[pos]: just past its closing quote.
-size_t SkipString(std::string_view text, size_t pos) {
+// *escaped tells whether it holds a backslash.
+size_t SkipString(std::string_view text, size_t pos, bool* escaped = nullptr) {
   size_t i = pos + 1;
   for (;;) {
-    const size_t quote = text.find('"', i);
-    const void* escape = std::memchr(text.data() + i, '\\', quote - i);
-    if (escape == nullptr) return quote + 1;
-    i = static_cast<size_t>(static_cast<const char*>(escape) - text.data()) + 2;
+    i = FindQuoteOrBackslash<true>(text, i);
+    if (text[i] == '"') return i + 1;
+    if (escaped != nullptr) *escaped = true;
+    i += 2;
   }
 }
 
@@ -327,9 +351,8 @@ std::string Decode(std::string_view inside, bool* canonical) {
   out.reserve(inside.size());
   size_t i = 0;
   for (;;) {
-    const void* found = std::memchr(inside.data() + i, '\\', inside.size() - i);
-    if (found == nullptr) break;
-    const size_t b = static_cast<size_t>(static_cast<const char*>(found) - inside.data());
+    const size_t b = FindQuoteOrBackslash<false>(inside, i);
+    if (b == inside.size()) break;
     out.append(inside, i, b - i);
     const char e = inside[b + 1];
     i = b + 2;
@@ -479,9 +502,10 @@ bool JsonView::Cursor::NextMember(std::string_view* key, JsonView* value) {
   pos_ = SkipSpace(text_, pos_);
   if (pos_ < text_.size() && text_[pos_] == ',') pos_ = SkipSpace(text_, pos_ + 1);
   if (pos_ >= text_.size() || text_[pos_] != '"') return false;
-  const size_t key_end = SkipValue(text_, pos_, index_);
+  bool escaped = false;
+  const size_t key_end = SkipString(text_, pos_, &escaped);
   std::string_view inside = text_.substr(pos_ + 1, key_end - pos_ - 2);
-  if (inside.find('\\') != std::string_view::npos) {
+  if (escaped) {
     bool ignored = true;
     key_ = Decode(inside, &ignored);
     inside = key_;
