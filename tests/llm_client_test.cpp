@@ -205,6 +205,15 @@ TEST(LlmClientTest, RetryAfterSecondsIsWaitedOut) {
   EXPECT_GE(clock->sleeps()[0], 7s);
   EXPECT_GE(r->latency, 7s);  // measured on the same clock
   EXPECT_EQ(client->Usage().retries, 1);
+  // The retry sends the same request again: body and headers (the transport reuses its handle's
+  // header list, the client lends the body it built once).
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_FALSE(requests[0].body.empty());
+  EXPECT_EQ(requests[1].body, requests[0].body);
+  EXPECT_EQ(requests[1].headers.at("content-type"), "application/json");
+  EXPECT_EQ(requests[1].Header("authorization"), requests[0].Header("authorization"));
+  EXPECT_EQ(requests[1].Header("expect"), "");
 }
 
 TEST(LlmClientTest, RetryAfterIsWaitedOutInRealTime) {

@@ -144,109 +144,24 @@ TEST(AppendJsonStringTest, WritesWhatNlohmannWrites) {
                                            "\xF0\x9F\x98",
                                            "\xFF",
                                            "\xEF\xBF\xBD"};
+  // Long texts too, mostly plain, so escapes fall anywhere in and across 8- and 16-byte blocks.
+  const std::string plain = "The quick brown fox jumps over the lazy dog. ";
   for (int i = 0; i < 5000; ++i) {
     std::string text;
-    const size_t n = rng() % 24;
-    for (size_t k = 0; k < n; ++k) text += pieces[rng() % pieces.size()];
+    const size_t n = rng() % (i % 2 ? 24 : 120);
+    for (size_t k = 0; k < n; ++k) {
+      if (i % 2 == 0 && rng() % 3 != 0) {
+        text += plain.substr(0, 1 + rng() % plain.size());
+      } else {
+        text += pieces[rng() % pieces.size()];
+      }
+    }
     std::string fast;
     AppendJsonString(fast, text);
     const std::string slow =
         nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     ASSERT_EQ(fast, slow) << ::testing::PrintToString(text);
   }
-}
-
-// ParseJson decodes long plain strings itself: on random JSON (long and short strings of
-// printable ASCII, escapes written two ways, \u escapes, control and non-ASCII bytes, keys and
-// values, nested objects and arrays, whitespace) and on corrupted copies of it, it gives what
-// nlohmann gives: the same value, or discarded for both.
-TEST(ParseJsonTest, SameValueAsNlohmann) {
-  std::mt19937 rng(11);
-  const std::vector<std::string> pieces = {"a",
-                                           "word ",
-                                           "\\\"",
-                                           "\\\\",
-                                           "\\/",
-                                           "\\n",
-                                           "\\r",
-                                           "\\t",
-                                           "\\b",
-                                           "\\f",
-                                           "\\u0041",
-                                           "\\u00e9",
-                                           "\\ud83d\\ude00",
-                                           "é",
-                                           "\x7f",
-                                           "\x01",
-                                           "\t",
-                                           "\\x",
-                                           "\\",
-                                           "\\u12",
-                                           "{",
-                                           "}",
-                                           ":",
-                                           ",",
-                                           "[",
-                                           "\xFF",
-                                           "\xC3"};
-  // A string literal: printable text, with the two-character escapes (the strings the fast path
-  // takes) or with any piece; sometimes long.
-  const std::vector<std::string> plain = {"\\\"", "\\\\", "\\/", "\\n",  "\\r",
-                                          "\\t",  "\\b",  "\\f", "\x7f", " "};
-  auto literal = [&] {
-    const std::vector<std::string>& extra = rng() % 2 ? plain : pieces;
-    std::string s = "\"";
-    const size_t n = rng() % 3 == 0 ? 200 + rng() % 400 : rng() % 40;
-    while (s.size() < n) {
-      if (rng() % (&extra == &plain ? 8 : 60) == 0) {
-        s += extra[rng() % extra.size()];
-      } else {
-        s += static_cast<char>(0x20 + rng() % 0x5F);
-        if (s.back() == '"' || s.back() == '\\') s.back() = 'q';
-      }
-    }
-    if (&extra == &plain && s.size() > 1 && rng() % 6 == 0) {  // one byte it must not take
-      const std::string bad[] = {"\x01", "\x1f", "\t", "\xC3\xA9", "\\u0041", "\\x"};
-      s.insert(1 + rng() % (s.size() - 1), bad[rng() % std::size(bad)]);
-    }
-    return s + "\"";
-  };
-  auto space = [&] { return std::string(rng() % 4 == 0 ? " \n\t\r" : "").substr(0, rng() % 5); };
-  std::function<std::string(int)> value = [&](int depth) -> std::string {
-    const int kind = depth > 3 ? static_cast<int>(rng() % 3) : static_cast<int>(rng() % 5);
-    if (kind == 0) return literal();
-    if (kind == 1) return std::to_string(static_cast<int>(rng() % 1000) - 500);
-    if (kind == 2) return rng() % 2 ? "true" : "null";
-    std::string out = kind == 3 ? "{" : "[";
-    const size_t n = rng() % 5;
-    for (size_t i = 0; i < n; ++i) {
-      if (i > 0) out += "," + space();
-      if (kind == 3) out += literal() + space() + ":" + space();
-      out += value(depth + 1) + space();
-    }
-    return out + (kind == 3 ? "}" : "]");
-  };
-  size_t parsed = 0;
-  size_t discarded = 0;
-  for (int i = 0; i < 4000; ++i) {
-    std::string text = space() + value(0) + space();
-    if (i % 3 == 2 && !text.empty()) {  // corrupt a byte
-      const std::string junk = "\"\\:,{}[] x\x01";
-      text[rng() % text.size()] = junk[rng() % junk.size()];
-    }
-    const nlohmann::json fast = ParseJson(text);
-    const nlohmann::json slow = nlohmann::json::parse(text, nullptr, false);
-    ASSERT_EQ(fast.is_discarded(), slow.is_discarded()) << text;
-    if (slow.is_discarded()) {
-      ++discarded;
-      continue;
-    }
-    ASSERT_EQ(fast, slow) << text;
-    ASSERT_EQ(fast.dump(), slow.dump()) << text;
-    ++parsed;
-  }
-  EXPECT_GT(parsed, 1000u);
-  EXPECT_GT(discarded, 500u);
 }
 
 TEST(BuildChatBodyTest, SameBytesAsNlohmann) {

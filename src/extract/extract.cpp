@@ -3,11 +3,13 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "grag/json_view.h"
 #include "grag/prompts.h"
 
 namespace grag {
@@ -23,11 +25,13 @@ constexpr std::string_view kRetryPrompt =
     "Your reply was not valid JSON. Reply again with only the JSON object, in the format asked "
     "for above.";
 
-std::string Trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
+// Without the leading and trailing whitespace (the string's own buffer, trimmed).
+std::string Trim(std::string s) {
   const auto e = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(b, e - b + 1));
+  if (e == std::string::npos) return {};
+  s.erase(e + 1);
+  s.erase(0, s.find_first_not_of(" \t\r\n"));
+  return s;
 }
 
 std::string Lower(std::string s) {
@@ -36,26 +40,57 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// A field as text: strings as they are, numbers printed.
-std::string Text(const json& obj, std::initializer_list<const char*> names) {
-  for (const char* n : names) {
-    auto it = obj.find(n);
-    if (it == obj.end() || it->is_null()) continue;
-    if (it->is_string()) return Trim(it->get<std::string>());
-    if (it->is_number()) return it->dump();
+// The members of an extraction's entries that ParseExtractionReply reads, each under any of
+// several names (what models write instead), in the order they are tried.
+constexpr std::array<std::string_view, 10> kEntityFields = {
+    "name",        "entity_name", "entity",      "title",              // the name
+    "type",        "entity_type", "category",                          // the type
+    "description", "entity_description", "summary"};                   // the description
+constexpr std::array<std::string_view, 14> kRelationshipFields = {
+    "source",      "source_entity", "from", "head",                    // the source
+    "target",      "target_entity", "to",   "tail",                    // the target
+    "description", "relationship_description", "relationship",         // the description
+    "strength",    "weight",        "relationship_strength"};          // the strength
+
+// An entry's members under the names in `names` (the last of repeated keys, as nlohmann keeps).
+template <size_t N>
+std::array<std::optional<JsonView>, N> Fields(const JsonView& entry,
+                                              const std::array<std::string_view, N>& names) {
+  std::array<std::optional<JsonView>, N> out;
+  JsonView::Cursor cursor(entry);
+  std::string_view key;
+  JsonView value;
+  while (cursor.NextMember(&key, &value)) {
+    for (size_t k = 0; k < N; ++k) {
+      if (key == names[k]) {
+        out[k] = value;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// A field as text, from the first of `values` that is a string or a number: strings trimmed,
+// numbers as nlohmann prints them.
+std::string Text(std::initializer_list<const std::optional<JsonView>*> values) {
+  for (const std::optional<JsonView>* v : values) {
+    if (!*v) continue;
+    if ((*v)->is_string()) return Trim((*v)->String());
+    if ((*v)->is_number()) return json::parse((*v)->raw()).dump();
   }
   return {};
 }
 
-double Strength(const json& obj) {
-  for (const char* n : {"strength", "weight", "relationship_strength"}) {
-    auto it = obj.find(n);
-    if (it == obj.end()) continue;
+// The first of `values` that is a number or a string, clamped to [1, 10]; 1 when none is.
+double Strength(std::initializer_list<const std::optional<JsonView>*> values) {
+  for (const std::optional<JsonView>* it : values) {
+    if (!*it) continue;
     double v = 1;
-    if (it->is_number()) {
-      v = it->get<double>();
-    } else if (it->is_string()) {
-      v = std::strtod(it->get<std::string>().c_str(), nullptr);
+    if ((*it)->is_number()) {
+      v = (*it)->GetNumber().AsDouble();
+    } else if ((*it)->is_string()) {
+      v = std::strtod((*it)->String().c_str(), nullptr);
     } else {
       continue;
     }
@@ -66,11 +101,11 @@ double Strength(const json& obj) {
 }
 
 // Finds the JSON object in a reply: the whole reply, a ```json fenced block, or the span from
-// the first '{' to the last '}'.
-std::optional<json> FindObject(std::string_view reply) {
-  auto try_parse = [](std::string_view text) -> std::optional<json> {
-    json j = json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return std::nullopt;
+// the first '{' to the last '}'. The view reads through `index`.
+std::optional<JsonView> FindObject(std::string_view reply, JsonIndex* index) {
+  auto try_parse = [index](std::string_view text) -> std::optional<JsonView> {
+    std::optional<JsonView> j = ParseJsonView(text, index);
+    if (!j || !j->is_object()) return std::nullopt;
     return j;
   };
   if (auto j = try_parse(reply)) return j;
@@ -118,34 +153,51 @@ std::string JoinTypes(const std::vector<std::string>& types) {
 }  // namespace
 
 Result<ParsedExtraction> ParseExtractionReply(std::string_view reply) {
-  auto obj = FindObject(reply);
-  if (!obj || (!obj->contains("entities") && !obj->contains("relationships"))) {
+  std::optional<JsonView> entities;
+  std::optional<JsonView> relationships;
+  JsonIndex index;
+  if (std::optional<JsonView> obj = FindObject(reply, &index)) {
+    JsonView::Cursor cursor(*obj);
+    std::string_view key;
+    JsonView value;
+    while (cursor.NextMember(&key, &value)) {
+      if (key == "entities") entities = value;
+      if (key == "relationships") relationships = value;
+    }
+  }
+  if (!entities && !relationships) {
     return Status::Parse("the reply holds no JSON object with \"entities\" or \"relationships\"");
   }
   ParsedExtraction out;
-  if (auto it = obj->find("entities"); it != obj->end() && it->is_array()) {
-    for (const auto& e : *it) {
+  if (entities && entities->is_array()) {
+    JsonView::Cursor items(*entities);
+    JsonView e;
+    while (items.NextElement(&e)) {
       if (!e.is_object()) continue;
+      const auto f = Fields(e, kEntityFields);
       EntityMention m;
-      m.name = Text(e, {"name", "entity_name", "entity", "title"});
+      m.name = Text({&f[0], &f[1], &f[2], &f[3]});
       m.name_key = NormalizeEntityName(m.name);
       if (m.name_key.empty()) continue;
-      m.type = Lower(Text(e, {"type", "entity_type", "category"}));
-      m.description = Text(e, {"description", "entity_description", "summary"});
+      m.type = Lower(Text({&f[4], &f[5], &f[6]}));
+      m.description = Text({&f[7], &f[8], &f[9]});
       out.entities.push_back(std::move(m));
     }
   }
-  if (auto it = obj->find("relationships"); it != obj->end() && it->is_array()) {
-    for (const auto& r : *it) {
+  if (relationships && relationships->is_array()) {
+    JsonView::Cursor items(*relationships);
+    JsonView r;
+    while (items.NextElement(&r)) {
       if (!r.is_object()) continue;
+      const auto f = Fields(r, kRelationshipFields);
       RelationshipMention m;
-      m.source = Text(r, {"source", "source_entity", "from", "head"});
-      m.target = Text(r, {"target", "target_entity", "to", "tail"});
+      m.source = Text({&f[0], &f[1], &f[2], &f[3]});
+      m.target = Text({&f[4], &f[5], &f[6], &f[7]});
       m.source_key = NormalizeEntityName(m.source);
       m.target_key = NormalizeEntityName(m.target);
       if (m.source_key.empty() || m.target_key.empty() || m.source_key == m.target_key) continue;
-      m.description = Text(r, {"description", "relationship_description", "relationship"});
-      m.strength = Strength(r);
+      m.description = Text({&f[8], &f[9], &f[10]});
+      m.strength = Strength({&f[11], &f[12], &f[13]});
       out.relationships.push_back(std::move(m));
     }
   }

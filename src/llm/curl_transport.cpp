@@ -158,18 +158,26 @@ class CurlTransport final : public HttpTransport {
  public:
   Result<HttpResponse> Post(const HttpRequest& request) override {
     GRAG_ASSIGN_OR_RETURN(const CurlApi* curl, Curl());
-    CurlEasy handle = Take(*curl);
-    if (!handle) return Status::Internal("curl_easy_init failed");
-    CURL* h = handle.get();
+    Pooled pooled = Take(*curl);
+    if (!pooled.handle) return Status::Internal("curl_easy_init failed");
+    CURL* h = pooled.handle.get();
 
-    CurlList headers;
-    for (const HttpHeader& header : request.headers) {
-      if (!Append(headers, header.name + ": " + header.value)) {
-        return Status::Internal("curl_slist_append failed");
+    // The handle's list from its last request serves again when the headers are the same (the
+    // usual case: one endpoint's).
+    if (!pooled.headers || !SameHeaders(pooled.sent, request.headers)) {
+      pooled.headers.reset();
+      pooled.sent.clear();
+      CurlList headers;
+      for (const HttpHeader& header : request.headers) {
+        if (!Append(headers, header.name + ": " + header.value)) {
+          return Status::Internal("curl_slist_append failed");
+        }
       }
+      // Without this, curl waits for "100 Continue" before sending bodies over 1 MB.
+      if (!Append(headers, "Expect:")) return Status::Internal("curl_slist_append failed");
+      pooled.headers = std::move(headers);
+      pooled.sent = request.headers;
     }
-    // Without this, curl waits for "100 Continue" before sending bodies over 1 MB.
-    if (!Append(headers, "Expect:")) return Status::Internal("curl_slist_append failed");
 
     Transfer transfer;
     transfer.request = &request;
@@ -179,7 +187,7 @@ class CurlTransport final : public HttpTransport {
     curl->easy_setopt(h, CURLOPT_POST, 1L);
     curl->easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
     curl->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-    curl->easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+    curl->easy_setopt(h, CURLOPT_HTTPHEADER, pooled.headers.get());
     curl->easy_setopt(h, CURLOPT_HEADERFUNCTION, &OnHeader);
     curl->easy_setopt(h, CURLOPT_HEADERDATA, &transfer);
     curl->easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
@@ -201,9 +209,10 @@ class CurlTransport final : public HttpTransport {
     CURLcode rc = curl->easy_perform(h);
     long status = 0;
     curl->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    // The handle outlives `headers` and `error` in the pool: drop its pointers to them.
+    // The handle outlives `error` in the pool: drop its pointers (its header list, kept with it,
+    // is set again by the next request).
     curl->easy_reset(h);
-    Give(std::move(handle));
+    Give(std::move(pooled));
 
     if (!transfer.callback_error.empty()) {
       return Status::Internal("the body callback failed: " + transfer.callback_error);
@@ -228,26 +237,42 @@ class CurlTransport final : public HttpTransport {
   }
 
  private:
-  CurlEasy Take(const CurlApi& curl) {
+  // An easy handle and the header list it last sent.
+  struct Pooled {
+    CurlEasy handle;
+    CurlList headers;
+    std::vector<HttpHeader> sent;  // what `headers` holds, "Expect:" aside
+  };
+
+  static bool SameHeaders(const std::vector<HttpHeader>& a, const std::vector<HttpHeader>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const HttpHeader& x, const HttpHeader& y) {
+                        return x.name == y.name && x.value == y.value;
+                      });
+  }
+
+  Pooled Take(const CurlApi& curl) {
     {
       std::lock_guard lock(mu_);
       if (!idle_.empty()) {
-        CurlEasy h = std::move(idle_.back());
+        Pooled p = std::move(idle_.back());
         idle_.pop_back();
-        return h;
+        return p;
       }
     }
-    return CurlEasy(curl.easy_init());
+    Pooled p;
+    p.handle = CurlEasy(curl.easy_init());
+    return p;
   }
 
-  void Give(CurlEasy handle) {
+  void Give(Pooled pooled) {
     std::lock_guard lock(mu_);
-    idle_.push_back(std::move(handle));
+    idle_.push_back(std::move(pooled));
   }
 
   std::mutex mu_;
   // Guarded by mu_. At most as many as were ever in flight at once (the client bounds that).
-  std::vector<CurlEasy> idle_;
+  std::vector<Pooled> idle_;
 };
 
 }  // namespace

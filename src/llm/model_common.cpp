@@ -32,7 +32,7 @@ std::string ChatCacheKey(std::string_view model, const ChatRequest& request,
   return h.HexDigest();
 }
 
-std::string EncodeChatReply(const ChatResponse& response) {
+std::string EncodeChatReply(const ChatResponse& response, std::string_view content_json) {
   // What dumping the object {content, prompt_tokens, completion_tokens, tokens_estimated, model,
   // finish_reason} gives (keys sorted), without copying the reply into a json tree first.
   std::string out;
@@ -40,7 +40,11 @@ std::string EncodeChatReply(const ChatResponse& response) {
   out += "{\"completion_tokens\":";
   out += std::to_string(response.completion_tokens);
   out += ",\"content\":";
-  AppendJsonString(out, response.content);
+  if (content_json.empty()) {
+    AppendJsonString(out, response.content);
+  } else {
+    out += content_json;
+  }
   out += ",\"finish_reason\":";
   AppendJsonString(out, response.finish_reason);
   out += ",\"model\":";

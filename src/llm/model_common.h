@@ -18,8 +18,10 @@ namespace grag::llm_internal {
 std::string ChatCacheKey(std::string_view model, const ChatRequest& request,
                          const nlohmann::json* extra);
 
-// A cached chat reply (content, tokens, model, finish reason) as JSON text.
-std::string EncodeChatReply(const ChatResponse& response);
+// A cached chat reply (content, tokens, model, finish reason) as JSON text. `content_json`, when
+// not empty, is the content already written as a JSON string (ChatReply::content_json), copied
+// as it is.
+std::string EncodeChatReply(const ChatResponse& response, std::string_view content_json = {});
 // nullopt when `value` is not what EncodeChatReply wrote (a corrupt or foreign entry).
 std::optional<ChatResponse> DecodeChatReply(std::string_view value);
 

@@ -308,8 +308,8 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
   const bool several = pool.size() > 1;
   std::vector<bool> failed(pool.size(), false);             // endpoints this call failed on
   std::vector<std::pair<std::string, std::string>> bodies;  // by model name, built once each
-  auto body = [&](const std::string& model) -> const std::string& {
-    for (const auto& [m, b] : bodies) {
+  auto body = [&](const std::string& model) -> std::string& {
+    for (auto& [m, b] : bodies) {
       if (m == model) return b;
     }
     bodies.emplace_back(model, body_for(model));
@@ -330,7 +330,9 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
     request.headers.push_back({"Content-Type", "application/json"});
     request.headers.push_back(
         {"Accept", stream != nullptr ? "text/event-stream" : "application/json"});
-    request.body = body(target.model);
+    // Lent to the request, not copied (a prompt is tens of KB), and taken back after the call.
+    std::string& lent = body(target.model);
+    request.body = std::move(lent);
     request.timeout = options.timeout;
     request.connect_timeout = options.connect_timeout;
     request.cancel = cancel;
@@ -341,6 +343,7 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
     const Clock::TimePoint sent_at = clock->Now();
     Result<HttpResponse> result = transport->Post(request);
     const std::chrono::milliseconds latency = Since(*clock, sent_at);
+    lent = std::move(request.body);
 
     Status failure;
     bool retryable = false;
@@ -523,7 +526,8 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
   }
   if (use_cache) {
     Status stored =
-        options.cache->Put(key, llm_internal::EncodeChatReply(out), options.model, "chat");
+        options.cache->Put(key, llm_internal::EncodeChatReply(out, reply.content_json),
+                           options.model, "chat");
     if (!stored.ok()) Log(LogLevel::kWarn, "llm", "reply not cached: " + stored.ToString());
   }
   return out;

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "grag/json_view.h"
+
 namespace grag::llm_internal {
 namespace {
 
@@ -22,73 +24,6 @@ using nlohmann::json;
 
 // Invalid UTF-8 in a document must not make dump() throw: replace it (U+FFFD) instead.
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// String values at least this long are decoded by ParseJson itself.
-constexpr size_t kLongJsonString = 256;
-
-bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-// The index of the quote closing the string literal that opens at text[open], or npos.
-size_t JsonStringEnd(std::string_view text, size_t open) {
-  for (size_t i = open + 1; i < text.size(); ++i) {
-    if (text[i] == '\\') {
-      ++i;
-    } else if (text[i] == '"') {
-      return i;
-    }
-  }
-  return std::string_view::npos;
-}
-
-// The value of a string literal's inside when it holds only printable ASCII (what nlohmann takes
-// as it is: 0x20 to 0x7F but the quote and the backslash) and two-character escapes; nullopt for
-// anything else (\u escapes, control bytes, non-ASCII, a bad escape), which nlohmann reads.
-std::optional<std::string> DecodePlainJsonString(std::string_view inside) {
-  std::string out;
-  out.reserve(inside.size());
-  size_t i = 0;
-  while (i < inside.size()) {
-    size_t run = i;
-    while (run < inside.size()) {
-      const auto u = static_cast<unsigned char>(inside[run]);
-      if (u == '\\' || u < 0x20 || u >= 0x80) break;
-      ++run;
-    }
-    out.append(inside, i, run - i);
-    if (run == inside.size()) break;
-    if (inside[run] != '\\' || run + 1 == inside.size()) return std::nullopt;
-    switch (inside[run + 1]) {
-      case '"':
-        out += '"';
-        break;
-      case '\\':
-        out += '\\';
-        break;
-      case '/':
-        out += '/';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      default:
-        return std::nullopt;
-    }
-    i = run + 2;
-  }
-  return out;
-}
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -182,6 +117,72 @@ std::optional<std::string> ContentText(const json& content) {
   return std::nullopt;
 }
 
+// The same readers over a JsonView (what ParseChatReply reads in place).
+std::optional<JsonView> Member(const JsonView& object, std::string_view name) {
+  if (!object.is_object()) return std::nullopt;
+  return object.Member(name);
+}
+
+std::string StringMember(const JsonView& object, std::string_view name) {
+  std::optional<JsonView> m = Member(object, name);
+  return m && m->is_string() ? m->String() : std::string();
+}
+
+std::optional<int64_t> CountMember(const JsonView& object, std::string_view name) {
+  std::optional<JsonView> m = Member(object, name);
+  if (!m || !m->is_number()) return std::nullopt;
+  const JsonView::Number n = m->GetNumber();
+  switch (n.type) {
+    case JsonView::Number::Type::kFloat:
+      if (!std::isfinite(n.d) || n.d < 0) return std::nullopt;
+      return static_cast<int64_t>(std::llround(n.d));
+    case JsonView::Number::Type::kUnsigned:
+      return static_cast<int64_t>(n.u);
+    case JsonView::Number::Type::kInteger:
+      break;
+  }
+  return n.i;
+}
+
+void ReadUsage(const JsonView& reply, std::optional<int64_t>* prompt,
+               std::optional<int64_t>* completion) {
+  std::optional<JsonView> usage = Member(reply, "usage");
+  if (!usage || !usage->is_object()) return;
+  auto p = CountMember(*usage, "prompt_tokens");
+  auto c = CountMember(*usage, "completion_tokens");
+  if (!c) {
+    auto total = CountMember(*usage, "total_tokens");
+    if (total && p) c = std::max<int64_t>(0, *total - *p);
+  }
+  if (p) *prompt = p;
+  if (c) *completion = c;
+}
+
+// ContentText over a view; *literal becomes the string's literal when it is a string written as
+// AppendJsonString writes it (else it is left empty).
+std::optional<std::string> ContentText(const JsonView& content, std::string_view* literal) {
+  if (content.is_string()) {
+    bool canonical = true;
+    std::string text = content.String(&canonical);
+    if (canonical) *literal = content.raw();
+    return text;
+  }
+  if (content.is_array()) {
+    std::string text;
+    JsonView::Cursor parts(content);
+    JsonView part;
+    while (parts.NextElement(&part)) {
+      if (part.is_string()) {
+        text += part.String();
+      } else {
+        text += StringMember(part, "text");
+      }
+    }
+    return text;
+  }
+  return std::nullopt;
+}
+
 std::string WithCode(std::string message, const json& error) {
   const json* code = Member(error, "code");
   std::string c;
@@ -196,55 +197,6 @@ constexpr char kBase64Alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 }  // namespace
-
-json ParseJson(std::string_view text) {
-  // The text with each long plain string value replaced by "" (a skeleton, valid JSON exactly
-  // when the text is), and those values by their place among the string values in text order.
-  // Keys are the strings followed by a colon; nlohmann reports the values in the same order.
-  std::string skeleton;
-  std::vector<std::pair<size_t, std::string>> long_values;
-  size_t value_strings = 0;
-  size_t copied = 0;  // text[0, copied) is in the skeleton
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '"') continue;
-    const size_t close = JsonStringEnd(text, i);
-    if (close == std::string_view::npos) break;
-    size_t next = close + 1;
-    while (next < text.size() && IsJsonSpace(text[next])) ++next;
-    if (next == text.size() || text[next] != ':') {
-      if (close - i - 1 >= kLongJsonString) {
-        std::optional<std::string> value = DecodePlainJsonString(text.substr(i + 1, close - i - 1));
-        if (value) {
-          skeleton.append(text, copied, i - copied);
-          skeleton += "\"\"";
-          copied = close + 1;
-          long_values.emplace_back(value_strings, std::move(*value));
-        }
-      }
-      ++value_strings;
-    }
-    i = close;
-  }
-  if (long_values.empty()) return json::parse(text, nullptr, false);
-  skeleton.append(text, copied);
-  size_t seen = 0;
-  size_t next_long = 0;
-  const json::parser_callback_t put_back = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::value && parsed.is_string()) {
-      if (next_long < long_values.size() && long_values[next_long].first == seen) {
-        parsed = std::move(long_values[next_long].second);
-        ++next_long;
-      }
-      ++seen;
-    }
-    return true;
-  };
-  json j = json::parse(skeleton, put_back, false);
-  if (j.is_discarded() || next_long != long_values.size() || seen != value_strings) {
-    return json::parse(text, nullptr, false);
-  }
-  return j;
-}
 
 // ---- requests ----
 
@@ -298,36 +250,42 @@ Result<nlohmann::json> ParseExtraBody(std::string_view text) {
 // ---- replies ----
 
 Result<ChatReply> ParseChatReply(std::string_view body) {
-  json j = ParseJson(body);
-  if (j.is_discarded()) return Status::Parse("reply is not JSON: " + Shorten(body, 200));
-  if (!j.is_object()) return Status::Parse("reply is not a JSON object: " + Shorten(body, 200));
-  const json* choices = Member(j, "choices");
-  if (choices == nullptr || !choices->is_array() || choices->empty()) {
-    if (Member(j, "error") != nullptr) {
+  // Read in place (grag/json_view.h): a reply is mostly its content, which nlohmann would copy
+  // byte by byte into a tree, and the content's literal is kept for the cache (ChatReply).
+  JsonIndex index;
+  const std::optional<JsonView> j = ParseJsonView(body, &index);
+  if (!j) return Status::Parse("reply is not JSON: " + Shorten(body, 200));
+  if (!j->is_object()) return Status::Parse("reply is not a JSON object: " + Shorten(body, 200));
+  const std::optional<JsonView> choices = j->Member("choices");
+  std::optional<JsonView> choice;
+  if (choices && choices->is_array()) choice = choices->Front();
+  if (!choice) {
+    if (j->Member("error")) {
       return Status::Unavailable("server replied with an error: " + ErrorMessageFromBody(body));
     }
     return Status::Parse("reply has no choices: " + Shorten(body, 200));
   }
-  const json& choice = (*choices)[0];
   ChatReply reply;
-  reply.finish_reason = StringMember(choice, "finish_reason");
-  reply.model = StringMember(j, "model");
-  ReadUsage(j, &reply.prompt_tokens, &reply.completion_tokens);
+  reply.finish_reason = StringMember(*choice, "finish_reason");
+  reply.model = StringMember(*j, "model");
+  ReadUsage(*j, &reply.prompt_tokens, &reply.completion_tokens);
 
   std::optional<std::string> content;
-  const json* message = Member(choice, "message");
-  if (message != nullptr) {
-    if (const json* c = Member(*message, "content")) content = ContentText(*c);
-  } else if (const json* text = Member(choice, "text")) {
-    content = ContentText(*text);  // a completions-style choice, from older servers
+  std::optional<JsonView> message = Member(*choice, "message");
+  if (message) {
+    if (std::optional<JsonView> c = Member(*message, "content")) {
+      content = ContentText(*c, &reply.content_json);
+    }
+  } else if (std::optional<JsonView> text = Member(*choice, "text")) {
+    content = ContentText(*text, &reply.content_json);  // a completions-style choice, from older servers
   }
   if (!content) {
     std::string why;
-    if (message != nullptr) {
+    if (message) {
       if (std::string refusal = StringMember(*message, "refusal"); !refusal.empty()) {
         return Status::Parse("model refused: " + Shorten(refusal, 300));
       }
-      if (Member(*message, "tool_calls") != nullptr) why = ", tool calls instead";
+      if (Member(*message, "tool_calls")) why = ", tool calls instead";
     }
     if (!reply.finish_reason.empty()) why += ", finish_reason=" + reply.finish_reason;
     return Status::Parse("reply's content is missing or null" + why);

@@ -46,14 +46,12 @@ Result<nlohmann::json> ParseExtraBody(std::string_view text);
 
 // ---- replies ----
 
-// json::parse(text, nullptr, false), the same value (discarded when `text` is not JSON), with
-// long string values of printable ASCII and two-character escapes (a reply's content, most of
-// its bytes) decoded here: nlohmann's lexer copies every byte of a string twice, one at a time.
-// nlohmann still reads the rest, and all of `text` whenever the fast path would differ.
-nlohmann::json ParseJson(std::string_view text);
-
 struct ChatReply {
   std::string content;
+  // The content's JSON string literal in the reply body when it is byte for byte what
+  // AppendJsonString writes for `content` (EncodeChatReply copies it instead of escaping the
+  // content again); else empty. Points into the body: valid while the body is.
+  std::string_view content_json;
   std::optional<int64_t> prompt_tokens;  // nullopt: the reply had no usage
   std::optional<int64_t> completion_tokens;
   std::string model;
