@@ -249,25 +249,104 @@ std::vector<std::string> Corpus(const std::string& target) {
 // Texts that probe one rule each.
 const std::vector<std::string>& TrickyTexts() {
   static const std::vector<std::string> texts = {
-      "", " ", "{}", "[]", "  {} ", "{} x", "{}{}", "{,}", "{\"a\":1,}", "[1,]", "[,1]", "[1 2]",
-      "{\"a\" 1}", "{\"a\":}", "{1:2}", "{'a':1}", "null", "true", "false", "nul", "tru",
-      "truex", "[true,false,null]", "\"just a string\"", "0", "-0", "-", "01", "1.", ".5", "1.5",
-      "1e5", "1E+5", "1e-5", "1e", "1e+", "-1.5e-3", "1e400", "-1e400", "1e-400", "0.0000001e-320",
-      "18446744073709551615", "18446744073709551616", "-9223372036854775808",
-      "-9223372036854775809", "123456789012345678901234567890", std::string("1").append(400, '0'),
-      std::string("0.").append(400, '0').append("1"), "1.7976931348623157e308", "1.7976931348623159e308",
-      "4.9e-324", "2.4e-324", "[1,-0,-0.0,0e0,1E2,2.50]", "{\"a\":\"\\u0000\"}",
-      "\"\\u00e9\\u00E9\"", "\"\\ud83d\\ude00\"", "\"\\ud83d\"", "\"\\ude00\"", "\"\\ud83dx\"",
-      "\"\\ud83d\\u0041\"", "\"\\u12\"", "\"\\x41\"", "\"\\/\"", "\"a\\\"b\\\\c\\bd\\fe\\nf\\rg\\th\"",
-      "\"\\u001f\\u001F\\u0008\\u000a\\u0020\\u0022\\u005c\"", "\"tab\there\"", "\"nl\nhere\"",
-      "\"\x7f\"", "\"caf\xc3\xa9\"", "\"\xc3\"", "\"\xc0\xaf\"", "\"\xe0\x80\xaf\"",
-      "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\xf0\x9f\x98\x80\"", "\"\xff\"",
-      "\xef\xbb\xbf{}", "\xef\xbb{}", "\xef{}", " \xef\xbb\xbf{}", "\xef\xbb\xbf",
-      "{\"a\":1,\"a\":2}", "{\"a\":{\"b\":[1,{\"c\":\"}\"}]},\"a\":[]}", "[[[[[[[[[[]]]]]]]]]]",
-      std::string(5000, '[') + std::string(5000, ']'), std::string(5000, '[') + std::string(4999, ']'),
-      "{\"k\\u0065y\":1,\"key\":2}", "{\"key\":1,\"k\\u0065y\":2}", "{\"\":0}", "[\"\\\\\"]",
-      "{\"a\":\"x\\\\\",\"b\":\"}\"}", "{\"a\":1}\n", "\t{\"a\":1}\r\n", "{\"a\":1}\v",
-      std::string("{\"a\":1}\0", 8), std::string("\"a\0b\"", 5), "[1,2,3]x", "{\"a\":1 \"b\":2}",
+      "",
+      " ",
+      "{}",
+      "[]",
+      "  {} ",
+      "{} x",
+      "{}{}",
+      "{,}",
+      "{\"a\":1,}",
+      "[1,]",
+      "[,1]",
+      "[1 2]",
+      "{\"a\" 1}",
+      "{\"a\":}",
+      "{1:2}",
+      "{'a':1}",
+      "null",
+      "true",
+      "false",
+      "nul",
+      "tru",
+      "truex",
+      "[true,false,null]",
+      "\"just a string\"",
+      "0",
+      "-0",
+      "-",
+      "01",
+      "1.",
+      ".5",
+      "1.5",
+      "1e5",
+      "1E+5",
+      "1e-5",
+      "1e",
+      "1e+",
+      "-1.5e-3",
+      "1e400",
+      "-1e400",
+      "1e-400",
+      "0.0000001e-320",
+      "18446744073709551615",
+      "18446744073709551616",
+      "-9223372036854775808",
+      "-9223372036854775809",
+      "123456789012345678901234567890",
+      std::string("1").append(400, '0'),
+      std::string("0.").append(400, '0').append("1"),
+      "1.7976931348623157e308",
+      "1.7976931348623159e308",
+      "4.9e-324",
+      "2.4e-324",
+      "[1,-0,-0.0,0e0,1E2,2.50]",
+      "{\"a\":\"\\u0000\"}",
+      "\"\\u00e9\\u00E9\"",
+      "\"\\ud83d\\ude00\"",
+      "\"\\ud83d\"",
+      "\"\\ude00\"",
+      "\"\\ud83dx\"",
+      "\"\\ud83d\\u0041\"",
+      "\"\\u12\"",
+      "\"\\x41\"",
+      "\"\\/\"",
+      "\"a\\\"b\\\\c\\bd\\fe\\nf\\rg\\th\"",
+      "\"\\u001f\\u001F\\u0008\\u000a\\u0020\\u0022\\u005c\"",
+      "\"tab\there\"",
+      "\"nl\nhere\"",
+      "\"\x7f\"",
+      "\"caf\xc3\xa9\"",
+      "\"\xc3\"",
+      "\"\xc0\xaf\"",
+      "\"\xe0\x80\xaf\"",
+      "\"\xed\xa0\x80\"",
+      "\"\xf4\x90\x80\x80\"",
+      "\"\xf0\x9f\x98\x80\"",
+      "\"\xff\"",
+      "\xef\xbb\xbf{}",
+      "\xef\xbb{}",
+      "\xef{}",
+      " \xef\xbb\xbf{}",
+      "\xef\xbb\xbf",
+      "{\"a\":1,\"a\":2}",
+      "{\"a\":{\"b\":[1,{\"c\":\"}\"}]},\"a\":[]}",
+      "[[[[[[[[[[]]]]]]]]]]",
+      std::string(5000, '[') + std::string(5000, ']'),
+      std::string(5000, '[') + std::string(4999, ']'),
+      "{\"k\\u0065y\":1,\"key\":2}",
+      "{\"key\":1,\"k\\u0065y\":2}",
+      "{\"\":0}",
+      "[\"\\\\\"]",
+      "{\"a\":\"x\\\\\",\"b\":\"}\"}",
+      "{\"a\":1}\n",
+      "\t{\"a\":1}\r\n",
+      "{\"a\":1}\v",
+      std::string("{\"a\":1}\0", 8),
+      std::string("\"a\0b\"", 5),
+      "[1,2,3]x",
+      "{\"a\":1 \"b\":2}",
   };
   return texts;
 }
@@ -464,7 +543,12 @@ TEST(ExtractionReplyDifferentialTest, TrickyReplies) {
       "{\"entities\":[{\"name\":\"A\"}],}",
       "{\"entities\":[{\"name\":\"A\"}]",
       "\xef\xbb\xbf{\"entities\":[{\"name\":\"BOM\"}]}",
-      "I cannot do that", "", "{}", "{\"foo\": 1}", "[{\"entities\":[]}]", "{\"entities\": [",
+      "I cannot do that",
+      "",
+      "{}",
+      "{\"foo\": 1}",
+      "[{\"entities\":[]}]",
+      "{\"entities\": [",
   };
   for (const std::string& r : replies) SameExtraction(r);
 }
@@ -479,10 +563,20 @@ TEST(ExtractionReplyDifferentialTest, StoredFuzzInputs) {
 // Random replies in the shapes models write, then cut and mangled.
 std::string RandomReply(std::mt19937& rng) {
   auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
-  const std::vector<std::string> names = {"\"Scrooge\"", "\"Bob Cratchit\"", "\" Tiny Tim \"",
-                                          "\"Marley\\u2019s Ghost\"", "\"\\\"Fezziwig\\\"\"",
-                                          "\"Lon{don}\"", "\"\"", "null", "42", "\"caf\xc3\xa9\"",
-                                          "\"a\\\\b\"", "\"\\ud83d\\ude00\"", "true", "[]"};
+  const std::vector<std::string> names = {"\"Scrooge\"",
+                                          "\"Bob Cratchit\"",
+                                          "\" Tiny Tim \"",
+                                          "\"Marley\\u2019s Ghost\"",
+                                          "\"\\\"Fezziwig\\\"\"",
+                                          "\"Lon{don}\"",
+                                          "\"\"",
+                                          "null",
+                                          "42",
+                                          "\"caf\xc3\xa9\"",
+                                          "\"a\\\\b\"",
+                                          "\"\\ud83d\\ude00\"",
+                                          "true",
+                                          "[]"};
   const std::vector<std::string> name_keys = {"name", "entity_name", "entity", "title", "label"};
   const std::vector<std::string> type_keys = {"type", "entity_type", "category", "kind"};
   const std::vector<std::string> desc_keys = {"description", "entity_description", "summary",
@@ -490,12 +584,19 @@ std::string RandomReply(std::mt19937& rng) {
   const std::vector<std::string> src_keys = {"source", "source_entity", "from", "head", "src"};
   const std::vector<std::string> dst_keys = {"target", "target_entity", "to", "tail", "dst"};
   const std::vector<std::string> str_keys = {"strength", "weight", "relationship_strength"};
-  const std::vector<std::string> strengths = {"7",     "\"8\"",  "10.5", "-1",   "0",     "\"x\"",
-                                              "null",  "2.25",   "1e2",  "\" 3\"", "true",  "[1]",
-                                              "1E-2", "\"4.5\"", "9",    "-0.0", "\"\\u0036\""};
-  const std::vector<std::string> texts = {"\"lives in London\"", "\"a \\\"quoted\\\" word\"",
-                                          "\"tab\\there\"", "\"\"", "\"  \"", "7", "null",
-                                          "\"{ } [ ] , :\"", "\"\\/slash\"", "\"caf\\u00e9\""};
+  const std::vector<std::string> strengths = {
+      "7",      "\"8\"", "10.5", "-1",   "0",       "\"x\"", "null", "2.25",       "1e2",
+      "\" 3\"", "true",  "[1]",  "1E-2", "\"4.5\"", "9",     "-0.0", "\"\\u0036\""};
+  const std::vector<std::string> texts = {"\"lives in London\"",
+                                          "\"a \\\"quoted\\\" word\"",
+                                          "\"tab\\there\"",
+                                          "\"\"",
+                                          "\"  \"",
+                                          "7",
+                                          "null",
+                                          "\"{ } [ ] , :\"",
+                                          "\"\\/slash\"",
+                                          "\"caf\\u00e9\""};
   const std::vector<std::string> spaces = {"", " ", "\n", "\n  ", "\t"};
   auto member = [&](const std::string& key, const std::string& value) {
     std::string m = "\"";
@@ -524,7 +625,8 @@ std::string RandomReply(std::mt19937& rng) {
       std::vector<std::string> members;
       if (entities) {
         members.push_back(member(pick(name_keys), pick(names)));
-        if (rng() % 4) members.push_back(member(pick(type_keys), pick({"\"PERSON\"", "\"geo\"", "3", "null"})));
+        if (rng() % 4)
+          members.push_back(member(pick(type_keys), pick({"\"PERSON\"", "\"geo\"", "3", "null"})));
         if (rng() % 4) members.push_back(member(pick(desc_keys), pick(texts)));
       } else {
         members.push_back(member(pick(src_keys), pick(names)));
@@ -582,7 +684,6 @@ TEST(ExtractionReplyDifferentialTest, RandomRepliesAndTheirMutations) {
   }
   EXPECT_GT(parsed, replies / 3) << parsed << " of " << replies;
 }
-
 
 // ---- ParseChatReply against the nlohmann-based one it replaced ----
 
@@ -732,7 +833,11 @@ TEST(ChatReplyDifferentialTest, TrickyBodies) {
       R"({"choices":[{"message":{"content":"a"}},{"message":{"content":"b"}}]})",
       R"({"choices":[{"message":{"content":"a","content":"b"}}],"model":"x","model":"y"})",
       R"({"error":{"message":"bad key","type":"invalid_request_error"}})",
-      "{}", "[]", "\"s\"", "", "<html>oops</html>",
+      "{}",
+      "[]",
+      "\"s\"",
+      "",
+      "<html>oops</html>",
       R"({"choices":[{"message":{"content":"x"}}]} x)",
   };
   for (const std::string& b : bodies) SameChatReply(b);
@@ -746,9 +851,13 @@ TEST(ChatReplyDifferentialTest, StoredFuzzInputsAndLongContents) {
     const std::string content = RandomReply(rng);
     json body = {{"id", "c"},
                  {"model", "m"},
-                 {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", "stop"}}}},
+                 {"choices",
+                  {{{"index", 0},
+                    {"message", {{"role", "assistant"}, {"content", content}}},
+                    {"finish_reason", "stop"}}}},
                  {"usage", {{"prompt_tokens", 100}, {"completion_tokens", 50}}}};
-    const std::string text = i % 2 ? body.dump() : body.dump(2, ' ', true);  // ASCII-only: \u escapes
+    const std::string text =
+        i % 2 ? body.dump() : body.dump(2, ' ', true);  // ASCII-only: \u escapes
     literal_kept += SameChatReply(text);
     for (int m = 0; m < 3; ++m) {
       std::string t = text;

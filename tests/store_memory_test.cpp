@@ -137,14 +137,13 @@ bool TransparentHugePagesOn() {
   std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string mode;
   std::getline(in, mode);
-  return mode.find("[always]") != std::string::npos ||
-         mode.find("[madvise]") != std::string::npos;
+  return mode.find("[always]") != std::string::npos || mode.find("[madvise]") != std::string::npos;
 }
 
 TEST(LargeArrayTest, ALargeArrayStartsOnAHugePageAndKeepsItsValuesAsItGrows) {
   LargeVector<float> v;
   for (int i = 0; i < 1000; ++i) v.push_back(static_cast<float>(i));  // small: operator new
-  v.resize(3 << 20);  // 12 MiB: mapped
+  v.resize(3 << 20);                                                  // 12 MiB: mapped
   std::iota(v.begin() + 1000, v.end(), 1000.0f);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % (uintptr_t{2} << 20), 0u);
   for (size_t i = 0; i < v.size(); i += 4099) ASSERT_EQ(v[i], static_cast<float>(i)) << i;

@@ -14,7 +14,8 @@ std::size_t RoundUp(std::size_t bytes) { return (bytes + kHugePage - 1) & ~(kHug
 }  // namespace
 
 void* Allocate(std::size_t bytes, std::size_t alignment) {
-  if (bytes < kHugePage) return ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t{alignment});
+  if (bytes < kHugePage)
+    return ::operator new (bytes == 0 ? 1 : bytes, std::align_val_t{alignment});
   const std::size_t size = RoundUp(bytes);
   if (size < bytes) throw std::bad_alloc();  // the rounding overflowed
   // Map a huge page more than needed, then unmap the unaligned head and the tail: what remains
@@ -35,7 +36,7 @@ void* Allocate(std::size_t bytes, std::size_t alignment) {
 void Free(void* p, std::size_t bytes, std::size_t alignment) noexcept {
   if (p == nullptr) return;
   if (bytes < kHugePage) {
-    ::operator delete(p, std::align_val_t{alignment});
+    ::operator delete (p, std::align_val_t{alignment});
     return;
   }
   munmap(p, RoundUp(bytes));

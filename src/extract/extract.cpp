@@ -42,15 +42,17 @@ std::string Lower(std::string s) {
 
 // The members of an extraction's entries that ParseExtractionReply reads, each under any of
 // several names (what models write instead), in the order they are tried.
+// clang-format off
 constexpr std::array<std::string_view, 10> kEntityFields = {
-    "name",        "entity_name", "entity",      "title",              // the name
-    "type",        "entity_type", "category",                          // the type
+    "name",        "entity_name",   "entity",   "title",               // the name
+    "type",        "entity_type",   "category",                        // the type
     "description", "entity_description", "summary"};                   // the description
 constexpr std::array<std::string_view, 14> kRelationshipFields = {
-    "source",      "source_entity", "from", "head",                    // the source
-    "target",      "target_entity", "to",   "tail",                    // the target
+    "source",      "source_entity", "from",     "head",                // the source
+    "target",      "target_entity", "to",       "tail",                // the target
     "description", "relationship_description", "relationship",         // the description
     "strength",    "weight",        "relationship_strength"};          // the strength
+// clang-format on
 
 // An entry's members under the names in `names` (the last of repeated keys, as nlohmann keeps).
 template <size_t N>

@@ -254,7 +254,7 @@ bool TokenToDouble(std::string_view token, double* out) {
     if (minus) exponent = -exponent;
   }
   if (first >= 0 && int_digits - 1 - first + exponent > 0) return false;  // overflow
-  *out = negative ? -0.0 : 0.0;                                            // underflow
+  *out = negative ? -0.0 : 0.0;                                           // underflow
   return true;
 }
 

@@ -525,9 +525,8 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
     }
   }
   if (use_cache) {
-    Status stored =
-        options.cache->Put(key, llm_internal::EncodeChatReply(out, reply.content_json),
-                           options.model, "chat");
+    Status stored = options.cache->Put(key, llm_internal::EncodeChatReply(out, reply.content_json),
+                                       options.model, "chat");
     if (!stored.ok()) Log(LogLevel::kWarn, "llm", "reply not cached: " + stored.ToString());
   }
   return out;

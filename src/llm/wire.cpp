@@ -277,7 +277,8 @@ Result<ChatReply> ParseChatReply(std::string_view body) {
       content = ContentText(*c, &reply.content_json);
     }
   } else if (std::optional<JsonView> text = Member(*choice, "text")) {
-    content = ContentText(*text, &reply.content_json);  // a completions-style choice, from older servers
+    content =
+        ContentText(*text, &reply.content_json);  // a completions-style choice, from older servers
   }
   if (!content) {
     std::string why;

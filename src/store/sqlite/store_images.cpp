@@ -174,7 +174,8 @@ Result<PackedEmbeddings> PackRows(sqlite::Connection& conn, EmbeddingOwner owner
     // Whole floats only: a blob whose size is not a multiple of 4 (damage) must not write past
     // the vector's end.
     if (dim > 0) {
-      std::memcpy(packed.values.data() + at, bytes.data(), static_cast<size_t>(dim) * sizeof(float));
+      std::memcpy(packed.values.data() + at, bytes.data(),
+                  static_cast<size_t>(dim) * sizeof(float));
     }
   }
   return packed;
