@@ -113,6 +113,14 @@ std::string_view Stmt::Sql() const {
 // ---- Connection ----
 
 Result<Connection> Connection::Open(const std::string& path, int flags) {
+  // No memory statistics: with them (SQLite's default) every sqlite3_malloc and sqlite3_free
+  // takes one process-wide mutex, which the index's threads contend for. Nothing reads them
+  // (no sqlite3_status, no heap limits). Set once, before SQLite initialises; refused (and
+  // harmless) if something in the process initialised it first.
+  static const bool configured = [] {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
+  }();
+  (void)configured;
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   DbHandle db(raw);  // sqlite3_open_v2 may allocate a handle even when it fails
