@@ -116,8 +116,10 @@ uint64_t Fnv1a64(std::string_view s) {
 // read again only if a report quotes it (the corpus's text is not held in memory: a community
 // at the top of the hierarchy names sentences from most of it).
 struct AnalysedSentence {
-  uint32_t index = 0;      // among the chunk's sentences (SplitSentences)
-  uint32_t text_size = 0;  // bytes
+  // Where SplitSentences's text starts in the chunk (Sentence::offset), so a quote is cut from
+  // the chunk again without splitting all of it.
+  uint32_t offset = 0;
+  uint32_t text_size = 0;  // bytes, whitespace runs collapsed
   bool complete = true;
   // Two independent hashes of the text: overlapping chunks repeat sentences, and a repeat is
   // known by them.
@@ -176,7 +178,7 @@ class Reporter {
   Result<const AnalysedChunk*> Chunk(const std::string& id);
   Result<std::string> SentenceText(const Candidate& c);
   void BuildPhrases();
-  std::vector<int64_t> Mentions(const std::string& sentence) const;
+  std::vector<int64_t> Mentions(const std::string& sentence);
   Result<std::vector<Candidate>> Candidates(const std::vector<Member>& members);
   std::vector<const Candidate*> Pick(const std::vector<Candidate>& candidates) const;
   Finding SentenceFinding(const Candidate& c, const std::string& text,
@@ -206,6 +208,10 @@ class Reporter {
   std::unordered_map<std::string, std::unique_ptr<AnalysedChunk>> chunks_;  // on demand
   // First word -> phrases.
   std::unordered_map<std::string, std::vector<Phrase>, StringHash, std::equal_to<>> phrases_;
+  // The FirstWordBits of phrases_'s keys: most words of a sentence start no name, and this
+  // tells so without hashing the word (no false negatives; false positives only cost a lookup).
+  std::vector<uint64_t> first_word_bits_;
+  std::vector<std::string_view> words_;  // Mentions's scratch, kept for its capacity
   bool phrases_built_ = false;
 };
 
@@ -305,8 +311,21 @@ std::string Reporter::InputHash(const CommunityRecord& community,
   return h.HexDigest();
 }
 
+// A cheap 20-bit fingerprint of a word (its length and first and last bytes), for the filter
+// in front of phrases_.
+constexpr size_t kFirstWordBits = size_t{1} << 20;
+size_t FirstWordBit(std::string_view w) {
+  uint64_t x = w.size();
+  for (size_t k = 0; k < 3 && k < w.size(); ++k) {
+    x = x << 8 | static_cast<unsigned char>(w[k]);
+    x = x << 8 | static_cast<unsigned char>(w[w.size() - 1 - k]);
+  }
+  return static_cast<size_t>((x * 0x9E3779B97F4A7C15ull) >> 44);
+}
+
 void Reporter::BuildPhrases() {
   phrases_built_ = true;
+  first_word_bits_.assign(kFirstWordBits / 64, 0);
   for (const EntityRecord& e : entities_) {
     std::set<std::string> keys = {NormalizeEntityName(e.name), NormalizeEntityName(e.name_key)};
     for (const std::string& key : keys) {
@@ -316,18 +335,29 @@ void Reporter::BuildPhrases() {
       std::vector<std::string> words = SplitNormalizedName(key);
       if (words.empty() || (words.size() == 1 && words[0].size() < 3)) continue;
       std::string first = words[0];
+      const size_t bit = FirstWordBit(first);
+      first_word_bits_[bit / 64] |= uint64_t{1} << (bit % 64);
       phrases_[first].push_back({e.id, std::move(words)});
     }
   }
 }
 
-std::vector<int64_t> Reporter::Mentions(const std::string& sentence) const {
+std::vector<int64_t> Reporter::Mentions(const std::string& sentence) {
   // Every sentence of every chunk a report quotes from comes here: its words as views, not
-  // strings.
+  // strings, in a reused vector.
   const std::string normalized = NormalizeEntityName(sentence);
-  const std::vector<std::string_view> words = SplitNormalizedNameViews(normalized);
+  std::vector<std::string_view>& words = words_;
+  words.clear();
+  for (size_t start = 0; start < normalized.size();) {  // as SplitNormalizedNameViews
+    size_t end = normalized.find(' ', start);
+    if (end == std::string::npos) end = normalized.size();
+    if (end > start) words.emplace_back(normalized.data() + start, end - start);
+    start = end + 1;
+  }
   std::vector<int64_t> found;
   for (size_t i = 0; i < words.size(); ++i) {
+    const size_t bit = FirstWordBit(words[i]);
+    if ((first_word_bits_[bit / 64] >> (bit % 64) & 1) == 0) continue;
     auto it = phrases_.find(words[i]);
     if (it == phrases_.end()) continue;
     for (const Phrase& p : it->second) {
@@ -360,7 +390,8 @@ Result<const AnalysedChunk*> Reporter::Chunk(const std::string& id) {
     std::vector<int64_t> mentions = Mentions(sentences[k].text);
     if (mentions.empty()) continue;  // never a candidate
     const std::string& text = sentences[k].text;
-    a->sentences.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(text.size()),
+    a->sentences.push_back({static_cast<uint32_t>(sentences[k].offset),
+                            static_cast<uint32_t>(text.size()),
                             sentences[k].complete, std::hash<std::string_view>{}(text),
                             Fnv1a64(text), std::move(mentions)});
   }
@@ -368,18 +399,41 @@ Result<const AnalysedChunk*> Reporter::Chunk(const std::string& id) {
   return it->second.get();
 }
 
-// The text of a candidate's sentence, read again from its chunk.
+// `size` bytes of `text` from `offset` with whitespace runs collapsed to one space, as
+// SplitSentences gives a sentence that starts there; nullopt when the text is not that long.
+std::optional<std::string> CollapsedAt(std::string_view text, size_t offset, size_t size) {
+  const auto is_space = [](char c) {  // SplitSentences's whitespace
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+  };
+  std::string out;
+  out.reserve(size);
+  bool space = false;
+  for (size_t i = offset; i < text.size() && out.size() < size; ++i) {
+    if (is_space(text[i])) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += text[i];
+  }
+  if (out.size() != size) return std::nullopt;
+  return out;
+}
+
+// The text of a candidate's sentence, cut again from its chunk.
 Result<std::string> Reporter::SentenceText(const Candidate& c) {
   auto chunk = store_.GetChunk(c.chunk->id);
   if (!chunk.ok()) return chunk.status().WithContext("reading chunk " + c.chunk->id);
-  std::vector<Sentence> sentences;
-  if (chunk->has_value()) sentences = SplitSentences((*chunk)->text);
-  if (c.sentence->index >= sentences.size() ||
-      sentences[c.sentence->index].text.size() != c.sentence->text_size) {
+  std::optional<std::string> text;
+  if (chunk->has_value()) {
+    text = CollapsedAt((*chunk)->text, c.sentence->offset, c.sentence->text_size);
+  }
+  if (!text.has_value() || Fnv1a64(*text) != c.sentence->fnv) {
     return Status::Internal("chunk " + c.chunk->id +
                             " changed while the reports were written (run `grag index` again)");
   }
-  return std::move(sentences[c.sentence->index].text);
+  return std::move(*text);
 }
 
 // Every distinct sentence of the members' chunks that names a member and is not overlong, in
