@@ -124,7 +124,7 @@ struct AnalysedSentence {
   // Two independent hashes of the text: overlapping chunks repeat sentences, and a repeat is
   // known by them.
   uint64_t hash = 0, fnv = 0;
-  std::vector<int64_t> mentions;  // entities it names, ascending; never empty
+  std::vector<uint32_t> mentions;  // entities it names (indices in entities_), ascending; never empty
 };
 
 struct AnalysedChunk {
@@ -136,7 +136,7 @@ struct AnalysedChunk {
 
 // An entity name as words, for matching against a sentence's normalised words.
 struct Phrase {
-  int64_t entity_id = 0;
+  uint32_t entity = 0;  // index in entities_
   std::vector<std::string> words;
 };
 
@@ -178,7 +178,7 @@ class Reporter {
   Result<const AnalysedChunk*> Chunk(const std::string& id);
   Result<std::string> SentenceText(const Candidate& c);
   void BuildPhrases();
-  std::vector<int64_t> Mentions(const std::string& sentence);
+  std::vector<uint32_t> Mentions(const std::string& sentence);
   Result<std::vector<Candidate>> Candidates(const std::vector<Member>& members);
   std::vector<const Candidate*> Pick(const std::vector<Candidate>& candidates) const;
   Finding SentenceFinding(const Candidate& c, const std::string& text,
@@ -212,6 +212,10 @@ class Reporter {
   // tells so without hashing the word (no false negatives; false positives only cost a lookup).
   std::vector<uint64_t> first_word_bits_;
   std::vector<std::string_view> words_;  // Mentions's scratch, kept for its capacity
+  // Entity index -> rank among the members of the community being written (kNotMember
+  // otherwise); Candidates sets and clears its members' entries.
+  static constexpr uint32_t kNotMember = UINT32_MAX;
+  std::vector<uint32_t> rank_;
   bool phrases_built_ = false;
 };
 
@@ -326,7 +330,8 @@ size_t FirstWordBit(std::string_view w) {
 void Reporter::BuildPhrases() {
   phrases_built_ = true;
   first_word_bits_.assign(kFirstWordBits / 64, 0);
-  for (const EntityRecord& e : entities_) {
+  for (size_t i = 0; i < entities_.size(); ++i) {
+    const EntityRecord& e = entities_[i];
     std::set<std::string> keys = {NormalizeEntityName(e.name), NormalizeEntityName(e.name_key)};
     for (const std::string& key : keys) {
       // A name of nothing but stop words or a short number ("it", "the", "12") would be found
@@ -337,12 +342,12 @@ void Reporter::BuildPhrases() {
       std::string first = words[0];
       const size_t bit = FirstWordBit(first);
       first_word_bits_[bit / 64] |= uint64_t{1} << (bit % 64);
-      phrases_[first].push_back({e.id, std::move(words)});
+      phrases_[first].push_back({static_cast<uint32_t>(i), std::move(words)});
     }
   }
 }
 
-std::vector<int64_t> Reporter::Mentions(const std::string& sentence) {
+std::vector<uint32_t> Reporter::Mentions(const std::string& sentence) {
   // Every sentence of every chunk a report quotes from comes here: its words as views, not
   // strings, in a reused vector.
   const std::string normalized = NormalizeEntityName(sentence);
@@ -354,7 +359,7 @@ std::vector<int64_t> Reporter::Mentions(const std::string& sentence) {
     if (end > start) words.emplace_back(normalized.data() + start, end - start);
     start = end + 1;
   }
-  std::vector<int64_t> found;
+  std::vector<uint32_t> found;
   for (size_t i = 0; i < words.size(); ++i) {
     const size_t bit = FirstWordBit(words[i]);
     if ((first_word_bits_[bit / 64] >> (bit % 64) & 1) == 0) continue;
@@ -364,7 +369,7 @@ std::vector<int64_t> Reporter::Mentions(const std::string& sentence) {
       if (i + p.words.size() > words.size()) continue;
       if (std::equal(p.words.begin() + 1, p.words.end(),
                      words.begin() + static_cast<std::ptrdiff_t>(i) + 1)) {
-        found.push_back(p.entity_id);
+        found.push_back(p.entity);
       }
     }
   }
@@ -387,7 +392,7 @@ Result<const AnalysedChunk*> Reporter::Chunk(const std::string& id) {
   a->index = (*chunk)->index;
   const std::vector<Sentence> sentences = SplitSentences((*chunk)->text);
   for (size_t k = 0; k < sentences.size(); ++k) {
-    std::vector<int64_t> mentions = Mentions(sentences[k].text);
+    std::vector<uint32_t> mentions = Mentions(sentences[k].text);
     if (mentions.empty()) continue;  // never a candidate
     const std::string& text = sentences[k].text;
     a->sentences.push_back({static_cast<uint32_t>(sentences[k].offset),
@@ -439,15 +444,33 @@ Result<std::string> Reporter::SentenceText(const Candidate& c) {
 // Every distinct sentence of the members' chunks that names a member and is not overlong, in
 // document order.
 Result<std::vector<Candidate>> Reporter::Candidates(const std::vector<Member>& members) {
-  std::unordered_map<int64_t, size_t> rank;
-  std::set<std::string> chunk_ids;
+  // Each community's members and chunks come here, and at the top of the hierarchy that is
+  // most of the corpus: entities by index and chunk ids by pointer, not by hashing strings.
+  if (rank_.size() != entities_.size()) rank_.assign(entities_.size(), kNotMember);
+  std::vector<const std::string*> chunk_ids;
   for (size_t i = 0; i < members.size(); ++i) {
-    rank.emplace(members[i].entity->id, i);
-    chunk_ids.insert(members[i].chunks->begin(), members[i].chunks->end());
+    uint32_t& r = rank_[static_cast<size_t>(members[i].entity - entities_.data())];
+    if (r == kNotMember) r = static_cast<uint32_t>(i);  // a repeated member keeps its first rank
+    for (const std::string& id : *members[i].chunks) chunk_ids.push_back(&id);
   }
+  struct ClearRanks {  // on every return, errors included
+    const std::vector<Member>& members;
+    const std::vector<EntityRecord>& entities;
+    std::vector<uint32_t>& rank;
+    ~ClearRanks() {
+      for (const Member& m : members) {
+        rank[static_cast<size_t>(m.entity - entities.data())] = kNotMember;
+      }
+    }
+  } clear_ranks{members, entities_, rank_};
+  std::sort(chunk_ids.begin(), chunk_ids.end(),
+            [](const std::string* a, const std::string* b) { return *a < *b; });
+  chunk_ids.erase(std::unique(chunk_ids.begin(), chunk_ids.end(),
+                              [](const std::string* a, const std::string* b) { return *a == *b; }),
+                  chunk_ids.end());
   std::vector<const AnalysedChunk*> chunks;
-  for (const std::string& id : chunk_ids) {
-    GRAG_ASSIGN_OR_RETURN(const AnalysedChunk* c, Chunk(id));
+  for (const std::string* id : chunk_ids) {
+    GRAG_ASSIGN_OR_RETURN(const AnalysedChunk* c, Chunk(*id));
     if (c != nullptr) chunks.push_back(c);
   }
   std::sort(chunks.begin(), chunks.end(), [](const AnalysedChunk* a, const AnalysedChunk* b) {
@@ -455,15 +478,21 @@ Result<std::vector<Candidate>> Reporter::Candidates(const std::vector<Member>& m
     return a->index < b->index;
   });
   std::vector<Candidate> out;
-  std::set<std::pair<uint64_t, uint64_t>> seen;  // overlapping chunks repeat sentences
+  struct PairHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
+      return static_cast<size_t>(p.first ^ (p.second * 0x9E3779B97F4A7C15ull));
+    }
+  };
+  std::unordered_set<std::pair<uint64_t, uint64_t>, PairHash> seen;  // overlapping chunks
+                                                                      // repeat sentences
   for (const AnalysedChunk* c : chunks) {
     for (const AnalysedSentence& s : c->sentences) {
       Candidate cand{&s, c, {}, 0, out.size()};
-      for (int64_t id : s.mentions) {
-        auto it = rank.find(id);
-        if (it == rank.end()) continue;
-        cand.members.push_back(it->second);
-        cand.degree_sum += members[it->second].degree;
+      for (uint32_t e : s.mentions) {
+        const uint32_t r = rank_[e];
+        if (r == kNotMember) continue;
+        cand.members.push_back(r);
+        cand.degree_sum += members[r].degree;
       }
       // Past twice the quoted length a "sentence" is mostly a list or a table of contents.
       if (cand.members.empty() || s.text_size > 2 * options_.max_sentence_chars ||
@@ -482,7 +511,11 @@ Result<std::vector<Candidate>> Reporter::Candidates(const std::vector<Member>& m
 // adding no new member must name at least two to be worth a finding.
 std::vector<const Candidate*> Reporter::Pick(const std::vector<Candidate>& candidates) const {
   std::vector<const Candidate*> picked;
-  std::unordered_set<size_t> covered;
+  size_t member_count = 0;
+  for (const Candidate& c : candidates) {
+    if (!c.members.empty()) member_count = std::max(member_count, c.members.back() + 1);
+  }
+  std::vector<char> covered(member_count, 0);  // by member rank
   std::vector<char> used(candidates.size(), 0);
   const auto min_picks = static_cast<size_t>(options_.min_findings);
   while (picked.size() < static_cast<size_t>(options_.max_findings)) {
@@ -493,7 +526,7 @@ std::vector<const Candidate*> Reporter::Pick(const std::vector<Candidate>& candi
       if (used[i]) continue;
       const Candidate& c = candidates[i];
       size_t fresh = 0;
-      for (size_t m : c.members) fresh += covered.count(m) == 0 ? 1 : 0;
+      for (size_t m : c.members) fresh += covered[m] == 0 ? 1 : 0;
       if (fresh == 0 && c.members.size() < 2 && picked.size() >= min_picks) continue;
       const std::tuple<size_t, int, int64_t> key{fresh + c.members.size(),
                                                  c.sentence->complete ? 1 : 0, c.degree_sum};
@@ -505,7 +538,7 @@ std::vector<const Candidate*> Reporter::Pick(const std::vector<Candidate>& candi
     }
     if (best == nullptr) break;
     used[best_index] = 1;
-    covered.insert(best->members.begin(), best->members.end());
+    for (size_t m : best->members) covered[m] = 1;
     picked.push_back(best);
   }
   return picked;
