@@ -120,10 +120,12 @@ struct AnalysedSentence {
   // the chunk again without splitting all of it.
   uint32_t offset = 0;
   uint32_t text_size = 0;  // bytes, whitespace runs collapsed
+  // Overlapping chunks repeat sentences, and a repeat is known by two independent hashes of its
+  // text (std::hash and FNV-1a); this number is the same for every sentence of the run with the
+  // same two, so a community's repeats are found in a vector rather than by hashing again.
+  uint32_t distinct = 0;
   bool complete = true;
-  // Two independent hashes of the text: overlapping chunks repeat sentences, and a repeat is
-  // known by them.
-  uint64_t hash = 0, fnv = 0;
+  uint64_t fnv = 0;  // checks a quote cut again from the chunk
   std::vector<uint32_t> mentions;  // entities it names (indices in entities_), ascending; never empty
 };
 
@@ -216,6 +218,15 @@ class Reporter {
   // otherwise); Candidates sets and clears its members' entries.
   static constexpr uint32_t kNotMember = UINT32_MAX;
   std::vector<uint32_t> rank_;
+  // (hash, fnv) -> AnalysedSentence::distinct, for the sentences analysed so far.
+  struct PairHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
+      return static_cast<size_t>(p.first ^ (p.second * 0x9E3779B97F4A7C15ull));
+    }
+  };
+  std::unordered_map<std::pair<uint64_t, uint64_t>, uint32_t, PairHash> distinct_;
+  std::vector<char> seen_;               // by distinct sentence: Candidates's, all 0 between calls
+  std::vector<uint32_t> member_scratch_;  // Candidates's, kept for its capacity
   bool phrases_built_ = false;
 };
 
@@ -395,10 +406,13 @@ Result<const AnalysedChunk*> Reporter::Chunk(const std::string& id) {
     std::vector<uint32_t> mentions = Mentions(sentences[k].text);
     if (mentions.empty()) continue;  // never a candidate
     const std::string& text = sentences[k].text;
+    const uint64_t hash = std::hash<std::string_view>{}(text);
+    const uint64_t fnv = Fnv1a64(text);
+    const auto distinct =
+        distinct_.try_emplace({hash, fnv}, static_cast<uint32_t>(distinct_.size())).first->second;
     a->sentences.push_back({static_cast<uint32_t>(sentences[k].offset),
-                            static_cast<uint32_t>(text.size()),
-                            sentences[k].complete, std::hash<std::string_view>{}(text),
-                            Fnv1a64(text), std::move(mentions)});
+                            static_cast<uint32_t>(text.size()), distinct, sentences[k].complete,
+                            fnv, std::move(mentions)});
   }
   it->second = std::move(a);
   return it->second.get();
@@ -477,32 +491,31 @@ Result<std::vector<Candidate>> Reporter::Candidates(const std::vector<Member>& m
     if (a->document_id != b->document_id) return a->document_id < b->document_id;
     return a->index < b->index;
   });
+  if (seen_.size() < distinct_.size()) seen_.resize(distinct_.size(), 0);
   std::vector<Candidate> out;
-  struct PairHash {
-    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
-      return static_cast<size_t>(p.first ^ (p.second * 0x9E3779B97F4A7C15ull));
-    }
-  };
-  std::unordered_set<std::pair<uint64_t, uint64_t>, PairHash> seen;  // overlapping chunks
-                                                                      // repeat sentences
   for (const AnalysedChunk* c : chunks) {
     for (const AnalysedSentence& s : c->sentences) {
-      Candidate cand{&s, c, {}, 0, out.size()};
+      std::vector<uint32_t>& named = member_scratch_;
+      named.clear();
+      int64_t degree_sum = 0;
       for (uint32_t e : s.mentions) {
         const uint32_t r = rank_[e];
         if (r == kNotMember) continue;
-        cand.members.push_back(r);
-        cand.degree_sum += members[r].degree;
+        named.push_back(r);
+        degree_sum += members[r].degree;
       }
       // Past twice the quoted length a "sentence" is mostly a list or a table of contents.
-      if (cand.members.empty() || s.text_size > 2 * options_.max_sentence_chars ||
-          !seen.emplace(s.hash, s.fnv).second) {
+      // Overlapping chunks repeat sentences: the first in document order stands.
+      if (named.empty() || s.text_size > 2 * options_.max_sentence_chars || seen_[s.distinct]) {
         continue;
       }
-      std::sort(cand.members.begin(), cand.members.end());
-      out.push_back(std::move(cand));
+      seen_[s.distinct] = 1;
+      std::sort(named.begin(), named.end());
+      out.push_back({&s, c, std::vector<size_t>(named.begin(), named.end()), degree_sum,
+                     out.size()});
     }
   }
+  for (const Candidate& cand : out) seen_[cand.sentence->distinct] = 0;
   return out;
 }
 
