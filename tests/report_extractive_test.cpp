@@ -225,6 +225,51 @@ TEST_F(ExtractiveReportTest, SmallCommunitiesStillGetThreeFindings) {
   EXPECT_EQ(small.findings.size(), 3u);
 }
 
+// A quote is cut again from its chunk at the sentence's offset, not found by splitting the
+// chunk again: it must still be SplitSentences's text, whitespace collapsed, past a title line.
+TEST(ExtractiveQuoteTest, QuotesAreTheSplitSentencesAtTheirOffsets) {
+  testing::TempDir dir;
+  const std::string text =
+      "title: carol.txt\nMarley was dead:  to begin\n with.\tScrooge   signed the\r\nregister "
+      "of Marley's burial.\n\n  Old Scrooge and\n    Marley were partners for   many years. "
+      "Scrooge  knew\f Marley  was dead.";
+  auto store = testing::OpenStoreWithChunks((dir.path() / "index.db").string(), "carol.txt",
+                                            {text}, [](size_t) { return std::string(24, 'c'); });
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::vector<int64_t> ids;
+  for (const std::string name : {"Scrooge", "Marley"}) {
+    EntityRecord e;
+    e.name = name;
+    e.name_key = NormalizeEntityName(name);
+    e.type = "person";
+    auto id = (*store)->UpsertEntity(e);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ASSERT_TRUE((*store)->SetEntityChunks(*id, {std::string(24, 'c')}).ok());
+    ids.push_back(*id);
+  }
+  CommunityRecord c;
+  c.id = 1;
+  c.entity_ids = ids;
+  ASSERT_TRUE((*store)->ReplaceCommunities(ClusteringRecord{}, {c}).ok());
+  ExtractiveReportOptions options;
+  options.headline_chars = 400;  // whole sentences as headlines
+  auto summary = GenerateExtractiveReports(**store, Tok(), options);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  auto r = (*store)->GetReport(1);
+  ASSERT_TRUE(r.ok() && r->has_value());
+
+  std::set<std::string> sentences;
+  for (const Sentence& s : SplitSentences(text)) sentences.insert(s.text);
+  std::vector<std::string> quoted;
+  for (const Finding& f : (*r)->findings) {
+    if (f.explanation.find("Sources (chunk") != std::string::npos) quoted.push_back(f.summary);
+  }
+  EXPECT_THAT(quoted, ElementsAre("Scrooge signed the register of Marley's burial.",
+                                  "Old Scrooge and Marley were partners for many years.",
+                                  "Scrooge knew Marley was dead."));
+  for (const std::string& q : quoted) EXPECT_EQ(sentences.count(q), 1u) << q;
+}
+
 TEST_F(ExtractiveReportTest, FallsBackOnRelationshipsThenDescriptionsWithoutText) {
   Entity("Fan", "person", "Scrooge's little sister.", {});
   Entity("Dick Wilkins", "person", "", {});

@@ -116,13 +116,17 @@ uint64_t Fnv1a64(std::string_view s) {
 // read again only if a report quotes it (the corpus's text is not held in memory: a community
 // at the top of the hierarchy names sentences from most of it).
 struct AnalysedSentence {
-  uint32_t index = 0;      // among the chunk's sentences (SplitSentences)
-  uint32_t text_size = 0;  // bytes
+  // Where SplitSentences's text starts in the chunk (Sentence::offset), so a quote is cut from
+  // the chunk again without splitting all of it.
+  uint32_t offset = 0;
+  uint32_t text_size = 0;  // bytes, whitespace runs collapsed
+  // Overlapping chunks repeat sentences, and a repeat is known by two independent hashes of its
+  // text (std::hash and FNV-1a); this number is the same for every sentence of the run with the
+  // same two, so a community's repeats are found in a vector rather than by hashing again.
+  uint32_t distinct = 0;
   bool complete = true;
-  // Two independent hashes of the text: overlapping chunks repeat sentences, and a repeat is
-  // known by them.
-  uint64_t hash = 0, fnv = 0;
-  std::vector<int64_t> mentions;  // entities it names, ascending; never empty
+  uint64_t fnv = 0;  // checks a quote cut again from the chunk
+  std::vector<uint32_t> mentions;  // entities it names (indices in entities_), ascending; never empty
 };
 
 struct AnalysedChunk {
@@ -134,7 +138,7 @@ struct AnalysedChunk {
 
 // An entity name as words, for matching against a sentence's normalised words.
 struct Phrase {
-  int64_t entity_id = 0;
+  uint32_t entity = 0;  // index in entities_
   std::vector<std::string> words;
 };
 
@@ -176,7 +180,7 @@ class Reporter {
   Result<const AnalysedChunk*> Chunk(const std::string& id);
   Result<std::string> SentenceText(const Candidate& c);
   void BuildPhrases();
-  std::vector<int64_t> Mentions(const std::string& sentence) const;
+  std::vector<uint32_t> Mentions(const std::string& sentence);
   Result<std::vector<Candidate>> Candidates(const std::vector<Member>& members);
   std::vector<const Candidate*> Pick(const std::vector<Candidate>& candidates) const;
   Finding SentenceFinding(const Candidate& c, const std::string& text,
@@ -206,6 +210,23 @@ class Reporter {
   std::unordered_map<std::string, std::unique_ptr<AnalysedChunk>> chunks_;  // on demand
   // First word -> phrases.
   std::unordered_map<std::string, std::vector<Phrase>, StringHash, std::equal_to<>> phrases_;
+  // The FirstWordBits of phrases_'s keys: most words of a sentence start no name, and this
+  // tells so without hashing the word (no false negatives; false positives only cost a lookup).
+  std::vector<uint64_t> first_word_bits_;
+  std::vector<std::string_view> words_;  // Mentions's scratch, kept for its capacity
+  // Entity index -> rank among the members of the community being written (kNotMember
+  // otherwise); Candidates sets and clears its members' entries.
+  static constexpr uint32_t kNotMember = UINT32_MAX;
+  std::vector<uint32_t> rank_;
+  // (hash, fnv) -> AnalysedSentence::distinct, for the sentences analysed so far.
+  struct PairHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
+      return static_cast<size_t>(p.first ^ (p.second * 0x9E3779B97F4A7C15ull));
+    }
+  };
+  std::unordered_map<std::pair<uint64_t, uint64_t>, uint32_t, PairHash> distinct_;
+  std::vector<char> seen_;               // by distinct sentence: Candidates's, all 0 between calls
+  std::vector<uint32_t> member_scratch_;  // Candidates's, kept for its capacity
   bool phrases_built_ = false;
 };
 
@@ -305,9 +326,23 @@ std::string Reporter::InputHash(const CommunityRecord& community,
   return h.HexDigest();
 }
 
+// A cheap 20-bit fingerprint of a word (its length and first and last bytes), for the filter
+// in front of phrases_.
+constexpr size_t kFirstWordBits = size_t{1} << 20;
+size_t FirstWordBit(std::string_view w) {
+  uint64_t x = w.size();
+  for (size_t k = 0; k < 3 && k < w.size(); ++k) {
+    x = x << 8 | static_cast<unsigned char>(w[k]);
+    x = x << 8 | static_cast<unsigned char>(w[w.size() - 1 - k]);
+  }
+  return static_cast<size_t>((x * 0x9E3779B97F4A7C15ull) >> 44);
+}
+
 void Reporter::BuildPhrases() {
   phrases_built_ = true;
-  for (const EntityRecord& e : entities_) {
+  first_word_bits_.assign(kFirstWordBits / 64, 0);
+  for (size_t i = 0; i < entities_.size(); ++i) {
+    const EntityRecord& e = entities_[i];
     std::set<std::string> keys = {NormalizeEntityName(e.name), NormalizeEntityName(e.name_key)};
     for (const std::string& key : keys) {
       // A name of nothing but stop words or a short number ("it", "the", "12") would be found
@@ -316,25 +351,36 @@ void Reporter::BuildPhrases() {
       std::vector<std::string> words = SplitNormalizedName(key);
       if (words.empty() || (words.size() == 1 && words[0].size() < 3)) continue;
       std::string first = words[0];
-      phrases_[first].push_back({e.id, std::move(words)});
+      const size_t bit = FirstWordBit(first);
+      first_word_bits_[bit / 64] |= uint64_t{1} << (bit % 64);
+      phrases_[first].push_back({static_cast<uint32_t>(i), std::move(words)});
     }
   }
 }
 
-std::vector<int64_t> Reporter::Mentions(const std::string& sentence) const {
+std::vector<uint32_t> Reporter::Mentions(const std::string& sentence) {
   // Every sentence of every chunk a report quotes from comes here: its words as views, not
-  // strings.
+  // strings, in a reused vector.
   const std::string normalized = NormalizeEntityName(sentence);
-  const std::vector<std::string_view> words = SplitNormalizedNameViews(normalized);
-  std::vector<int64_t> found;
+  std::vector<std::string_view>& words = words_;
+  words.clear();
+  for (size_t start = 0; start < normalized.size();) {  // as SplitNormalizedNameViews
+    size_t end = normalized.find(' ', start);
+    if (end == std::string::npos) end = normalized.size();
+    if (end > start) words.emplace_back(normalized.data() + start, end - start);
+    start = end + 1;
+  }
+  std::vector<uint32_t> found;
   for (size_t i = 0; i < words.size(); ++i) {
+    const size_t bit = FirstWordBit(words[i]);
+    if ((first_word_bits_[bit / 64] >> (bit % 64) & 1) == 0) continue;
     auto it = phrases_.find(words[i]);
     if (it == phrases_.end()) continue;
     for (const Phrase& p : it->second) {
       if (i + p.words.size() > words.size()) continue;
       if (std::equal(p.words.begin() + 1, p.words.end(),
                      words.begin() + static_cast<std::ptrdiff_t>(i) + 1)) {
-        found.push_back(p.entity_id);
+        found.push_back(p.entity);
       }
     }
   }
@@ -357,69 +403,119 @@ Result<const AnalysedChunk*> Reporter::Chunk(const std::string& id) {
   a->index = (*chunk)->index;
   const std::vector<Sentence> sentences = SplitSentences((*chunk)->text);
   for (size_t k = 0; k < sentences.size(); ++k) {
-    std::vector<int64_t> mentions = Mentions(sentences[k].text);
+    std::vector<uint32_t> mentions = Mentions(sentences[k].text);
     if (mentions.empty()) continue;  // never a candidate
     const std::string& text = sentences[k].text;
-    a->sentences.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(text.size()),
-                            sentences[k].complete, std::hash<std::string_view>{}(text),
-                            Fnv1a64(text), std::move(mentions)});
+    const uint64_t hash = std::hash<std::string_view>{}(text);
+    const uint64_t fnv = Fnv1a64(text);
+    const auto distinct =
+        distinct_.try_emplace({hash, fnv}, static_cast<uint32_t>(distinct_.size())).first->second;
+    a->sentences.push_back({static_cast<uint32_t>(sentences[k].offset),
+                            static_cast<uint32_t>(text.size()), distinct, sentences[k].complete,
+                            fnv, std::move(mentions)});
   }
   it->second = std::move(a);
   return it->second.get();
 }
 
-// The text of a candidate's sentence, read again from its chunk.
+// `size` bytes of `text` from `offset` with whitespace runs collapsed to one space, as
+// SplitSentences gives a sentence that starts there; nullopt when the text is not that long.
+std::optional<std::string> CollapsedAt(std::string_view text, size_t offset, size_t size) {
+  const auto is_space = [](char c) {  // SplitSentences's whitespace
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+  };
+  std::string out;
+  out.reserve(size);
+  bool space = false;
+  for (size_t i = offset; i < text.size() && out.size() < size; ++i) {
+    if (is_space(text[i])) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += text[i];
+  }
+  if (out.size() != size) return std::nullopt;
+  return out;
+}
+
+// The text of a candidate's sentence, cut again from its chunk.
 Result<std::string> Reporter::SentenceText(const Candidate& c) {
   auto chunk = store_.GetChunk(c.chunk->id);
   if (!chunk.ok()) return chunk.status().WithContext("reading chunk " + c.chunk->id);
-  std::vector<Sentence> sentences;
-  if (chunk->has_value()) sentences = SplitSentences((*chunk)->text);
-  if (c.sentence->index >= sentences.size() ||
-      sentences[c.sentence->index].text.size() != c.sentence->text_size) {
+  std::optional<std::string> text;
+  if (chunk->has_value()) {
+    text = CollapsedAt((*chunk)->text, c.sentence->offset, c.sentence->text_size);
+  }
+  if (!text.has_value() || Fnv1a64(*text) != c.sentence->fnv) {
     return Status::Internal("chunk " + c.chunk->id +
                             " changed while the reports were written (run `grag index` again)");
   }
-  return std::move(sentences[c.sentence->index].text);
+  return std::move(*text);
 }
 
 // Every distinct sentence of the members' chunks that names a member and is not overlong, in
 // document order.
 Result<std::vector<Candidate>> Reporter::Candidates(const std::vector<Member>& members) {
-  std::unordered_map<int64_t, size_t> rank;
-  std::set<std::string> chunk_ids;
+  // Each community's members and chunks come here, and at the top of the hierarchy that is
+  // most of the corpus: entities by index and chunk ids by pointer, not by hashing strings.
+  if (rank_.size() != entities_.size()) rank_.assign(entities_.size(), kNotMember);
+  std::vector<const std::string*> chunk_ids;
   for (size_t i = 0; i < members.size(); ++i) {
-    rank.emplace(members[i].entity->id, i);
-    chunk_ids.insert(members[i].chunks->begin(), members[i].chunks->end());
+    uint32_t& r = rank_[static_cast<size_t>(members[i].entity - entities_.data())];
+    if (r == kNotMember) r = static_cast<uint32_t>(i);  // a repeated member keeps its first rank
+    for (const std::string& id : *members[i].chunks) chunk_ids.push_back(&id);
   }
+  struct ClearRanks {  // on every return, errors included
+    const std::vector<Member>& members;
+    const std::vector<EntityRecord>& entities;
+    std::vector<uint32_t>& rank;
+    ~ClearRanks() {
+      for (const Member& m : members) {
+        rank[static_cast<size_t>(m.entity - entities.data())] = kNotMember;
+      }
+    }
+  } clear_ranks{members, entities_, rank_};
+  std::sort(chunk_ids.begin(), chunk_ids.end(),
+            [](const std::string* a, const std::string* b) { return *a < *b; });
+  chunk_ids.erase(std::unique(chunk_ids.begin(), chunk_ids.end(),
+                              [](const std::string* a, const std::string* b) { return *a == *b; }),
+                  chunk_ids.end());
   std::vector<const AnalysedChunk*> chunks;
-  for (const std::string& id : chunk_ids) {
-    GRAG_ASSIGN_OR_RETURN(const AnalysedChunk* c, Chunk(id));
+  for (const std::string* id : chunk_ids) {
+    GRAG_ASSIGN_OR_RETURN(const AnalysedChunk* c, Chunk(*id));
     if (c != nullptr) chunks.push_back(c);
   }
   std::sort(chunks.begin(), chunks.end(), [](const AnalysedChunk* a, const AnalysedChunk* b) {
     if (a->document_id != b->document_id) return a->document_id < b->document_id;
     return a->index < b->index;
   });
+  if (seen_.size() < distinct_.size()) seen_.resize(distinct_.size(), 0);
   std::vector<Candidate> out;
-  std::set<std::pair<uint64_t, uint64_t>> seen;  // overlapping chunks repeat sentences
   for (const AnalysedChunk* c : chunks) {
     for (const AnalysedSentence& s : c->sentences) {
-      Candidate cand{&s, c, {}, 0, out.size()};
-      for (int64_t id : s.mentions) {
-        auto it = rank.find(id);
-        if (it == rank.end()) continue;
-        cand.members.push_back(it->second);
-        cand.degree_sum += members[it->second].degree;
+      std::vector<uint32_t>& named = member_scratch_;
+      named.clear();
+      int64_t degree_sum = 0;
+      for (uint32_t e : s.mentions) {
+        const uint32_t r = rank_[e];
+        if (r == kNotMember) continue;
+        named.push_back(r);
+        degree_sum += members[r].degree;
       }
       // Past twice the quoted length a "sentence" is mostly a list or a table of contents.
-      if (cand.members.empty() || s.text_size > 2 * options_.max_sentence_chars ||
-          !seen.emplace(s.hash, s.fnv).second) {
+      // Overlapping chunks repeat sentences: the first in document order stands.
+      if (named.empty() || s.text_size > 2 * options_.max_sentence_chars || seen_[s.distinct]) {
         continue;
       }
-      std::sort(cand.members.begin(), cand.members.end());
-      out.push_back(std::move(cand));
+      seen_[s.distinct] = 1;
+      std::sort(named.begin(), named.end());
+      out.push_back({&s, c, std::vector<size_t>(named.begin(), named.end()), degree_sum,
+                     out.size()});
     }
   }
+  for (const Candidate& cand : out) seen_[cand.sentence->distinct] = 0;
   return out;
 }
 
@@ -428,7 +524,11 @@ Result<std::vector<Candidate>> Reporter::Candidates(const std::vector<Member>& m
 // adding no new member must name at least two to be worth a finding.
 std::vector<const Candidate*> Reporter::Pick(const std::vector<Candidate>& candidates) const {
   std::vector<const Candidate*> picked;
-  std::unordered_set<size_t> covered;
+  size_t member_count = 0;
+  for (const Candidate& c : candidates) {
+    if (!c.members.empty()) member_count = std::max(member_count, c.members.back() + 1);
+  }
+  std::vector<char> covered(member_count, 0);  // by member rank
   std::vector<char> used(candidates.size(), 0);
   const auto min_picks = static_cast<size_t>(options_.min_findings);
   while (picked.size() < static_cast<size_t>(options_.max_findings)) {
@@ -439,7 +539,7 @@ std::vector<const Candidate*> Reporter::Pick(const std::vector<Candidate>& candi
       if (used[i]) continue;
       const Candidate& c = candidates[i];
       size_t fresh = 0;
-      for (size_t m : c.members) fresh += covered.count(m) == 0 ? 1 : 0;
+      for (size_t m : c.members) fresh += covered[m] == 0 ? 1 : 0;
       if (fresh == 0 && c.members.size() < 2 && picked.size() >= min_picks) continue;
       const std::tuple<size_t, int, int64_t> key{fresh + c.members.size(),
                                                  c.sentence->complete ? 1 : 0, c.degree_sum};
@@ -451,7 +551,7 @@ std::vector<const Candidate*> Reporter::Pick(const std::vector<Candidate>& candi
     }
     if (best == nullptr) break;
     used[best_index] = 1;
-    covered.insert(best->members.begin(), best->members.end());
+    for (size_t m : best->members) covered[m] = 1;
     picked.push_back(best);
   }
   return picked;
