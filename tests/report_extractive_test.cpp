@@ -233,8 +233,8 @@ TEST(ExtractiveQuoteTest, QuotesAreTheSplitSentencesAtTheirOffsets) {
       "title: carol.txt\nMarley was dead:  to begin\n with.\tScrooge   signed the\r\nregister "
       "of Marley's burial.\n\n  Old Scrooge and\n    Marley were partners for   many years. "
       "Scrooge  knew\f Marley  was dead.";
-  auto store = testing::OpenStoreWithChunks((dir.path() / "index.db").string(), "carol.txt",
-                                            {text}, [](size_t) { return std::string(24, 'c'); });
+  auto store = testing::OpenStoreWithChunks((dir.path() / "index.db").string(), "carol.txt", {text},
+                                            [](size_t) { return std::string(24, 'c'); });
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   std::vector<int64_t> ids;
   for (const std::string name : {"Scrooge", "Marley"}) {

@@ -126,7 +126,8 @@ struct AnalysedSentence {
   uint32_t distinct = 0;
   bool complete = true;
   uint64_t fnv = 0;  // checks a quote cut again from the chunk
-  std::vector<uint32_t> mentions;  // entities it names (indices in entities_), ascending; never empty
+  // The entities it names (indices in entities_), ascending; never empty.
+  std::vector<uint32_t> mentions;
 };
 
 struct AnalysedChunk {
@@ -225,7 +226,7 @@ class Reporter {
     }
   };
   std::unordered_map<std::pair<uint64_t, uint64_t>, uint32_t, PairHash> distinct_;
-  std::vector<char> seen_;               // by distinct sentence: Candidates's, all 0 between calls
+  std::vector<char> seen_;                // by distinct sentence: Candidates's, all 0 between calls
   std::vector<uint32_t> member_scratch_;  // Candidates's, kept for its capacity
   bool phrases_built_ = false;
 };
@@ -511,8 +512,8 @@ Result<std::vector<Candidate>> Reporter::Candidates(const std::vector<Member>& m
       }
       seen_[s.distinct] = 1;
       std::sort(named.begin(), named.end());
-      out.push_back({&s, c, std::vector<size_t>(named.begin(), named.end()), degree_sum,
-                     out.size()});
+      out.push_back(
+          {&s, c, std::vector<size_t>(named.begin(), named.end()), degree_sum, out.size()});
     }
   }
   for (const Candidate& cand : out) seen_[cand.sentence->distinct] = 0;
