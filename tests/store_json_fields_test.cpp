@@ -16,6 +16,20 @@ namespace {
 
 using nlohmann::json;
 
+std::string OldCountsToJson(const std::map<std::string, int64_t>& counts) {
+  json j = json::object();
+  for (const auto& [key, n] : counts) j[key] = n;
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string OldFindingsToJson(const std::vector<Finding>& findings) {
+  json j = json::array();
+  for (const Finding& f : findings) {
+    j.push_back({{"summary", f.summary}, {"explanation", f.explanation}, {"entities", f.entities}});
+  }
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::map<std::string, int64_t> OldCountsFromJson(std::string_view text) {
   std::map<std::string, int64_t> out;
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -186,6 +200,35 @@ TEST(StoreJsonFields, SameAsNlohmannOnDamagedText) {
       ExpectSame(t);
     }
   }
+}
+
+// The writers write the bytes nlohmann's dump wrote: the stored text must not change.
+TEST(StoreJsonFields, WritesWhatNlohmannWrote) {
+  std::vector<std::string> strings = {"", "PERSON", "a\"b\\c/d", std::string("nul\0byte", 8),
+                                      "\x01\x1f\x7f\b\f\n\r\t", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+                                      "bad \xff", "\xc3", "\xe2\x82", "\xed\xa0\x80", "\xc0\xaf",
+                                      "\xf4\x90\x80\x80", "long text with no escapes at all, 32+ bytes"};
+  std::mt19937 rng(7);
+  for (int k = 0; k < 300; ++k) {
+    std::string t(rng() % 40, ' ');
+    for (char& c : t) c = static_cast<char>(rng() % 3 == 0 ? rng() % 256 : 'a' + rng() % 26);
+    strings.push_back(t);
+  }
+  EXPECT_EQ(CountsToJson({}), OldCountsToJson({}));
+  EXPECT_EQ(FindingsToJson({}), OldFindingsToJson({}));
+  std::map<std::string, int64_t> counts = {{"MIN", INT64_MIN}, {"MAX", INT64_MAX}, {"Z", 0}};
+  std::vector<Finding> findings;
+  for (size_t i = 0; i < strings.size(); ++i) {
+    const std::string& s = strings[i];
+    counts[s] = static_cast<int64_t>(i) - 5;
+    EXPECT_EQ(CountsToJson({{s, 1}}), OldCountsToJson({{s, 1}})) << testing::PrintToString(s);
+    const Finding f{s, strings[(i + 1) % strings.size()], {s, "", strings[i / 2]}};
+    EXPECT_EQ(FindingsToJson({f}), OldFindingsToJson({f})) << testing::PrintToString(s);
+    findings.push_back(f);
+  }
+  findings.push_back({"", "", {}});
+  EXPECT_EQ(CountsToJson(counts), OldCountsToJson(counts));
+  EXPECT_EQ(FindingsToJson(findings), OldFindingsToJson(findings));
 }
 
 // The writers' output reads back to what was written (valid UTF-8 in, the same out).

@@ -4,16 +4,28 @@
 #include <optional>
 
 #include "grag/json_view.h"
+#include "grag/json_write.h"
 
 namespace grag::store {
 
 using nlohmann::json;
 
+// The writers below write by hand what nlohmann's dump wrote (compact, members in key order,
+// invalid UTF-8 replaced), byte for byte: the stored text must not change, and the index writes
+// every report's findings and every entity's counts. tests/store_json_fields_test.cpp compares.
+
 std::string CountsToJson(const std::map<std::string, int64_t>& counts) {
-  json j = json::object();
-  for (const auto& [key, n] : counts) j[key] = n;
-  // `replace` keeps invalid UTF-8 in a key from throwing; keys come from model output.
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  // Keys come from model output: AppendJsonString replaces invalid UTF-8 in them, as nlohmann's
+  // `replace` handler did. std::map's order is nlohmann's object order.
+  std::string out = "{";
+  for (const auto& [key, n] : counts) {
+    if (out.size() > 1) out += ',';
+    AppendJsonString(out, key);
+    out += ':';
+    out += std::to_string(n);
+  }
+  out += '}';
+  return out;
 }
 
 // The readers below read the stored text in place (JsonView) rather than through nlohmann's tree:
@@ -58,11 +70,22 @@ std::map<std::string, int64_t> CountsFromJson(std::string_view text) {
 }
 
 std::string FindingsToJson(const std::vector<Finding>& findings) {
-  json j = json::array();
+  std::string out = "[";
   for (const Finding& f : findings) {
-    j.push_back({{"summary", f.summary}, {"explanation", f.explanation}, {"entities", f.entities}});
+    if (out.size() > 1) out += ',';
+    out += "{\"entities\":[";  // nlohmann's objects keep their keys sorted
+    for (size_t i = 0; i < f.entities.size(); ++i) {
+      if (i > 0) out += ',';
+      AppendJsonString(out, f.entities[i]);
+    }
+    out += "],\"explanation\":";
+    AppendJsonString(out, f.explanation);
+    out += ",\"summary\":";
+    AppendJsonString(out, f.summary);
+    out += '}';
   }
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  out += ']';
+  return out;
 }
 
 std::vector<Finding> FindingsFromJson(std::string_view text) {
