@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "grag/json_write.h"
 #include "grag/llm.h"
 #include "grag/status.h"
 
@@ -19,9 +20,8 @@ namespace grag::llm_internal {
 
 // ---- requests ----
 
-// Appends `text` as a JSON string, byte for byte what nlohmann's dump (ensure_ascii off, invalid
-// UTF-8 replaced) writes, at a fraction of its cost: prompts are the bulk of every request.
-void AppendJsonString(std::string& out, std::string_view text);
+// grag/json_write.h (core): prompts are the bulk of every request.
+using grag::AppendJsonString;
 
 struct ChatBodyOptions {
   std::string model;
