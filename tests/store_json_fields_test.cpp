@@ -204,10 +204,19 @@ TEST(StoreJsonFields, SameAsNlohmannOnDamagedText) {
 
 // The writers write the bytes nlohmann's dump wrote: the stored text must not change.
 TEST(StoreJsonFields, WritesWhatNlohmannWrote) {
-  std::vector<std::string> strings = {"", "PERSON", "a\"b\\c/d", std::string("nul\0byte", 8),
-                                      "\x01\x1f\x7f\b\f\n\r\t", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
-                                      "bad \xff", "\xc3", "\xe2\x82", "\xed\xa0\x80", "\xc0\xaf",
-                                      "\xf4\x90\x80\x80", "long text with no escapes at all, 32+ bytes"};
+  std::vector<std::string> strings = {"",
+                                      "PERSON",
+                                      "a\"b\\c/d",
+                                      std::string("nul\0byte", 8),
+                                      "\x01\x1f\x7f\b\f\n\r\t",
+                                      "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+                                      "bad \xff",
+                                      "\xc3",
+                                      "\xe2\x82",
+                                      "\xed\xa0\x80",
+                                      "\xc0\xaf",
+                                      "\xf4\x90\x80\x80",
+                                      "long text with no escapes at all, 32+ bytes"};
   std::mt19937 rng(7);
   for (int k = 0; k < 300; ++k) {
     std::string t(rng() % 40, ' ');

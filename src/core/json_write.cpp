@@ -12,7 +12,6 @@
 #include <emmintrin.h>
 #endif
 
-
 namespace grag {
 
 using nlohmann::json;
