@@ -1,5 +1,7 @@
 #include "grag/json_view.h"
 
+#include "utf8_sequence.h"
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
@@ -127,26 +129,8 @@ size_t ScanString(std::string_view text, size_t pos) {
       continue;
     }
     // UTF-8 (Unicode table 3-7, as nlohmann's lexer takes it).
-    size_t len = 0;
-    unsigned char lo = 0x80;
-    unsigned char hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return kNpos;
-    }
-    if (i + len > n || p[i + 1] < lo || p[i + 1] > hi) return kNpos;
-    for (size_t k = 2; k < len; ++k) {
-      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return kNpos;
-    }
+    const size_t len = core_internal::Utf8SequenceLength(p, i, n);
+    if (len == 0) return kNpos;
     i += len;
   }
 }

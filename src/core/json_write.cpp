@@ -1,5 +1,7 @@
 #include "grag/json_write.h"
 
+#include "utf8_sequence.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -45,26 +47,8 @@ size_t ValidUtf8Prefix(std::string_view s) {
       ++i;
       continue;
     }
-    size_t len = 0;
-    unsigned char lo = 0x80;
-    unsigned char hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return i;
-    }
-    if (i + len > n || p[i + 1] < lo || p[i + 1] > hi) return i;
-    for (size_t k = 2; k < len; ++k) {
-      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
-    }
+    const size_t len = core_internal::Utf8SequenceLength(p, i, n);
+    if (len == 0) return i;
     i += len;
   }
   return n;
