@@ -1,15 +1,8 @@
 // Writing JSON by hand where nlohmann's tree would copy every prompt twice (wire.h).
 #include <algorithm>
-#include <bit>
-#include <cstdint>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "wire.h"
 
