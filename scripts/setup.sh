@@ -9,6 +9,7 @@ APT_PACKAGES=(
   libsqlite3-dev sqlite3 libigraph-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   nlohmann-json3-dev libcli11-dev libhnswlib-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libutf8proc-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
+  nettle-dev  # SHA-256 (src/core/hash.cpp)
   clang-format python3
   libpq-dev postgresql  # the PostgreSQL store backend and its tests (a throwaway cluster)
   chromium fonts-dejavu-core  # the web UI's browser test: headless Chromium, and a font to draw

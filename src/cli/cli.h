@@ -25,7 +25,8 @@ struct GlobalOptions {
   std::string log_level;
   bool verbose = false;
   bool quiet = false;
-  bool no_llm = false;  // --no-llm: no model endpoint is used, whatever is configured
+  bool no_llm = false;    // --no-llm: no model endpoint is used, whatever is configured
+  char** argv = nullptr;  // the command line as given (`grag serve` hands it to grag-serve)
 };
 
 // Loads the configuration for the selected project: defaults < file < environment < --set.

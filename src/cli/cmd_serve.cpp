@@ -1,13 +1,24 @@
 // grag serve: the HTTP API (and OpenAI-compatible chat endpoint) over this project's index.
+//
+// This file is built twice. In `grag-serve` (GRAG_CLI_SERVER) the command runs the server. In
+// `grag` it replaces the process with grag-serve, the binary beside it, passing the command line
+// on unchanged: only grag-serve links cpp-httplib and with it OpenSSL, whose loading and
+// initialisation were a third of every other command's start-up.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "cli.h"
 #include "grag/log.h"
+#ifdef GRAG_CLI_SERVER
 #include "grag/server.h"
+#endif
 
 namespace grag::cli {
 namespace {
@@ -16,6 +27,21 @@ struct ServeOpts {
   std::optional<std::string> host;
   std::optional<int64_t> port;
 };
+
+#ifndef GRAG_CLI_SERVER
+// Runs grag-serve (beside this binary) with the same arguments; returns only on failure.
+int ExecServeBinary(char** argv) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return Fail(Status::Internal("cannot locate the grag binary: " + ec.message()));
+  const std::filesystem::path serve = self.parent_path() / "grag-serve";
+  ::execv(serve.c_str(), argv);
+  const int err = errno;
+  return Fail(Status::Unavailable(
+      "cannot run " + serve.string() + " (" + std::strerror(err) +
+      "): `grag serve` runs the grag-serve binary, which is built and installed beside grag"));
+}
+#endif
 
 }  // namespace
 
@@ -33,6 +59,10 @@ Command AddServeCommand(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--host", o->host, "Address to listen on (default server.host, 127.0.0.1)");
   cmd->add_option("--port", o->port, "TCP port (default server.port, 8080; 0: any free port)")
       ->check(CLI::Range(int64_t{0}, int64_t{65535}));
+#ifndef GRAG_CLI_SERVER
+  (void)o;
+  return {cmd, [&g]() { return ExecServeBinary(g.argv); }};
+#else
   return {cmd, [o, &g]() {
             auto config = LoadProjectConfig(g);
             if (!config.ok()) return Fail(config.status());
@@ -72,6 +102,7 @@ Command AddServeCommand(CLI::App& app, GlobalOptions& g) {
             if (!st.ok()) return Fail(st);
             return kExitOk;
           }};
+#endif
 }
 
 }  // namespace grag::cli

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "grag 0.1.0");
   GlobalOptions g;
+  g.argv = argv;
   app.add_option("--root", g.root, "Project folder (holds grag.toml, input/, output/)")
       ->default_str(".")
       ->envname("GRAG_ROOT");

@@ -1,57 +1,59 @@
 #include "grag/hash.h"
 
-#include <openssl/evp.h>
+// SHA-256 from nettle: plain functions over a caller-owned context, no library initialisation
+// and no per-digest lookup (OpenSSL 3's EVP fetched the algorithm from its provider on every
+// init, and its first use loaded the configuration: ~3 M instructions in a one-off query).
+#include <nettle/sha2.h>
 
 #include <array>
 #include <cstdint>
-#include <new>
 
 namespace grag {
 namespace {
 
-std::string ToHex(const unsigned char* bytes, unsigned int n) {
+static_assert(sizeof(sha256_ctx) <= Hasher::kStateBytes, "Hasher::kStateBytes is too small");
+static_assert(alignof(sha256_ctx) <= alignof(std::max_align_t));
+
+std::string ToHex(const uint8_t* bytes, size_t n) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(static_cast<size_t>(n) * 2, '0');
-  for (unsigned int i = 0; i < n; ++i) {
+  std::string out(n * 2, '0');
+  for (size_t i = 0; i < n; ++i) {
     out[2 * i] = kDigits[bytes[i] >> 4];
     out[2 * i + 1] = kDigits[bytes[i] & 0xF];
   }
   return out;
 }
 
-EVP_MD_CTX* Ctx(void* p) { return static_cast<EVP_MD_CTX*>(p); }
+sha256_ctx* Ctx(unsigned char* state) { return reinterpret_cast<sha256_ctx*>(state); }
 
 }  // namespace
 
 std::string Sha256Hex(std::string_view data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md.data(), &len, EVP_sha256(), nullptr);
-  return ToHex(md.data(), len);
+  sha256_ctx ctx;
+  sha256_init(&ctx);
+  sha256_update(&ctx, data.size(), reinterpret_cast<const uint8_t*>(data.data()));
+  std::array<uint8_t, SHA256_DIGEST_SIZE> md{};
+  sha256_digest(&ctx, md.size(), md.data());
+  return ToHex(md.data(), md.size());
 }
 
-Hasher::Hasher() : ctx_(EVP_MD_CTX_new()) {
-  if (ctx_ == nullptr) throw std::bad_alloc();
-  EVP_DigestInit_ex(Ctx(ctx_), EVP_sha256(), nullptr);
-}
+Hasher::Hasher() { sha256_init(Ctx(state_)); }
 
-Hasher::~Hasher() { EVP_MD_CTX_free(Ctx(ctx_)); }
+Hasher::~Hasher() = default;
 
 Hasher& Hasher::Add(std::string_view part) {
-  std::array<unsigned char, 8> len{};
-  uint64_t n = part.size();
-  for (int i = 0; i < 8; ++i)
-    len[static_cast<size_t>(i)] = static_cast<unsigned char>(n >> (8 * i));
-  EVP_DigestUpdate(Ctx(ctx_), len.data(), len.size());
-  EVP_DigestUpdate(Ctx(ctx_), part.data(), part.size());
+  std::array<uint8_t, 8> len{};
+  const uint64_t n = part.size();
+  for (size_t i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
+  sha256_update(Ctx(state_), len.size(), len.data());
+  sha256_update(Ctx(state_), part.size(), reinterpret_cast<const uint8_t*>(part.data()));
   return *this;
 }
 
 std::string Hasher::HexDigest() {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(Ctx(ctx_), md.data(), &len);
-  return ToHex(md.data(), len);
+  std::array<uint8_t, SHA256_DIGEST_SIZE> md{};
+  sha256_digest(Ctx(state_), md.size(), md.data());
+  return ToHex(md.data(), md.size());
 }
 
 }  // namespace grag

@@ -2,16 +2,17 @@
 #include "grag/server.h"
 
 #include <httplib.h>
-#include <openssl/crypto.h>
-#include <openssl/rand.h>
+#include <nettle/memops.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -280,14 +281,21 @@ std::string PathRegex(const std::string& path) {
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   // Compare digests so neither the length nor the content leaks through timing.
   const std::string da = Sha256Hex(a), db = Sha256Hex(b);
-  return CRYPTO_memcmp(da.data(), db.data(), da.size()) == 0;
+  return memeql_sec(da.data(), db.data(), da.size()) != 0;
 }
 
 std::string RandomHex(size_t bytes) {
   std::string raw(bytes, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) {
-    raw = std::to_string(std::time(nullptr)) + std::to_string(::getpid());
+  size_t filled = 0;
+  while (filled < bytes) {
+    const ssize_t n = ::getrandom(raw.data() + filled, bytes - filled, 0);
+    if (n > 0) {
+      filled += static_cast<size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      break;
+    }
   }
+  if (filled < bytes) raw = std::to_string(std::time(nullptr)) + std::to_string(::getpid());
   static const char* hex = "0123456789abcdef";
   std::string out;
   for (unsigned char c : raw) {

@@ -1,6 +1,7 @@
 // Content hashing for stable, content-derived ids (chunk ids, cache keys, input hashes).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -22,8 +23,10 @@ class Hasher {
   // Lower-case hex digest; the Hasher must not be used afterwards.
   std::string HexDigest();
 
+  static constexpr size_t kStateBytes = 128;  // nettle's sha256_ctx (checked in hash.cpp)
+
  private:
-  void* ctx_;  // EVP_MD_CTX*
+  alignas(std::max_align_t) unsigned char state_[kStateBytes];
 };
 
 }  // namespace grag
