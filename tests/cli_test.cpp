@@ -115,5 +115,25 @@ TEST(CliTest, ChunkReportsBadFilesWithoutCrashing) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
+// `grag serve` replaces the process with grag-serve, the binary beside grag; a grag copied
+// without it says what is missing instead of failing obscurely.
+TEST(CliTest, ServeWithoutGragServeBesideItSaysWhatIsMissing) {
+  TempDir dir;
+  const std::filesystem::path solo = dir.path() / "grag";
+  std::filesystem::copy_file(GRAG_BINARY, solo);
+  std::filesystem::permissions(solo, std::filesystem::perms::owner_exec,
+                               std::filesystem::perm_options::add);
+  auto r = RunCommand(ShellQuote(solo.string()) + " --root " + ShellQuote(dir.path().string()) +
+                      " serve --port 0");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot run " + (dir.path() / "grag-serve").string()), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("installed beside grag"), std::string::npos) << r.err;
+  // The help is grag's own: it needs no grag-serve.
+  auto help = RunCommand(ShellQuote(solo.string()) + " serve --help");
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("--port"), std::string::npos) << help.out;
+}
+
 }  // namespace
 }  // namespace grag
