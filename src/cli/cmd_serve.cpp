@@ -60,8 +60,8 @@ Command AddServeCommand(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--port", o->port, "TCP port (default server.port, 8080; 0: any free port)")
       ->check(CLI::Range(int64_t{0}, int64_t{65535}));
 #ifndef GRAG_CLI_SERVER
-  (void)o;
-  return {cmd, [&g]() { return ExecServeBinary(g.argv); }};
+  // The options stay alive with the command: CLI11 writes --host and --port into *o.
+  return {cmd, [o, &g]() { return ExecServeBinary(g.argv); }};
 #else
   return {cmd, [o, &g]() {
             auto config = LoadProjectConfig(g);

@@ -291,7 +291,7 @@ std::string RandomHex(size_t bytes) {
     const ssize_t n = ::getrandom(raw.data() + filled, bytes - filled, 0);
     if (n > 0) {
       filled += static_cast<size_t>(n);
-    } else if (n < 0 && errno != EINTR) {
+    } else if (n == 0 || errno != EINTR) {
       break;
     }
   }
