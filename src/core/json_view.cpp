@@ -1,6 +1,6 @@
 #include "grag/json_view.h"
 
-#include "utf8_sequence.h"
+#include "grag/utf8_sequence.h"
 
 #include <algorithm>
 #include <bit>
@@ -129,7 +129,7 @@ size_t ScanString(std::string_view text, size_t pos) {
       continue;
     }
     // UTF-8 (Unicode table 3-7, as nlohmann's lexer takes it).
-    const size_t len = core_internal::Utf8SequenceLength(p, i, n);
+    const size_t len = Utf8SequenceLength(p, i, n);
     if (len == 0) return kNpos;
     i += len;
   }

@@ -1,6 +1,6 @@
 #include "grag/json_write.h"
 
-#include "utf8_sequence.h"
+#include "grag/utf8_sequence.h"
 
 #include <algorithm>
 #include <bit>
@@ -47,7 +47,7 @@ size_t ValidUtf8Prefix(std::string_view s) {
       ++i;
       continue;
     }
-    const size_t len = core_internal::Utf8SequenceLength(p, i, n);
+    const size_t len = Utf8SequenceLength(p, i, n);
     if (len == 0) return i;
     i += len;
   }

@@ -22,6 +22,7 @@
 #include "../table_sql.h"
 #include "grag/hash.h"
 #include "grag/log.h"
+#include "grag/utf8_sequence.h"
 #include "postgres_schema.h"
 #include "pq.h"
 
@@ -38,28 +39,7 @@ constexpr int64_t kMigrationLock = 2;
 
 // Length of the valid UTF-8 sequence at s[i], 0 when the byte there starts none.
 size_t Utf8Length(std::string_view s, size_t i) {
-  const auto at = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = at(i);
-  size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size() || at(i + 1) < lo || at(i + 1) > hi) return 0;
-  for (size_t k = 2; k < n; ++k) {
-    if (at(i + k) < 0x80 || at(i + k) > 0xBF) return 0;
-  }
-  return n;
+  return Utf8SequenceLength(reinterpret_cast<const unsigned char*>(s.data()), i, s.size());
 }
 
 // Words of a plain-text query: runs of ASCII letters and digits and of non-ASCII characters,

@@ -1,10 +1,10 @@
-// One UTF-8 sequence checked as Unicode's table 3-7 (and nlohmann's lexer) takes it: private to
-// core, shared by the JSON reader and writer.
+// One UTF-8 sequence checked as Unicode's table 3-7 (and nlohmann's lexer) takes it: the JSON
+// reader and writer and the PostgreSQL store's query splitter share it.
 #pragma once
 
 #include <cstddef>
 
-namespace grag::core_internal {
+namespace grag {
 
 // The length (2 to 4) of the well-formed multi-byte sequence at p[i] (a byte >= 0x80), or 0
 // when it is not one or runs past n.
@@ -33,4 +33,4 @@ inline size_t Utf8SequenceLength(const unsigned char* p, size_t i, size_t n) {
   return len;
 }
 
-}  // namespace grag::core_internal
+}  // namespace grag
