@@ -364,13 +364,7 @@ std::vector<uint32_t> Reporter::Mentions(const std::string& sentence) {
   // strings, in a reused vector.
   const std::string normalized = NormalizeEntityName(sentence);
   std::vector<std::string_view>& words = words_;
-  words.clear();
-  for (size_t start = 0; start < normalized.size();) {  // as SplitNormalizedNameViews
-    size_t end = normalized.find(' ', start);
-    if (end == std::string::npos) end = normalized.size();
-    if (end > start) words.emplace_back(normalized.data() + start, end - start);
-    start = end + 1;
-  }
+  SplitNormalizedNameViews(normalized, &words);
   std::vector<uint32_t> found;
   for (size_t i = 0; i < words.size(); ++i) {
     const size_t bit = FirstWordBit(words[i]);

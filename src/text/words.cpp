@@ -349,15 +349,20 @@ std::vector<std::string> ContentTerms(std::string_view text) {
   return terms;
 }
 
-std::vector<std::string_view> SplitNormalizedNameViews(std::string_view normalized) {
-  std::vector<std::string_view> words;
+void SplitNormalizedNameViews(std::string_view normalized, std::vector<std::string_view>* words) {
+  words->clear();
   size_t start = 0;
   while (start < normalized.size()) {
     size_t end = normalized.find(' ', start);
     if (end == std::string_view::npos) end = normalized.size();
-    if (end > start) words.push_back(normalized.substr(start, end - start));
+    if (end > start) words->push_back(normalized.substr(start, end - start));
     start = end + 1;
   }
+}
+
+std::vector<std::string_view> SplitNormalizedNameViews(std::string_view normalized) {
+  std::vector<std::string_view> words;
+  SplitNormalizedNameViews(normalized, &words);
   return words;
 }
 

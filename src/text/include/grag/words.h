@@ -24,6 +24,8 @@ std::string NormalizeEntityName(std::string_view name);
 std::vector<std::string> SplitNormalizedName(std::string_view normalized);
 // The same words as views into `normalized`, which must outlive them.
 std::vector<std::string_view> SplitNormalizedNameViews(std::string_view normalized);
+// The same into `*words` (cleared first), for a caller that reuses the vector's capacity.
+void SplitNormalizedNameViews(std::string_view normalized, std::vector<std::string_view>* words);
 
 // English function words (articles, prepositions, conjunctions, pronouns, auxiliaries and
 // modals): what no search term and no name starts with. The NLP extractor adds its own
