@@ -23,6 +23,12 @@
 //   scale_bench [--docs N | --input DIR] [--latency-ms MS] [--concurrency C] [--gleanings G]
 //               [--no-llm] [--runs R] [--query] [--rerun] [--set key=value]... [--json] [--verbose]
 //               [--backend sqlite|postgresql|both] [--store-url URL] [--keep DIR]
+//               [--keep-alive-requests N]
+//
+// --keep-alive-requests N: how many requests the mock serves on one connection before closing
+// it (default 5, cpp-httplib's own default, so the client reconnects every fifth call). Hosted
+// and local servers (OpenAI, vLLM, Ollama, llama.cpp) keep a busy connection open; a large N
+// models them, and the difference is the client's cost of reconnecting.
 //
 // --backend postgresql puts each run's index in a PostgreSQL database of its own (created before
 // the run, dropped after it) on the server --store-url names (a URL whose user may create
@@ -83,6 +89,7 @@ struct Options {
   int latency_ms = 0;
   int concurrency = 16;
   int gleanings = 1;
+  int keep_alive_requests = 5;
   bool no_llm = false;
   int runs = 1;
   bool query = false;
@@ -539,6 +546,7 @@ int Driver(const Options& o) {
   const int64_t corpus_bytes = FolderBytes(corpus);
   testing::FakeServerOptions so;
   so.threads = std::max(48, 2 * o.concurrency + 8);
+  so.keep_alive_max_count = o.keep_alive_requests;
   std::unique_ptr<testing::FakeOpenAIServer> model, instant;
   if (!o.no_llm) {
     model = std::make_unique<testing::FakeOpenAIServer>(
@@ -663,6 +671,8 @@ Options Parse(int argc, char** argv) {
       o.latency_ms = std::stoi(need(i));
     } else if (a == "--concurrency") {
       o.concurrency = std::stoi(need(i));
+    } else if (a == "--keep-alive-requests") {
+      o.keep_alive_requests = std::stoi(need(i));
     } else if (a == "--gleanings") {
       o.gleanings = std::stoi(need(i));
     } else if (a == "--runs") {
@@ -699,11 +709,14 @@ Options Parse(int argc, char** argv) {
       throw std::runtime_error(
           "usage: scale_bench [--docs N | --input DIR] [--latency-ms MS] [--concurrency C] "
           "[--gleanings G] [--no-llm] [--runs R] [--query] [--rerun] [--set key=value]... [--json] "
-          "[--verbose] [--backend sqlite|postgresql|both] [--store-url URL] [--keep DIR]");
+          "[--verbose] [--backend sqlite|postgresql|both] [--store-url URL] [--keep DIR] "
+          "[--keep-alive-requests N]");
     }
   }
-  if (o.docs < 1 || o.latency_ms < 0 || o.concurrency < 1 || o.runs < 1 || o.gleanings < 0) {
-    throw std::runtime_error("--docs, --concurrency and --runs must be positive");
+  if (o.docs < 1 || o.latency_ms < 0 || o.concurrency < 1 || o.runs < 1 || o.gleanings < 0 ||
+      o.keep_alive_requests < 1) {
+    throw std::runtime_error(
+        "--docs, --concurrency, --runs and --keep-alive-requests must be positive");
   }
   return o;
 }

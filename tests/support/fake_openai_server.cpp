@@ -298,6 +298,8 @@ FakeOpenAIServer::FakeOpenAIServer(FakeHandler handler, FakeServerOptions option
   // httplib's API takes ownership of a raw pointer here.
   impl_->server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   impl_->server.set_keep_alive_timeout(options.keep_alive_seconds);
+  impl_->server.set_keep_alive_max_count(
+      static_cast<size_t>(std::max(options.keep_alive_max_count, 1)));
   impl_->server.set_tcp_nodelay(true);  // no 40 ms Nagle stalls between headers and body
   Impl* impl = impl_.get();
   impl_->server.Post(".*", [impl](const httplib::Request& req, httplib::Response& res) {

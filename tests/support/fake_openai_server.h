@@ -102,6 +102,11 @@ struct FakeServerOptions {
   int threads = 48;
   // How long an idle keep-alive connection holds a worker; short, so stopping is quick.
   int keep_alive_seconds = 2;
+  // Requests one connection serves before the server closes it. cpp-httplib's default, 5, makes
+  // a client reconnect every fifth call, which tests of reconnection want; OpenAI, vLLM
+  // (uvicorn), Ollama and llama.cpp's server keep a connection for as long as it is used, which
+  // a benchmark of the client's cost should model.
+  int keep_alive_max_count = 5;
 };
 
 // Listens on 127.0.0.1 at an ephemeral port from construction until destruction. Thread-safe.
