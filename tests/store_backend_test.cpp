@@ -1023,6 +1023,67 @@ TEST_P(StoreBackendTest, AFailedCallInsideATransactionUndoesOnlyItsOwnPart) {
   EXPECT_EQ(store_->ListChunks("a")->size(), 1u);
 }
 
+TEST_P(StoreBackendTest, AnAllOrNothingTransactionKeepsItsPartsTogether) {
+  {
+    auto tx = store_->BeginAllOrNothing();
+    ASSERT_TRUE(tx.ok()) << tx.status().ToString();
+    ASSERT_TRUE(store_->UpsertDocument(Doc("a", "alpha")).ok());
+    ASSERT_TRUE(store_->ReplaceDocumentChunks("a", {Chunk("a", 0, "alpha")}).ok());
+    {
+      auto part = store_->Begin();
+      ASSERT_TRUE(part.ok());
+      ASSERT_TRUE(store_->UpsertDocument(Doc("b", "beta")).ok());
+      ASSERT_TRUE(part->Commit().ok());
+    }
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  EXPECT_TRUE(store_->GetDocument("a")->has_value());
+  EXPECT_TRUE(store_->GetDocument("b")->has_value());
+  EXPECT_EQ(store_->SearchChunks("alpha", 5)->size(), 1u);
+  {
+    auto tx = store_->BeginAllOrNothing();
+    ASSERT_TRUE(tx.ok());
+    ASSERT_TRUE(store_->UpsertDocument(Doc("c", "gamma")).ok());
+    // Destroyed without Commit(): nothing of it stays.
+  }
+  EXPECT_FALSE(store_->GetDocument("c")->has_value());
+
+  if (GetParam() != std::string("sqlite")) return;  // the others keep their savepoints
+  // SQLite nests without savepoints: a failed part dooms the whole, which a caller that went on
+  // past the error cannot commit.
+  auto tx = store_->BeginAllOrNothing();
+  ASSERT_TRUE(tx.ok());
+  ASSERT_TRUE(store_->UpsertDocument(Doc("d", "delta")).ok());
+  EXPECT_FALSE(store_
+                   ->ReplaceDocumentChunks(
+                       "d", {Chunk("d", 0, "x"), ChunkRecord{"a#alpha", "d", 1, "alpha", 1, 0}})
+                   .ok());
+  auto after = store_->Begin();
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.status().code(), ErrorCode::kInternal);
+  EXPECT_EQ(store_->UpsertDocument(Doc("e", "epsilon")).status().code(), ErrorCode::kInternal);
+  const Status committed = tx->Commit();
+  EXPECT_EQ(committed.code(), ErrorCode::kInternal) << committed.ToString();
+  EXPECT_FALSE(store_->GetDocument("d")->has_value());
+  EXPECT_FALSE(store_->GetDocument("e")->has_value());
+  EXPECT_EQ(*store_->CountChunks(), 1);
+  // The next transaction is an ordinary one again.
+  {
+    auto next = store_->Begin();
+    ASSERT_TRUE(next.ok());
+    ASSERT_TRUE(store_->UpsertDocument(Doc("f", "phi")).ok());
+    {
+      auto inner = store_->Begin();
+      ASSERT_TRUE(inner.ok());
+      ASSERT_TRUE(store_->UpsertDocument(Doc("g", "gamma")).ok());
+      ASSERT_TRUE(inner->Rollback().ok());
+    }
+    ASSERT_TRUE(next->Commit().ok());
+  }
+  EXPECT_TRUE(store_->GetDocument("f")->has_value());
+  EXPECT_FALSE(store_->GetDocument("g")->has_value());
+}
+
 // ---------------------------------------------------------------- entity resolution
 
 TEST_P(StoreBackendTest, AliasesLinksAndOverridesRoundTripAndAliasesFindTheirEntity) {

@@ -159,7 +159,7 @@ Status DetectCommunities(Run& run, CommunitiesSummary& s) {
   clustering.max_cluster_size = cc.max_cluster_size;
   clustering.modularity = h.modularity;
   clustering.graph_hash = g.hash;
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, store.BeginAllOrNothing());
   GRAG_RETURN_IF_ERROR(store.ReplaceCommunities(clustering, records).status());
   GRAG_RETURN_IF_ERROR(store.SetMeta(kPendingChangesKey, ""));
   GRAG_RETURN_IF_ERROR(tx.Commit());

@@ -79,7 +79,7 @@ Status ExtractWithNlp(Run& run, const ExtractorId& extractor,
           if (!one.ok()) return one.WithContext("extracting chunk " + pending[i]);
         }
         const Status stored = [&]() -> Status {
-          GRAG_ASSIGN_OR_RETURN(Transaction tx, run.store().Begin());
+          GRAG_ASSIGN_OR_RETURN(Transaction tx, run.store().BeginAllOrNothing());
           for (const ExtractionRecord& rec : records) {
             GRAG_RETURN_IF_ERROR(run.store().PutExtraction(rec));
           }

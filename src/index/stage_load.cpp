@@ -194,7 +194,7 @@ Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
     if (run->cancelled()) return Status::Cancelled("interrupted");
     std::vector<std::pair<DocumentChange, ChunkChanges>> changes;
     {
-      GRAG_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
+      GRAG_ASSIGN_OR_RETURN(Transaction tx, store.BeginAllOrNothing());
       for (const ToWrite& w : batch) {
         GRAG_ASSIGN_OR_RETURN(DocumentChange change, store.UpsertDocument(w.doc));
         GRAG_ASSIGN_OR_RETURN(ChunkChanges cc, store.ReplaceDocumentChunks(w.doc.id, w.chunks));

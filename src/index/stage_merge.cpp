@@ -433,7 +433,7 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
   int64_t written = 0;
 
   // Write the graph in one transaction: readers never see half a merge.
-  GRAG_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, store.BeginAllOrNothing());
   std::unordered_map<std::string, int64_t> id_of_key;
   std::set<std::string> keep;
   // Entities whose mentions or relationships changed: only they may change community (see

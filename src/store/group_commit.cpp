@@ -30,7 +30,25 @@ Status GroupCommit::Run(const std::function<Status()>& write) {
   return w.status;
 }
 
+std::optional<std::vector<Status>> GroupCommit::CommitBatchWhole(
+    const std::vector<Pending*>& batch) {
+  Result<Transaction> tx = begin_all_or_nothing_();
+  if (!tx.ok()) return std::vector<Status>(batch.size(), tx.status());
+  for (const Pending* pending : batch) {
+    Result<Transaction> part = begin_();  // no savepoint: a part of the whole
+    Status st = part.ok() ? (*pending->write)() : part.status();
+    if (st.ok()) st = part->Commit();
+    if (!st.ok()) return std::nullopt;  // `tx` rolls back as it goes out of scope
+  }
+  const Status committed = tx->Commit();
+  return std::vector<Status>(batch.size(), committed);
+}
+
 std::vector<Status> GroupCommit::CommitBatch(const std::vector<Pending*>& batch) {
+  if (begin_all_or_nothing_) {
+    std::optional<std::vector<Status>> whole = CommitBatchWhole(batch);
+    if (whole) return std::move(*whole);
+  }
   std::vector<Status> statuses(batch.size());
   Result<Transaction> tx = begin_();
   if (!tx.ok()) return std::vector<Status>(batch.size(), tx.status());

@@ -85,6 +85,8 @@ Transaction::~Transaction() {
 }
 
 Status Transaction::Commit() { return Finish(/*commit=*/true); }
+Result<Transaction> Store::BeginAllOrNothing() { return Begin(); }
+
 Status Transaction::Rollback() { return Finish(/*commit=*/false); }
 
 Status Transaction::Finish(bool commit) {

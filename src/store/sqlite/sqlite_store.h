@@ -27,6 +27,7 @@ class SqliteStore final : public Store {
   ~SqliteStore() override;
 
   Result<Transaction> Begin() override;
+  Result<Transaction> BeginAllOrNothing() override;
   Status WriteGrouped(const std::function<Status()>& write) override;
   Status WriteDeferred(std::function<Status()> write,
                        std::function<void()> committed = nullptr) override;

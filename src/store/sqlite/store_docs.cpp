@@ -41,15 +41,23 @@ SqliteStore::~SqliteStore() {
 
 // ---------------------------------------------------------------- transactions
 
-Result<Transaction> SqliteStore::Impl::Begin(bool write) {
+Result<Transaction> SqliteStore::Impl::Begin(bool write, bool all_or_nothing) {
   std::unique_lock lock(mu);
   const int depth = open_transactions();
   Status st;
   if (depth == 0) {
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt begin, conn.Prepare(write ? "BEGIN IMMEDIATE" : "BEGIN"));
     st = begin.Run();
+    all_or_nothing_open = st.ok() && write && all_or_nothing;
+    part_rolled_back = false;
   } else if (sqlite3_get_autocommit(conn.get()) != 0) {
     st = Status::Internal("the enclosing transaction was already rolled back after an error");
+  } else if (all_or_nothing_open) {
+    // No savepoint: the part commits with the whole or dooms it (FinishTransaction).
+    if (part_rolled_back) {
+      st = Status::Internal(
+          "an earlier write of this all-or-nothing transaction failed: it can only roll back");
+    }
   } else {
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt savepoint,
                           conn.Prepare("SAVEPOINT sp" + std::to_string(depth)));
@@ -65,7 +73,12 @@ Result<Transaction> SqliteStore::Impl::Begin(bool write) {
 }
 
 Status SqliteStore::Impl::FinishTransaction(int depth, bool commit) {
-  if (depth == 0) tx_thread.store(std::thread::id());
+  const bool doomed = part_rolled_back;
+  if (depth == 0) {
+    tx_thread.store(std::thread::id());
+    all_or_nothing_open = false;
+    part_rolled_back = false;
+  }
   if (!commit) graph_image_dropped = false;  // the drop may be undone with the rest
   // SQLite rolls a whole transaction back by itself after some errors (disk full, I/O): then
   // there is nothing left to commit or roll back.
@@ -75,15 +88,28 @@ Status SqliteStore::Impl::FinishTransaction(int depth, bool commit) {
   }
   if (depth == 0) {
     if (!commit) return conn.Exec("ROLLBACK");
+    if (doomed) {
+      (void)conn.Exec("ROLLBACK");
+      return Status::Internal(
+          "a write of this all-or-nothing transaction failed: it was rolled back whole");
+    }
     Status st = conn.Exec("COMMIT");
     if (!st.ok()) (void)conn.Exec("ROLLBACK");
     return st;
+  }
+  if (all_or_nothing_open) {  // a part without a savepoint (Begin)
+    if (!commit) part_rolled_back = true;
+    return Status::Ok();
   }
   const std::string sp = "sp" + std::to_string(depth);
   return conn.Exec(commit ? "RELEASE " + sp : "ROLLBACK TO " + sp + "; RELEASE " + sp);
 }
 
 Result<Transaction> SqliteStore::Begin() { return impl_->Begin(/*write=*/true); }
+
+Result<Transaction> SqliteStore::BeginAllOrNothing() {
+  return impl_->Begin(/*write=*/true, /*all_or_nothing=*/true);
+}
 
 Status SqliteStore::WriteGrouped(const std::function<Status()>& write) {
   return impl_->WriteGrouped(write);
@@ -126,15 +152,19 @@ Status SqliteStore::Impl::WriteDeferred(DeferredWrite w) {
 }
 
 Status SqliteStore::Impl::CommitDeferred(std::vector<DeferredWrite>& batch) {
-  Status failed;  // the first write that failed (rolled back alone)
+  Status failed;              // the first write that failed (rolled back alone)
+  std::vector<char> written;  // by write: it succeeded
+  // Group commit may run this twice (group_commit.h): each attempt starts afresh.
   const auto run = [&]() -> Status {
-    for (DeferredWrite& w : batch) {
+    failed = Status::Ok();
+    written.assign(batch.size(), 0);
+    for (size_t i = 0; i < batch.size(); ++i) {
       Result<Transaction> savepoint = Begin(/*write=*/true);
       if (!savepoint.ok()) return savepoint.status();
-      Status one = w.write();
+      Status one = batch[i].write();
       if (one.ok()) one = savepoint->Commit();
       if (!one.ok() && failed.ok()) failed = one;
-      if (!one.ok()) w.committed = nullptr;
+      written[i] = one.ok() ? 1 : 0;
     }
     return Status::Ok();
   };
@@ -142,8 +172,8 @@ Status SqliteStore::Impl::CommitDeferred(std::vector<DeferredWrite>& batch) {
   // for another thread's commit, which waits for this transaction).
   const Status st = tx_thread.load() == std::this_thread::get_id() ? run() : group_commit.Run(run);
   if (!st.ok()) return st;
-  for (DeferredWrite& w : batch) {
-    if (w.committed) w.committed();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (written[i] != 0 && batch[i].committed) batch[i].committed();
   }
   return failed;
 }

@@ -106,9 +106,15 @@ struct SqliteStore::Impl final : TransactionOwner {
   // Locks `mu` for a single-statement read or write.
   std::unique_lock<std::recursive_mutex> Lock() { return std::unique_lock(mu); }
   // Begins a transaction, or a savepoint when one is already open on this thread. A read
-  // transaction (write == false) gives multi-statement reads one snapshot.
-  Result<Transaction> Begin(bool write);
+  // transaction (write == false) gives multi-statement reads one snapshot. `all_or_nothing`
+  // (a write transaction, depth 0 only; Store::BeginAllOrNothing): what nests in it takes no
+  // savepoint, and a part rolled back dooms the whole.
+  Result<Transaction> Begin(bool write, bool all_or_nothing = false);
   Status FinishTransaction(int depth, bool commit) override;
+  // Guarded by mu, set while a transaction is open: it is all-or-nothing, and a part of it has
+  // rolled back.
+  bool all_or_nothing_open = false;
+  bool part_rolled_back = false;
 
   // The connection for one read call (see ReadHandle).
   Result<ReadHandle> Read();
@@ -118,7 +124,9 @@ struct SqliteStore::Impl final : TransactionOwner {
 
   // SqliteStore::WriteGrouped: group commit (group_commit.h) on this connection.
   Status WriteGrouped(const std::function<Status()>& write);
-  store::GroupCommit group_commit{[this] { return Begin(/*write=*/true); }};
+  store::GroupCommit group_commit{
+      [this] { return Begin(/*write=*/true); },
+      [this] { return Begin(/*write=*/true, /*all_or_nothing=*/true); }};
 
   // SqliteStore::WriteDeferred and FlushDeferred. The flusher thread (started with the first
   // deferred write) commits the queue when its oldest write is kDeferredWindow old or

@@ -137,11 +137,22 @@ class Store {
   // transaction, so each call is atomic on its own and composes inside a caller's transaction.
   virtual Result<Transaction> Begin() = 0;
 
+  // Begins a write transaction whose parts stand or fall together, for a caller that gives up
+  // on the first failed write anyway (a stage writing its results). In SQLite the Begin() calls
+  // and write methods inside it nest without savepoints (a savepoint copies every page its part
+  // touches to a journal first), so a failed part cannot be undone alone: it dooms the whole. A
+  // later Begin() inside it then fails, and Commit() rolls everything back and fails (kInternal:
+  // the caller went on past the part's error). Backends without the mode (PostgreSQL) give an
+  // ordinary Begin().
+  virtual Result<Transaction> BeginAllOrNothing();
+
   // Runs `write` (store writes) in a write transaction shared with the other threads' concurrent
   // calls, and returns once that transaction is committed (group commit): each unit of work is
   // still durable before it counts as done, but units that finish together share a commit. A
   // failing `write` is rolled back alone and returns its error. Inside a transaction of this
-  // thread, `write` runs in it. `write` may run on another thread.
+  // thread, `write` runs in it. `write` may run on another thread, and more than once (a group
+  // is tried whole first, then write by write when one of it fails), so it must do nothing but
+  // store writes.
   virtual Status WriteGrouped(const std::function<Status()>& write) = 0;
 
   // Runs `write` (store writes, owning what it writes) in a later write transaction, with the
@@ -150,7 +161,8 @@ class Store {
   // its own nor wait for one. It is committed within kDeferredWindow (or once kDeferredBatch
   // writes wait), at FlushDeferred, or when the store closes; a process killed before then
   // loses it whole, never part of it. `committed` (optional) runs once it is. A failing write
-  // is rolled back alone and its error returned by a later WriteDeferred or FlushDeferred.
+  // is rolled back alone and its error returned by a later WriteDeferred or FlushDeferred. As
+  // with WriteGrouped, `write` may run more than once.
   // Inside a transaction of this thread, runs in it at once. The default commits at once.
   virtual Status WriteDeferred(std::function<Status()> write,
                                std::function<void()> committed = nullptr) {
