@@ -101,11 +101,12 @@ class QueryImageTest : public ::testing::Test {
     return id.value_or(0);
   }
 
-  int64_t AddRelationship(int64_t a, int64_t b, double weight) {
+  int64_t AddRelationship(int64_t a, int64_t b, double weight, int64_t frequency = 1) {
     RelationshipRecord r;
     r.source_id = std::min(a, b);
     r.target_id = std::max(a, b);
     r.weight = weight;
+    r.frequency = frequency;
     auto id = store_->UpsertRelationship(r);
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     return id.value_or(0);
@@ -138,9 +139,16 @@ class QueryImageTest : public ::testing::Test {
     for (int i = 0; i < rels; ++i) {
       const int64_t a = entity_ids_[rng() % entity_ids_.size()];
       const int64_t b = entity_ids_[rng() % entity_ids_.size()];
-      if (a != b) AddRelationship(a, b, static_cast<double>(1 + rng() % 3));
+      if (a != b) {
+        AddRelationship(a, b, static_cast<double>(1 + rng() % 3), static_cast<int64_t>(rng() % 4));
+      }
     }
     ASSERT_TRUE(store_->RecomputeGraphStats().ok());
+    // Some relationships keep a frequency the recount did not give them (no chunk links here),
+    // so the image must carry the column, not a count.
+    for (size_t i = 0; i + 1 < entity_ids_.size(); i += 3) {
+      AddRelationship(entity_ids_[i], entity_ids_[i + 1], 4, 1 + static_cast<int64_t>(rng() % 9));
+    }
     std::vector<EmbeddingRecord> vectors;
     for (const auto& c : chunk_ids_) vectors.push_back(Vector(EmbeddingOwner::kChunk, c, rng));
     for (int64_t e : entity_ids_) {
@@ -196,6 +204,22 @@ class QueryImageTest : public ::testing::Test {
     auto g = store_->LoadGraphNeighbourhood(q.entities, q.chunks, q.limits);
     EXPECT_TRUE(g.ok()) << g.status().ToString();
     return g.ok() ? Dump(*g) : "";
+  }
+
+  // An entity's relationship edges (ListRelationshipEdgesOf), by id, as one string.
+  std::string Edges(int64_t entity_id) {
+    auto edges = store_->ListRelationshipEdgesOf(entity_id);
+    EXPECT_TRUE(edges.ok()) << edges.status().ToString();
+    if (!edges.ok()) return "";
+    std::sort(edges->begin(), edges->end(),
+              [](const RelationshipRecord& a, const RelationshipRecord& b) { return a.id < b.id; });
+    std::string out;
+    for (const RelationshipRecord& r : *edges) {
+      out += "R" + std::to_string(r.id) + ":" + std::to_string(r.source_id) + "-" +
+             std::to_string(r.target_id) + ":" + std::to_string(r.weight) + ":" +
+             std::to_string(r.frequency) + ":" + std::to_string(r.combined_degree) + ";";
+    }
+    return out;
   }
 
   std::string Vectors(EmbeddingOwner owner) {
@@ -256,7 +280,11 @@ TEST_F(QueryImageTest, QuestionsReadTheSameFromTheImagesAsFromTheTables) {
     const std::string chunks = Vectors(EmbeddingOwner::kChunk);
     const std::string entities = Vectors(EmbeddingOwner::kEntity);
     std::vector<std::vector<std::string>> entity_chunks;
-    for (int64_t e : entity_ids_) entity_chunks.push_back(*store_->GetEntityChunks(e));
+    std::vector<std::string> edges;
+    for (int64_t e : entity_ids_) {
+      entity_chunks.push_back(*store_->GetEntityChunks(e));
+      edges.push_back(Edges(e));
+    }
 
     auto built = store_->RefreshQueryImages();
     ASSERT_TRUE(built.ok()) << built.status().ToString();
@@ -267,8 +295,10 @@ TEST_F(QueryImageTest, QuestionsReadTheSameFromTheImagesAsFromTheTables) {
     }
     for (size_t i = 0; i < entity_ids_.size(); ++i) {
       EXPECT_EQ(*store_->GetEntityChunks(entity_ids_[i]), entity_chunks[i]);
+      EXPECT_EQ(Edges(entity_ids_[i]), edges[i]) << "entity " << entity_ids_[i];
     }
     EXPECT_TRUE(store_->GetEntityChunks(999999)->empty());
+    EXPECT_EQ(Edges(999999), "");
     EXPECT_EQ(Vectors(EmbeddingOwner::kChunk), chunks);
     EXPECT_EQ(Vectors(EmbeddingOwner::kEntity), entities);
     EXPECT_TRUE(ImageProblems().empty());
@@ -401,6 +431,35 @@ TEST_F(QueryImageTest, ADamagedImageIsReadAroundAndReported) {
   EXPECT_EQ(ImageProblems().size(), 1u);
 }
 
+TEST_F(QueryImageTest, AnOlderBuildsGraphImageIsReadAroundAndReplacedByTheNextRefresh) {
+  std::mt19937 rng(7);
+  BuildRandomGraph(rng);
+  Question q;
+  q.entities = {entity_ids_[0]};
+  const std::string tables = Walk(q);
+  const std::string edges = Edges(entity_ids_[0]);
+  ASSERT_TRUE(store_->RefreshQueryImages().ok());
+  const std::string current = RawImage("graph");
+  store_.reset();
+  // What a build of the first layout left: its magic (the rest does not matter, it is not read).
+  RawSql(
+      "UPDATE query_images SET data = CAST('GGI1' AS BLOB) || substr(data, 5) "
+      "WHERE name = 'graph';");
+  ASSERT_TRUE(store::IsOlderGraphImage(RawImage("graph")));
+  Open();
+  EXPECT_EQ(Walk(q), tables);
+  EXPECT_EQ(Edges(entity_ids_[0]), edges);
+  EXPECT_TRUE(ImageProblems().empty());  // not damage
+  auto built = store_->RefreshQueryImages();
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  EXPECT_EQ(*built, std::vector<std::string>{"graph"});
+  store_.reset();
+  EXPECT_EQ(RawImage("graph"), current);
+  Open();
+  EXPECT_EQ(Walk(q), tables);
+  EXPECT_TRUE(ImageProblems().empty());
+}
+
 TEST_F(QueryImageTest, WordCountsFromTheWordsImageAreTheFullTextIndexs) {
   // 160 chunks: "common" in all, "often" in 70 (over the image's 64, under half the chunks, so
   // searches keep it), "rare" in 3, and stems.
@@ -474,11 +533,11 @@ TEST_F(QueryImageTest, ALargeSetOfVectorsIsReadFromItsRows) {
 
 TEST(QueryImageCodecTest, EveryTruncationOfAnImageFailsToDecode) {
   store::GraphImageBuilder b;
-  b.AddEntity(1, "a", 2);
-  b.AddEntity(5, "b", 1);
+  b.AddEntity(1, "a", 2, 1);
+  b.AddEntity(5, "b", 1, 1);
   b.AddChunk("d#0", "D", "d", 0);
   b.AddChunk("d#1", "D", "d", 1);
-  b.AddRelationship(9, 1, 5, 2.5);
+  b.AddRelationship(9, 1, 5, 2.5, 3);
   b.AddLink(1, "d#0");
   b.AddLink(1, "d#1");
   b.AddLink(5, "d#1");
@@ -489,6 +548,21 @@ TEST(QueryImageCodecTest, EveryTruncationOfAnImageFailsToDecode) {
     EXPECT_FALSE(store::GraphImage::Decode(bytes->substr(0, n)).ok()) << n;
   }
   EXPECT_FALSE(store::GraphImage::Decode(*bytes + "x").ok());
+  auto image = store::GraphImage::Decode(*bytes);
+  ASSERT_TRUE(image.ok());
+  const auto edges = (*image)->RelationshipEdgesOf(5);
+  ASSERT_EQ(edges.size(), 1u);
+  EXPECT_EQ(edges[0].id, 9);
+  EXPECT_EQ(edges[0].source_id, 1);
+  EXPECT_EQ(edges[0].target_id, 5);
+  EXPECT_EQ(edges[0].weight, 2.5);
+  EXPECT_EQ(edges[0].frequency, 3);
+  EXPECT_EQ(edges[0].combined_degree, 2);
+  // The first layout's magic: not damage, an older image.
+  const std::string older = "GGI1" + bytes->substr(4);
+  EXPECT_TRUE(store::IsOlderGraphImage(older));
+  EXPECT_FALSE(store::IsOlderGraphImage(*bytes));
+  EXPECT_EQ(store::GraphImage::Decode(older).status().code(), ErrorCode::kNotFound);
   // A link to a chunk nobody added is the tables' damage, not an image.
   b.AddLink(5, "d#9");
   EXPECT_EQ(b.Finish().status().code(), ErrorCode::kCorruption);

@@ -11,8 +11,9 @@ namespace grag::store {
 
 namespace {
 
-constexpr uint32_t kGraphMagic = 0x31494747;    // "GGI1"
-constexpr uint32_t kVectorsMagic = 0x31494756;  // "VGI1"
+constexpr uint32_t kOlderGraphMagic = 0x31494747;  // "GGI1": no relationship ids or degrees
+constexpr uint32_t kGraphMagic = 0x32494747;       // "GGI2"
+constexpr uint32_t kVectorsMagic = 0x31494756;     // "VGI1"
 
 // Appends fixed-width little-endian values (the native layout: store_state.cpp checks it).
 class ByteWriter {
@@ -102,10 +103,18 @@ bool ValidStarts(const std::vector<uint64_t>& start, size_t rows, uint64_t total
 
 }  // namespace
 
+bool IsOlderGraphImage(std::string_view bytes) {
+  uint32_t magic = 0;
+  if (bytes.size() < sizeof(magic)) return false;
+  std::memcpy(&magic, bytes.data(), sizeof(magic));
+  return magic == kOlderGraphMagic;
+}
+
 // ---------------------------------------------------------------- building
 
-void GraphImageBuilder::AddEntity(int64_t id, std::string_view name_key, int64_t frequency) {
-  entities_.push_back({id, std::string(name_key), frequency});
+void GraphImageBuilder::AddEntity(int64_t id, std::string_view name_key, int64_t frequency,
+                                  int64_t degree) {
+  entities_.push_back({id, std::string(name_key), frequency, degree});
 }
 
 void GraphImageBuilder::AddChunk(std::string_view chunk_id, std::string_view title,
@@ -114,8 +123,8 @@ void GraphImageBuilder::AddChunk(std::string_view chunk_id, std::string_view tit
 }
 
 void GraphImageBuilder::AddRelationship(int64_t id, int64_t source_id, int64_t target_id,
-                                        double weight) {
-  relationships_.push_back({id, source_id, target_id, weight});
+                                        double weight, int64_t frequency) {
+  relationships_.push_back({id, source_id, target_id, weight, frequency});
 }
 
 void GraphImageBuilder::AddLink(int64_t entity_id, std::string_view chunk_id) {
@@ -147,6 +156,8 @@ Result<std::string> GraphImageBuilder::Finish() {
     int64_t order;  // target id, or relationship id
     int64_t other;
     double weight;
+    int64_t id;
+    int64_t frequency;
   };
   std::vector<std::vector<Edge>> edges(n_entities);
   for (const Relationship& r : relationships_) {
@@ -155,8 +166,9 @@ Result<std::string> GraphImageBuilder::Finish() {
       return Status::Corruption("relationship " + std::to_string(r.id) +
                                 " names an entity the graph does not hold");
     }
-    edges[static_cast<size_t>(s)].push_back({false, r.target, r.target, r.weight});
-    edges[static_cast<size_t>(t)].push_back({true, r.id, r.source, r.weight});
+    edges[static_cast<size_t>(s)].push_back(
+        {false, r.target, r.target, r.weight, r.id, r.frequency});
+    edges[static_cast<size_t>(t)].push_back({true, r.id, r.source, r.weight, r.id, r.frequency});
   }
   std::vector<std::vector<uint32_t>> chunks_of(n_entities), entities_of(n_chunks);
   for (const auto& [entity, chunk] : links_) {
@@ -174,6 +186,7 @@ Result<std::string> GraphImageBuilder::Finish() {
   w.Put(static_cast<uint64_t>(n_entities));
   for (const Entity& e : entities_) w.Put(e.id);
   for (const Entity& e : entities_) w.Put(e.frequency);
+  for (const Entity& e : entities_) w.Put(e.degree);
   for (const Entity& e : entities_) w.Str(e.name_key);
   w.Put(static_cast<uint64_t>(n_chunks));
   for (const Chunk& c : chunks_) w.Str(c.id);
@@ -202,6 +215,8 @@ Result<std::string> GraphImageBuilder::Finish() {
     for (const Edge& e : list) {
       w.Put(e.other);
       w.Put(e.weight);
+      w.Put(e.id);
+      w.Put(e.frequency);
     }
   }
   auto put_rows = [&](std::vector<std::vector<uint32_t>>& rows) {
@@ -225,12 +240,16 @@ Result<std::unique_ptr<GraphImage>> GraphImage::Decode(std::string bytes) {
   std::unique_ptr<GraphImage> g(new GraphImage());
   g->bytes_ = std::move(bytes);
   ByteReader r(g->bytes_);
+  if (IsOlderGraphImage(g->bytes_)) {
+    return Status::NotFound("a graph image of an older version (the next index run rebuilds it)");
+  }
   if (r.Get<uint32_t>() != kGraphMagic) {
     return Status::Corruption("not a graph image (or one of another version)");
   }
-  const uint64_t n_entities = r.Count(2 * sizeof(int64_t));
+  const uint64_t n_entities = r.Count(3 * sizeof(int64_t));
   r.Array(g->entity_ids_, n_entities);
   r.Array(g->frequencies_, n_entities);
+  r.Array(g->degrees_, n_entities);
   g->name_keys_.reserve(n_entities);
   for (uint64_t i = 0; i < n_entities && r.ok(); ++i) g->name_keys_.push_back(r.Str());
   const uint64_t n_chunks = r.Count(2 * sizeof(uint32_t));
@@ -412,6 +431,27 @@ std::vector<std::string> GraphImage::EntityChunksInDocumentOrder(int64_t entity_
             [&](uint32_t a, uint32_t b) { return document_order_[a] < document_order_[b]; });
   out.reserve(chunks.size());
   for (uint32_t c : chunks) out.emplace_back(chunk_ids_[c]);
+  return out;
+}
+
+std::vector<RelationshipRecord> GraphImage::RelationshipEdgesOf(int64_t entity_id) const {
+  std::vector<RelationshipRecord> out;
+  const int64_t at = EntityAt(entity_id);
+  if (at < 0) return out;
+  const auto i = static_cast<size_t>(at);
+  out.reserve(edge_start_[i + 1] - edge_start_[i]);
+  for (uint64_t k = edge_start_[i]; k < edge_start_[i + 1]; ++k) {
+    const Edge& e = edges_[k];
+    RelationshipRecord& r = out.emplace_back();
+    r.id = e.relationship_id;
+    // The tables keep source_id < target_id (their CHECK).
+    r.source_id = std::min(entity_id, e.other);
+    r.target_id = std::max(entity_id, e.other);
+    r.weight = e.weight;
+    r.frequency = e.frequency;
+    const int64_t other = EntityAt(e.other);
+    r.combined_degree = degrees_[i] + (other >= 0 ? degrees_[static_cast<size_t>(other)] : 0);
+  }
   return out;
 }
 

@@ -22,14 +22,20 @@
 
 namespace grag::store {
 
+// Whether `bytes` open with the magic of a graph image an older build wrote (version 1: no
+// relationship ids, frequencies or degrees). Such an image is not damage: the next index run
+// replaces it (Store::RefreshQueryImages) and until then questions read the tables.
+bool IsOlderGraphImage(std::string_view bytes);
+
 // Collects a graph's rows in any order and lays them out as a graph image.
 class GraphImageBuilder {
  public:
-  void AddEntity(int64_t id, std::string_view name_key, int64_t frequency);
+  void AddEntity(int64_t id, std::string_view name_key, int64_t frequency, int64_t degree);
   // A chunk, its document's title and its place (document id, index in the document).
   void AddChunk(std::string_view chunk_id, std::string_view title, std::string_view document_id,
                 int64_t index);
-  void AddRelationship(int64_t id, int64_t source_id, int64_t target_id, double weight);
+  void AddRelationship(int64_t id, int64_t source_id, int64_t target_id, double weight,
+                       int64_t frequency);
   void AddLink(int64_t entity_id, std::string_view chunk_id);
   // The image; kCorruption when a relationship or link names an entity or chunk not added (the
   // tables break their own foreign keys).
@@ -40,10 +46,12 @@ class GraphImageBuilder {
     int64_t id;
     std::string name_key;
     int64_t frequency;
+    int64_t degree;
   };
   struct Relationship {
     int64_t id, source, target;
     double weight;
+    int64_t frequency;
   };
   std::vector<Entity> entities_;
   struct Chunk {
@@ -60,6 +68,7 @@ class GraphImageBuilder {
 // which it owns.
 class GraphImage {
  public:
+  // kNotFound for an image an older build wrote (IsOlderGraphImage), kCorruption for damage.
   static Result<std::unique_ptr<GraphImage>> Decode(std::string bytes);
 
   size_t entity_count() const { return entity_ids_.size(); }
@@ -72,6 +81,9 @@ class GraphImage {
                              const Store::NeighbourhoodLimits& limits) const;
   // Store::GetEntityChunks: an entity's chunk ids in document order.
   std::vector<std::string> EntityChunksInDocumentOrder(int64_t entity_id) const;
+  // Store::ListRelationshipEdgesOf: the relationships touching an entity without their text
+  // (id, ends, weight, frequency and the ends' degrees summed), sources' rows first.
+  std::vector<RelationshipRecord> RelationshipEdgesOf(int64_t entity_id) const;
 
  private:
   GraphImage() = default;
@@ -82,6 +94,7 @@ class GraphImage {
   std::string bytes_;
   std::vector<int64_t> entity_ids_;  // ascending
   std::vector<int64_t> frequencies_;
+  std::vector<int64_t> degrees_;  // the entities table's degree column
   std::vector<std::string_view> name_keys_;
   std::vector<std::string_view> chunk_ids_;  // ascending (byte order, as SQLite's BINARY)
   std::vector<std::string_view> titles_;
@@ -90,6 +103,8 @@ class GraphImage {
   struct Edge {
     int64_t other;
     double weight;
+    int64_t relationship_id;
+    int64_t frequency;
   };
   std::vector<uint64_t> edge_start_;
   std::vector<Edge> edges_;

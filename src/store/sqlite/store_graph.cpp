@@ -726,6 +726,14 @@ Result<std::vector<RelationshipRecord>> SqliteStore::ListRelationshipsOf(int64_t
 
 Result<std::vector<RelationshipRecord>> SqliteStore::ListRelationshipEdgesOf(int64_t entity_id) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  {
+    // The graph image holds them when it is current (a one-off question has read it for the
+    // walk already); a read inside a write transaction sees the writes, which drop the image.
+    GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
+    GRAG_ASSIGN_OR_RETURN(std::shared_ptr<const store::GraphImage> image,
+                          store::CachedGraphImage(*impl_, read.conn()));
+    if (image) return image->RelationshipEdgesOf(entity_id);
+  }
   // The entity's own degree is read once a branch, the other end's per row; no text column.
   // No ORDER BY: the caller ranks them itself, and SQLite's sorter would be a quarter of the
   // cost. One branch per end, each an index range (no row is in both: source_id < target_id),

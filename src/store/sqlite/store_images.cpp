@@ -30,12 +30,12 @@ std::string VectorsImage(EmbeddingOwner owner) {
 Result<std::string> BuildGraphImage(sqlite::Connection& conn) {
   store::GraphImageBuilder b;
   {
-    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt s,
-                          conn.Prepare("SELECT id, name_key, frequency FROM main.entities"));
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt s, conn.Prepare("SELECT id, name_key, frequency, degree FROM main.entities"));
     while (true) {
       GRAG_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
-      b.AddEntity(s.Int(0), s.Text(1), s.Int(2));
+      b.AddEntity(s.Int(0), s.Text(1), s.Int(2), s.Int(3));
     }
   }
   {
@@ -52,11 +52,11 @@ Result<std::string> BuildGraphImage(sqlite::Connection& conn) {
   {
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt s,
-        conn.Prepare("SELECT id, source_id, target_id, weight FROM main.relationships"));
+        conn.Prepare("SELECT id, source_id, target_id, weight, frequency FROM main.relationships"));
     while (true) {
       GRAG_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
-      b.AddRelationship(s.Int(0), s.Int(1), s.Int(2), s.Double(3));
+      b.AddRelationship(s.Int(0), s.Int(1), s.Int(2), s.Double(3), s.Int(4));
     }
   }
   {
@@ -135,6 +135,10 @@ Result<std::shared_ptr<const Image>> Cached(SqliteStore::Impl& impl, sqlite::Con
   std::shared_ptr<const Image> image;
   if (decoded.ok()) {
     image = std::move(decoded).value();
+  } else if (decoded.status().code() == ErrorCode::kNotFound) {
+    // An older build's image: read the tables until the next index run replaces it.
+    Log(LogLevel::kDebug, "store",
+        "query image " + std::string(name) + ": " + decoded.status().message());
   } else {
     Log(LogLevel::kWarn, "store",
         "query image " + std::string(name) + ": " + decoded.status().message() +
@@ -215,6 +219,18 @@ Result<std::vector<std::string>> SqliteStore::RefreshQueryImages() {
     return Status::Ok();
   };
   GRAG_ASSIGN_OR_RETURN(int64_t graph, ImageId(conn, kGraphImage));
+  if (graph != 0) {
+    // An older build's layout is replaced.
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt head,
+                          conn.Prepare("SELECT substr(data, 1, 4) FROM query_images WHERE id = ?"));
+    GRAG_ASSIGN_OR_RETURN(bool found, head.BindAll(graph).Step());
+    if (found && store::IsOlderGraphImage(head.Blob(0))) {
+      GRAG_ASSIGN_OR_RETURN(sqlite::Stmt drop,
+                            conn.Prepare("DELETE FROM query_images WHERE id = ?"));
+      GRAG_RETURN_IF_ERROR(drop.BindAll(graph).Run());
+      graph = 0;
+    }
+  }
   if (graph == 0) {
     GRAG_ASSIGN_OR_RETURN(std::string data, BuildGraphImage(conn));
     GRAG_RETURN_IF_ERROR(keep(std::string(kGraphImage), data));
@@ -320,6 +336,8 @@ Result<std::vector<std::string>> store::CheckQueryImages(sqlite::Connection& con
     if (!stored) continue;
     Result<std::string> fresh = Status::NotFound("an image of an unknown kind");
     if (name == kGraphImage) {
+      // An older build's layout is not damage: the next index run replaces it.
+      if (store::IsOlderGraphImage(*stored)) continue;
       fresh = BuildGraphImage(conn);
     } else if (name == kWordsImage) {
       fresh = BuildWordsImage(conn);
