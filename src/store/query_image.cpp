@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 #include <span>
+#include <type_traits>
 #include <unordered_map>
 
 namespace grag::store {
@@ -71,6 +72,24 @@ class ByteReader {
     if (ok_ && item_bytes > 0 && n > left() / item_bytes) ok_ = false;
     return ok_ ? n : 0;
   }
+  // `n` items of T in place, after the padding that aligns them to 8 bytes (ByteWriter::Pad(8)
+  // before them); the bytes read must start 8-aligned.
+  template <typename T>
+  std::span<const T> View(uint64_t n) {
+    static_assert(alignof(T) <= 8 && std::is_trivially_copyable_v<T>);
+    Pad(8);
+    if (!ok_ || n > left() / sizeof(T)) {
+      ok_ = false;
+      return {};
+    }
+    const char* at = in_.data() + pos_;
+    if (reinterpret_cast<uintptr_t>(at) % alignof(T) != 0) {
+      ok_ = false;
+      return {};
+    }
+    pos_ += n * sizeof(T);
+    return {reinterpret_cast<const T*>(at), static_cast<size_t>(n)};
+  }
   template <typename T>
   void Array(std::vector<T>& out, uint64_t n) {
     out.resize(Need(n * sizeof(T)) ? n : 0);
@@ -96,12 +115,22 @@ std::vector<uint64_t> Starts(const std::vector<uint64_t>& counts) {
 }
 
 // Offsets that rise from 0 to `total`, one more than `rows`.
-bool ValidStarts(const std::vector<uint64_t>& start, size_t rows, uint64_t total) {
+bool ValidStarts(std::span<const uint64_t> start, size_t rows, uint64_t total) {
   if (start.size() != rows + 1 || start.front() != 0 || start.back() != total) return false;
   return std::is_sorted(start.begin(), start.end());
 }
 
 }  // namespace
+
+ImageBytes::ImageBytes(std::string_view bytes) {
+  if (!bytes.empty()) std::memcpy(Allocate(bytes.size()), bytes.data(), bytes.size());
+}
+
+char* ImageBytes::Allocate(size_t size) {
+  words_ = std::make_unique_for_overwrite<uint64_t[]>((size + 7) / 8);
+  size_ = size;
+  return reinterpret_cast<char*>(words_.get());
+}
 
 bool IsOlderGraphImage(std::string_view bytes) {
   uint32_t magic = 0;
@@ -184,8 +213,12 @@ Result<std::string> GraphImageBuilder::Finish() {
   ByteWriter w;
   w.Put(kGraphMagic);
   w.Put(static_cast<uint64_t>(n_entities));
+  // Fixed-width arrays start 8-aligned (Pad), so a decoded image views them in place.
+  w.Pad(8);
   for (const Entity& e : entities_) w.Put(e.id);
+  w.Pad(8);
   for (const Entity& e : entities_) w.Put(e.frequency);
+  w.Pad(8);
   for (const Entity& e : entities_) w.Put(e.degree);
   for (const Entity& e : entities_) w.Str(e.name_key);
   w.Put(static_cast<uint64_t>(n_chunks));
@@ -200,6 +233,7 @@ Result<std::string> GraphImageBuilder::Finish() {
   });
   std::vector<uint32_t> rank(n_chunks);
   for (size_t r = 0; r < n_chunks; ++r) rank[by_place[r]] = static_cast<uint32_t>(r);
+  w.Pad(8);
   w.Raw(rank.data(), rank.size() * sizeof(uint32_t));
 
   std::vector<uint64_t> counts(n_entities);
@@ -210,7 +244,9 @@ Result<std::string> GraphImageBuilder::Finish() {
     });
     counts[i] = list.size();
   }
+  w.Pad(8);
   for (uint64_t v : Starts(counts)) w.Put(v);
+  w.Pad(8);
   for (const auto& list : edges) {
     for (const Edge& e : list) {
       w.Put(e.other);
@@ -226,7 +262,9 @@ Result<std::string> GraphImageBuilder::Finish() {
       rows[i].erase(std::unique(rows[i].begin(), rows[i].end()), rows[i].end());
       n[i] = rows[i].size();
     }
+    w.Pad(8);
     for (uint64_t v : Starts(n)) w.Put(v);
+    w.Pad(8);
     for (const auto& row : rows) w.Raw(row.data(), row.size() * sizeof(uint32_t));
   };
   put_rows(chunks_of);
@@ -236,20 +274,22 @@ Result<std::string> GraphImageBuilder::Finish() {
 
 // ---------------------------------------------------------------- reading
 
-Result<std::unique_ptr<GraphImage>> GraphImage::Decode(std::string bytes) {
+Result<std::unique_ptr<GraphImage>> GraphImage::Decode(ImageBytes bytes) {
+  static_assert(sizeof(Edge) == 4 * 8 && std::is_trivially_copyable_v<Edge>,
+                "an edge is four 8-byte fields, as Finish writes them");
   std::unique_ptr<GraphImage> g(new GraphImage());
   g->bytes_ = std::move(bytes);
-  ByteReader r(g->bytes_);
-  if (IsOlderGraphImage(g->bytes_)) {
+  if (IsOlderGraphImage(g->bytes_.view())) {
     return Status::NotFound("a graph image of an older version (the next index run rebuilds it)");
   }
+  ByteReader r(g->bytes_.view());
   if (r.Get<uint32_t>() != kGraphMagic) {
     return Status::Corruption("not a graph image (or one of another version)");
   }
   const uint64_t n_entities = r.Count(3 * sizeof(int64_t));
-  r.Array(g->entity_ids_, n_entities);
-  r.Array(g->frequencies_, n_entities);
-  r.Array(g->degrees_, n_entities);
+  g->entity_ids_ = r.View<int64_t>(n_entities);
+  g->frequencies_ = r.View<int64_t>(n_entities);
+  g->degrees_ = r.View<int64_t>(n_entities);
   g->name_keys_.reserve(n_entities);
   for (uint64_t i = 0; i < n_entities && r.ok(); ++i) g->name_keys_.push_back(r.Str());
   const uint64_t n_chunks = r.Count(2 * sizeof(uint32_t));
@@ -257,18 +297,14 @@ Result<std::unique_ptr<GraphImage>> GraphImage::Decode(std::string bytes) {
   g->titles_.reserve(n_chunks);
   for (uint64_t i = 0; i < n_chunks && r.ok(); ++i) g->chunk_ids_.push_back(r.Str());
   for (uint64_t i = 0; i < n_chunks && r.ok(); ++i) g->titles_.push_back(r.Str());
-  if (r.ok() && n_chunks > r.left() / sizeof(uint32_t)) {
-    return Status::Corruption("the graph image is truncated or inconsistent");
-  }
-  r.Array(g->document_order_, n_chunks);
+  g->document_order_ = r.View<uint32_t>(n_chunks);
   // Rows: n + 1 offsets, then as many items as the last offset says.
-  auto rows = [&](std::vector<uint64_t>& start, size_t n, auto& items) {
+  auto rows = [&](std::span<const uint64_t>& start, size_t n, auto& items) {
     if (!r.ok() || n + 1 > r.left() / sizeof(uint64_t)) return false;
-    r.Array(start, n + 1);
+    start = r.View<uint64_t>(n + 1);
     const uint64_t total = start.empty() ? 0 : start.back();
     using Item = typename std::remove_reference_t<decltype(items)>::value_type;
-    if (!r.ok() || total > r.left() / sizeof(Item)) return false;
-    r.Array(items, total);
+    items = r.View<Item>(total);
     return r.ok() && ValidStarts(start, n, total);
   };
   const bool whole = r.ok() && rows(g->edge_start_, n_entities, g->edges_) &&
@@ -535,10 +571,10 @@ std::string EncodeTermCounts(std::vector<std::pair<std::string, int64_t>> counts
   return w.Take();
 }
 
-Result<std::unique_ptr<TermCounts>> TermCounts::Decode(std::string bytes) {
+Result<std::unique_ptr<TermCounts>> TermCounts::Decode(ImageBytes bytes) {
   std::unique_ptr<TermCounts> t(new TermCounts());
   t->bytes_ = std::move(bytes);
-  ByteReader r(t->bytes_);
+  ByteReader r(t->bytes_.view());
   if (r.Get<uint32_t>() != kTermsMagic) {
     return Status::Corruption("not a words image (or one of another version)");
   }

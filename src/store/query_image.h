@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +22,22 @@
 #include "grag/store_types.h"
 
 namespace grag::store {
+
+// An image's bytes in 8-aligned storage (so a decoded image can view its arrays in place),
+// allocated without being zeroed first when a blob is to be read into it.
+class ImageBytes {
+ public:
+  ImageBytes() = default;
+  // A copy of `bytes`.
+  explicit ImageBytes(std::string_view bytes);
+  // Room for `size` bytes, not initialised, for a reader to fill; replaces what was held.
+  char* Allocate(size_t size);
+  std::string_view view() const { return {reinterpret_cast<const char*>(words_.get()), size_}; }
+
+ private:
+  std::unique_ptr<uint64_t[]> words_;
+  size_t size_ = 0;
+};
 
 // Whether `bytes` open with the magic of a graph image an older build wrote (version 1: no
 // relationship ids, frequencies or degrees). Such an image is not damage: the next index run
@@ -69,7 +86,10 @@ class GraphImageBuilder {
 class GraphImage {
  public:
   // kNotFound for an image an older build wrote (IsOlderGraphImage), kCorruption for damage.
-  static Result<std::unique_ptr<GraphImage>> Decode(std::string bytes);
+  static Result<std::unique_ptr<GraphImage>> Decode(ImageBytes bytes);
+  static Result<std::unique_ptr<GraphImage>> Decode(std::string_view bytes) {
+    return Decode(ImageBytes(bytes));
+  }
 
   size_t entity_count() const { return entity_ids_.size(); }
   size_t chunk_count() const { return chunk_ids_.size(); }
@@ -91,14 +111,16 @@ class GraphImage {
   int64_t EntityAt(int64_t id) const;
   int64_t ChunkAt(std::string_view id) const;
 
-  std::string bytes_;
-  std::vector<int64_t> entity_ids_;  // ascending
-  std::vector<int64_t> frequencies_;
-  std::vector<int64_t> degrees_;  // the entities table's degree column
+  // The fixed-width arrays below are views into the bytes (the layout pads each to 8 bytes), so
+  // decoding copies none of them.
+  ImageBytes bytes_;
+  std::span<const int64_t> entity_ids_;  // ascending
+  std::span<const int64_t> frequencies_;
+  std::span<const int64_t> degrees_;  // the entities table's degree column
   std::vector<std::string_view> name_keys_;
   std::vector<std::string_view> chunk_ids_;  // ascending (byte order, as SQLite's BINARY)
   std::vector<std::string_view> titles_;
-  std::vector<uint32_t> document_order_;  // per chunk: its rank by (document id, index)
+  std::span<const uint32_t> document_order_;  // per chunk: its rank by (document id, index)
   // Compressed rows: entity i's edges are edges_[edge_start_[i], edge_start_[i + 1]).
   struct Edge {
     int64_t other;
@@ -106,12 +128,12 @@ class GraphImage {
     int64_t relationship_id;
     int64_t frequency;
   };
-  std::vector<uint64_t> edge_start_;
-  std::vector<Edge> edges_;
-  std::vector<uint64_t> entity_chunk_start_;
-  std::vector<uint32_t> entity_chunks_;  // chunk positions, ascending per entity
-  std::vector<uint64_t> chunk_entity_start_;
-  std::vector<uint32_t> chunk_entities_;  // entity positions, ascending per chunk
+  std::span<const uint64_t> edge_start_;
+  std::span<const Edge> edges_;
+  std::span<const uint64_t> entity_chunk_start_;
+  std::span<const uint32_t> entity_chunks_;  // chunk positions, ascending per entity
+  std::span<const uint64_t> chunk_entity_start_;
+  std::span<const uint32_t> chunk_entities_;  // entity positions, ascending per chunk
 };
 
 // A packed-vectors image and back. The values start at a multiple of 4 bytes into the image.
@@ -128,14 +150,17 @@ std::string EncodeTermCounts(std::vector<std::pair<std::string, int64_t>> counts
                              int64_t min_count);
 class TermCounts {
  public:
-  static Result<std::unique_ptr<TermCounts>> Decode(std::string bytes);
+  static Result<std::unique_ptr<TermCounts>> Decode(ImageBytes bytes);
+  static Result<std::unique_ptr<TermCounts>> Decode(std::string_view bytes) {
+    return Decode(ImageBytes(bytes));
+  }
   int64_t min_count() const { return min_count_; }
   // The term's chunk count, or nullopt when it is not listed (fewer than min_count chunks).
   std::optional<int64_t> Find(std::string_view term) const;
 
  private:
   TermCounts() = default;
-  std::string bytes_;
+  ImageBytes bytes_;
   int64_t min_count_ = 0;
   std::vector<std::string_view> terms_;  // ascending
   std::vector<int64_t> counts_;

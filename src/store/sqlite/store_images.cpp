@@ -124,11 +124,11 @@ Result<std::shared_ptr<const Image>> Cached(SqliteStore::Impl& impl, sqlite::Con
     std::lock_guard lock(impl.image_mu);
     if (*cached_id == id) return *cached;
   }
-  // By row id, so the bytes are the id's even if the image has been built again since.
-  std::string bytes;
+  // By row id, so the bytes are the id's even if the image has been built again since; into
+  // storage the decoded image keeps (not zeroed first: the blob overwrites every byte).
+  store::ImageBytes bytes;
   GRAG_ASSIGN_OR_RETURN(bool found, conn.ReadBlob("query_images", "data", id, [&](size_t size) {
-    bytes.resize(size);
-    return bytes.data();
+    return bytes.Allocate(size);
   }));
   if (!found) return std::shared_ptr<const Image>();  // dropped since
   Result<std::unique_ptr<Image>> decoded = Image::Decode(std::move(bytes));
