@@ -187,6 +187,7 @@ Result<std::string> GraphImageBuilder::Finish() {
     double weight;
     int64_t id;
     int64_t frequency;
+    int64_t other_at;
   };
   std::vector<std::vector<Edge>> edges(n_entities);
   for (const Relationship& r : relationships_) {
@@ -196,8 +197,8 @@ Result<std::string> GraphImageBuilder::Finish() {
                                 " names an entity the graph does not hold");
     }
     edges[static_cast<size_t>(s)].push_back(
-        {false, r.target, r.target, r.weight, r.id, r.frequency});
-    edges[static_cast<size_t>(t)].push_back({true, r.id, r.source, r.weight, r.id, r.frequency});
+        {false, r.target, r.target, r.weight, r.id, r.frequency, t});
+    edges[static_cast<size_t>(t)].push_back({true, r.id, r.source, r.weight, r.id, r.frequency, s});
   }
   std::vector<std::vector<uint32_t>> chunks_of(n_entities), entities_of(n_chunks);
   for (const auto& [entity, chunk] : links_) {
@@ -253,6 +254,7 @@ Result<std::string> GraphImageBuilder::Finish() {
       w.Put(e.weight);
       w.Put(e.id);
       w.Put(e.frequency);
+      w.Put(static_cast<uint64_t>(e.other_at));
     }
   }
   auto put_rows = [&](std::vector<std::vector<uint32_t>>& rows) {
@@ -275,8 +277,8 @@ Result<std::string> GraphImageBuilder::Finish() {
 // ---------------------------------------------------------------- reading
 
 Result<std::unique_ptr<GraphImage>> GraphImage::Decode(ImageBytes bytes) {
-  static_assert(sizeof(Edge) == 4 * 8 && std::is_trivially_copyable_v<Edge>,
-                "an edge is four 8-byte fields, as Finish writes them");
+  static_assert(sizeof(Edge) == 5 * 8 && std::is_trivially_copyable_v<Edge>,
+                "an edge is five 8-byte fields, as Finish writes them");
   std::unique_ptr<GraphImage> g(new GraphImage());
   g->bytes_ = std::move(bytes);
   if (IsOlderGraphImage(g->bytes_.view())) {
@@ -307,17 +309,22 @@ Result<std::unique_ptr<GraphImage>> GraphImage::Decode(ImageBytes bytes) {
     items = r.View<Item>(total);
     return r.ok() && ValidStarts(start, n, total);
   };
-  const bool whole = r.ok() && rows(g->edge_start_, n_entities, g->edges_) &&
-                     rows(g->entity_chunk_start_, n_entities, g->entity_chunks_) &&
-                     rows(g->chunk_entity_start_, n_chunks, g->chunk_entities_) && r.left() == 0 &&
-                     std::is_sorted(g->entity_ids_.begin(), g->entity_ids_.end()) &&
-                     std::is_sorted(g->chunk_ids_.begin(), g->chunk_ids_.end()) &&
-                     std::all_of(g->entity_chunks_.begin(), g->entity_chunks_.end(),
-                                 [&](uint32_t c) { return c < n_chunks; }) &&
-                     std::all_of(g->chunk_entities_.begin(), g->chunk_entities_.end(),
-                                 [&](uint32_t e) { return e < n_entities; }) &&
-                     std::all_of(g->document_order_.begin(), g->document_order_.end(),
-                                 [&](uint32_t o) { return o < n_chunks; });
+  const bool whole =
+      r.ok() && rows(g->edge_start_, n_entities, g->edges_) &&
+      rows(g->entity_chunk_start_, n_entities, g->entity_chunks_) &&
+      rows(g->chunk_entity_start_, n_chunks, g->chunk_entities_) && r.left() == 0 &&
+      std::is_sorted(g->entity_ids_.begin(), g->entity_ids_.end()) &&
+      std::is_sorted(g->chunk_ids_.begin(), g->chunk_ids_.end()) &&
+      std::all_of(g->edges_.begin(), g->edges_.end(),
+                  [&](const Edge& e) {
+                    return e.other_at < n_entities && g->entity_ids_[e.other_at] == e.other;
+                  }) &&
+      std::all_of(g->entity_chunks_.begin(), g->entity_chunks_.end(),
+                  [&](uint32_t c) { return c < n_chunks; }) &&
+      std::all_of(g->chunk_entities_.begin(), g->chunk_entities_.end(),
+                  [&](uint32_t e) { return e < n_entities; }) &&
+      std::all_of(g->document_order_.begin(), g->document_order_.end(),
+                  [&](uint32_t o) { return o < n_chunks; });
   if (!whole) return Status::Corruption("the graph image is truncated or inconsistent");
   return g;
 }
@@ -381,7 +388,7 @@ Result<GraphSnapshot> GraphImage::Walk(const std::vector<int64_t>& entity_ids,
       ++chunks_reached;
     }
   }
-  std::vector<std::pair<int64_t, double>> by_weight;
+  std::vector<std::pair<uint64_t, double>> by_weight;
   while (!frontier.empty()) {
     const std::vector<Node> wave = std::move(frontier);
     frontier.clear();
@@ -395,12 +402,13 @@ Result<GraphSnapshot> GraphImage::Walk(const std::vector<int64_t>& entity_ids,
         // The strongest relationships first when there are too many to follow.
         by_weight.clear();
         for (uint64_t k = edge_start_[i]; k < edge_start_[i + 1]; ++k) {
-          by_weight.emplace_back(edges_[k].other, edges_[k].weight);
+          by_weight.emplace_back(k, edges_[k].weight);
         }
         std::stable_sort(by_weight.begin(), by_weight.end(),
                          [](const auto& a, const auto& b) { return a.second > b.second; });
         for (size_t k = 0; k < by_weight.size() && k < limits.max_fanout; ++k) {
-          add_entity(by_weight[k].first, EntityAt(by_weight[k].first), n.depth + 1);
+          const Edge& e = edges_[by_weight[k].first];
+          add_entity(e.other, static_cast<int64_t>(e.other_at), n.depth + 1);
         }
         const uint64_t first = entity_chunk_start_[i];
         for (uint64_t k = first; k < entity_chunk_start_[i + 1] && k - first < limits.max_fanout;
@@ -424,10 +432,7 @@ Result<GraphSnapshot> GraphImage::Walk(const std::vector<int64_t>& entity_ids,
       g.entities.push_back({entity_ids_[i], std::string(name_keys_[i]), frequencies_[i]});
     }
   }
-  auto present = [&](int64_t id) {
-    const int64_t at = EntityAt(id);
-    return at >= 0 && entity_depth[static_cast<size_t>(at)] >= 0;
-  };
+
   // Edges in the order the shared walk lists them: it keeps each entity's relationships in a
   // hash map filled in read order and goes through that map, so a map of the same keys filled
   // in the same order goes through them in the same order.
@@ -439,7 +444,7 @@ Result<GraphSnapshot> GraphImage::Walk(const std::vector<int64_t>& entity_ids,
     const auto i = static_cast<size_t>(at);
     for (uint64_t k = edge_start_[i]; k < edge_start_[i + 1]; ++k) {
       const Edge& e = edges_[k];
-      if (id < e.other && present(e.other)) g.edges.push_back({id, e.other, e.weight});
+      if (id < e.other && entity_depth[e.other_at] >= 0) g.edges.push_back({id, e.other, e.weight});
     }
   }
   for (size_t c = 0; c < chunk_ids_.size(); ++c) {
@@ -485,8 +490,7 @@ std::vector<RelationshipRecord> GraphImage::RelationshipEdgesOf(int64_t entity_i
     r.target_id = std::max(entity_id, e.other);
     r.weight = e.weight;
     r.frequency = e.frequency;
-    const int64_t other = EntityAt(e.other);
-    r.combined_degree = degrees_[i] + (other >= 0 ? degrees_[static_cast<size_t>(other)] : 0);
+    r.combined_degree = degrees_[i] + degrees_[e.other_at];
   }
   return out;
 }

@@ -127,6 +127,7 @@ class GraphImage {
     double weight;
     int64_t relationship_id;
     int64_t frequency;
+    uint64_t other_at;  // the other end's position
   };
   std::span<const uint64_t> edge_start_;
   std::span<const Edge> edges_;
