@@ -127,9 +127,9 @@ ImageBytes::ImageBytes(std::string_view bytes) {
 }
 
 char* ImageBytes::Allocate(size_t size) {
-  words_ = std::make_unique_for_overwrite<uint64_t[]>((size + 7) / 8);
+  words_ = LargeVector<uint64_t>((size + 7) / 8);
   size_ = size;
-  return reinterpret_cast<char*>(words_.get());
+  return reinterpret_cast<char*>(words_.data());
 }
 
 bool IsOlderGraphImage(std::string_view bytes) {

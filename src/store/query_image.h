@@ -17,14 +17,15 @@
 #include <utility>
 #include <vector>
 
+#include "grag/large_array.h"
 #include "grag/status.h"
 #include "grag/store.h"
 #include "grag/store_types.h"
 
 namespace grag::store {
 
-// An image's bytes in 8-aligned storage (so a decoded image can view its arrays in place),
-// allocated without being zeroed first when a blob is to be read into it.
+// An image's bytes in 8-aligned storage (so a decoded image can view its arrays in place): a
+// LargeVector, which is not zeroed when sized for a blob to be read into it.
 class ImageBytes {
  public:
   ImageBytes() = default;
@@ -32,10 +33,10 @@ class ImageBytes {
   explicit ImageBytes(std::string_view bytes);
   // Room for `size` bytes, not initialised, for a reader to fill; replaces what was held.
   char* Allocate(size_t size);
-  std::string_view view() const { return {reinterpret_cast<const char*>(words_.get()), size_}; }
+  std::string_view view() const { return {reinterpret_cast<const char*>(words_.data()), size_}; }
 
  private:
-  std::unique_ptr<uint64_t[]> words_;
+  LargeVector<uint64_t> words_;
   size_t size_ = 0;
 };
 
