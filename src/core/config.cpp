@@ -74,7 +74,10 @@ std::vector<Setting> Settings(Config& c) {
        "API key (falls back to OPENAI_API_KEY); better kept in the environment than in this file",
        &c.llm.api_key},
       {"llm.api_style", "GRAG_LLM_API_STYLE",
-       "openai | azure (Azure OpenAI URL layout and api-key header)", &c.llm.api_style},
+       "openai | azure (Azure OpenAI URL layout and api-key header) | ollama (Ollama's own API: "
+       "each request sets the context window it needs, so prompts are never cut, and keeps the "
+       "model loaded)",
+       &c.llm.api_style},
       {"llm.azure_api_version", "",
        "api-version query parameter for Azure OpenAI; empty: the latest GA version grag knows",
        &c.llm.azure_api_version},
@@ -89,8 +92,29 @@ std::vector<Setting> Settings(Config& c) {
       {"llm.max_retries", "",
        "Retries on 429, 5xx and network errors (exponential backoff, Retry-After honoured)",
        &c.llm.max_retries},
-      {"llm.json_mode", "", "Ask for JSON replies (response_format) where JSON is expected",
+      {"llm.json_mode", "",
+       "Ask for JSON replies (response_format) where JSON is expected; a server that refuses it "
+       "is asked in the prompt only (remembered in the index)",
        &c.llm.json_mode},
+      {"llm.reasoning_effort", "GRAG_LLM_REASONING_EFFORT",
+       "Reasoning models: low | medium | high (sent as reasoning_effort); empty = not sent",
+       &c.llm.reasoning_effort},
+      {"llm.think", "GRAG_LLM_THINK",
+       "Reasoning models: on | off turns thinking on or off where the server allows (Ollama's "
+       "think, chat_template_kwargs.enable_thinking for vLLM, llama.cpp and LM Studio); empty = "
+       "the model's default. Thinking is always kept out of the answers grag parses",
+       &c.llm.think},
+      {"llm.max_tokens_field", "",
+       "max_tokens | max_completion_tokens: how a reply's length limit is sent (a server that "
+       "refuses one gets the other)",
+       &c.llm.max_tokens_field},
+      {"llm.keep_alive", "",
+       "Ollama: how long the model stays loaded between requests (e.g. 30m; -1 = always)",
+       &c.llm.keep_alive},
+      {"llm.context_window", "",
+       "Ollama: the model's context window in tokens when its server does not report it; 0 = "
+       "ask the server",
+       &c.llm.context_window},
       {"llm.temperature", "", "Sampling temperature; 0 keeps extraction and reports reproducible",
        &c.llm.temperature},
       {"llm.price_input_per_million", "",
@@ -136,6 +160,11 @@ std::vector<Setting> Settings(Config& c) {
        &c.extraction.entity_types},
       {"extraction.gleanings", "", "Extra rounds asking the model for entities it missed",
        &c.extraction.gleanings},
+      {"extraction.stop_if_empty", "",
+       "Stop a run, with a diagnosis, when the model extracts no entity from its first chunks "
+       "though their text holds names (a reasoning model, a prompt cut by the context window, a "
+       "wrong model), instead of spending the budget on an empty graph",
+       &c.extraction.stop_if_empty},
       {"extraction.nlp.sentence_window", "",
        "No-LLM mode: phrases this many sentences apart or closer are related (0: same sentence; "
        "-1: anywhere in the chunk)",
@@ -600,8 +629,19 @@ Status ValidateConfig(const Config& c) {
   if (c.input.invalid_utf8 != "skip" && c.input.invalid_utf8 != "repair") {
     return Status::InvalidArgument("input.invalid_utf8 must be \"skip\" or \"repair\"");
   }
-  if (c.llm.api_style != "openai" && c.llm.api_style != "azure") {
-    return Status::InvalidArgument("llm.api_style must be \"openai\" or \"azure\"");
+  if (c.llm.api_style != "openai" && c.llm.api_style != "azure" && c.llm.api_style != "ollama") {
+    return Status::InvalidArgument("llm.api_style must be \"openai\", \"azure\" or \"ollama\"");
+  }
+  if (c.llm.think != "" && c.llm.think != "on" && c.llm.think != "off") {
+    return Status::InvalidArgument(
+        "llm.think must be \"on\", \"off\" or empty (the model's default)");
+  }
+  if (c.llm.max_tokens_field != "max_tokens" && c.llm.max_tokens_field != "max_completion_tokens") {
+    return Status::InvalidArgument(
+        "llm.max_tokens_field must be \"max_tokens\" or \"max_completion_tokens\"");
+  }
+  if (c.llm.context_window < 0) {
+    return Status::InvalidArgument("llm.context_window must be 0 (ask the server) or positive");
   }
   if (c.llm.concurrency < 1) return Status::InvalidArgument("llm.concurrency must be at least 1");
   if (c.llm.timeout_seconds <= 0)

@@ -42,6 +42,11 @@ Result<OpenAIOptions> BaseOptions(const Config& c, KeyValueCache* cache) {
   GRAG_ASSIGN_OR_RETURN(o.api_style, ParseApiStyle(c.llm.api_style));
   if (!c.llm.azure_api_version.empty()) o.azure_api_version = c.llm.azure_api_version;
   o.extra_body_json = c.llm.extra_body;
+  o.reasoning_effort = c.llm.reasoning_effort;
+  if (!c.llm.think.empty()) o.think = c.llm.think == "on";
+  o.max_tokens_field = c.llm.max_tokens_field;
+  o.keep_alive = c.llm.keep_alive;
+  o.context_window = c.llm.context_window;
   o.max_concurrency = static_cast<int>(c.llm.concurrency);
   o.requests_per_minute = static_cast<int>(c.llm.requests_per_minute);
   o.tokens_per_minute = static_cast<int>(c.llm.tokens_per_minute);
@@ -91,6 +96,11 @@ Result<std::unique_ptr<EmbeddingModel>> MakeEmbeddingModel(const Config& config,
         "embeddings.model is set but no endpoint is: set embeddings.base_url or llm.base_url");
   }
   o.api_key = config.embeddings.api_key.empty() ? config.llm.api_key : config.embeddings.api_key;
+  // Ollama's own API only where Ollama serves: an embedding server of its own speaks OpenAI's.
+  if (o.api_style == ApiStyle::kOllama && !config.embeddings.base_url.empty() &&
+      config.embeddings.base_url != config.llm.base_url) {
+    o.api_style = ApiStyle::kOpenAI;
+  }
   o.model = model;
   o.embedding_batch_size = static_cast<int>(config.embeddings.batch_size);
   GRAG_ASSIGN_OR_RETURN(std::unique_ptr<OpenAIClient> client, OpenAIClient::Create(std::move(o)));
@@ -106,6 +116,7 @@ Result<std::unique_ptr<RerankModel>> MakeRerankModel(const Config& config, KeyVa
         "rerank.model is set but no endpoint is: set rerank.base_url or llm.base_url");
   }
   o.api_key = config.rerank.api_key.empty() ? config.llm.api_key : config.rerank.api_key;
+  if (o.api_style == ApiStyle::kOllama) o.api_style = ApiStyle::kOpenAI;  // Ollama has no reranker
   o.model = config.rerank.model;
   GRAG_ASSIGN_OR_RETURN(std::unique_ptr<OpenAIClient> client, OpenAIClient::Create(std::move(o)));
   return std::unique_ptr<RerankModel>(std::move(client));

@@ -32,9 +32,23 @@ std::string BuildChatBodyDirect(const ChatRequest& request, const ChatBodyOption
     AppendJsonString(model, options.model);
     fields.emplace_back("model", std::move(model));
   }
-  if (request.temperature) fields.emplace_back("temperature", dump(*request.temperature));
+  if (request.temperature && options.send_temperature) {
+    fields.emplace_back("temperature", dump(*request.temperature));
+  }
   if (request.max_tokens) fields.emplace_back(options.max_tokens_field, dump(*request.max_tokens));
-  if (request.json_mode) fields.emplace_back("response_format", "{\"type\":\"json_object\"}");
+  if (request.json_mode && options.send_json_mode) {
+    fields.emplace_back("response_format", "{\"type\":\"json_object\"}");
+  }
+  if (!options.reasoning_effort.empty()) {
+    std::string effort;
+    AppendJsonString(effort, options.reasoning_effort);
+    fields.emplace_back("reasoning_effort", std::move(effort));
+  }
+  if (options.enable_thinking) {
+    fields.emplace_back("chat_template_kwargs", *options.enable_thinking
+                                                    ? "{\"enable_thinking\":true}"
+                                                    : "{\"enable_thinking\":false}");
+  }
   if (options.stream) {
     fields.emplace_back("stream", "true");
     if (options.stream_usage) fields.emplace_back("stream_options", "{\"include_usage\":true}");

@@ -18,6 +18,7 @@
 #include "endpoint_pool.h"
 #include "limits.h"
 #include "model_common.h"
+#include "thinking.h"
 #include "wire.h"
 
 namespace grag {
@@ -211,18 +212,50 @@ std::vector<EndpointOptions> EffectiveEndpoints(const OpenAIOptions& o) {
 
 }  // namespace
 
+// What an endpoint was found to accept. Every server starts as accepting all; a 400 naming a
+// parameter turns it off (or switches max_tokens to max_completion_tokens) and the request goes
+// again at once. Kept in the reply cache, so a resume does not probe again.
+struct EndpointCaps {
+  std::atomic<bool> json_mode{true};
+  std::atomic<bool> temperature{true};
+  std::atomic<int> max_tokens_field{0};  // 0: as configured; 1: max_tokens; 2: max_completion_
+  std::atomic<bool> reasoning_effort{true};
+  std::atomic<bool> template_kwargs{true};
+  std::atomic<bool> stream_options{true};
+  std::atomic<bool> think{true};
+  // Ollama: the model's context window; 0 not asked yet; -1 asked and not told.
+  std::atomic<int64_t> context_length{0};
+
+  // Which bodies are alike: a body built under other caps is built again.
+  std::string Signature() const {
+    return fmt::format("{}{}{}{}{}{}{}", json_mode.load() ? 1 : 0, temperature.load() ? 1 : 0,
+                       max_tokens_field.load(), reasoning_effort.load() ? 1 : 0,
+                       template_kwargs.load() ? 1 : 0, stream_options.load() ? 1 : 0,
+                       think.load() ? 1 : 0);
+  }
+};
+
 // Where and how requests to one endpoint go.
 struct Target {
+  std::string name;   // the endpoint's name (EndpointOptions::name)
   std::string model;  // sent in request bodies
   std::string chat_url;
   std::string embeddings_url;
   std::string rerank_url;
+  std::string show_url;  // Ollama: /api/show
   std::vector<HttpHeader> auth;
   std::atomic<bool> reached{false};  // some request got an HTTP response
+  EndpointCaps caps;
+  std::string caps_key;  // where caps are kept in the reply cache
+  std::once_flag caps_loaded;
+  std::mutex probe_mu;  // one /api/show at a time
 };
 
-// A request body for the model name an endpoint knows.
-using BodyFor = std::function<std::string(const std::string& model)>;
+// A request body for an endpoint (the model name it knows, what it accepts).
+using BodyFor = std::function<std::string(const Target& target)>;
+// Given a 4xx reply's refused parameter: adapts the endpoint's caps and returns true when the
+// request should go again at once without it.
+using OnRefused = std::function<bool(Target& target, const std::string& field)>;
 
 // A 2xx reply and the endpoint (index) that sent it.
 struct Sent {
@@ -247,10 +280,20 @@ struct OpenAIClient::Impl {
       const EndpointOptions& e = pool.endpoint(i);
       token_limited = token_limited || e.tokens_per_minute > 0;
       auto target = std::make_unique<Target>();
+      target->name = e.name;
       target->model = e.model;
       std::string base = e.base_url;
       while (base.ends_with('/')) base.pop_back();
-      if (options.api_style == ApiStyle::kAzure) {
+      if (options.api_style == ApiStyle::kOllama) {
+        // Ollama's own API lives at the host's root; its OpenAI-compatible one under /v1.
+        std::string root = base;
+        if (root.ends_with("/v1")) root.resize(root.size() - 3);
+        target->chat_url = root + "/api/chat";
+        target->embeddings_url = root + "/api/embed";
+        target->rerank_url = base + "/rerank";
+        target->show_url = root + "/api/show";
+        if (!e.api_key.empty()) target->auth.push_back({"Authorization", "Bearer " + e.api_key});
+      } else if (options.api_style == ApiStyle::kAzure) {
         // The deployment: the endpoint's own model name, else the configured deployment.
         std::string deployment = !options.endpoints.empty() && !options.endpoints[i].model.empty()
                                      ? options.endpoints[i].model
@@ -268,6 +311,7 @@ struct OpenAIClient::Impl {
         target->rerank_url = base + "/rerank";
         if (!e.api_key.empty()) target->auth.push_back({"Authorization", "Bearer " + e.api_key});
       }
+      target->caps_key = "caps:v1:" + Sha256Hex(target->chat_url + "\n" + target->model);
       targets.push_back(std::move(target));
     }
   }
@@ -281,7 +325,20 @@ struct OpenAIClient::Impl {
 
   Result<Sent> Send(std::string_view what, std::string Target::*url, const BodyFor& body_for,
                     int64_t tokens, StreamState* stream, int* retries,
-                    const std::atomic<bool>* cancel = nullptr);
+                    const std::atomic<bool>* cancel = nullptr,
+                    const OnRefused* on_refused = nullptr);
+  // Reads what the cache remembers of an endpoint, once.
+  void LoadCaps(Target& target);
+  void SaveCaps(const Target& target);
+  // Adapts a chat endpoint to a refused parameter that `request` sent; false when it did not
+  // send it (or there is nothing left to adapt).
+  bool AdaptChat(Target& target, const std::string& field, const ChatRequest& request);
+  void Note(const Target& target, std::string what);
+  // Ollama: the model's context window (0 when the server does not tell); kNotFound when the
+  // server does not have the model.
+  Result<int64_t> OllamaModelWindow(Target& target);
+  // Ollama: the num_ctx a request of `prompt_tokens` and `output_tokens` is sent with.
+  Result<int64_t> OllamaNumCtx(int64_t prompt_tokens, int64_t output_tokens);
   Result<ChatResponse> ChatOnce(const ChatRequest& request, int* retries);
   Result<EmbeddingResponse> EmbedOnce(const std::vector<std::string>& inputs, int* retries);
 
@@ -297,24 +354,191 @@ struct OpenAIClient::Impl {
   std::mutex rng_mu;
   std::mt19937_64 rng;  // guarded by rng_mu; jitter only
   Counters counters;
+  mutable std::mutex notes_mu;
+  std::vector<std::string> notes;  // guarded by notes_mu: Adaptations()
 };
+
+void OpenAIClient::Impl::LoadCaps(Target& target) {
+  std::call_once(target.caps_loaded, [&] {
+    if (options.cache == nullptr) return;
+    std::optional<std::string> value = options.cache->Get(target.caps_key);
+    if (!value) return;
+    nlohmann::json j = nlohmann::json::parse(*value, nullptr, false);
+    if (!j.is_object()) return;
+    auto flag = [&](const char* name, std::atomic<bool>& into) {
+      if (j.contains(name) && j[name].is_boolean()) into.store(j[name].get<bool>());
+    };
+    flag("json_mode", target.caps.json_mode);
+    flag("temperature", target.caps.temperature);
+    flag("reasoning_effort", target.caps.reasoning_effort);
+    flag("chat_template_kwargs", target.caps.template_kwargs);
+    flag("stream_options", target.caps.stream_options);
+    flag("think", target.caps.think);
+    if (j.contains("max_tokens_field") && j["max_tokens_field"].is_number_integer()) {
+      target.caps.max_tokens_field.store(std::clamp(j["max_tokens_field"].get<int>(), 0, 2));
+    }
+    if (j.contains("context_length") && j["context_length"].is_number_integer() &&
+        j["context_length"].get<int64_t>() > 0) {
+      target.caps.context_length.store(j["context_length"].get<int64_t>());
+    }
+    if (j.contains("notes") && j["notes"].is_array()) {
+      for (const auto& n : j["notes"]) {
+        if (n.is_string()) Note(target, n.get<std::string>());
+      }
+    }
+  });
+}
+
+void OpenAIClient::Impl::SaveCaps(const Target& target) {
+  if (options.cache == nullptr) return;
+  nlohmann::json j = {{"json_mode", target.caps.json_mode.load()},
+                      {"temperature", target.caps.temperature.load()},
+                      {"max_tokens_field", target.caps.max_tokens_field.load()},
+                      {"reasoning_effort", target.caps.reasoning_effort.load()},
+                      {"chat_template_kwargs", target.caps.template_kwargs.load()},
+                      {"stream_options", target.caps.stream_options.load()},
+                      {"think", target.caps.think.load()}};
+  if (target.caps.context_length.load() > 0)
+    j["context_length"] = target.caps.context_length.load();
+  nlohmann::json notes_of = nlohmann::json::array();
+  {
+    std::lock_guard lock(notes_mu);
+    const std::string prefix = target.name + " ";
+    for (const std::string& n : notes) {
+      if (n.starts_with(prefix)) notes_of.push_back(n.substr(prefix.size()));
+    }
+  }
+  j["notes"] = std::move(notes_of);
+  Status st = options.cache->Put(target.caps_key, j.dump(), options.model, "caps");
+  if (!st.ok()) Log(LogLevel::kWarn, "llm", "endpoint findings not kept: " + st.ToString());
+}
+
+void OpenAIClient::Impl::Note(const Target& target, std::string what) {
+  std::string line = target.name + " " + what;
+  std::lock_guard lock(notes_mu);
+  if (std::find(notes.begin(), notes.end(), line) == notes.end()) notes.push_back(std::move(line));
+}
+
+bool OpenAIClient::Impl::AdaptChat(Target& target, const std::string& field,
+                                   const ChatRequest& request) {
+  EndpointCaps& caps = target.caps;
+  const bool ollama = options.api_style == ApiStyle::kOllama;
+  std::string note;
+  auto turn_off = [&](std::atomic<bool>& flag, bool sent, std::string why) {
+    if (!sent || !flag.load()) return false;
+    flag.store(false);
+    note = std::move(why);
+    return true;
+  };
+  bool changed = false;
+  if (field == "response_format" || field == "format") {
+    changed = turn_off(caps.json_mode, request.json_mode,
+                       "refused " + field + ": JSON is asked for in the prompt only");
+  } else if (field == "temperature") {
+    changed = turn_off(caps.temperature, request.temperature.has_value(),
+                       "refused temperature: the model's own is used");
+  } else if (field == "reasoning_effort") {
+    changed = turn_off(caps.reasoning_effort, !options.reasoning_effort.empty(),
+                       "refused reasoning_effort: not sent");
+  } else if (field == "chat_template_kwargs") {
+    changed = turn_off(caps.template_kwargs, options.think.has_value() && !ollama,
+                       "refused chat_template_kwargs: thinking is left to the model");
+  } else if (field == "think") {
+    changed = turn_off(caps.think, options.think.has_value() && ollama,
+                       "refused think: thinking is left to the model");
+  } else if (field == "stream_options") {
+    changed = turn_off(caps.stream_options, static_cast<bool>(request.on_delta),
+                       "refused stream_options: streamed replies are counted locally");
+  } else if ((field == "max_tokens" || field == "max_completion_tokens") && request.max_tokens &&
+             !ollama) {
+    const int current = caps.max_tokens_field.load();
+    const std::string sent = current == 1   ? "max_tokens"
+                             : current == 2 ? "max_completion_tokens"
+                                            : options.max_tokens_field;
+    if (sent == field) {
+      const bool to_completion = field == "max_tokens";
+      caps.max_tokens_field.store(to_completion ? 2 : 1);
+      note = "refused " + field + ": " + (to_completion ? "max_completion_tokens" : "max_tokens") +
+             " is sent instead";
+      changed = true;
+    }
+  }
+  if (!changed) return false;
+  Log(LogLevel::kWarn, "llm",
+      fmt::format("{} {}: the server {}", options.model, target.name, note));
+  Note(target, note);
+  SaveCaps(target);
+  return true;
+}
+
+Result<int64_t> OpenAIClient::Impl::OllamaModelWindow(Target& target) {
+  LoadCaps(target);
+  if (int64_t known = target.caps.context_length.load(); known != 0)
+    return std::max<int64_t>(0, known);
+  std::lock_guard lock(target.probe_mu);
+  if (int64_t known = target.caps.context_length.load(); known != 0)
+    return std::max<int64_t>(0, known);
+  HttpRequest request;
+  request.url = target.show_url;
+  request.headers = target.auth;
+  request.headers.push_back({"Content-Type", "application/json"});
+  request.body = nlohmann::json{{"model", target.model}}.dump();
+  request.timeout = std::min(options.timeout, std::chrono::milliseconds(30'000));
+  request.connect_timeout = options.connect_timeout;
+  counters.http_requests.fetch_add(1);
+  Result<HttpResponse> reply = transport->Post(request);
+  if (!reply.ok()) return int64_t{0};  // the request itself will say what is wrong
+  target.reached.store(true);
+  if (reply->status == 404) {
+    return Status::NotFound(fmt::format(
+        "the Ollama server at {} does not have model {}: run `ollama pull {}` there, or check "
+        "llm.model (`ollama list` shows what it has)",
+        target.show_url.substr(0, target.show_url.size() - 9), target.model, target.model));
+  }
+  std::optional<int64_t> window;
+  if (reply->status >= 200 && reply->status < 300) {
+    window = llm_internal::ParseOllamaContextLength(reply->body);
+  }
+  if (options.context_window > 0) window = options.context_window;  // the user knows better
+  target.caps.context_length.store(window ? *window : -1);
+  if (window) {
+    Log(LogLevel::kDebug, "llm",
+        fmt::format("{} {}: context window {} tokens", options.model, target.name, *window));
+    SaveCaps(target);
+  }
+  return window.value_or(0);
+}
+
+Result<int64_t> OpenAIClient::Impl::OllamaNumCtx(int64_t prompt_tokens, int64_t output_tokens) {
+  // The smallest window among the endpoints: a request may go to any of them.
+  int64_t model_max = options.context_window;
+  for (auto& t : targets) {
+    GRAG_ASSIGN_OR_RETURN(int64_t w, OllamaModelWindow(*t));
+    if (w > 0 && (model_max <= 0 || w < model_max)) model_max = w;
+  }
+  return llm_internal::OllamaContextFor(prompt_tokens, output_tokens, model_max, options.model);
+}
 
 // One request with its retries. Each attempt goes to the endpoint the pool chooses: after a
 // failure, another one when one is in rotation (at once, no backoff), else the backoff below.
 // Holds an endpoint's slot only while the request is in flight, never while waiting to retry.
 Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target::*url,
                                       const BodyFor& body_for, int64_t tokens, StreamState* stream,
-                                      int* retries, const std::atomic<bool>* cancel) {
+                                      int* retries, const std::atomic<bool>* cancel,
+                                      const OnRefused* on_refused) {
   const bool several = pool.size() > 1;
-  std::vector<bool> failed(pool.size(), false);             // endpoints this call failed on
-  std::vector<std::pair<std::string, std::string>> bodies;  // by model name, built once each
-  auto body = [&](const std::string& model) -> std::string& {
+  std::vector<bool> failed(pool.size(), false);  // endpoints this call failed on
+  // By model name and what the endpoint accepts: built once each.
+  std::vector<std::pair<std::string, std::string>> bodies;
+  auto body = [&](const Target& target) -> std::string& {
+    const std::string key = target.model + '\x1f' + target.caps.Signature();
     for (auto& [m, b] : bodies) {
-      if (m == model) return b;
+      if (m == key) return b;
     }
-    bodies.emplace_back(model, body_for(model));
+    bodies.emplace_back(key, body_for(target));
     return bodies.back().second;
   };
+  int adaptations = 0;  // requests sent again without a refused parameter
 
   for (int attempt = 0;; ++attempt) {
     if (cancel != nullptr && cancel->load()) {
@@ -323,6 +547,7 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
     if (stream != nullptr) stream->Begin();
     const size_t ep = pool.Acquire(tokens, failed);
     Target& target = *targets[ep];
+    LoadCaps(target);
     const std::string& where = target.*url;
     HttpRequest request;
     request.url = where;
@@ -331,7 +556,7 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
     request.headers.push_back(
         {"Accept", stream != nullptr ? "text/event-stream" : "application/json"});
     // Lent to the request, not copied (a prompt is tens of KB), and taken back after the call.
-    std::string& lent = body(target.model);
+    std::string& lent = body(target);
     request.body = std::move(lent);
     request.timeout = options.timeout;
     request.connect_timeout = options.connect_timeout;
@@ -362,6 +587,17 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
           return Sent{std::move(result).value(), ep};
         }
         outcome = Outcome::kDown;
+      } else if (const std::string refused =
+                     on_refused != nullptr && adaptations < 6
+                         ? llm_internal::RefusedParameter(response.status, response.body)
+                         : std::string();
+                 !refused.empty() && (*on_refused)(target, refused)) {
+        // The server refuses a parameter it can do without: send the request again without it
+        // at once. Not a failure of the endpoint, nor a retry of the call.
+        pool.Release(ep, Outcome::kCallerError, latency, Status::Ok());
+        ++adaptations;
+        --attempt;
+        continue;
       } else {
         failure = llm_internal::HttpErrorStatus(response.status, response.body, where);
         const bool quota = response.status == 429 && llm_internal::IsQuotaExhausted(response.body);
@@ -464,40 +700,101 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
     }
   }
 
-  const bool streaming = static_cast<bool>(request.on_delta);
+  const bool ollama = options.api_style == ApiStyle::kOllama;
+  // Ollama streams in its own format; its replies come whole and are passed on as one delta.
+  const bool streaming = static_cast<bool>(request.on_delta) && !ollama;
   llm_internal::ChatBodyOptions body_options;
   body_options.extra = Extra();
   body_options.stream = streaming;
-  body_options.stream_usage = options.stream_usage;
-  body_options.max_tokens_field = options.max_tokens_field;
-  const BodyFor body_for = [&](const std::string& model) {
+  body_options.reasoning_effort = options.reasoning_effort;
+  body_options.enable_thinking = options.think;
+  // Tokenising the prompt costs more CPU than the rest of the call (a gleaning prompt carries the
+  // whole conversation), and only a token limit or Ollama's context window needs the count before
+  // the call: otherwise it is counted after, and only when the reply gives no usage.
+  const bool count_first = token_limited || ollama;
+  const int64_t prompt_estimate =
+      count_first ? llm_internal::CountPromptTokens(request.messages, count) : 0;
+  int64_t num_ctx = 0;
+  if (ollama) {
+    GRAG_ASSIGN_OR_RETURN(
+        num_ctx,
+        OllamaNumCtx(prompt_estimate, request.max_tokens ? static_cast<int64_t>(*request.max_tokens)
+                                                         : options.default_output_tokens));
+  }
+  const BodyFor body_for = [&](const Target& target) {
+    const EndpointCaps& caps = target.caps;
+    if (ollama) {
+      llm_internal::OllamaChatOptions o;
+      o.model = target.model;
+      o.num_ctx = num_ctx;
+      o.keep_alive = options.keep_alive;
+      if (caps.think.load()) o.think = options.think;
+      o.send_json_mode = caps.json_mode.load();
+      return llm_internal::BuildOllamaChatBody(request, o, Extra());
+    }
     llm_internal::ChatBodyOptions o = body_options;
-    o.model = model;
+    o.model = target.model;
+    o.send_json_mode = caps.json_mode.load();
+    o.send_temperature = caps.temperature.load();
+    o.stream_usage = options.stream_usage && caps.stream_options.load();
+    const int field = caps.max_tokens_field.load();
+    o.max_tokens_field = field == 1   ? "max_tokens"
+                         : field == 2 ? "max_completion_tokens"
+                                      : options.max_tokens_field;
+    if (!caps.reasoning_effort.load()) o.reasoning_effort.clear();
+    if (!caps.template_kwargs.load()) o.enable_thinking.reset();
     return llm_internal::BuildChatBody(request, o);
   };
-  // Tokenising the prompt costs more CPU than the rest of the call (a gleaning prompt carries the
-  // whole conversation), and only a token limit needs the count before the call: otherwise it is
-  // counted after, and only when the reply gives no usage.
-  const int64_t prompt_estimate =
-      token_limited ? llm_internal::CountPromptTokens(request.messages, count) : 0;
+  const OnRefused on_refused = [&](Target& target, const std::string& field) {
+    return AdaptChat(target, field, request);
+  };
 
-  StreamState stream(request.on_delta);
-  GRAG_ASSIGN_OR_RETURN(Sent sent, Send("chat", &Target::chat_url, body_for, prompt_estimate,
-                                        streaming ? &stream : nullptr, retries, request.cancel));
+  // Streamed deltas reach the caller without the model's thinking.
+  llm_internal::ThinkingFilter filter;
+  std::function<void(std::string_view)> on_answer_delta;
+  if (streaming) {
+    on_answer_delta = [&](std::string_view delta) {
+      if (std::string answer = filter.Feed(delta); !answer.empty()) request.on_delta(answer);
+    };
+  }
+  StreamState stream(on_answer_delta);
+  GRAG_ASSIGN_OR_RETURN(
+      Sent sent, Send("chat", &Target::chat_url, body_for, token_limited ? prompt_estimate : 0,
+                      streaming ? &stream : nullptr, retries, request.cancel, &on_refused));
   const HttpResponse& response = sent.response;
   llm_internal::ChatReply reply;
-  if (streaming) {
+  bool delivered = false;  // the caller has seen the answer's deltas
+  if (ollama) {
+    GRAG_ASSIGN_OR_RETURN(reply, llm_internal::ParseOllamaChatReply(response.body));
+  } else if (streaming) {
     GRAG_RETURN_IF_ERROR(stream.Finish());
     if (stream.assembler().events() == 0) {
       // The server ignored "stream" and sent the reply whole.
       GRAG_ASSIGN_OR_RETURN(reply, llm_internal::ParseChatReply(response.body));
-      if (!reply.content.empty()) request.on_delta(reply.content);
     } else {
       GRAG_ASSIGN_OR_RETURN(reply, stream.assembler().Finish());
+      if (std::string rest = filter.Finish(); !rest.empty()) request.on_delta(rest);
+      delivered = true;
     }
   } else {
     GRAG_ASSIGN_OR_RETURN(reply, llm_internal::ParseChatReply(response.body));
   }
+
+  // The model's thinking is never part of the answer (nor of what the caller parses).
+  llm_internal::ThinkingSplit split = llm_internal::SplitThinking(reply.content);
+  const bool thought_inline = !split.thinking.empty() || split.unclosed;
+  if (thought_inline) {
+    reply.content = std::move(split.answer);
+    reply.content_json = {};
+  }
+  if (reply.content.empty() && (split.unclosed || !reply.reasoning.empty())) {
+    return Status::Parse(fmt::format(
+        "model {} spent its reply thinking and gave no answer{}: let it answer sooner with "
+        "llm.reasoning_effort = \"low\" or llm.think = \"off\", or raise the reply's length",
+        options.model,
+        reply.finish_reason.empty() ? "" : " (finish_reason=" + reply.finish_reason + ")"));
+  }
+  if (request.on_delta && !delivered && !reply.content.empty()) request.on_delta(reply.content);
 
   ChatResponse out;
   out.content = std::move(reply.content);
@@ -505,17 +802,23 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
   out.finish_reason = reply.finish_reason;
   out.tokens_estimated = !reply.prompt_tokens || !reply.completion_tokens;
   out.prompt_tokens = reply.prompt_tokens ? *reply.prompt_tokens
-                      : token_limited     ? prompt_estimate
-                                      : llm_internal::CountPromptTokens(request.messages, count);
+                      : count_first       ? prompt_estimate
+                                    : llm_internal::CountPromptTokens(request.messages, count);
+  // Thinking is spent like the answer: counted in the completion when the server does not say.
+  const std::string thinking = split.thinking + reply.reasoning;
+  const int64_t thinking_tokens = thinking.empty() ? 0 : static_cast<int64_t>(count(thinking));
   // Not value_or(count(...)): that would tokenise every reply, usage or not.
-  out.completion_tokens =
-      reply.completion_tokens ? *reply.completion_tokens : static_cast<int64_t>(count(out.content));
+  out.completion_tokens = reply.completion_tokens
+                              ? *reply.completion_tokens
+                              : static_cast<int64_t>(count(out.content)) + thinking_tokens;
+  out.reasoning_tokens = reply.reasoning_tokens ? *reply.reasoning_tokens : thinking_tokens;
   out.endpoint = pool.endpoint(sent.endpoint).name;
   counters.prompt_tokens.fetch_add(out.prompt_tokens);
   counters.completion_tokens.fetch_add(out.completion_tokens);
   pool.AddTokens(sent.endpoint, out.prompt_tokens, out.completion_tokens);
   pool.Charge(sent.endpoint,
-              out.completion_tokens + std::max<int64_t>(0, out.prompt_tokens - prompt_estimate));
+              out.completion_tokens +
+                  std::max<int64_t>(0, out.prompt_tokens - (token_limited ? prompt_estimate : 0)));
 
   if (request.validator) {
     Status verdict = request.validator(out.content);
@@ -586,8 +889,20 @@ Result<EmbeddingResponse> OpenAIClient::Impl::EmbedOnce(const std::vector<std::s
     std::vector<std::string_view> texts;
     texts.reserve(batch.items.size());
     for (size_t i : batch.items) texts.push_back(inputs[i]);
-    const BodyFor body_for = [&](const std::string& model) {
-      return llm_internal::BuildEmbeddingBody(texts, model, options.embedding_dimensions, Extra());
+    int64_t num_ctx = 0;
+    if (options.api_style == ApiStyle::kOllama) {
+      int64_t longest = 0;
+      for (size_t i : batch.items)
+        longest = std::max(longest, static_cast<int64_t>(count(inputs[i])));
+      GRAG_ASSIGN_OR_RETURN(num_ctx, OllamaNumCtx(longest, 0));
+    }
+    const BodyFor body_for = [&](const Target& target) {
+      if (options.api_style == ApiStyle::kOllama) {
+        return llm_internal::BuildOllamaEmbedBody(texts, target.model, num_ctx, options.keep_alive,
+                                                  Extra());
+      }
+      return llm_internal::BuildEmbeddingBody(texts, target.model, options.embedding_dimensions,
+                                              Extra());
     };
     int tries = 0;
     Result<Sent> sent =
@@ -599,7 +914,9 @@ Result<EmbeddingResponse> OpenAIClient::Impl::EmbedOnce(const std::vector<std::s
     if (!sent.ok()) return sent.status();
     GRAG_ASSIGN_OR_RETURN(
         llm_internal::EmbeddingReply reply,
-        llm_internal::ParseEmbeddingReply(sent->response.body, batch.items.size()));
+        options.api_style == ApiStyle::kOllama
+            ? llm_internal::ParseOllamaEmbedReply(sent->response.body, batch.items.size())
+            : llm_internal::ParseEmbeddingReply(sent->response.body, batch.items.size()));
     int64_t spent = reply.prompt_tokens.value_or(batch.tokens);
     counters.prompt_tokens.fetch_add(spent);
     pool.AddTokens(sent->endpoint, spent, 0);
@@ -726,7 +1043,9 @@ Result<std::vector<RerankHit>> OpenAIClient::Rerank(std::string_view query,
     int64_t tokens = static_cast<int64_t>(d.count(query));
     for (const auto& doc : documents) tokens += static_cast<int64_t>(d.count(doc));
     int retries = 0;
-    auto sent = d.Send("rerank", &Target::rerank_url, body_for, tokens, nullptr, &retries);
+    auto sent = d.Send(
+        "rerank", &Target::rerank_url, [&](const Target& target) { return body_for(target.model); },
+        tokens, nullptr, &retries);
     if (!sent.ok()) {
       d.counters.failures.fetch_add(1);
       return sent.status().WithContext("reranking");
@@ -771,6 +1090,23 @@ Result<std::vector<RerankHit>> OpenAIClient::Rerank(std::string_view query,
 }
 
 const std::string& OpenAIClient::model() const { return impl_->options.model; }
+
+std::vector<std::string> OpenAIClient::Adaptations() const {
+  for (auto& t : impl_->targets) impl_->LoadCaps(*t);
+  std::lock_guard lock(impl_->notes_mu);
+  return impl_->notes;
+}
+
+std::optional<int64_t> OpenAIClient::ModelContextWindow() const {
+  if (impl_->options.api_style != ApiStyle::kOllama) return std::nullopt;
+  int64_t smallest = 0;
+  for (auto& t : impl_->targets) {
+    Result<int64_t> w = impl_->OllamaModelWindow(*t);
+    if (w.ok() && *w > 0 && (smallest == 0 || *w < smallest)) smallest = *w;
+  }
+  if (smallest <= 0) return std::nullopt;
+  return smallest;
+}
 
 LlmUsage OpenAIClient::Usage() const {
   LlmUsage u = impl_->counters.Snapshot();
@@ -826,8 +1162,9 @@ LlmUsage& LlmUsage::operator-=(const LlmUsage& other) {
 Result<ApiStyle> ParseApiStyle(std::string_view name) {
   if (name == "openai") return ApiStyle::kOpenAI;
   if (name == "azure") return ApiStyle::kAzure;
+  if (name == "ollama") return ApiStyle::kOllama;
   return Status::InvalidArgument("unknown API style '" + std::string(name) +
-                                 "' (expected openai or azure)");
+                                 "' (expected openai, azure or ollama)");
 }
 
 }  // namespace grag

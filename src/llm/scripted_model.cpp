@@ -7,6 +7,7 @@
 #include "grag/llm.h"
 #include "grag/log.h"
 #include "model_common.h"
+#include "thinking.h"
 
 namespace grag {
 namespace {
@@ -133,6 +134,12 @@ Result<ChatResponse> ScriptedChatModel::Chat(const ChatRequest& request) {
   out.tokens_estimated = true;
   out.prompt_tokens = llm_internal::CountPromptTokens(request.messages, options_.token_counter);
   out.completion_tokens = static_cast<int64_t>(options_.token_counter(out.content));
+  // As OpenAIClient: a scripted reasoning model's thinking is spent, never answered.
+  if (llm_internal::ThinkingSplit split = llm_internal::SplitThinking(out.content);
+      !split.thinking.empty() || split.unclosed) {
+    out.reasoning_tokens = static_cast<int64_t>(options_.token_counter(split.thinking));
+    out.content = std::move(split.answer);
+  }
   {
     std::lock_guard lock(mu_);
     usage_.http_requests += 1;  // the script stands in for the server

@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <ctime>
@@ -209,9 +210,15 @@ std::string BuildChatBody(const ChatRequest& request, const ChatBodyOptions& opt
     messages.push_back(json{{"role", m.role}, {"content", m.content}});
   }
   body["messages"] = std::move(messages);
-  if (request.temperature) body["temperature"] = *request.temperature;
+  if (request.temperature && options.send_temperature) body["temperature"] = *request.temperature;
   if (request.max_tokens) body[options.max_tokens_field] = *request.max_tokens;
-  if (request.json_mode) body["response_format"] = json{{"type", "json_object"}};
+  if (request.json_mode && options.send_json_mode) {
+    body["response_format"] = json{{"type", "json_object"}};
+  }
+  if (!options.reasoning_effort.empty()) body["reasoning_effort"] = options.reasoning_effort;
+  if (options.enable_thinking) {
+    body["chat_template_kwargs"] = json{{"enable_thinking", *options.enable_thinking}};
+  }
   if (options.stream) {
     body["stream"] = true;
     if (options.stream_usage) body["stream_options"] = json{{"include_usage", true}};
@@ -269,12 +276,23 @@ Result<ChatReply> ParseChatReply(std::string_view body) {
   reply.finish_reason = StringMember(*choice, "finish_reason");
   reply.model = StringMember(*j, "model");
   ReadUsage(*j, &reply.prompt_tokens, &reply.completion_tokens);
+  if (std::optional<JsonView> usage = Member(*j, "usage")) {
+    if (std::optional<JsonView> details = Member(*usage, "completion_tokens_details")) {
+      reply.reasoning_tokens = CountMember(*details, "reasoning_tokens");
+    }
+  }
 
   std::optional<std::string> content;
   std::optional<JsonView> message = Member(*choice, "message");
   if (message) {
     if (std::optional<JsonView> c = Member(*message, "content")) {
       content = ContentText(*c, &reply.content_json);
+    }
+    for (std::string_view field : {"reasoning_content", "reasoning", "thinking"}) {
+      if (std::string r = StringMember(*message, field); !r.empty()) {
+        reply.reasoning = std::move(r);
+        break;
+      }
     }
   } else if (std::optional<JsonView> text = Member(*choice, "text")) {
     content =
@@ -322,6 +340,12 @@ Status ChatStreamAssembler::OnEvent(std::string_view data) {
   std::optional<std::string> delta;
   if (const json* d = Member(choice, "delta")) {
     if (const json* c = Member(*d, "content")) delta = ContentText(*c);
+    for (const char* field : {"reasoning_content", "reasoning", "thinking"}) {
+      if (std::string r = StringMember(*d, field); !r.empty()) {
+        reply_.reasoning += r;
+        break;
+      }
+    }
   } else if (const json* t = Member(choice, "text")) {
     delta = ContentText(*t);
   }
@@ -674,6 +698,187 @@ std::string Shorten(std::string_view text, size_t max) {
   size_t cut = max;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
   return std::string(text.substr(0, cut)) + "...";
+}
+
+// ---- parameters a server refuses ----
+
+std::string RefusedParameter(int status, std::string_view body) {
+  if (status != 400 && status != 422) return "";
+  std::string text = ErrorMessageFromBody(body);
+  if (text.empty()) text = std::string(body.substr(0, 2000));
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // Most specific first: "max_completion_tokens" does not contain "max_tokens", but a refusal of
+  // one often names the other as the way out, so the one named first is the one refused.
+  static constexpr std::string_view kFields[] = {
+      "response_format", "json_object",      "json_schema", "max_completion_tokens",
+      "max_tokens",      "reasoning_effort", "temperature", "chat_template_kwargs",
+      "stream_options",  "enable_thinking",  "think",       "format"};
+  size_t best = std::string::npos;
+  std::string_view found;
+  for (std::string_view f : kFields) {
+    const size_t at = text.find(f);
+    if (at == std::string::npos) continue;
+    if (f == "think" && text.find("thinking") == at) continue;  // not the field itself
+    if (f == "format" && at >= 9 && text.compare(at - 9, 9, "response_") == 0) continue;
+    if (best == std::string::npos || at < best) {
+      best = at;
+      found = f;
+    }
+  }
+  if (found == "json_object" || found == "json_schema") return "response_format";
+  if (found == "enable_thinking") return "chat_template_kwargs";
+  return std::string(found);
+}
+
+// ---- Ollama's own API ----
+
+std::string BuildOllamaChatBody(const ChatRequest& request, const OllamaChatOptions& options,
+                                const nlohmann::json* extra) {
+  json body = json::object();
+  body["model"] = options.model;
+  json messages = json::array();
+  for (const ChatMessage& m : request.messages) {
+    messages.push_back(json{{"role", m.role}, {"content", m.content}});
+  }
+  body["messages"] = std::move(messages);
+  body["stream"] = false;
+  if (request.json_mode && options.send_json_mode) body["format"] = "json";
+  json opts = json::object();
+  if (request.temperature) opts["temperature"] = *request.temperature;
+  if (request.max_tokens) opts["num_predict"] = *request.max_tokens;
+  if (options.num_ctx > 0) opts["num_ctx"] = options.num_ctx;
+  if (!opts.empty()) body["options"] = std::move(opts);
+  if (!options.keep_alive.empty()) body["keep_alive"] = options.keep_alive;
+  if (options.think) body["think"] = *options.think;
+  if (extra != nullptr) body.merge_patch(*extra);
+  return Dump(body);
+}
+
+Result<ChatReply> ParseOllamaChatReply(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::Parse("reply is not a JSON object: " + Shorten(body, 200));
+  }
+  if (j.contains("error")) {
+    return Status::Unavailable("server replied with an error: " + ErrorMessageFromBody(body));
+  }
+  const json message = j.value("message", json());
+  if (!message.is_object()) {
+    return Status::Parse("Ollama reply has no message: " + Shorten(body, 200));
+  }
+  ChatReply reply;
+  reply.model = j.value("model", std::string());
+  reply.finish_reason = j.value("done_reason", std::string());
+  if (std::optional<std::string> text = ContentText(message.value("content", json()))) {
+    reply.content = std::move(*text);
+  }
+  reply.reasoning = message.value("thinking", std::string());
+  if (const json p = j.value("prompt_eval_count", json()); p.is_number_integer()) {
+    reply.prompt_tokens = p.get<int64_t>();
+  }
+  if (const json e = j.value("eval_count", json()); e.is_number_integer()) {
+    reply.completion_tokens = e.get<int64_t>();
+  }
+  return reply;
+}
+
+std::string BuildOllamaEmbedBody(const std::vector<std::string_view>& inputs,
+                                 const std::string& model, int64_t num_ctx,
+                                 const std::string& keep_alive, const nlohmann::json* extra) {
+  json body = json::object();
+  body["model"] = model;
+  json input = json::array();
+  for (std::string_view s : inputs) input.push_back(std::string(s));
+  body["input"] = std::move(input);
+  if (num_ctx > 0) body["options"] = json{{"num_ctx", num_ctx}};
+  if (!keep_alive.empty()) body["keep_alive"] = keep_alive;
+  if (extra != nullptr) body.merge_patch(*extra);
+  return Dump(body);
+}
+
+Result<EmbeddingReply> ParseOllamaEmbedReply(std::string_view body, size_t expected) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::Parse("embedding reply is not a JSON object: " + Shorten(body, 200));
+  }
+  const json list = j.value("embeddings", json());
+  if (!list.is_array()) {
+    return Status::Parse("Ollama embedding reply has no \"embeddings\" list: " +
+                         Shorten(body, 200));
+  }
+  EmbeddingReply reply;
+  reply.model = j.value("model", std::string());
+  for (const json& v : list) {
+    if (!v.is_array() || v.empty()) return Status::Parse("an embedding is not a list of numbers");
+    std::vector<float> vec;
+    vec.reserve(v.size());
+    for (const json& x : v) {
+      if (!x.is_number()) return Status::Parse("an embedding holds a value that is not a number");
+      vec.push_back(x.get<float>());
+    }
+    if (!reply.vectors.empty() && vec.size() != reply.vectors.front().size()) {
+      return Status::Parse("embeddings of different dimensions in one reply");
+    }
+    reply.vectors.push_back(std::move(vec));
+  }
+  if (reply.vectors.size() != expected) {
+    return Status::Parse("expected " + std::to_string(expected) + " embeddings, got " +
+                         std::to_string(reply.vectors.size()));
+  }
+  if (const json p = j.value("prompt_eval_count", json()); p.is_number_integer()) {
+    reply.prompt_tokens = p.get<int64_t>();
+  }
+  return reply;
+}
+
+std::optional<int64_t> ParseOllamaContextLength(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  if (const json info = j.value("model_info", json()); info.is_object()) {
+    for (const auto& [key, value] : info.items()) {
+      if (key.ends_with(".context_length") && value.is_number_integer() &&
+          value.get<int64_t>() > 0) {
+        return value.get<int64_t>();
+      }
+    }
+  }
+  // "parameters" is Modelfile text: a line "num_ctx 8192" when the model sets one.
+  const json params_field = j.value("parameters", json());
+  const std::string params = params_field.is_string() ? params_field.get<std::string>() : "";
+  for (size_t at = params.find("num_ctx"); at != std::string::npos;
+       at = params.find("num_ctx", at + 1)) {
+    size_t i = at + 7;
+    while (i < params.size() && (params[i] == ' ' || params[i] == '\t')) ++i;
+    int64_t n = 0;
+    size_t digits = 0;
+    while (i < params.size() && std::isdigit(static_cast<unsigned char>(params[i])) != 0 &&
+           digits < 12) {
+      n = n * 10 + (params[i++] - '0');
+      ++digits;
+    }
+    if (n > 0) return n;
+  }
+  return std::nullopt;
+}
+
+Result<int64_t> OllamaContextFor(int64_t prompt_tokens, int64_t output_tokens, int64_t model_max,
+                                 std::string_view model) {
+  // Another tokenizer may count up to a fifth more tokens than ours; the chat template adds a
+  // few per message.
+  const int64_t prompt = prompt_tokens + prompt_tokens / 5 + 64;
+  const int64_t wanted = prompt + std::max<int64_t>(output_tokens, 256);
+  int64_t ctx = 2048;
+  while (ctx < wanted && ctx < (int64_t{1} << 40)) ctx *= 2;
+  if (model_max > 0 && ctx > model_max) {
+    if (prompt > model_max) {
+      return Status::InvalidArgument(
+          "a prompt of about " + std::to_string(prompt) + " tokens does not fit the context " +
+          "window of model " + std::string(model) + " (" + std::to_string(model_max) +
+          " tokens): lower chunks.size, or use a model with a longer context");
+    }
+    ctx = model_max;
+  }
+  return ctx;
 }
 
 }  // namespace grag::llm_internal

@@ -29,6 +29,13 @@ struct ChatBodyOptions {
   bool stream = false;
   bool stream_usage = true;
   std::string max_tokens_field = "max_tokens";
+  // What the endpoint was found to accept (EndpointCaps): false leaves the request's
+  // response_format or temperature out.
+  bool send_json_mode = true;
+  bool send_temperature = true;
+  std::string reasoning_effort;  // non-empty: sent as "reasoning_effort"
+  // Set: chat_template_kwargs {"enable_thinking": value} (vLLM, llama.cpp's server, LM Studio).
+  std::optional<bool> enable_thinking;
 };
 
 std::string BuildChatBody(const ChatRequest& request, const ChatBodyOptions& options);
@@ -56,6 +63,11 @@ struct ChatReply {
   std::optional<int64_t> completion_tokens;
   std::string model;
   std::string finish_reason;
+  // What a reasoning model thought, when the server sends it apart from the content
+  // (reasoning_content: DeepSeek, vLLM; reasoning: OpenRouter, LM Studio; thinking: Ollama).
+  std::string reasoning;
+  // usage.completion_tokens_details.reasoning_tokens (OpenAI), part of completion_tokens.
+  std::optional<int64_t> reasoning_tokens;
 };
 
 // A whole (non-streamed) chat completion body. kParse when it is not JSON, has no choices, or
@@ -94,6 +106,45 @@ struct EmbeddingReply {
 
 // kParse unless the body holds exactly `expected` vectors of one non-zero dimension.
 Result<EmbeddingReply> ParseEmbeddingReply(std::string_view body, size_t expected);
+
+// ---- Ollama's own API (/api/chat, /api/embed, /api/show) ----
+
+struct OllamaChatOptions {
+  std::string model;
+  int64_t num_ctx = 0;     // the context window to load the model with; 0: not sent
+  std::string keep_alive;  // e.g. "30m"; "": not sent
+  std::optional<bool> think;
+  bool send_json_mode = true;
+};
+// {model, messages, stream: false, format: "json" when json_mode, options {temperature,
+// num_predict, num_ctx}, keep_alive, think}, then the extra body merged (RFC 7396).
+std::string BuildOllamaChatBody(const ChatRequest& request, const OllamaChatOptions& options,
+                                const nlohmann::json* extra);
+// {model, message {content, thinking}, done_reason, prompt_eval_count, eval_count}.
+Result<ChatReply> ParseOllamaChatReply(std::string_view body);
+std::string BuildOllamaEmbedBody(const std::vector<std::string_view>& inputs,
+                                 const std::string& model, int64_t num_ctx,
+                                 const std::string& keep_alive, const nlohmann::json* extra);
+// {embeddings: [[...]], prompt_eval_count}; kParse unless it holds `expected` vectors.
+Result<EmbeddingReply> ParseOllamaEmbedReply(std::string_view body, size_t expected);
+// The model's context window from /api/show: model_info's "<architecture>.context_length", else
+// a num_ctx in its parameters; nullopt when the reply names neither.
+std::optional<int64_t> ParseOllamaContextLength(std::string_view body);
+// The num_ctx to load a model with for a prompt of `prompt_tokens` and a reply of up to
+// `output_tokens`: both with a margin (the model's tokenizer is not ours), rounded up to a power
+// of two (so a run loads the model with few distinct windows: each change reloads it), at least
+// 2,048, at most `model_max` when known (> 0). kInvalidArgument when the prompt alone does not fit
+// in `model_max`.
+Result<int64_t> OllamaContextFor(int64_t prompt_tokens, int64_t output_tokens, int64_t model_max,
+                                 std::string_view model);
+
+// ---- parameters a server refuses ----
+
+// The request parameter a 400/422 reply refuses, among those grag may send and can do without:
+// "response_format", "max_tokens", "max_completion_tokens", "temperature", "reasoning_effort",
+// "chat_template_kwargs", "stream_options", "think", "format". "" when the reply names none of
+// them (or is not a 400/422).
+std::string RefusedParameter(int status, std::string_view body);
 
 // ---- server-sent events ----
 

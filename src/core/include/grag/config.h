@@ -67,7 +67,12 @@ struct LlmConfig {
   double timeout_seconds = 120;      // per call, including the whole reply
   int64_t max_retries = 6;           // on 429, 5xx and network errors
   bool json_mode = true;             // ask for response_format json_object where JSON is wanted
-  double temperature = 0;            // deterministic extraction and reports
+  std::string reasoning_effort;      // reasoning models: low | medium | high; empty: not sent
+  std::string think;                 // on | off: thinking turned on or off; empty: model default
+  std::string max_tokens_field = "max_tokens";  // or max_completion_tokens
+  std::string keep_alive = "30m";               // Ollama: how long the model stays loaded
+  int64_t context_window = 0;  // Ollama: the model's window when the server won't say
+  double temperature = 0;      // deterministic extraction and reports
   // Spending: prices (per million tokens, in any currency; 0: unknown) turn token counts into a
   // cost in dry-run estimates and budgets. A run stops cleanly, resumable, once it has made
   // max_calls model calls or spent max_cost (0: no limit).
@@ -103,6 +108,9 @@ struct NlpConfig {
 struct ExtractionConfig {
   std::vector<std::string> entity_types = {"organization", "person", "geo", "event"};
   int64_t gleanings = 1;  // extra rounds asking the model what it missed
+  // Stop a run whose first chunks yield no entity while their text holds names, with a diagnosis,
+  // instead of spending the budget on an empty graph.
+  bool stop_if_empty = true;
   NlpConfig nlp;
 };
 

@@ -78,6 +78,9 @@ struct ChatResponse {
   std::string model;          // who answered: the reply's "model", else the configured one
   std::string finish_reason;  // "stop", "length", ...; "" when the server does not say
   std::string endpoint;       // the endpoint that answered (its name); "" for a cache hit
+  // Of completion_tokens, those a reasoning model spent thinking (the server's count, else ours
+  // of the thinking it sent). The thinking itself is never part of `content`.
+  int64_t reasoning_tokens = 0;
 };
 
 // What one endpoint of a model did (OpenAIOptions::endpoints), since the client was created.
@@ -249,9 +252,14 @@ std::unique_ptr<Clock> MakeSystemClock();
 enum class ApiStyle {
   kOpenAI,  // {base_url}/chat/completions, "Authorization: Bearer KEY"
   kAzure,   // {base_url}/openai/deployments/{deployment}/chat/completions?api-version=V, "api-key"
+  // Ollama's own API ({host}/api/chat, /api/embed, /api/show; a base_url ending in /v1 is taken
+  // to its host): each request carries the context window it needs (options.num_ctx), which the
+  // OpenAI-compatible endpoint cannot (Ollama silently cuts prompts to its default window there),
+  // and keep_alive.
+  kOllama,
 };
 
-// "openai" or "azure".
+// "openai", "azure" or "ollama".
 Result<ApiStyle> ParseApiStyle(std::string_view name);
 
 // One server of a model: several serve one model role side by side (OpenAIOptions::endpoints).
@@ -282,6 +290,18 @@ struct OpenAIOptions {
   std::string max_tokens_field = "max_tokens";
   // Ask for usage at the end of a stream (stream_options); a few old servers reject the field.
   bool stream_usage = true;
+  // Reasoning models: "low", "medium", "high" (or what the server knows) sent as
+  // reasoning_effort; empty: not sent.
+  std::string reasoning_effort;
+  // Set: turn thinking on or off where the server allows it (Ollama's "think"; elsewhere
+  // chat_template_kwargs.enable_thinking, which vLLM, llama.cpp's server and LM Studio read).
+  std::optional<bool> think;
+  // Ollama: how long the model stays loaded after a request ("30m", "-1" for ever; "": the
+  // server's default, 5 minutes), and its context window when /api/show does not tell it (0).
+  std::string keep_alive = "30m";
+  int64_t context_window = 0;
+  // Output budget assumed for Ollama's context window when a request sets no max_tokens.
+  int64_t default_output_tokens = 4096;
 
   // ---- limits ----
   int max_concurrency = 16;     // requests in flight at once (GraphRAG's default)
@@ -351,6 +371,15 @@ class OpenAIClient final : public ChatModel, public EmbeddingModel, public Reran
                                         size_t top_n) override;
   const std::string& model() const override;
   LlmUsage Usage() const override;  // chat and embedding calls together
+
+  // What the client learnt about its endpoints and changed to suit them, one line each, e.g.
+  // "127.0.0.1:8080 refused response_format: JSON is asked for in the prompt only". Each
+  // endpoint's findings are kept in the reply cache (when there is one), so a later run or a
+  // resume starts from them instead of probing again.
+  std::vector<std::string> Adaptations() const;
+  // Ollama: the model's context window as its server reported it (the smallest over the
+  // endpoints); nullopt when not known (or not Ollama).
+  std::optional<int64_t> ModelContextWindow() const;
 
  private:
   struct Impl;
