@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "grag/config.h"
+#include "grag/doctor.h"
 #include "grag/export.h"
 #include "grag/global_search.h"
 #include "grag/indexer.h"

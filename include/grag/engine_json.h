@@ -27,6 +27,8 @@ std::string DocumentsJson(const std::vector<DocumentInfo>& documents, bool prett
 std::string EntitiesJson(const std::vector<EntityListing>& entities, size_t limit, bool pretty);
 std::string AliasesJson(const AliasListing& listing, bool pretty);
 std::string IntegrityJson(const IntegrityReport& report, std::string_view index, bool pretty);
+// grag doctor, GET /v1/doctor.
+std::string DoctorJson(const DoctorReport& report, bool pretty);
 std::string ChunkPreviewJson(const ChunkPreview& preview, bool pretty);
 std::string SettingsJson(const std::vector<SettingInfo>& settings, bool pretty);
 // The graph for front ends (HTTP API, MCP, web UI).

@@ -51,6 +51,7 @@ Command AddRemoveCommand(CLI::App& app, GlobalOptions& g);
 Command AddStatsCommand(CLI::App& app, GlobalOptions& g);
 Command AddQueryCommand(CLI::App& app, GlobalOptions& g);
 Command AddCheckCommand(CLI::App& app, GlobalOptions& g);
+Command AddDoctorCommand(CLI::App& app, GlobalOptions& g);
 Command AddSearchCommand(CLI::App& app, GlobalOptions& g);
 Command AddEntitiesCommand(CLI::App& app, GlobalOptions& g);
 Command AddServeCommand(CLI::App& app, GlobalOptions& g);

@@ -84,6 +84,7 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
     std::cout << "\nchunks: " << s.chunks << " (" << s.chunks_added << " new, " << s.chunks_removed
               << " removed); extracted " << s.chunks_extracted << " this run";
     if (s.chunks_skipped) std::cout << ", " << s.chunks_skipped << " skipped (retried next run)";
+    if (s.chunks_empty) std::cout << ", " << s.chunks_empty << " with no entity";
     std::cout << "\n";
   }
   std::cout << "graph: " << s.entities << " entities, " << s.relationships << " relationships";

@@ -31,8 +31,13 @@ void PrintStats(const IndexStats& st) {
     return it == st.spent.end() ? 0 : it->second;
   };
   std::cout << "documents      " << s.documents << "\nchunks         " << s.chunks << " ("
-            << s.extractions_ok << " extracted, " << s.extractions_skipped
-            << " skipped)\nentities       " << s.entities;
+            << s.extractions_ok << " extracted, " << s.extractions_skipped << " skipped";
+  if (s.extractions_empty > 0) {
+    std::cout << "; " << s.extractions_empty << " extracted with no entity";
+    if (s.extractions_empty * 2 > s.extractions_ok)
+      std::cout << ": check the model with `grag doctor`";
+  }
+  std::cout << ")\nentities       " << s.entities;
   if (st.merged_names > 0) {
     std::cout << " (" << st.merged_names << " extracted names resolved into another:";
     for (const auto& [m, n] : st.merged_by_method) std::cout << " " << m << " " << n;

@@ -72,12 +72,12 @@ int main(int argc, char** argv) {
       "configuration or input path. Logs go to stderr, results to stdout.");
 
   std::vector<Command> commands = {
-      AddInitCommand(app, g),  AddConfigCommand(app, g),   AddChunkCommand(app, g),
-      AddIndexCommand(app, g), AddAddCommand(app, g),      AddRemoveCommand(app, g),
-      AddStatsCommand(app, g), AddQueryCommand(app, g),    AddSearchCommand(app, g),
-      AddCheckCommand(app, g), AddEntitiesCommand(app, g), AddExportCommand(app, g),
-      AddSqlCommand(app, g),   AddMigrateCommand(app, g),  AddServeCommand(app, g),
-      AddMcpCommand(app, g),
+      AddInitCommand(app, g),   AddConfigCommand(app, g), AddChunkCommand(app, g),
+      AddIndexCommand(app, g),  AddAddCommand(app, g),    AddRemoveCommand(app, g),
+      AddStatsCommand(app, g),  AddQueryCommand(app, g),  AddSearchCommand(app, g),
+      AddCheckCommand(app, g),  AddDoctorCommand(app, g), AddEntitiesCommand(app, g),
+      AddExportCommand(app, g), AddSqlCommand(app, g),    AddMigrateCommand(app, g),
+      AddServeCommand(app, g),  AddMcpCommand(app, g),
   };
   try {
     app.parse(argc, argv);

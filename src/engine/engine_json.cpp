@@ -331,7 +331,8 @@ std::string IndexSummaryJson(const IndexSummary& s, const IndexPlan* plan, bool 
         {"added", s.chunks_added},
         {"removed", s.chunks_removed},
         {"extracted", s.chunks_extracted},
-        {"skipped", s.chunks_skipped}}},
+        {"skipped", s.chunks_skipped},
+        {"empty", s.chunks_empty}}},
       {"entities", s.entities},
       {"relationships", s.relationships},
       {"graph_unchanged", s.graph_unchanged},
@@ -399,6 +400,7 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
               {"chunks", s.chunks},
               {"chunks_extracted", s.extractions_ok},
               {"chunks_skipped", s.extractions_skipped},
+              {"chunks_empty", s.extractions_empty},
               {"entities", s.entities},
               {"relationships", s.relationships},
               {"resolution",
@@ -465,6 +467,47 @@ std::string AliasesJson(const AliasListing& listing, bool pretty) {
         {{"a", o.a}, {"b", o.b}, {"decision", o.merge ? "merge" : "split"}, {"at", o.at}});
   }
   return Dump({{"aliases", aliases}, {"overrides", overrides}}, pretty);
+}
+
+std::string DoctorJson(const DoctorReport& r, bool pretty) {
+  json probes = json::array();
+  for (const DoctorProbe& p : r.probes) {
+    json j = {{"name", p.name},
+              {"base_url", p.base_url},
+              {"model", p.model},
+              {"ok", p.ok},
+              {"reachable", p.reachable},
+              {"model_found", p.model_found},
+              {"error", p.error},
+              {"latency_ms", p.latency_ms},
+              {"prompt_tokens", p.prompt_tokens},
+              {"completion_tokens", p.completion_tokens},
+              {"reasoning_tokens", p.reasoning_tokens},
+              {"thinking_seen", p.thinking_seen},
+              {"finish_reason", p.finish_reason},
+              {"reply", p.reply_excerpt}};
+    if (p.name == "extraction") {
+      j["json_valid"] = p.json_valid;
+      j["entities"] = p.entities;
+      j["relationships"] = p.relationships;
+    }
+    if (p.name == "embedding") j["dimension"] = p.dimension;
+    probes.push_back(std::move(j));
+  }
+  json out = {
+      {"ok", r.ok},
+      {"llm_configured", r.llm_configured},
+      {"api_style", r.api_style},
+      {"ollama_detected", r.ollama_detected},
+      {"context_window", r.context_window ? json(*r.context_window) : json()},
+      {"extraction_prompt_tokens", r.extraction_prompt_tokens},
+      {"sample_names", r.sample_names},
+      {"probes", probes},
+      {"adaptations", r.adaptations},
+      {"calls_per_chunk", r.calls_per_chunk},
+      {"cost_per_1000_chunks", r.cost_per_1000_chunks ? json(*r.cost_per_1000_chunks) : json()},
+      {"advice", r.advice}};
+  return Dump(out, pretty);
 }
 
 std::string IntegrityJson(const IntegrityReport& report, std::string_view index, bool pretty) {

@@ -242,6 +242,11 @@ Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& o
 
   auto reply = model.Chat(req);
   ++out.calls;
+  if (reply.ok()) {
+    out.first_reply = reply->content;
+  } else {
+    out.first_reply = rejected.empty() ? reply.status().message() : rejected;
+  }
   if (!reply.ok() && reply.status().code() == ErrorCode::kParse) {
     // Retry once, showing the model its bad reply and asking for JSON only. The bad reply was
     // not cached, so nothing poisons a later run.

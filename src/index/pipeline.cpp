@@ -186,6 +186,7 @@ static Result<IndexSummary> RunIndexWith(const Config& config, const IndexReques
   std::map<std::string, int64_t> counters = Run::UsageCounters(s.usage);
   counters["chunks_extracted"] = s.chunks_extracted;
   counters["chunks_skipped"] = s.chunks_skipped;
+  counters["chunks_empty"] = s.chunks_empty;
   counters["reports_generated"] = s.reports_generated;
   counters["calls_extract"] = s.calls.extract;
   counters["calls_glean"] = s.calls.glean;

@@ -1,7 +1,10 @@
 // The index pipeline's extraction stage: what RunIndex calls (stages.h).
 #include "stages.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 
@@ -98,6 +101,99 @@ Status ExtractWithNlp(Run& run, const ExtractorId& extractor,
   return st;
 }
 
+// Chunks judged before the rest of a run's chunks are sent, and the count after which a run
+// that has still found no entity stops all the same.
+constexpr int kProbeChunks = 4;
+constexpr int kLateCheckChunks = 16;
+
+// Watches for an extraction that yields nothing and, when it does, says why and what to change.
+class EmptyWatch {
+ public:
+  // A chunk whose extraction held no entity: its text, the model's first reply (or the error in
+  // its place) and why it was skipped ("" when it was not).
+  void Record(const std::string& text, const std::string& reply, const std::string& skip_reason) {
+    std::lock_guard lock(mu_);
+    if (!skip_reason.empty()) ++skipped_;
+    // What the built-in extractor finds in the same text: how many names it holds.
+    Result<ParsedExtraction> nlp = ExtractNlp(text, NlpExtractorOptions(), "");
+    if (nlp.ok()) nlp_entities_ += static_cast<int64_t>(nlp->entities.size());
+    if (sample_reply_.empty() || (sample_reason_.empty() && !skip_reason.empty())) {
+      sample_text_ = text;
+      sample_reply_ = reply.empty() ? "(an empty reply)" : reply;
+      sample_reason_ = skip_reason;
+    }
+  }
+
+  // OK unless `chunks` chunks gave no entity at all while their text holds some (or every reply
+  // was unreadable): then kUnavailable with the diagnosis.
+  Status Judge(const ChatModel& model, const std::string& where, size_t chunks, int64_t entities,
+               int64_t skipped, const ExtractorOptions& opts) const {
+    if (entities > 0 || chunks == 0) return Status::Ok();
+    std::lock_guard lock(mu_);
+    const bool unreadable = skipped == static_cast<int64_t>(chunks);
+    // Fewer than two names a chunk: the text may hold nothing worth extracting (a table of
+    // numbers, a licence): nothing to say yet.
+    if (!unreadable && nlp_entities_ < 2 * static_cast<int64_t>(chunks)) return Status::Ok();
+    std::string cause;
+    std::string fix;
+    const std::string& r = sample_reason_.empty() ? sample_reply_ : sample_reason_;
+    if (r.find("spent its reply thinking") != std::string::npos) {
+      cause = "the model is a reasoning model that used its whole reply thinking";
+      fix = "set llm.reasoning_effort = \"low\" or llm.think = \"off\"";
+    } else if (sample_reply_ == "(an empty reply)") {
+      cause =
+          "the model returned nothing: a wrong model name, or a prompt cut short by the server's "
+          "context window";
+      fix =
+          "check llm.model; with Ollama set llm.api_style = \"ollama\" so that each request "
+          "carries the context window it needs";
+    } else if (unreadable) {
+      cause =
+          "the replies are not the JSON the extraction prompt asks for (a model too small for "
+          "the prompt, or one that ignores JSON mode)";
+      fix = std::string(opts.json_mode ? "" : "set llm.json_mode = true, ") +
+            "use a larger model, or adapt prompts/extract_graph.md to it; with Ollama set "
+            "llm.api_style = \"ollama\" (its OpenAI endpoint cuts long prompts to its default "
+            "context window, instructions first)";
+    } else {
+      cause =
+          "the model answered with no entities: its context window may have cut the prompt (an "
+          "Ollama server's OpenAI endpoint keeps only its default window, 2,048 or 4,096 "
+          "tokens, and drops the start of the prompt where the instructions are), or the model "
+          "is too small to follow the extraction prompt";
+      fix = "with Ollama set llm.api_style = \"ollama\"; otherwise try a larger model";
+    }
+    return Status::Unavailable(fmt::format(
+        "extraction found no entity in the first {} chunks ({} of the replies unreadable), though "
+        "the built-in extractor finds {} names and phrases in them: the run stopped before "
+        "spending more "
+        "(what was extracted is kept; the next run resumes).\n"
+        "  model: {}{}\n  a reply: {}\n  for the text: {}\n  likely cause: {}\n  what to change: "
+        "{}; `grag doctor` tries the model on a sample chunk and reports what came back. To index "
+        "all the same, set extraction.stop_if_empty = false",
+        chunks, skipped, nlp_entities_, model.model(), where.empty() ? "" : " at " + where,
+        Excerpt(sample_reply_, 300), Excerpt(sample_text_, 160), cause, fix));
+  }
+
+ private:
+  static std::string Excerpt(std::string_view text, size_t max) {
+    std::string out;
+    for (char ch : text.substr(0, max)) out += (ch == '\n' || ch == '\r') ? ' ' : ch;
+    // Not mid-character.
+    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
+    if (text.size() > max) out += "...";
+    return "\"" + out + "\"";
+  }
+
+  mutable std::mutex mu_;
+  int64_t skipped_ = 0;        // guarded by mu_
+  int64_t nlp_entities_ = 0;   // guarded by mu_
+  std::string sample_text_;    // guarded by mu_
+  std::string sample_reply_;   // guarded by mu_
+  std::string sample_reason_;  // guarded by mu_
+};
+
 }  // namespace
 
 Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
@@ -119,52 +215,91 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
   std::atomic<int64_t> done{0};
   std::atomic<int64_t> extracted{0};
   std::atomic<int64_t> skipped{0};
+  std::atomic<int64_t> empty{0};
+  std::atomic<int64_t> entities_found{0};
+  EmptyWatch watch;
   const auto total = static_cast<int64_t>(pending.size());
   run.Progress("extract", 0, total);
-  Status st = ParallelForStatus(
-      pending.size(), static_cast<size_t>(LlmConcurrency(c)),
-      [&](size_t i) -> Status {
-        auto chunk = run.store().GetChunk(pending[i]);
-        if (!chunk.ok()) return chunk.status();
-        if (!chunk->has_value()) return Status::Ok();  // deleted meanwhile: nothing to do
-        auto result = ExtractChunk(*chat, opts, (*chunk)->text);
-        if (!result.ok()) return result.status().WithContext("extracting chunk " + pending[i]);
-        ExtractionRecord rec;
-        rec.chunk_id = pending[i];
-        rec.extractor = extractor;
-        rec.params_hash = params;
-        rec.gleaning_rounds = result->gleaning_rounds;
-        if (result->skipped) {
-          rec.status = ExtractionStatus::kSkipped;
-          rec.reason = result->reason;
-          Log(LogLevel::kWarn, "extract",
-              "chunk " + pending[i] + " of " + (*chunk)->document_id +
-                  " skipped: " + result->reason);
-          ++skipped;
-        } else {
-          rec.entities = std::move(result->result.entities);
-          rec.relationships = std::move(result->result.relationships);
-          ++extracted;
-        }
-        // The chunk's extraction and the run's spend so far, deferred: committed with the
-        // chunks (and the replies) of the same window, after the replies it was made of. A run
-        // killed before that commit does the chunk again (its replies, if committed, from the
-        // cache), to the same result. The stage flushes before it returns.
-        const Status stored = run.store().WriteDeferred([&run, rec = std::move(rec)]() -> Status {
-          GRAG_RETURN_IF_ERROR(run.store().PutExtraction(rec));
-          run.FlushUsage();
+  auto extract_one = [&](size_t i) -> Status {
+    auto chunk = run.store().GetChunk(pending[i]);
+    if (!chunk.ok()) return chunk.status();
+    if (!chunk->has_value()) return Status::Ok();  // deleted meanwhile: nothing to do
+    auto result = ExtractChunk(*chat, opts, (*chunk)->text);
+    if (!result.ok()) return result.status().WithContext("extracting chunk " + pending[i]);
+    ExtractionRecord rec;
+    rec.chunk_id = pending[i];
+    rec.extractor = extractor;
+    rec.params_hash = params;
+    rec.gleaning_rounds = result->gleaning_rounds;
+    if (result->skipped) {
+      rec.status = ExtractionStatus::kSkipped;
+      rec.reason = result->reason;
+      Log(LogLevel::kWarn, "extract",
+          "chunk " + pending[i] + " of " + (*chunk)->document_id + " skipped: " + result->reason);
+      ++skipped;
+    } else {
+      rec.entities = std::move(result->result.entities);
+      rec.relationships = std::move(result->result.relationships);
+      ++extracted;
+      if (rec.entities.empty()) ++empty;
+      entities_found += static_cast<int64_t>(rec.entities.size());
+    }
+    if (rec.entities.empty()) {
+      watch.Record((*chunk)->text, result->first_reply, result->skipped ? result->reason : "");
+    }
+    // The chunk's extraction and the run's spend so far, deferred: committed with the chunks
+    // (and the replies) of the same window, after the replies it was made of. A run killed
+    // before that commit does the chunk again (its replies, if committed, from the cache), to
+    // the same result. The stage flushes before it returns.
+    const Status stored = run.store().WriteDeferred([&run, rec = std::move(rec)]() -> Status {
+      GRAG_RETURN_IF_ERROR(run.store().PutExtraction(rec));
+      run.FlushUsage();
+      return Status::Ok();
+    });
+    if (!stored.ok()) return stored;
+    run.Progress("extract", ++done, total, /*flush=*/false);
+    return Status::Ok();
+  };
+  // A model that extracts nothing (a reasoning model's thoughts parsed as its answer, a prompt
+  // cut by the server's context window, a wrong model) is caught on the first few chunks, before
+  // the budget is spent: those go first, a few at a time, and are judged before the rest.
+  const size_t probe =
+      c.extraction.stop_if_empty ? std::min(pending.size(), static_cast<size_t>(kProbeChunks)) : 0;
+  Status st = probe == 0 ? Status::Ok()
+                         : ParallelForStatus(
+                               probe, std::min(probe, static_cast<size_t>(LlmConcurrency(c))),
+                               [&](size_t i) { return extract_one(i); }, run.cancel_flag());
+  if (st.ok() && probe > 0) {
+    st = watch.Judge(*chat, c.llm.base_url, probe, entities_found.load(), skipped.load(), opts);
+  }
+  if (st.ok()) {
+    st = ParallelForStatus(
+        pending.size() - probe, static_cast<size_t>(LlmConcurrency(c)),
+        [&](size_t k) -> Status {
+          GRAG_RETURN_IF_ERROR(extract_one(probe + k));
+          // Chunks the first ones did not judge: still nothing after many is no better.
+          const int64_t finished = extracted.load() + skipped.load();
+          if (c.extraction.stop_if_empty && finished >= kLateCheckChunks &&
+              entities_found.load() == 0) {
+            return watch.Judge(*chat, c.llm.base_url, static_cast<size_t>(finished), 0,
+                               skipped.load(), opts);
+          }
           return Status::Ok();
-        });
-        if (!stored.ok()) return stored;
-        run.Progress("extract", ++done, total, /*flush=*/false);
-        return Status::Ok();
-      },
-      run.cancel_flag());
+        },
+        run.cancel_flag());
+  }
   // Whatever the outcome, the chunks done so far are committed before the stage returns (the
   // deferred writes hold a reference to `run`).
   const Status flushed = run.store().FlushDeferred();
   s.chunks_extracted = extracted;
   s.chunks_skipped = skipped;
+  s.chunks_empty = empty;
+  if (empty > 0 && st.ok()) {
+    Log(LogLevel::kWarn, "extract",
+        fmt::format("{} of {} chunks extracted this run hold no entity (`grag stats` counts them; "
+                    "`grag doctor` checks the model)",
+                    empty.load(), extracted.load()));
+  }
   return st.ok() ? flushed : st;
 }
 

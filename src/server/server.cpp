@@ -533,6 +533,7 @@ struct Server::Impl {
   void Query(const Request& req, Response& res);
   void Search(const Request& req, Response& res);
   void Stats(const Request& req, Response& res);
+  void Doctor(const Request& req, Response& res);
   void ListDocuments(const Request& req, Response& res);
   void GetDocument(const Request& req, Response& res);
   void PostDocument(const Request& req, Response& res);
@@ -698,6 +699,15 @@ void Server::Impl::DeclareRoutes() {
        nullptr,
        "stats",
        bind(&Impl::Stats)},
+      {"GET",
+       "/v1/doctor",
+       "Try the configured models once (an extraction, an answer, an embedding) and say what to "
+       "change (grag doctor --json); sends real requests, never from the reply cache",
+       true,
+       {},
+       nullptr,
+       "doctor report",
+       bind(&Impl::Doctor)},
       {"GET",
        "/v1/documents",
        "Indexed documents",
@@ -1168,6 +1178,12 @@ void Server::Impl::Stats(const Request& req, Response& res) {
   auto stats = (*engine)->Stats(top->value_or(10));
   if (!stats.ok()) return SendError(res, stats.status());
   SendJson(res, 200, IndexStatsJson(*stats, false));
+}
+
+void Server::Impl::Doctor(const Request&, Response& res) {
+  auto report = RunDoctor(config, {});
+  if (!report.ok()) return SendError(res, report.status());
+  SendJson(res, 200, DoctorJson(*report, false));
 }
 
 void Server::Impl::ListDocuments(const Request&, Response& res) {

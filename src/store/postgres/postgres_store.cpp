@@ -2005,12 +2005,15 @@ Result<StoreStats> PostgresStore::Stats() {
                         "(SELECT count(*) FROM llm_cache), (SELECT count(*) FROM runs), "
                         "(SELECT count(*) FROM reports WHERE status = 'ok' AND stale), "
                         "pg_database_size(current_database()), "
+                        "(SELECT count(*) FROM extractions x WHERE x.status = 'ok' AND NOT "
+                        "EXISTS (SELECT 1 FROM entity_mentions m WHERE m.extraction_id = x.id)), "
                         "(SELECT modularity FROM clusterings ORDER BY id DESC LIMIT 1)"));
   int col = 0;
   for (int64_t* field :
        {&s.documents, &s.chunks, &s.extractions_ok, &s.extractions_skipped, &s.entity_mentions,
         &s.relationship_mentions, &s.entities, &s.relationships, &s.communities, &s.reports_ok,
-        &s.reports_gap, &s.cache_entries, &s.runs, &s.reports_stale, &s.file_bytes}) {
+        &s.reports_gap, &s.cache_entries, &s.runs, &s.reports_stale, &s.file_bytes,
+        &s.extractions_empty}) {
     *field = rows.Int(0, col++);
   }
   s.modularity = rows.OptDouble(0, col);

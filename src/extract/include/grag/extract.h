@@ -40,6 +40,9 @@ struct ChunkExtraction {
   int gleaning_rounds = 0;  // rounds that ran
   int calls = 0;            // model calls made (cache hits included)
   ParsedExtraction result;
+  // The first reply's text as the model sent it (thinking removed), or the error that stood for
+  // it: what a diagnosis of an empty extraction shows.
+  std::string first_reply;
 };
 
 // Extracts one chunk's text. Thread-safe when `model` is (it is shared by all workers).

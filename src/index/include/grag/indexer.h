@@ -109,6 +109,7 @@ struct LoadSummary {
 struct ExtractSummary {
   int64_t chunks_extracted = 0;  // extracted in this run
   int64_t chunks_skipped = 0;    // unparseable replies in this run (retried by the next run)
+  int64_t chunks_empty = 0;      // extracted in this run with no entity in the reply
 };
 
 struct MergeSummary {

@@ -397,6 +397,7 @@ struct StoreStats {
   int64_t chunks = 0;
   int64_t extractions_ok = 0;
   int64_t extractions_skipped = 0;
+  int64_t extractions_empty = 0;  // extracted without error but with no entity
   int64_t entity_mentions = 0;
   int64_t relationship_mentions = 0;
   int64_t entities = 0;
