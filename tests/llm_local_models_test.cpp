@@ -275,6 +275,32 @@ TEST(NegotiationTest, RefusedParametersAreDroppedAtOnceAndRememberedInTheCache) 
   EXPECT_THAT(client->Adaptations(), ::testing::Contains(HasSubstr("response_format")));
 }
 
+TEST(NegotiationTest, AJsonSchemaFallsBackToAJsonObjectThenToThePrompt) {
+  std::atomic<bool> takes_object{true};
+  FakeOpenAIServer server([&](const FakeRequest& r) -> FakeReply {
+    if (r.json.contains("response_format")) {
+      const std::string type = r.json["response_format"].value("type", "");
+      if (type == "json_schema") {
+        return OpenAIError(400, "'response_format.type' json_schema is not supported");
+      }
+      if (!takes_object) return OpenAIError(400, "response_format is not supported");
+    }
+    return ChatCompletion("{}");
+  });
+  auto client = MakeClient(Options(server));
+  ChatRequest req = Ask("x", true);
+  req.json_schema = R"({"type":"object","properties":{"a":{"type":"string"}}})";
+  ASSERT_TRUE(client->Chat(req).ok());
+  ASSERT_EQ(server.request_count(), 2);
+  EXPECT_EQ(server.request(0).json["response_format"]["json_schema"]["schema"]["type"], "object");
+  EXPECT_EQ(server.request(1).json["response_format"]["type"], "json_object");
+  takes_object = false;
+  req.messages[0].content = "y";
+  ASSERT_TRUE(client->Chat(req).ok());
+  ASSERT_EQ(server.request_count(), 4);
+  EXPECT_FALSE(server.request(3).json.contains("response_format"));
+}
+
 TEST(NegotiationTest, ARefusalOfSomethingNotSentIsAnErrorNotALoop) {
   FakeOpenAIServer server([](const FakeRequest&) {
     return OpenAIError(400, "response_format is required for this deployment");

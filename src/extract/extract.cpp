@@ -146,6 +146,14 @@ void MergeInto(ParsedExtraction& into, ParsedExtraction&& more) {
   }
 }
 
+// What the extraction prompt asks for, as a JSON Schema for servers that constrain replies to one.
+constexpr std::string_view kExtractionSchema = R"({"type":"object","properties":{
+"entities":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},
+"type":{"type":"string"},"description":{"type":"string"}},"required":["name","type","description"]}},
+"relationships":{"type":"array","items":{"type":"object","properties":{"source":{"type":"string"},
+"target":{"type":"string"},"description":{"type":"string"},"strength":{"type":"integer"}},
+"required":["source","target","description","strength"]}}},"required":["entities","relationships"]})";
+
 std::string JoinTypes(const std::vector<std::string>& types) {
   std::string s;
   for (size_t i = 0; i < types.size(); ++i) s += (i ? ", " : "") + types[i];
@@ -214,6 +222,7 @@ Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& o
       {"user", FillPrompt(options.prompt, {{"entity_types", JoinTypes(options.entity_types)},
                                            {"chunk", std::string(chunk_text)}})});
   req.json_mode = options.json_mode;
+  req.json_schema = std::string(kExtractionSchema);
   req.max_tokens = options.max_tokens;
   std::string rejected;  // the last reply the validator refused (the call is synchronous)
   // The last reply the validator accepted, parsed: a reply is parsed once, not again after the

@@ -37,7 +37,17 @@ std::string BuildChatBodyDirect(const ChatRequest& request, const ChatBodyOption
   }
   if (request.max_tokens) fields.emplace_back(options.max_tokens_field, dump(*request.max_tokens));
   if (request.json_mode && options.send_json_mode) {
-    fields.emplace_back("response_format", "{\"type\":\"json_object\"}");
+    const json schema = options.send_json_schema && !request.json_schema.empty()
+                            ? json::parse(request.json_schema, nullptr, false)
+                            : json();
+    if (schema.is_object()) {
+      fields.emplace_back(
+          "response_format",
+          dump(json{{"type", "json_schema"},
+                    {"json_schema", {{"name", "reply"}, {"schema", schema}, {"strict", false}}}}));
+    } else {
+      fields.emplace_back("response_format", "{\"type\":\"json_object\"}");
+    }
   }
   if (!options.reasoning_effort.empty()) {
     std::string effort;

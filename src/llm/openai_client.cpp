@@ -217,6 +217,7 @@ std::vector<EndpointOptions> EffectiveEndpoints(const OpenAIOptions& o) {
 // again at once. Kept in the reply cache, so a resume does not probe again.
 struct EndpointCaps {
   std::atomic<bool> json_mode{true};
+  std::atomic<bool> json_schema{true};  // false: json_object instead of a schema
   std::atomic<bool> temperature{true};
   std::atomic<int> max_tokens_field{0};  // 0: as configured; 1: max_tokens; 2: max_completion_
   std::atomic<bool> reasoning_effort{true};
@@ -228,10 +229,10 @@ struct EndpointCaps {
 
   // Which bodies are alike: a body built under other caps is built again.
   std::string Signature() const {
-    return fmt::format("{}{}{}{}{}{}{}", json_mode.load() ? 1 : 0, temperature.load() ? 1 : 0,
-                       max_tokens_field.load(), reasoning_effort.load() ? 1 : 0,
-                       template_kwargs.load() ? 1 : 0, stream_options.load() ? 1 : 0,
-                       think.load() ? 1 : 0);
+    return fmt::format("{}{}{}{}{}{}{}{}", json_mode.load() ? 1 : 0, json_schema.load() ? 1 : 0,
+                       temperature.load() ? 1 : 0, max_tokens_field.load(),
+                       reasoning_effort.load() ? 1 : 0, template_kwargs.load() ? 1 : 0,
+                       stream_options.load() ? 1 : 0, think.load() ? 1 : 0);
   }
 };
 
@@ -369,6 +370,7 @@ void OpenAIClient::Impl::LoadCaps(Target& target) {
       if (j.contains(name) && j[name].is_boolean()) into.store(j[name].get<bool>());
     };
     flag("json_mode", target.caps.json_mode);
+    flag("json_schema", target.caps.json_schema);
     flag("temperature", target.caps.temperature);
     flag("reasoning_effort", target.caps.reasoning_effort);
     flag("chat_template_kwargs", target.caps.template_kwargs);
@@ -392,6 +394,7 @@ void OpenAIClient::Impl::LoadCaps(Target& target) {
 void OpenAIClient::Impl::SaveCaps(const Target& target) {
   if (options.cache == nullptr) return;
   nlohmann::json j = {{"json_mode", target.caps.json_mode.load()},
+                      {"json_schema", target.caps.json_schema.load()},
                       {"temperature", target.caps.temperature.load()},
                       {"max_tokens_field", target.caps.max_tokens_field.load()},
                       {"reasoning_effort", target.caps.reasoning_effort.load()},
@@ -431,7 +434,12 @@ bool OpenAIClient::Impl::AdaptChat(Target& target, const std::string& field,
     return true;
   };
   bool changed = false;
-  if (field == "response_format" || field == "format") {
+  if ((field == "response_format" || field == "format") && request.json_mode &&
+      !request.json_schema.empty() && caps.json_schema.load() && caps.json_mode.load()) {
+    changed =
+        turn_off(caps.json_schema, true,
+                 "refused a JSON schema in " + field + ": a JSON object is asked for instead");
+  } else if (field == "response_format" || field == "format") {
     changed = turn_off(caps.json_mode, request.json_mode,
                        "refused " + field + ": JSON is asked for in the prompt only");
   } else if (field == "temperature") {
@@ -730,11 +738,13 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
       o.keep_alive = options.keep_alive;
       if (caps.think.load()) o.think = options.think;
       o.send_json_mode = caps.json_mode.load();
+      o.send_json_schema = caps.json_schema.load();
       return llm_internal::BuildOllamaChatBody(request, o, Extra());
     }
     llm_internal::ChatBodyOptions o = body_options;
     o.model = target.model;
     o.send_json_mode = caps.json_mode.load();
+    o.send_json_schema = caps.json_schema.load();
     o.send_temperature = caps.temperature.load();
     o.stream_usage = options.stream_usage && caps.stream_options.load();
     const int field = caps.max_tokens_field.load();

@@ -213,7 +213,16 @@ std::string BuildChatBody(const ChatRequest& request, const ChatBodyOptions& opt
   if (request.temperature && options.send_temperature) body["temperature"] = *request.temperature;
   if (request.max_tokens) body[options.max_tokens_field] = *request.max_tokens;
   if (request.json_mode && options.send_json_mode) {
-    body["response_format"] = json{{"type", "json_object"}};
+    json schema = options.send_json_schema && !request.json_schema.empty()
+                      ? json::parse(request.json_schema, nullptr, false)
+                      : json();
+    if (schema.is_object()) {
+      body["response_format"] = json{
+          {"type", "json_schema"},
+          {"json_schema", {{"name", "reply"}, {"schema", std::move(schema)}, {"strict", false}}}};
+    } else {
+      body["response_format"] = json{{"type", "json_object"}};
+    }
   }
   if (!options.reasoning_effort.empty()) body["reasoning_effort"] = options.reasoning_effort;
   if (options.enable_thinking) {
@@ -742,7 +751,12 @@ std::string BuildOllamaChatBody(const ChatRequest& request, const OllamaChatOpti
   }
   body["messages"] = std::move(messages);
   body["stream"] = false;
-  if (request.json_mode && options.send_json_mode) body["format"] = "json";
+  if (request.json_mode && options.send_json_mode) {
+    json schema = options.send_json_schema && !request.json_schema.empty()
+                      ? json::parse(request.json_schema, nullptr, false)
+                      : json();
+    body["format"] = schema.is_object() ? std::move(schema) : json("json");
+  }
   json opts = json::object();
   if (request.temperature) opts["temperature"] = *request.temperature;
   if (request.max_tokens) opts["num_predict"] = *request.max_tokens;

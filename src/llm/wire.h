@@ -32,6 +32,7 @@ struct ChatBodyOptions {
   // What the endpoint was found to accept (EndpointCaps): false leaves the request's
   // response_format or temperature out.
   bool send_json_mode = true;
+  bool send_json_schema = true;  // false: json_object even when the request has a schema
   bool send_temperature = true;
   std::string reasoning_effort;  // non-empty: sent as "reasoning_effort"
   // Set: chat_template_kwargs {"enable_thinking": value} (vLLM, llama.cpp's server, LM Studio).
@@ -115,6 +116,7 @@ struct OllamaChatOptions {
   std::string keep_alive;  // e.g. "30m"; "": not sent
   std::optional<bool> think;
   bool send_json_mode = true;
+  bool send_json_schema = true;
 };
 // {model, messages, stream: false, format: "json" when json_mode, options {temperature,
 // num_predict, num_ctx}, keep_alive, think}, then the extra body merged (RFC 7396).

@@ -54,6 +54,11 @@ struct ChatRequest {
   // Ask for a JSON object (response_format {"type": "json_object"}). The prompt itself must
   // still ask for JSON: OpenAI rejects json_mode otherwise.
   bool json_mode = false;
+  // With json_mode: a JSON Schema of the reply (an object, as JSON text). Sent as response_format
+  // {"type": "json_schema"} (Ollama: as "format") where the server takes it; a server that refuses
+  // it gets json_object, and one that refuses that too the prompt alone. Not part of the cache
+  // key: the prompt that asks for the JSON decides the schema.
+  std::string json_schema;
   // When set, the reply is streamed and every text delta is passed here as it arrives, in order,
   // on the calling thread. A cache hit calls it once with the whole reply.
   std::function<void(std::string_view delta)> on_delta;
