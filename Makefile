@@ -5,7 +5,7 @@ BUILD ?= build
 # The demo and benchmarks: optimised.
 RELEASE ?= build-release
 
-.PHONY: setup build release test demo bench format format-check clean
+.PHONY: setup build release demo-build test demo bench format format-check clean
 
 setup:
 	@bash scripts/setup.sh
@@ -22,10 +22,14 @@ build: setup $(BUILD)/build.ninja
 release: setup $(RELEASE)/build.ninja
 	cmake --build $(RELEASE) -j $(JOBS)
 
+# The demo needs the two binaries only, not the benchmarks (minutes of compiling on 2 cores).
+demo-build: setup $(RELEASE)/build.ninja
+	cmake --build $(RELEASE) -j $(JOBS) --target grag grag-serve
+
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-demo: release
+demo: demo-build
 	bash scripts/demo.sh $(RELEASE)/grag
 
 bench: release

@@ -48,5 +48,5 @@ echo "  $GRAG --root $demo query \"Who is Bob Cratchit?\"          (the router p
 echo "  $GRAG --root $demo search --json \"Tiny Tim\""
 echo "  $GRAG --root $demo check"
 echo "  $GRAG --root $demo entities aliases              (every name resolution joined, and why)"
-echo "  $GRAG --root $demo serve                         (open http://127.0.0.1:8080/ for the web UI; HTTP API and OpenAI-compatible chat; see README)"
-echo "To use an LLM instead, see \"Pointing grag at a model\" in README.md."
+echo "  $GRAG --root $demo serve                         (open http://127.0.0.1:8080/ for the web UI; HTTP API and OpenAI-compatible chat; see docs/server.md)"
+echo "To use an LLM instead, see docs/local-models.md and docs/configuration.md."

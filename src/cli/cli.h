@@ -13,7 +13,7 @@
 
 namespace grag::cli {
 
-// Exit codes (documented in the README).
+// Exit codes (documented in the README and docs/commands.md).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // the work failed: I/O, index, model errors
 inline constexpr int kExitUsage = 2;    // bad flags, bad configuration, bad input path

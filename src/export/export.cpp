@@ -79,7 +79,7 @@ Json Ids(const std::vector<int64_t>& v) {
   return a;
 }
 
-// Microsoft GraphRAG's output tables (see the README for what grag leaves empty).
+// Microsoft GraphRAG's output tables (see docs/operations.md for what grag leaves empty).
 std::vector<Table> MsTables(const IndexData& d) {
   std::unordered_map<int64_t, std::vector<std::string>> entity_chunks, relationship_chunks;
   std::unordered_map<std::string, std::vector<int64_t>> chunk_entities, chunk_relationships;

@@ -14,7 +14,7 @@ struct RetrievalTuning {
   // Reciprocal rank fusion: score = Σ weight / (rrf_k + rank). Cormack et al.'s 60 flattens the
   // difference between ranks 1 and 5, which suits lists of equal strength; here the graph list
   // is the strong one (it already holds the other two signals' best passages as seeds) and its
-  // top ranks must count: 5, tuned with graph_weight on half of HotpotQA-100 (README).
+  // top ranks must count: 5, tuned with graph_weight on half of HotpotQA-100 (docs/retrieval.md).
   double rrf_k = 5;
   // Signal weights in the fusion: seed 002's 1.125 for vector and 1.0 for BM25, and the graph's,
   // which breaks ties only where the walk has no opinion at 1.0 and carried multi-hop recall

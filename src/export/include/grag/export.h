@@ -1,7 +1,7 @@
 // Exports of an index for other tools (grag export), and the text forms of read-only SQL
 // results (grag sql).
 //
-// Formats (README "Exports and SQL" lists the files and columns):
+// Formats (docs/operations.md, "Exports and SQL", lists the files and columns):
 //   graphml  graph.graphml: entities as nodes (name, label, type, description, degree,
 //            frequency, community_level_N for each level), relationships as undirected edges
 //            (weight, description, frequency); opens in Gephi, networkx, yEd.
