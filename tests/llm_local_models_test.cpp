@@ -93,6 +93,8 @@ TEST(RefusedParameterTest, NamesTheFieldAServerRefuses) {
   EXPECT_EQ(RefusedParameter(400, R"({"error":{"message":"Unsupported value: 'temperature' does
       not support 0 with this model."}})"),
             "temperature");
+  EXPECT_EQ(RefusedParameter(400, R"({"error":"\"llama3.1\" does not support thinking"})"),
+            "think");
   EXPECT_EQ(RefusedParameter(401, R"({"error":"response_format"})"), "");
   EXPECT_EQ(RefusedParameter(400, R"({"error":"bad key"})"), "");
 }

@@ -77,6 +77,12 @@ void PrintStats(const IndexStats& st) {
             << counter("llm_cache_hits") << " from cache), " << FormatCount(counter("tokens_in"))
             << " tokens in, " << FormatCount(counter("tokens_out")) << " out, over " << s.runs
             << " runs\n";
+  if (counter("calls_extract") + counter("calls_summarize") + counter("calls_report") > 0) {
+    std::cout << "  by role      extract " << counter("calls_extract") + counter("calls_glean")
+              << " (gleaning " << counter("calls_glean") << "), summarize "
+              << counter("calls_summarize") + counter("calls_report") << " (reports "
+              << counter("calls_report") << "), resolve " << counter("calls_resolve") << "\n";
+  }
   for (const EndpointUsage& e : st.endpoints) {
     std::cout << "  " << FormatEndpoint(e, false) << "\n";
   }

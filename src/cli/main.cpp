@@ -20,6 +20,7 @@ Result<Config> LoadProjectConfig(const GlobalOptions& g) {
     config.llm.base_url.clear();
     config.llm.model.clear();
     config.llm.endpoints.clear();
+    config.llm.extract = config.llm.summarize = config.llm.resolve = config.llm.query = {};
     config.embeddings.base_url.clear();
     config.embeddings.model.clear();
     config.embeddings.endpoints.clear();

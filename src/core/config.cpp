@@ -1,11 +1,16 @@
 #include "grag/config.h"
 #include "grag/location.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <toml++/toml.h>
 #include <variant>
@@ -25,9 +30,49 @@ struct Setting {
   ValueRef ref;
 };
 
+// Text that lives as long as the program: the keys, variables and help of settings made in a
+// loop (the model roles').
+const char* Interned(std::string text) {
+  static std::mutex mu;
+  static std::set<std::string, std::less<>> texts;
+  std::lock_guard lock(mu);
+  return texts.insert(std::move(text)).first->c_str();
+}
+
+// llm.<role>.model, .base_url and .api_key for each model role.
+std::vector<Setting> RoleSettings(Config& c) {
+  const std::pair<const char*, LlmRoleConfig*> roles[] = {{"extract", &c.llm.extract},
+                                                          {"summarize", &c.llm.summarize},
+                                                          {"resolve", &c.llm.resolve},
+                                                          {"query", &c.llm.query}};
+  const std::map<std::string, std::string> what = {
+      {"extract", "extraction and gleaning"},
+      {"summarize", "description summaries and community reports"},
+      {"resolve", "the entity-resolution judge"},
+      {"query", "the router, global search's map and reduce, and answers"}};
+  std::vector<Setting> out;
+  for (const auto& [name, role] : roles) {
+    const std::string n = name;
+    std::string upper;
+    for (char ch : n) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    out.push_back({Interned("llm." + n + ".model"), Interned("GRAG_LLM_" + upper + "_MODEL"),
+                   Interned("Model for " + what.at(n) + "; empty = llm.model"), &role->model});
+    out.push_back(
+        {Interned("llm." + n + ".base_url"), Interned("GRAG_LLM_" + upper + "_BASE_URL"),
+         Interned("Endpoint for " + what.at(n) + "; empty = llm.base_url (and llm.endpoints)"),
+         &role->base_url});
+    out.push_back({Interned("llm." + n + ".api_key"), Interned("GRAG_LLM_" + upper + "_API_KEY"),
+                   Interned("API key for llm." + n +
+                            ".base_url; empty = llm.api_key when the role keeps llm.base_url, "
+                            "else none"),
+                   &role->api_key});
+  }
+  return out;
+}
+
 // The one declaration of every setting. Defaults live in the structs in config.h.
 std::vector<Setting> Settings(Config& c) {
-  return {
+  std::vector<Setting> all = {
       {"prompts_dir", "", "Folder of editable prompt files (written by `grag init`)",
        &c.prompts_dir},
       {"log_level", "GRAG_LOG_LEVEL", "trace | debug | info | warn | error | off", &c.log_level},
@@ -357,6 +402,13 @@ std::vector<Setting> Settings(Config& c) {
        &c.rerank.api_key},
       {"rerank.top_n", "", "Fused chunks the reranker reorders", &c.rerank.top_n},
   };
+  // The roles' models follow the [llm] settings they default to.
+  auto after = std::find_if(all.begin(), all.end(), [](const Setting& s) {
+    return std::string_view(s.key) == "llm.max_cost";
+  });
+  std::vector<Setting> roles = RoleSettings(c);
+  all.insert(after == all.end() ? all.end() : after + 1, roles.begin(), roles.end());
+  return all;
 }
 
 std::string Quote(const std::string& s) {
@@ -618,6 +670,23 @@ Status FromToml(const Setting& s, const toml::node& node, const std::string& whe
 }  // namespace
 
 Status ValidateConfig(const Config& c) {
+  for (const auto& [name, role] :
+       {std::pair<const char*, const LlmRoleConfig*>{"extract", &c.llm.extract},
+        {"summarize", &c.llm.summarize},
+        {"resolve", &c.llm.resolve},
+        {"query", &c.llm.query}}) {
+    if (!role->base_url.empty() && !role->base_url.starts_with("http://") &&
+        !role->base_url.starts_with("https://")) {
+      return Status::InvalidArgument(std::string("llm.") + name +
+                                     ".base_url must start with http:// or https://");
+    }
+    if (!role->empty() && c.llm.base_url.empty() && c.llm.endpoints.empty()) {
+      return Status::InvalidArgument(
+          std::string("llm.") + name +
+          " is set but llm.base_url is not: the roles without a model of their own use [llm]'s, "
+          "so set it too");
+    }
+  }
   if (c.chunks.size <= 0) return Status::InvalidArgument("chunks.size must be positive");
   if (c.chunks.overlap < 0 || c.chunks.overlap >= c.chunks.size) {
     return Status::InvalidArgument("chunks.overlap must be at least 0 and less than chunks.size");

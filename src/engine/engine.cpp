@@ -303,6 +303,7 @@ class CancellableChat final : public ChatModel {
     return inner_.Chat(r);
   }
   const std::string& model() const override { return inner_.model(); }
+  const std::string& model_for(ChatRole role) const override { return inner_.model_for(role); }
   LlmUsage Usage() const override { return inner_.Usage(); }
 
  private:

@@ -423,6 +423,10 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
               {"file_bytes", s.file_bytes},
               {"top_entities", entities}};
   if (!st.endpoints.empty()) out["llm_endpoints"] = EndpointsArray(st.endpoints, false);
+  // Indexing's calls by model role (llm.extract, llm.summarize, llm.resolve), over all runs.
+  out["llm_calls_by_role"] = {{"extract", counter("calls_extract") + counter("calls_glean")},
+                              {"summarize", counter("calls_summarize") + counter("calls_report")},
+                              {"resolve", counter("calls_resolve")}};
   return Dump(out, pretty);
 }
 

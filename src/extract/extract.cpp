@@ -221,6 +221,7 @@ Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& o
   req.messages.push_back(
       {"user", FillPrompt(options.prompt, {{"entity_types", JoinTypes(options.entity_types)},
                                            {"chunk", std::string(chunk_text)}})});
+  req.role = ChatRole::kExtract;
   req.json_mode = options.json_mode;
   req.json_schema = std::string(kExtractionSchema);
   req.max_tokens = options.max_tokens;

@@ -389,6 +389,7 @@ Result<std::string> SummarizeDescriptions(ChatModel& model, const std::string& n
   prompt.replace(prompt.find("{name}"), 6, name);
   prompt.replace(prompt.find("{descriptions}"), 14, list);
   ChatRequest req;
+  req.role = ChatRole::kSummarize;
   req.messages.push_back({"user", std::move(prompt)});
   req.max_tokens = options.max_summary_tokens;
   req.validator = [](const std::string& content) {

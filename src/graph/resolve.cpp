@@ -1988,6 +1988,7 @@ BatchOutcome Adjudicate(ChatModel& model, const ResolveInput& input, const Resol
                     DescribeEntity(input.entities[batch[k]->b], options.max_description_chars));
   }
   ChatRequest req;
+  req.role = ChatRole::kResolve;
   req.messages.push_back({"user", FillPrompt(options.adjudication_prompt, {{"pairs", pairs}})});
   req.temperature = 0.0;
   req.json_mode = true;

@@ -103,6 +103,7 @@ DoctorProbe ProbeExtraction(const Config& c, ChatModel& chat, const std::string&
   p.model = chat.model();
   ChatRequest req;
   req.messages.push_back({"user", prompt});
+  req.role = ChatRole::kExtract;
   req.json_mode = c.llm.json_mode;
   req.use_cache = false;
   const auto start = std::chrono::steady_clock::now();
@@ -142,6 +143,7 @@ DoctorProbe ProbeAnswer(const Config& c, ChatModel& chat) {
   ChatRequest req;
   req.messages.push_back(
       {"user", "Answer in one short sentence: which river flows through Paris?"});
+  req.role = ChatRole::kQuery;
   req.use_cache = false;
   const auto start = std::chrono::steady_clock::now();
   Result<ChatResponse> reply = chat.Chat(req);

@@ -68,14 +68,39 @@ Result<std::unique_ptr<ChatModel>> MakeChatModel(const Config& config, KeyValueC
   if (config.llm.endpoints.empty() && (config.llm.base_url.empty() || model.empty())) {
     return std::unique_ptr<ChatModel>();
   }
-  GRAG_ASSIGN_OR_RETURN(OpenAIOptions o, BaseOptions(config, cache));
-  o.base_url = config.llm.base_url.empty() ? o.base_url : config.llm.base_url;
-  o.api_key = config.llm.api_key;
-  o.model = model;
-  GRAG_ASSIGN_OR_RETURN(o.endpoints, EndpointsFor("llm.endpoints", config.llm.endpoints, config));
-  o.usage_role = "llm";
-  GRAG_ASSIGN_OR_RETURN(std::unique_ptr<OpenAIClient> client, OpenAIClient::Create(std::move(o)));
-  return std::unique_ptr<ChatModel>(std::move(client));
+  GRAG_ASSIGN_OR_RETURN(OpenAIOptions base, BaseOptions(config, cache));
+  base.base_url = config.llm.base_url.empty() ? base.base_url : config.llm.base_url;
+  base.api_key = config.llm.api_key;
+  base.model = model;
+  GRAG_ASSIGN_OR_RETURN(base.endpoints,
+                        EndpointsFor("llm.endpoints", config.llm.endpoints, config));
+  base.usage_role = "llm";
+  std::map<ChatRole, std::unique_ptr<ChatModel>> by_role;
+  for (const auto& [role, rc] :
+       {std::pair<ChatRole, const LlmRoleConfig*>{ChatRole::kExtract, &config.llm.extract},
+        {ChatRole::kSummarize, &config.llm.summarize},
+        {ChatRole::kResolve, &config.llm.resolve},
+        {ChatRole::kQuery, &config.llm.query}}) {
+    if (rc->empty()) continue;
+    OpenAIOptions o = base;
+    if (!rc->model.empty()) o.model = rc->model;
+    if (!rc->base_url.empty()) {
+      // Another server: neither [llm]'s endpoints nor its key go there.
+      o.base_url = rc->base_url;
+      o.endpoints.clear();
+      o.api_key = rc->api_key;
+    } else if (!rc->api_key.empty()) {
+      o.api_key = rc->api_key;
+    }
+    o.usage_role = "llm." + std::string(ChatRoleName(role));
+    GRAG_ASSIGN_OR_RETURN(std::unique_ptr<OpenAIClient> client, OpenAIClient::Create(std::move(o)));
+    by_role.emplace(role, std::move(client));
+  }
+  GRAG_ASSIGN_OR_RETURN(std::unique_ptr<OpenAIClient> client,
+                        OpenAIClient::Create(std::move(base)));
+  if (by_role.empty()) return std::unique_ptr<ChatModel>(std::move(client));
+  return std::unique_ptr<ChatModel>(
+      std::make_unique<RoleChatModel>(std::move(client), std::move(by_role)));
 }
 
 Result<std::unique_ptr<EmbeddingModel>> MakeEmbeddingModel(const Config& config,

@@ -49,6 +49,7 @@ class BudgetedChat : public ChatModel {
     return inner_.Chat(request);
   }
   const std::string& model() const override { return inner_.model(); }
+  const std::string& model_for(ChatRole role) const override { return inner_.model_for(role); }
   LlmUsage Usage() const override { return inner_.Usage(); }
 
  private:
@@ -125,7 +126,7 @@ std::vector<EndpointUsage> EndpointsFromRunCounters(
 
 ExtractorId ExtractorFor(const IndexContext& context) {
   if (context.chat == nullptr) return {ExtractorKind::kNlp, std::string(kNlpExtractorModel)};
-  return {ExtractorKind::kLlm, context.chat->model()};
+  return {ExtractorKind::kLlm, context.chat->model_for(ChatRole::kExtract)};
 }
 
 // RunIndex with the context as given (the budget gate, if any, already in place).

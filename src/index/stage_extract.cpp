@@ -171,8 +171,9 @@ class EmptyWatch {
         "  model: {}{}\n  a reply: {}\n  for the text: {}\n  likely cause: {}\n  what to change: "
         "{}; `grag doctor` tries the model on a sample chunk and reports what came back. To index "
         "all the same, set extraction.stop_if_empty = false",
-        chunks, skipped, nlp_entities_, model.model(), where.empty() ? "" : " at " + where,
-        Excerpt(sample_reply_, 300), Excerpt(sample_text_, 160), cause, fix));
+        chunks, skipped, nlp_entities_, model.model_for(ChatRole::kExtract),
+        where.empty() ? "" : " at " + where, Excerpt(sample_reply_, 300),
+        Excerpt(sample_text_, 160), cause, fix));
   }
 
  private:

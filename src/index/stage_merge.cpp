@@ -111,7 +111,8 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, MergeSum
         auto& j = jobs[llm_jobs[k]];
         auto summary = SummarizeDescriptions(*run.chat(), j.name, *j.descriptions, so);
         if (summary.ok()) {
-          j.result = {j.hash, *summary, run.chat()->model(), SummaryBasis(*j.descriptions, so)};
+          j.result = {j.hash, *summary, run.chat()->model_for(ChatRole::kSummarize),
+                      SummaryBasis(*j.descriptions, so)};
         } else if (summary.status().code() == ErrorCode::kParse) {
           // An empty summary twice: keep every description rather than lose any.
           j.result = {j.hash, JoinDescriptions(*j.descriptions), "", ""};
@@ -169,7 +170,8 @@ std::string ResolutionParams(Run& run, const ExtractorId& extractor, const Resol
       "llm={} embedder={} prompt={}",
       ExtractorKindName(extractor.kind), extractor.model, r.enabled, r.name_weight,
       r.embedding_weight, r.merge_threshold, r.adjudicate_threshold, r.no_llm_merge_threshold,
-      r.adjudication_batch, r.max_block, run.chat() != nullptr ? run.chat()->model() : "",
+      r.adjudication_batch, r.max_block,
+      run.chat() != nullptr ? run.chat()->model_for(ChatRole::kResolve) : "",
       run.embedder() != nullptr ? run.embedder()->model() : "",
       run.chat() != nullptr ? Sha256Hex(o.adjudication_prompt).substr(0, 16) : "");
 }
@@ -323,7 +325,7 @@ Result<std::string> MergeInputs(Run& run, const ExtractorId& extractor,
   const SummaryConfig& sc = c.summaries;
   h.Add(fmt::format("\nsummaries {} {} {} {} {} {}", sc.max_joined_tokens, sc.max_descriptions,
                     sc.max_summary_tokens, sc.refresh_share, c.chunks.encoding,
-                    run.chat() != nullptr ? run.chat()->model() : ""));
+                    run.chat() != nullptr ? run.chat()->model_for(ChatRole::kSummarize) : ""));
   return h.HexDigest();
 }
 

@@ -1120,8 +1120,11 @@ std::optional<int64_t> OpenAIClient::ModelContextWindow() const {
 
 LlmUsage OpenAIClient::Usage() const {
   LlmUsage u = impl_->counters.Snapshot();
-  // Per endpoint only when a list was configured: a single base_url's usage is the total.
-  if (!impl_->options.endpoints.empty()) u.endpoints = impl_->pool.Usage();
+  // Per endpoint only when a list was configured (a single base_url's usage is the total), or for
+  // a model role's own client (llm.extract, ...), so that each role's server shows apart.
+  if (!impl_->options.endpoints.empty() || impl_->options.usage_role.starts_with("llm.")) {
+    u.endpoints = impl_->pool.Usage();
+  }
   return u;
 }
 

@@ -722,6 +722,8 @@ std::string RefusedParameter(int status, std::string_view body) {
       "response_format", "json_object",      "json_schema", "max_completion_tokens",
       "max_tokens",      "reasoning_effort", "temperature", "chat_template_kwargs",
       "stream_options",  "enable_thinking",  "think",       "format"};
+  // Ollama, asked to think or not by a model that cannot: "... does not support thinking".
+  if (text.find("support thinking") != std::string::npos) return "think";
   size_t best = std::string::npos;
   std::string_view found;
   for (std::string_view f : kFields) {

@@ -275,6 +275,7 @@ Result<GlobalSearchResult> GlobalSearch(Store& store, ChatModel& map_model, Chat
   std::vector<ChatRequest> requests(plan.batches.size());
   for (size_t i = 0; i < plan.batches.size(); ++i) {
     ChatRequest& req = requests[i];
+    req.role = ChatRole::kQuery;
     req.messages = {{"user", plan.batches[i].prompt}};
     req.json_mode = options.map_json_mode;
     req.max_tokens = options.map_reply_max_tokens;
@@ -417,6 +418,7 @@ Result<GlobalSearchResult> GlobalSearch(Store& store, ChatModel& map_model, Chat
   }
 
   ChatRequest req;
+  req.role = ChatRole::kQuery;
   req.messages = {{"user", std::move(reduce.prompt)}};
   req.max_tokens = options.reduce_reply_max_tokens;
   if (options.on_answer_delta) req.on_delta = options.on_answer_delta;

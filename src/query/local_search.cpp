@@ -106,6 +106,7 @@ Result<LocalSearchResult> LocalSearch(Store& store, ChatModel& chat, EmbeddingMo
                                               {"reports", context.reports_text},
                                               {"chunks", context.chunks_text}});
   ChatRequest request;
+  request.role = ChatRole::kQuery;
   request.messages.push_back({"user", result.prompt});
   request.temperature = options.temperature;
   request.max_tokens = options.answer_max_tokens;

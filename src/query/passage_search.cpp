@@ -182,6 +182,7 @@ Result<PassageSearchResult> PassageSearch(Store& store, const Retriever& retriev
     result.prompt =
         FillPrompt(options.prompt, {{"question", std::string(question)}, {"sources", sources}});
     ChatRequest request;
+    request.role = ChatRole::kQuery;
     request.messages.push_back({"user", result.prompt});
     request.temperature = options.temperature;
     request.max_tokens = options.answer_max_tokens;

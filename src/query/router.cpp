@@ -101,6 +101,7 @@ RouteDecision RouteByRules(std::string_view question, size_t named_entities) {
 Result<RouteDecision> RouteWithModel(ChatModel& chat, const std::string& prompt,
                                      std::string_view question, size_t named_entities) {
   ChatRequest request;
+  request.role = ChatRole::kQuery;
   request.messages.push_back({"user", FillPrompt(prompt, {{"question", std::string(question)}})});
   request.json_mode = true;
   request.max_tokens = 200;

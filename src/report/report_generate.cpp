@@ -202,6 +202,7 @@ struct ModelCall {
 ModelCall CallModel(ChatModel& model, const ReportOptions& options, const std::string& prompt) {
   ModelCall out;
   ChatRequest req;
+  req.role = ChatRole::kSummarize;
   req.messages.push_back({"user", prompt});
   req.json_mode = options.json_mode;
   req.max_tokens = options.max_tokens;
@@ -368,7 +369,7 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
   GRAG_ASSIGN_OR_RETURN(ReportGraph graph, LoadGraph(store, tokenizer, options.concurrency));
   ChildReports ok_reports;  // what parents may draw on; updated between levels only
   GRAG_ASSIGN_OR_RETURN(auto stored, LoadStored(store, &ok_reports));
-  const std::string model_name = model.model();
+  const std::string model_name = model.model_for(ChatRole::kSummarize);
   const std::string params = ReportParams(options, model_name);
 
   const std::vector<std::vector<size_t>> levels = LevelsFinestFirst(graph, options);

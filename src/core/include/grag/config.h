@@ -54,6 +54,15 @@ struct EndpointConfig {
   int64_t tpm = 0;          // tokens per minute here; 0: unlimited
 };
 
+// A model role's own model (llm.extract, llm.summarize, llm.resolve, llm.query): empty fields
+// take [llm]'s. A role with its own base_url sends its own api_key only.
+struct LlmRoleConfig {
+  std::string model;
+  std::string base_url;
+  std::string api_key;
+  bool empty() const { return model.empty() && base_url.empty() && api_key.empty(); }
+};
+
 struct LlmConfig {
   std::string base_url;  // empty: no LLM (the offline no-LLM mode)
   std::string model;
@@ -86,6 +95,10 @@ struct LlmConfig {
   int64_t bench_after_failures = 3;  // an endpoint failing this many requests in a row is benched
   double bench_seconds = 5;          // for this long at first, doubling each time, up to
   double bench_max_seconds = 300;
+  LlmRoleConfig extract;    // extraction and gleaning
+  LlmRoleConfig summarize;  // description summaries and community reports
+  LlmRoleConfig resolve;    // the entity-resolution judge
+  LlmRoleConfig query;      // the router, map and reduce, answers
 };
 
 struct EmbeddingConfig {

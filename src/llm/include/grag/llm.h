@@ -44,8 +44,20 @@ struct ChatMessage {
   std::string content;
 };
 
+// What a call is for: a model per role may serve it (RoleChatModel; llm.extract.model, ...).
+enum class ChatRole {
+  kDefault,    // no role: the [llm] model
+  kExtract,    // entity and relationship extraction, gleaning
+  kSummarize,  // description summaries and community reports
+  kResolve,    // the entity-resolution judge
+  kQuery,      // the router, global search's map and reduce, answers
+};
+// "extract", "summarize", "resolve", "query"; "default" for kDefault.
+std::string_view ChatRoleName(ChatRole role);
+
 struct ChatRequest {
   std::vector<ChatMessage> messages;
+  ChatRole role = ChatRole::kDefault;
   // Default 0: extraction and reports should be repeatable, and so worth caching.
   // nullopt: not sent (some reasoning models reject any value but their own).
   std::optional<double> temperature = 0.0;
@@ -141,7 +153,28 @@ class ChatModel {
   virtual Result<ChatResponse> Chat(const ChatRequest& request) = 0;
   // The configured model name; part of every cache key.
   virtual const std::string& model() const = 0;
+  // The model that answers calls of `role` (RoleChatModel: the role's own, when it has one).
+  virtual const std::string& model_for(ChatRole /*role*/) const { return model(); }
   virtual LlmUsage Usage() const = 0;  // thread-safe snapshot
+};
+
+// A chat model per role: each call goes to its role's model, or to the default one when its role
+// has none. Usage is the sum over the distinct models. Thread-safe when they are.
+class RoleChatModel final : public ChatModel {
+ public:
+  RoleChatModel(std::unique_ptr<ChatModel> default_model,
+                std::map<ChatRole, std::unique_ptr<ChatModel>> by_role);
+  Result<ChatResponse> Chat(const ChatRequest& request) override;
+  const std::string& model() const override { return default_->model(); }
+  const std::string& model_for(ChatRole role) const override { return For(role).model(); }
+  LlmUsage Usage() const override;
+  // The usage of each role's own model ("extract", ...), and of the default one ("default").
+  std::map<std::string, LlmUsage> UsageByRole() const;
+
+ private:
+  ChatModel& For(ChatRole role) const;
+  std::unique_ptr<ChatModel> default_;
+  std::map<ChatRole, std::unique_ptr<ChatModel>> by_role_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,116 @@
+// End to end: a model per role. Extraction goes to one server, answers to another, and the rest
+// (summaries, reports) to [llm]'s, each with the model named for its role.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "support/fake_graphrag_llm.h"
+#include "support/fake_openai_server.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
+
+namespace grag {
+namespace {
+
+using testing::FakeGraphRagHandler;
+using testing::FakeOpenAIServer;
+using testing::FakeRequest;
+using testing::PromptKind;
+using testing::RunCommand;
+using testing::ShellQuote;
+using testing::TempDir;
+
+std::string Grag(const std::string& args) { return ShellQuote(GRAG_BINARY) + " " + args; }
+
+// The prompt kinds a server was sent, and the models asked for.
+std::set<std::string> Kinds(const FakeOpenAIServer& s, size_t from = 0) {
+  std::set<std::string> out;
+  auto requests = s.requests();
+  for (size_t i = from; i < requests.size(); ++i) {
+    if (requests[i].IsChat()) out.insert(PromptKind(requests[i].LastUserMessage()));
+  }
+  return out;
+}
+
+std::set<std::string> Models(const FakeOpenAIServer& s) {
+  std::set<std::string> out;
+  for (const FakeRequest& r : s.requests()) {
+    if (r.IsChat()) out.insert(r.Model());
+  }
+  return out;
+}
+
+TEST(E2eModelRolesTest, ExtractionAndAnswersGoToTheirOwnModels) {
+  TempDir dir;
+  const std::string root = dir / "roles";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  std::filesystem::copy_file(
+      std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
+      root + "/input/christmas_carol.txt");
+  FakeOpenAIServer main_server{FakeGraphRagHandler()};     // [llm]: summaries, reports
+  FakeOpenAIServer extract_server{FakeGraphRagHandler()};  // llm.extract
+  FakeOpenAIServer query_server{FakeGraphRagHandler()};    // llm.query
+  const std::string env =
+      "GRAG_LLM_BASE_URL=" + main_server.base_url() + " GRAG_LLM_MODEL=strong-model " +
+      "GRAG_LLM_EXTRACT_BASE_URL=" + extract_server.base_url() +
+      " GRAG_LLM_EXTRACT_MODEL=small-model GRAG_LLM_QUERY_BASE_URL=" + query_server.base_url() +
+      " ";
+
+  auto index = RunCommand(env + Grag("--root " + ShellQuote(root) + " index --json"));
+  ASSERT_EQ(index.exit_code, 0) << index.err;
+  EXPECT_GT(nlohmann::json::parse(index.out)["entities"].get<int>(), 50);
+  EXPECT_EQ(Kinds(extract_server), (std::set<std::string>{"extract", "glean"}));
+  EXPECT_EQ(Models(extract_server), std::set<std::string>{"small-model"});
+  EXPECT_EQ(query_server.request_count(), 0);
+  const std::set<std::string> main_kinds = Kinds(main_server);
+  EXPECT_FALSE(main_kinds.count("extract")) << "an extraction went to [llm]'s server";
+  EXPECT_TRUE(main_kinds.count("report") || main_kinds.count("summarize"));
+  EXPECT_EQ(Models(main_server), std::set<std::string>{"strong-model"});
+
+  const int extract_before = extract_server.request_count();
+  const int main_before = main_server.request_count();
+  for (const char* question :
+       {"query --method global --level 0 --json 'What are the main themes?'",
+        "query --method local --json 'Who is Jacob Marley?'"}) {
+    auto q = RunCommand(env + Grag("--root " + ShellQuote(root) + " " + question));
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+  }
+  EXPECT_EQ(extract_server.request_count(), extract_before);
+  EXPECT_EQ(main_server.request_count(), main_before);
+  const std::set<std::string> answered = Kinds(query_server);
+  EXPECT_TRUE(answered.count("map") && answered.count("reduce") && answered.count("local"))
+      << ::testing::PrintToString(answered);
+  EXPECT_EQ(Models(query_server), std::set<std::string>{"strong-model"});
+
+  auto stats = RunCommand(Grag("--root " + ShellQuote(root) + " stats --json"));
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  auto s = nlohmann::json::parse(stats.out);
+  EXPECT_GT(s["llm_calls_by_role"]["extract"].get<int>(), 0);
+  EXPECT_GT(s["llm_calls_by_role"]["summarize"].get<int>(), 0);
+
+  // Changing the extraction model re-extracts; changing the answer model changes nothing indexed.
+  auto same = RunCommand(env + "GRAG_LLM_QUERY_MODEL=other " +
+                         Grag("--root " + ShellQuote(root) + " index --dry-run --json"));
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(nlohmann::json::parse(same.out)["chunks_to_extract"], 0) << same.out;
+  auto changed = RunCommand(env + "GRAG_LLM_EXTRACT_MODEL=tiny " +
+                            Grag("--root " + ShellQuote(root) + " index --dry-run --json"));
+  ASSERT_EQ(changed.exit_code, 0) << changed.err;
+  EXPECT_EQ(nlohmann::json::parse(changed.out)["chunks_to_extract"], 42) << changed.out;
+}
+
+TEST(E2eModelRolesTest, ARoleWithoutADefaultModelIsAClearError) {
+  TempDir dir;
+  const std::string root = dir / "p";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  auto r = RunCommand("GRAG_LLM_QUERY_BASE_URL=http://127.0.0.1:9/v1 " +
+                      Grag("--root " + ShellQuote(root) + " stats"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("llm.query"));
+}
+
+}  // namespace
+}  // namespace grag
