@@ -82,6 +82,30 @@ TEST(StoreWriterLockTest, ASecondWriterIsRefusedNamingTheFirst) {
   EXPECT_TRUE(Store::Open(path, writer).ok());
 }
 
+// Issue 42, R6: the lock was named after the path, so a writer through a symlink to the same
+// file (or to a folder above it) took a lock of its own and both wrote.
+TEST(StoreWriterLockTest, AWriterThroughASymlinkMeetsTheSameLock) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.File("s"));
+  const std::string path = dir.File("s/index.db");
+  StoreOptions writer;
+  writer.writer_lock = true;
+  writer.lock_holder = "grag index";
+  auto first = Store::Open(path, writer);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  std::filesystem::create_symlink(path, dir.File("alias.db"));
+  std::filesystem::create_directory_symlink(dir.File("s"), dir.File("folder"));
+  for (const char* alias : {"alias.db", "folder/index.db", "s/../s/index.db"}) {
+    auto second = Store::Open(dir.File(alias), writer);
+    ASSERT_FALSE(second.ok()) << alias;
+    EXPECT_EQ(second.status().code(), ErrorCode::kUnavailable) << alias;
+    EXPECT_NE(second.status().message().find("(grag index)"), std::string::npos)
+        << second.status().message();
+  }
+  first->reset();
+  EXPECT_TRUE(Store::Open(dir.File("alias.db"), writer).ok());
+}
+
 TEST(StoreWriterLockTest, WaitQueuesBehindTheHolder) {
   TempDir dir;
   const std::string path = dir.File("index.db");
