@@ -213,6 +213,32 @@ TEST_F(E2eRobustnessTest, ADamagedIndexIsReportedByEveryCommandThatReadsIt) {
   EXPECT_NE(truncated.err.find("is damaged"), std::string::npos) << truncated.err;
 }
 
+// Issue 42, R7: 4 KiB overwritten in the middle of the index with its modification time put
+// back (touch -r) passed the open-time screen, which trusted size and mtime: stats, query,
+// search and sql answered from the damaged file; only `grag check` saw it.
+TEST_F(E2eRobustnessTest, DamageWithTheFileTimesPutBackIsReportedToo) {
+  ASSERT_EQ(RunCommand(At("index --no-progress")).exit_code, 0);
+  ASSERT_EQ(RunCommand(At("stats")).exit_code, 0);  // screened, passed, recorded
+  const std::string db = root_ + "/output/index.db";
+  const std::string ref = dir_ / "mtime-ref";
+  const auto size = fs::file_size(db);
+  auto damage =
+      RunCommand("touch -r " + ShellQuote(db) + " " + ShellQuote(ref) +
+                 " && head -c 4096 /dev/urandom | dd of=" + ShellQuote(db) +
+                 " bs=4096 seek=" + std::to_string(size / 2 / 4096) +
+                 " conv=notrunc status=none && touch -r " + ShellQuote(ref) + " " + ShellQuote(db));
+  ASSERT_EQ(damage.exit_code, 0) << damage.err;
+  ASSERT_EQ(fs::file_size(db), size);
+  ASSERT_EQ(fs::last_write_time(db), fs::last_write_time(ref));
+  for (const std::string command :
+       {"stats", "query --method local 'Who is Marley?'", "query 'What are the themes?'",
+        "search 'Marley'", "sql 'SELECT count(*) FROM chunks'"}) {
+    auto r = RunCommand(At(command));
+    EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("is damaged"), std::string::npos) << command << "\n" << r.err;
+  }
+}
+
 // ---------------------------------------------------------------- 5. SIGTERM
 
 TEST_F(E2eRobustnessTest, SigtermStopsCleanlyAndTheNextRunRepeatsNothing) {
