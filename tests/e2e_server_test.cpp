@@ -353,6 +353,82 @@ TEST_F(E2eServerTest, CorsIsOffUnlessConfigured) {
   EXPECT_EQ(server_.Stop(SIGTERM), 0);
 }
 
+// Issue 42, R1: without API keys, a page on another origin drove the server through the user's
+// browser (planted a document, started a job), and DNS rebinding reached it under another name.
+// The issue's curl lines, as a browser would send them.
+TEST_F(E2eServerTest, WebPagesOnOtherOriginsCannotDriveAKeylessServer) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_));
+  const std::string base = "http://127.0.0.1:" + std::to_string(server_.port());
+  auto curl = [&](const std::string& args) {
+    auto r = RunCommand("curl -s -o /dev/null -w '%{http_code}' " + args);
+    return r.out;
+  };
+  const std::string planted = root_ + "/input/x.txt";
+  EXPECT_EQ(curl("-H 'Origin: http://evil.example' -H 'Content-Type: text/plain' -d "
+                 "'{\"id\":\"x.txt\",\"text\":\"planted\"}' " +
+                 base + "/v1/documents"),
+            "403");
+  EXPECT_EQ(curl("-H 'Origin: http://evil.example' -d '{}' " + base + "/v1/index"), "403");
+  EXPECT_EQ(curl("-H 'Origin: http://evil.example' -H 'Content-Type: application/json' -d "
+                 "'{\"id\":\"x.txt\",\"text\":\"planted\"}' " +
+                 base + "/v1/documents"),
+            "403");
+  EXPECT_EQ(curl("-H 'Sec-Fetch-Site: cross-site' -H 'Content-Type: application/json' -d '{}' " +
+                 base + "/v1/index"),
+            "403");
+  EXPECT_EQ(curl("-X DELETE -H 'Origin: null' " + base + "/v1/documents/christmas_carol.txt"),
+            "403");
+  // A "simple" body a page could send without asking: refused whoever sends it.
+  EXPECT_EQ(curl("-H 'Content-Type: text/plain' -d '{\"id\":\"x.txt\",\"text\":\"planted\"}' " +
+                 base + "/v1/documents"),
+            "415");
+  EXPECT_EQ(curl("-d '{\"question\":\"Who is Marley?\"}' " + base + "/v1/query"), "415");
+  EXPECT_FALSE(std::filesystem::exists(planted));
+  EXPECT_TRUE(std::filesystem::exists(root_ + "/input/christmas_carol.txt"));
+  auto jobs = Parse(client_->Get("/v1/jobs"));
+  EXPECT_TRUE(jobs.is_array() && jobs.empty()) << jobs.dump();
+  // DNS rebinding: another name for this machine.
+  EXPECT_EQ(curl("-H 'Host: evil.example' " + base + "/v1/stats"), "421");
+  EXPECT_EQ(
+      curl("-H 'Host: evil.example:" + std::to_string(server_.port()) + "' " + base + "/health"),
+      "421");
+  auto misdirected = client_->Get("/v1/stats", {{"Host", "evil.example"}});
+  ASSERT_TRUE(misdirected);
+  EXPECT_NE(Parse(misdirected)["error"]["message"].get<std::string>().find("server.allowed_hosts"),
+            std::string::npos);
+  // The server's own page (same origin), programs (no Origin), and its other names still work.
+  EXPECT_EQ(curl("-H 'Origin: " + base +
+                 "' -H 'Sec-Fetch-Site: same-origin' --json "
+                 "'{\"question\":\"Marley\"}' " +
+                 base + "/v1/search"),
+            "200");
+  EXPECT_EQ(curl("--json '{\"question\":\"Marley\"}' " + base + "/v1/search"), "200");
+  EXPECT_EQ(
+      curl("-H 'Host: localhost:" + std::to_string(server_.port()) + "' " + base + "/v1/stats"),
+      "200");
+  EXPECT_EQ(curl("-H 'Host: [::1]:9000' " + base + "/health"), "200");
+  EXPECT_EQ(server_.Stop(SIGTERM), 0);
+}
+
+TEST_F(E2eServerTest, AllowedHostsAndCorsOriginsOpenTheChecksWhereConfigured) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "",
+                                "--set server.allowed_hosts=grag.example --set "
+                                "server.cors_origins=http://ui.example"));
+  EXPECT_EQ(client_->Get("/v1/stats", {{"Host", "GRAG.example:8443"}})->status, 200);
+  EXPECT_EQ(client_->Get("/v1/stats", {{"Host", "other.example"}})->status, 421);
+  auto from_ui = client_->Post("/v1/search", {{"Origin", "http://ui.example"}},
+                               R"({"question":"Marley"})", "application/json");
+  ASSERT_TRUE(from_ui);
+  EXPECT_EQ(from_ui->status, 200) << from_ui->body;
+  EXPECT_EQ(from_ui->get_header_value("Access-Control-Allow-Origin"), "http://ui.example");
+  auto from_page = client_->Post("/v1/search", {{"Origin", "http://evil.example"}},
+                                 R"({"question":"Marley"})", "application/json");
+  ASSERT_TRUE(from_page);
+  EXPECT_EQ(from_page->status, 403);
+  EXPECT_EQ(Parse(from_page)["error"]["type"], "forbidden");
+  EXPECT_EQ(server_.Stop(SIGTERM), 0);
+}
+
 TEST_F(E2eServerTest, OpenAiCompatibleChat) {
   ASSERT_NO_FATAL_FAILURE(Serve(root_));
   auto models = Parse(client_->Get("/v1/models"));

@@ -317,6 +317,10 @@ std::vector<Setting> Settings(Config& c) {
       {"server.cors_origins", "",
        "grag serve: origins browsers may call the API from (empty: no CORS; \"*\": any)",
        &c.server.cors_origins},
+      {"server.allowed_hosts", "",
+       "grag serve: Host header names accepted besides IP addresses and localhost, e.g. the "
+       "server's DNS name behind a proxy (\"*\": any; others get 421)",
+       &c.server.allowed_hosts},
       {"server.threads", "", "grag serve: connections served at once", &c.server.threads},
       {"server.workers", "", "grag serve: queries and searches run at once (0: one per CPU core)",
        &c.server.workers},

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -334,6 +335,80 @@ void RaiseListenBacklog(int port, int backlog) {
           "could not raise the listen backlog: " + std::string(std::strerror(errno)));
     }
   }
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The name in a Host header, lower-cased, without its port or IPv6 brackets:
+// "[::1]:8080" -> "::1", "LocalHost:80" -> "localhost".
+std::string HostName(std::string_view host) {
+  if (!host.empty() && host.front() == '[') {
+    const size_t close = host.find(']');
+    return Lower(host.substr(1, close == std::string_view::npos ? host.npos : close - 1));
+  }
+  return Lower(host.substr(0, host.find(':')));
+}
+
+bool IsIpAddress(const std::string& name) {
+  unsigned char buf[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, name.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, name.c_str(), buf) == 1;
+}
+
+// Whether a request's Host header names this server. A page that turned its own name into this
+// machine's address (DNS rebinding) sends its own name, never an IP address, so any address is
+// accepted, and names only when they are localhost, the host the server was bound to, or listed
+// in server.allowed_hosts. The port is not compared: it cannot tell a rebinding page from an
+// ssh tunnel or a proxy.
+bool HostAllowed(const std::string& header, const ServerConfig& sc) {
+  const std::string name = HostName(header);
+  if (name.empty()) return false;
+  if (IsIpAddress(name) || name == "localhost" || name == HostName(sc.host)) return true;
+  for (const auto& h : sc.allowed_hosts) {
+    if (h == "*" || HostName(h) == name) return true;
+  }
+  return false;
+}
+
+// Why a state-changing request (POST, PUT, PATCH, DELETE) must be refused as sent from another
+// web site, or "" when it may go on. Browsers name the page's origin in Origin (and modern ones
+// say cross-site in Sec-Fetch-Site); programs such as curl send neither.
+std::string CrossSiteReason(const Request& req, const ServerConfig& sc) {
+  if (req.has_header("Origin")) {
+    const std::string origin = req.get_header_value("Origin");
+    const std::string host = Lower(req.get_header_value("Host"));
+    if (Lower(origin) == "http://" + host || Lower(origin) == "https://" + host) return "";
+    for (const auto& o : sc.cors_origins) {
+      if (o == "*" || o == origin) return "";
+    }
+    return "a web page from " + origin +
+           " may not change or query this server (list its origin in server.cors_origins to "
+           "allow it)";
+  }
+  const std::string site = req.get_header_value("Sec-Fetch-Site");
+  if (site == "cross-site" || site == "same-site") {
+    return "a web page from another site may not change or query this server";
+  }
+  return "";
+}
+
+// Whether a request with a body says it is JSON (or, where uploads are taken, multipart). A
+// browser sends text/plain, urlencoded and multipart forms to any site without asking it first
+// (a CORS "simple request"); JSON needs the server's consent.
+bool BodyTypeAllowed(const Request& req) {
+  const bool has_body =
+      req.has_header("Transfer-Encoding") ||
+      (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+  if (!has_body) return true;
+  std::string type = Lower(req.get_header_value("Content-Type"));
+  type = type.substr(0, type.find(';'));
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  if (type == "application/json") return true;
+  return type == "multipart/form-data" && req.method == "POST" && req.path == "/v1/documents";
 }
 
 bool IsLoopback(const std::string& host) {
@@ -883,7 +958,21 @@ void Server::Impl::Register() {
     }
     return "";
   };
-  http.set_pre_routing_handler([this, cors_origin](const Request& req, Response& res) {
+  auto refuse = [](Response& res, int status, const char* type, const std::string& message) {
+    SendJson(res, status, Dump({{"error", {{"type", type}, {"message", message}}}}));
+    // Refused before its body was read: the connection cannot carry another request.
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  };
+  http.set_pre_routing_handler([this, cors_origin, refuse](const Request& req, Response& res) {
+    const ServerConfig& settings = config.server;
+    if (!HostAllowed(req.get_header_value("Host"), settings)) {
+      return refuse(res, 421, "misdirected_request",
+                    "this server does not answer to the host name \"" +
+                        req.get_header_value("Host") +
+                        "\": use its address or localhost, or list the name in "
+                        "server.allowed_hosts");
+    }
     if (const std::string origin = cors_origin(req); !origin.empty()) {
       res.set_header("Access-Control-Allow-Origin", origin);
       res.set_header("Vary", "Origin");
@@ -895,7 +984,18 @@ void Server::Impl::Register() {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
-    const auto& keys = config.server.api_keys;
+    if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+        req.method == "DELETE") {
+      if (const std::string why = CrossSiteReason(req, settings); !why.empty()) {
+        return refuse(res, 403, "forbidden", why);
+      }
+      if (!BodyTypeAllowed(req)) {
+        return refuse(res, 415, "unsupported_media_type",
+                      "send the body as JSON with Content-Type: application/json (curl: --json "
+                      "'{...}'), or a file as multipart/form-data to POST /v1/documents");
+      }
+    }
+    const auto& keys = settings.api_keys;
     if (!keys.empty() && !IsPublic(req.path)) {
       const std::string auth = req.get_header_value("Authorization");
       bool ok = false;

@@ -195,6 +195,9 @@ struct ServerConfig {
   int64_t max_body_mb = 32;               // larger request bodies get 413
   double request_timeout = 300;           // seconds a request may take to read, answer or stream
   std::vector<std::string> cors_origins;  // origins allowed by CORS; empty: off; "*": any
+  // Host header names accepted besides IP addresses and localhost (DNS rebinding: a page on
+  // evil.example resolving to this machine sends Host: evil.example); "*": any.
+  std::vector<std::string> allowed_hosts;
   int64_t threads = 64;  // connections served at once (keep-alive clients hold one each)
   int64_t workers = 0;   // engine calls (queries, searches) at once; 0: one per CPU core
 };
