@@ -2,11 +2,16 @@
 // HTTP. Every route, auth on and off, bad input, index jobs (progress stream, cancel, conflict),
 // the OpenAI-compatible endpoint and a clean stop on SIGTERM.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -26,6 +31,65 @@ using testing::ShellQuote;
 using testing::TempDir;
 
 std::string Grag(const std::string& args) { return ShellQuote(GRAG_BINARY) + " " + args; }
+
+// A raw connection to the server, for clients cpp-httplib will not imitate (slow, idle,
+// half-sent requests). Reads give up after `wait` (generous: the test fails, it does not hang).
+class RawClient {
+ public:
+  explicit RawClient(int port, std::chrono::seconds wait = std::chrono::seconds(30)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    timeval tv{static_cast<time_t>(wait.count()), 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawClient() { Close(); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+  bool connected() const { return connected_; }
+  bool Send(const std::string& s) {
+    return ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size());
+  }
+  // Everything until the server closes, or the wait runs out.
+  std::string ReadAll() {
+    std::string out;
+    char buf[4096];
+    while (true) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
+  // One reply's status line and headers (enough to see the status).
+  std::string ReadHead() {
+    std::string out;
+    char c;
+    while (out.find("\r\n\r\n") == std::string::npos && ::recv(fd_, &c, 1, 0) == 1) out += c;
+    return out;
+  }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+// The peak resident memory of a process (VmHWM), in KiB.
+int64_t PeakRssKib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
 
 json Parse(const httplib::Result& r) {
   if (!r) return json();
@@ -427,6 +491,139 @@ TEST_F(E2eServerTest, AllowedHostsAndCorsOriginsOpenTheChecksWhereConfigured) {
   EXPECT_EQ(from_page->status, 403);
   EXPECT_EQ(Parse(from_page)["error"]["type"], "forbidden");
   EXPECT_EQ(server_.Stop(SIGTERM), 0);
+}
+
+// Issue 42, R5: `curl -X POST .../v1/index` sends no body and no Content-Length; the server
+// read a body until the client gave up, and only then started the job.
+TEST_F(E2eServerTest, APostWithoutABodyIsAnsweredAtOnce) {
+  TempDir fresh;
+  const std::string root = fresh / "p";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(Serve(root));
+  const std::string base = "http://127.0.0.1:" + std::to_string(server_.port());
+  // --max-time: the test fails (rather than hangs) if the server waits for a body.
+  auto r = RunCommand("curl -s --max-time 60 -w '\\n%{http_code}' -X POST " + base + "/v1/index");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(r.out.rfind('\n') + 1), "202") << r.out;
+  const json job = json::parse(r.out.substr(0, r.out.rfind('\n')), nullptr, false);
+  ASSERT_TRUE(job.is_object()) << r.out;
+  for (int i = 0; i < 1200; ++i) {
+    if (Parse(client_->Get(("/v1/jobs/" + job["id"].dump()).c_str()))["state"] != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // The same without curl: a keep-alive connection that sends nothing after its headers.
+  RawClient raw(server_.port());
+  ASSERT_TRUE(raw.Send("POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  EXPECT_EQ(raw.ReadHead().rfind("HTTP/1.1 400", 0), 0u);  // an empty body: "needs a JSON body"
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+// Issue 42, R2: server.max_body_mb held only for bodies with a Content-Length; a chunked body of
+// any size was read into memory whole.
+TEST_F(E2eServerTest, ChunkedBodiesAreBoundedToo) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "", "--set server.max_body_mb=1"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(server_.port());
+  TempDir tmp;
+  const std::string big = tmp / "40MB.json";
+  {
+    std::ofstream out(big, std::ios::binary);
+    out << R"({"id":"big.txt","text":")" << std::string(40 << 20, 'a') << R"("})";
+  }
+  ASSERT_EQ(client_->Get("/health")->status, 200);
+  const int64_t before = PeakRssKib(server_.pid());
+  auto r = RunCommand(
+      "curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' "
+      "-H 'Transfer-Encoding: chunked' --data-binary @" +
+      ShellQuote(big) + " " + base + "/v1/documents");
+  EXPECT_EQ(r.out, "413") << r.err;
+  const int64_t after = PeakRssKib(server_.pid());
+  ASSERT_GT(before, 0);
+  EXPECT_LT(after - before, 16 << 10)
+      << "peak RSS grew from " << before << " to " << after << " KiB: the body was read whole";
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/input/big.txt"));
+  // A chunked body within the limit is read as before.
+  httplib::Client chunked("127.0.0.1", server_.port());
+  auto ok = chunked.Post(
+      "/v1/search",
+      [](size_t offset, httplib::DataSink& sink) {
+        if (offset == 0) {
+          const std::string body = R"({"question": "Marley", "k": 2})";
+          sink.write(body.data(), body.size());
+        } else {
+          sink.done();
+        }
+        return true;
+      },
+      "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+// Issue 42, R3 and R4: each connection held one of server.threads from accept to close, so
+// idle keep-alive clients and clients trickling their headers left none for anyone else (an
+// incomplete request held its thread for 300 s). Here 8 threads face 30 slow clients and 30
+// idle ones, and /health must still answer.
+TEST_F(E2eServerTest, SlowAndIdleClientsDoNotStarveTheServer) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "", "--set server.threads=8 --set server.read_timeout=2"));
+  std::vector<std::unique_ptr<RawClient>> slow, idle;
+  for (int i = 0; i < 30; ++i) {
+    slow.push_back(std::make_unique<RawClient>(server_.port()));
+    ASSERT_TRUE(slow.back()->Send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "));
+  }
+  for (int i = 0; i < 30; ++i) {
+    idle.push_back(std::make_unique<RawClient>(server_.port()));
+    ASSERT_TRUE(idle.back()->Send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    ASSERT_EQ(idle.back()->ReadHead().rfind("HTTP/1.1 200", 0), 0u);  // kept alive, now idle
+  }
+  // A bound well above an answer's time, far below the old 300 s.
+  httplib::Client probe("127.0.0.1", server_.port());
+  probe.set_read_timeout(10, 0);
+  probe.set_connection_timeout(10, 0);
+  for (int i = 0; i < 3; ++i) {
+    auto health = probe.Get("/health");
+    ASSERT_TRUE(health) << httplib::to_string(health.error());
+    EXPECT_EQ(health->status, 200);
+    auto search = probe.Post("/v1/search", R"({"question": "Marley", "k": 2})", "application/json");
+    ASSERT_TRUE(search);
+    EXPECT_EQ(search->status, 200);
+  }
+  // The slow ones are answered 408 once server.read_timeout is up, and closed.
+  const std::string reply = slow.front()->ReadAll();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 408", 0), 0u) << reply;
+  EXPECT_NE(reply.find("server.read_timeout"), std::string::npos) << reply;
+  // A body that stops half-way is timed out the same way.
+  RawClient stalled(server_.port());
+  ASSERT_TRUE(stalled.Send(
+      "POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: 100\r\n\r\n{\"question\": "));
+  const std::string timed_out = stalled.ReadAll();
+  EXPECT_EQ(timed_out.rfind("HTTP/1.1 408", 0), 0u) << timed_out;
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+TEST_F(E2eServerTest, ConnectionsFromOneAddressAreCapped) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "", "--set server.max_connections_per_client=4"));
+  std::vector<std::unique_ptr<RawClient>> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(std::make_unique<RawClient>(server_.port()));
+    ASSERT_TRUE(held.back()->Send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    ASSERT_EQ(held.back()->ReadHead().rfind("HTTP/1.1 200", 0), 0u);
+  }
+  RawClient fifth(server_.port());
+  const std::string refused = fifth.ReadAll();
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
+  EXPECT_NE(refused.find("server.max_connections_per_client"), std::string::npos) << refused;
+  held.pop_back();  // one leaves: there is room again
+  int status = 0;
+  for (int i = 0; i < 100 && status != 200; ++i) {
+    httplib::Client again("127.0.0.1", server_.port());
+    auto r = again.Get("/health");
+    status = r ? r->status : 0;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
 }
 
 TEST_F(E2eServerTest, OpenAiCompatibleChat) {

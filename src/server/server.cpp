@@ -15,6 +15,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -30,6 +31,7 @@
 #include "grag/input_files.h"
 #include "grag/loader.h"
 #include "grag/log.h"
+#include "connections.h"
 #include "jobs.h"
 #include "web_assets.h"
 
@@ -147,6 +149,8 @@ Status StatusForHttp(int status, const Request& req, size_t max_body) {
                                                std::to_string(max_body >> 20) + " MiB)"};
     case 400:
       return Status::InvalidArgument("malformed HTTP request");
+    case 408:
+      return {ErrorCode::kTimeout, "the request did not arrive within server.read_timeout"};
     default:
       return {ErrorCode::kInternal, "HTTP " + std::to_string(status)};
   }
@@ -490,7 +494,7 @@ class FairSlots {
 
 struct Server::Impl {
   Config config;
-  httplib::Server http;
+  server::HttpServer http;
   std::vector<Route> routes;
   std::unique_ptr<FairSlots> workers;
   size_t max_body = 0;
@@ -665,6 +669,22 @@ Status Server::Run(const std::function<void(const std::string& host, int port)>&
                                " (in use, or not an address of this machine)");
   }
   RaiseListenBacklog(port, std::max<int>(1024, static_cast<int>(sc.threads) * 4));
+  server::ConnectionLimits limits;
+  limits.threads = static_cast<size_t>(sc.threads);
+  auto ms = [](double seconds) {
+    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  };
+  limits.read_timeout = ms(sc.read_timeout);
+  limits.write_timeout = ms(sc.request_timeout);
+  limits.keep_alive_timeout = ms(sc.keep_alive_timeout);
+  limits.keep_alive_max = static_cast<size_t>(sc.keep_alive_max);
+  limits.max_per_client = static_cast<size_t>(sc.max_connections_per_client);
+  limits.max_body = s.max_body;
+  s.http.SetLimits(limits);
+  struct StopConnections {
+    server::HttpServer& http;
+    ~StopConnections() { http.StopConnections(); }  // requests in flight finish first
+  } stop_connections{s.http};
   if (!IsLoopback(sc.host) && sc.api_keys.empty()) {
     Log(LogLevel::kWarn, "serve",
         "listening on " + sc.host +
@@ -930,13 +950,11 @@ void Server::Impl::DeclareRoutes() {
 
 void Server::Impl::Register() {
   const ServerConfig& sc = config.server;
-  http.new_task_queue = [n = static_cast<size_t>(sc.threads)] {
-    return new httplib::ThreadPool(n);
-  };
+  // Connections are kept by server::HttpServer (connections.h), which takes its limits in Run;
+  // these settings are what cpp-httplib itself enforces or states in its replies.
   http.set_payload_max_length(max_body);
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(sc.request_timeout * 1000));
-  http.set_read_timeout(timeout);
-  http.set_write_timeout(timeout);
+  http.set_keep_alive_timeout(static_cast<time_t>(std::ceil(sc.keep_alive_timeout)));
+  http.set_keep_alive_max_count(static_cast<size_t>(sc.keep_alive_max));
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on the
   // same port binds without error and the kernel splits the connections between the two.
   http.set_socket_options([](socket_t sock) {
@@ -946,8 +964,6 @@ void Server::Impl::Register() {
   // Replies go out at once: with Nagle's algorithm a keep-alive client waited ~40 ms per reply
   // for the delayed acknowledgement of the previous one.
   http.set_tcp_nodelay(true);
-  http.set_keep_alive_timeout(5);
-  http.set_keep_alive_max_count(1000);
 
   auto cors_origin = [this](const Request& req) -> std::string {
     const auto& origins = config.server.cors_origins;
@@ -961,6 +977,7 @@ void Server::Impl::Register() {
   auto refuse = [](Response& res, int status, const char* type, const std::string& message) {
     SendJson(res, status, Dump({{"error", {{"type", type}, {"message", message}}}}));
     // Refused before its body was read: the connection cannot carry another request.
+    if (server::RequestState* state = server::CurrentRequest()) state->close = true;
     res.set_header("Connection", "close");
     return httplib::Server::HandlerResponse::Handled;
   };
@@ -1017,6 +1034,11 @@ void Server::Impl::Register() {
   });
   http.set_error_handler([this](const Request& req, Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return;
+    // cpp-httplib reports any failed body read as 400; the connection layer knows why.
+    if (const server::RequestState* state = server::CurrentRequest(); state && res.status == 400) {
+      if (state->body_over_limit) res.status = 413;
+      if (state->timed_out) res.status = 408;
+    }
     SendJson(res, res.status, Dump(ErrorObject(StatusForHttp(res.status, req, max_body))));
   });
   http.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
