@@ -291,6 +291,11 @@ TEST_F(E2eServerTest, ApiKeysGuardEveryRouteButHealth) {
   EXPECT_EQ(client_->Get("/openapi.json")->status, 401);
   client_->set_bearer_token_auth("key-two");
   EXPECT_EQ(client_->Get("/v1/stats")->status, 200);
+  // Issue 42: the scheme is case-insensitive; a valid key sent as "bearer" was refused.
+  httplib::Client lower("127.0.0.1", server_.port());
+  EXPECT_EQ(lower.Get("/v1/stats", {{"Authorization", "bearer key-one"}})->status, 200);
+  EXPECT_EQ(lower.Get("/v1/stats", {{"Authorization", "BEARER key-one"}})->status, 200);
+  EXPECT_EQ(lower.Get("/v1/stats", {{"Authorization", "Basic key-one"}})->status, 401);
   EXPECT_EQ(Post("/v1/query", {{"question", "Who is Scrooge?"}})->status, 200);
   EXPECT_EQ(server_.Stop(SIGTERM), 0);
 }

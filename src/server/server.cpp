@@ -1016,7 +1016,8 @@ void Server::Impl::Register() {
     if (!keys.empty() && !IsPublic(req.path)) {
       const std::string auth = req.get_header_value("Authorization");
       bool ok = false;
-      if (auth.rfind("Bearer ", 0) == 0) {
+      // The scheme name is case-insensitive (RFC 9110 §11.1): "bearer KEY" is the same.
+      if (auth.size() > 7 && Lower(std::string_view(auth).substr(0, 7)) == "bearer ") {
         const std::string_view given = std::string_view(auth).substr(7);
         for (const auto& k : keys) ok = ConstantTimeEquals(given, k) || ok;  // no early exit
       }
