@@ -375,6 +375,36 @@ TEST_F(E2eRobustnessTest, BlankFilesAreSkippedAndSymlinksKeepTheirNames) {
   EXPECT_EQ(StatsJson()["chunks"], 43);
 }
 
+// Issue 42, R8: walking folders nested hundreds deep resolved every folder's whole path again
+// (readlink on each level), calls growing with the square of the depth (182,706 at 600 deep).
+// Counted with strace, so the bound is on work, not on time.
+TEST_F(E2eRobustnessTest, ADeepFolderTreeIsWalkedInLinearWork) {
+  if (RunCommand("command -v strace").exit_code != 0) GTEST_SKIP() << "needs strace";
+  const int depth = 300;
+  std::string deep = "deep";
+  for (int i = 0; i < depth; ++i) deep += "/d";
+  dir_.Write(deep + "/bottom.txt", "Scrooge met Marley in the counting house.");
+  dir_.Write("deep/top.txt", "Fred asked his uncle to dinner.");
+  const std::string log = dir_ / "strace.txt";
+  auto r = RunCommand("cd " + ShellQuote(dir_.path().string()) + " && strace -f -c -o " +
+                      ShellQuote(log) + " -e trace=readlink,readlinkat,lstat,newfstatat,statx " +
+                      Grag("chunk --json deep"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bottom.txt"), std::string::npos);
+  EXPECT_NE(r.out.find("top.txt"), std::string::npos);
+  // strace -c's table: "... calls errors syscall"; the "total" line sums them.
+  int64_t calls = -1;
+  std::istringstream table(testing::ReadFile(log));
+  for (std::string line; std::getline(table, line);) {
+    if (line.find(" total") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string percent, seconds, usecs;
+    fields >> percent >> seconds >> usecs >> calls;
+  }
+  ASSERT_GT(calls, 0) << testing::ReadFile(log);
+  EXPECT_LT(calls, 20 * depth) << testing::ReadFile(log);  // quadratic was ~depth^2 / 2
+}
+
 // ---------------------------------------------------------------- 9. accounting
 
 TEST_F(E2eRobustnessTest, SpendOfAKilledRunIsCounted) {
