@@ -12,6 +12,8 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -628,6 +630,42 @@ TEST_F(E2eServerTest, ConnectionsFromOneAddressAreCapped) {
     if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(status, 200);
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+// Issue 42: POST /v1/index sent several at once sometimes got 503 naming the server's own pid
+// (the second request lost the race for the writer lock) instead of 409.
+TEST_F(E2eServerTest, ConcurrentIndexRequestsGetOneJobAndConflicts) {
+  TempDir fresh;
+  const std::string root = fresh / "p";
+  ASSERT_EQ(testing::MakeNoLlmProject(
+                ShellQuote(GRAG_BINARY), root,
+                std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt"),
+            "");
+  ASSERT_NO_FATAL_FAILURE(Serve(root));
+  std::map<int, int> statuses;
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::thread> threads;
+    std::mutex mu;
+    for (int i = 0; i < 6; ++i) {
+      threads.emplace_back([&] {
+        httplib::Client c("127.0.0.1", server_.port());
+        c.set_read_timeout(60, 0);
+        auto r = c.Post("/v1/index", "{}", "application/json");
+        std::lock_guard<std::mutex> lock(mu);
+        ++statuses[r ? r->status : 0];
+        if (r && r->status != 202 && r->status != 409) ADD_FAILURE() << r->status << " " << r->body;
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < 1200; ++i) {  // let the job finish before the next round
+      auto h = Parse(client_->Get("/health"));
+      if (h.is_object() && !h["job_running"].get<bool>()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  EXPECT_EQ(statuses[503], 0);
+  EXPECT_GE(statuses[202], 5);
   EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
 }
 

@@ -500,6 +500,10 @@ struct Server::Impl {
   size_t max_body = 0;
   std::atomic<bool> stopping{false};
 
+  // Held from "is a job running?" until a new job runs: two POST /v1/index at once otherwise
+  // both saw none, and the second failed on the writer lock the first had just taken (503
+  // naming this server's own pid) instead of getting 409.
+  std::mutex start_mu;
   std::mutex reader_mu;
   std::shared_ptr<Engine> reader;  // opened on first use; replaced when the index changed
   // The index version (Engine::IndexVersion) `reader` was opened at, and when it was last
@@ -1431,6 +1435,7 @@ void Server::Impl::StartIndex(const Request& req, Response& res) {
       request.remove.push_back(v.get<std::string>());
     }
   }
+  std::lock_guard<std::mutex> starting(start_mu);
   if (jobs->Running()) {
     return SendError(res, Status::AlreadyExists("an index job is running; one job at a time"));
   }
