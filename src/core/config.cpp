@@ -315,7 +315,7 @@ std::vector<Setting> Settings(Config& c) {
       {"server.request_timeout", "", "grag serve: seconds each write of a reply may take",
        &c.server.request_timeout},
       {"server.read_timeout", "",
-       "grag serve: seconds from a request's first byte until it has arrived whole (slower: 408)",
+       "grag serve: seconds a request's headers, then its body, may take to arrive (slower: 408)",
        &c.server.read_timeout},
       {"server.keep_alive_timeout", "",
        "grag serve: seconds an idle keep-alive connection stays open",

@@ -169,7 +169,9 @@ class ConnStream final : public httplib::Stream {
       budget_ = 0;
       eof_at_budget_ = true;  // no framing: the body is empty (RFC 9112 §6.3)
     }
-    deadline_ = c_.deadline;
+    // The body's deadline runs from now, not from the request's first byte: time spent queued
+    // for a thread while the pool was busy is not the client's (its headers had their own).
+    deadline_ = Clock::now() + limits_.read_timeout;
   }
 
   // Whether the bytes after this request on the connection can be trusted to start the next one.

@@ -8,9 +8,9 @@
 // body without Content-Length was read until the client closed. Here:
 //   - one thread (epoll) watches every connection that is between requests or still sending its
 //     headers; a connection reaches a pool thread only once a request's headers are all in;
-//   - a request must arrive whole within read_timeout of its first byte (else 408), its body
-//     within the same deadline; an idle connection is closed after keep_alive_timeout, and after
-//     keep_alive_max requests;
+//   - a request's headers must arrive within read_timeout of its first byte, its body within
+//     read_timeout of a thread starting to read it (else 408); an idle connection is closed
+//     after keep_alive_timeout, and after keep_alive_max requests;
 //   - a request body is bounded whatever its framing: Content-Length by cpp-httplib
 //     (max_body), chunked here (reading stops past max_body plus room for the framing, and the
 //     handler sees body_over_limit); a POST with neither Content-Length nor chunking has an

@@ -194,9 +194,9 @@ struct ServerConfig {
   std::vector<std::string> api_keys;
   int64_t max_body_mb = 32;      // larger request bodies get 413
   double request_timeout = 300;  // seconds a reply may take to be written (each write)
-  // Seconds from a request's first byte until its headers and body have arrived (slower: 408):
-  // a client trickling its request holds a thread for at most this long, and only for its body
-  // (headers are gathered without one).
+  // Seconds a request's headers may take from its first byte, and its body from when the
+  // server starts reading it (slower: 408): a client trickling its request holds a thread for
+  // at most this long, and only for its body (headers are gathered without one).
   double read_timeout = 10;
   double keep_alive_timeout = 5;  // seconds an idle keep-alive connection stays open (no thread)
   int64_t keep_alive_max = 100;   // requests on one connection before the server closes it
