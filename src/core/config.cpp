@@ -332,7 +332,8 @@ std::vector<Setting> Settings(Config& c) {
        "grag serve: Host header names accepted besides IP addresses and localhost, e.g. the "
        "server's DNS name behind a proxy (\"*\": any; others get 421)",
        &c.server.allowed_hosts},
-      {"server.threads", "", "grag serve: connections served at once", &c.server.threads},
+      {"server.threads", "",
+       "grag serve: requests served at once (idle connections hold no thread)", &c.server.threads},
       {"server.workers", "", "grag serve: queries and searches run at once (0: one per CPU core)",
        &c.server.workers},
       {"rerank.base_url", "GRAG_RERANK_BASE_URL",

@@ -206,7 +206,7 @@ struct ServerConfig {
   // Host header names accepted besides IP addresses and localhost (DNS rebinding: a page on
   // evil.example resolving to this machine sends Host: evil.example); "*": any.
   std::vector<std::string> allowed_hosts;
-  int64_t threads = 64;  // connections served at once (keep-alive clients hold one each)
+  int64_t threads = 64;  // requests served at once (idle and slow connections hold none)
   int64_t workers = 0;   // engine calls (queries, searches) at once; 0: one per CPU core
 };
 
