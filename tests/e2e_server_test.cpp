@@ -875,6 +875,77 @@ TEST_F(E2eServerTest, CancelledJobStopsCleanlyAndResumes) {
   EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
 }
 
+// Issue 42: a streaming client that left during a global search's map step was noticed only
+// when the answer's first piece was written, so the reduce call was made all the same.
+TEST_F(E2eServerTest, AStreamingClientThatLeavesStopsTheQuestionBeforeItsNextCall) {
+  TempDir fresh;
+  const std::string root = fresh / "p";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  for (int i = 0; i < 6; ++i) {
+    fresh.Write("p/input/doc" + std::to_string(i) + ".txt",
+                "Document " + std::to_string(i) +
+                    ": Ada Lovelace wrote notes on the Analytical Engine of Charles Babbage in "
+                    "London. Mary Somerville introduced Ada Lovelace to Charles Babbage.");
+  }
+  std::atomic<bool> slow_map{false};
+  std::atomic<int> maps{0}, reduces{0};
+  auto normal = testing::FakeGraphRagHandler();
+  testing::FakeOpenAIServer llm([&](const testing::FakeRequest& r) {
+    const std::string kind = r.IsChat() ? testing::PromptKind(r.LastUserMessage()) : "";
+    if (kind == "reduce") ++reduces;
+    if (kind == "map") {
+      ++maps;
+      if (slow_map) {
+        testing::FakeReply slow = normal(r);
+        slow.delay = std::chrono::milliseconds(1500);
+        return slow;
+      }
+    }
+    return normal(r);
+  });
+  const std::string env =
+      "GRAG_LLM_BASE_URL=" + llm.base_url() + " GRAG_LLM_MODEL=fake-model GRAG_LLM_API_KEY=sk-test";
+  ASSERT_TRUE(server_.Start(
+      env + " " + Grag("--root " + ShellQuote(root) + " --set server.workers=1 serve --port 0")))
+      << server_.log();
+  client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
+  client_->set_read_timeout(120, 0);
+  auto job = Post("/v1/index", json::object());
+  ASSERT_EQ(job->status, 202) << job->body;
+  json state;
+  for (int i = 0; i < 2400; ++i) {
+    state = Parse(client_->Get(("/v1/jobs/" + Parse(job)["id"].dump()).c_str()));
+    if (state["state"] != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_EQ(state["state"], "succeeded") << state.dump();
+  // A global question answered whole once: it makes map calls and then one reduce call.
+  auto whole = Post("/v1/query", {{"question", "What are the main themes?"}, {"method", "global"}});
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  ASSERT_GT(reduces.load(), 0) << "no reduce call: the test cannot tell anything";
+  const int maps_before = maps, reduces_before = reduces;
+
+  // Another (not cached) question, streamed; the client hangs up during the map step.
+  slow_map = true;
+  {
+    RawClient asker(server_.port());
+    const std::string body =
+        R"({"question": "Which ideas run through these notes?", "method": "global", "stream": true})";
+    ASSERT_TRUE(
+        asker.Send("POST /v1/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                   "application/json\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body));
+    for (int i = 0; i < 2400 && maps == maps_before; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_GT(maps.load(), maps_before);
+  }  // closed
+  // server.workers=1: this search runs only once the abandoned question has let go of the slot.
+  auto after = Post("/v1/search", {{"question", "Ada Lovelace"}, {"k", 1}});
+  ASSERT_EQ(after->status, 200) << after->body;
+  EXPECT_EQ(reduces.load(), reduces_before) << "the question went on to its reduce call";
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
 TEST_F(E2eServerTest, SigtermStopsARunningJobAndExitsZero) {
   TempDir fresh;
   const std::string root = fresh / "p";

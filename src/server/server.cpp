@@ -234,6 +234,40 @@ bool SinkWrite(httplib::DataSink& sink, const std::string& s) {
   return sink.is_writable() && sink.write(s.data(), s.size());
 }
 
+// Sets `gone` when the client of a streamed reply hangs up, checking a few times a second
+// until destroyed. A question learnt of it only when writing its next piece of the answer, so
+// a global search whose client left during the map step still started its reduce call.
+class DisconnectWatch {
+ public:
+  DisconnectWatch(httplib::DataSink& sink, std::atomic<bool>& gone)
+      : thread_([this, &sink, &gone] {
+          std::unique_lock<std::mutex> lock(mu_);
+          while (!done_) {
+            if (cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return done_; })) break;
+            if (!sink.is_writable()) {
+              gone = true;
+              break;
+            }
+          }
+        }) {}
+  ~DisconnectWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  DisconnectWatch(const DisconnectWatch&) = delete;
+  DisconnectWatch& operator=(const DisconnectWatch&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
 // ---------------------------------------------------------------- the route table
 
 struct Param {
@@ -1246,8 +1280,11 @@ void Server::Impl::Query(const Request& req, Response& res) {
           if (open) open = SinkWrite(sink, SseEvent("delta", Dump({{"text", d}})));
           if (!open) gone = true;
         };
-        auto result = WithWorker([&] { return engine->Query(*request); });
-        if (!open) return false;
+        auto result = [&] {
+          DisconnectWatch watch(sink, gone);
+          return WithWorker([&] { return engine->Query(*request); });
+        }();
+        if (!open || gone) return false;
         if (result.ok()) {
           // An answer written without a model (extractive) arrives whole: one delta.
           if (!streamed && !result->answer.empty()) {
@@ -1734,8 +1771,11 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
           if (open) open = SinkWrite(sink, chunk({{"content", d}}, nullptr, json::object()));
           if (!open) gone = true;
         };
-        auto result = WithWorker([&] { return engine->Query(*request); });
-        if (!open) return false;
+        auto result = [&] {
+          DisconnectWatch watch(sink, gone);
+          return WithWorker([&] { return engine->Query(*request); });
+        }();
+        if (!open || gone) return false;
         if (!result.ok()) {
           SinkWrite(sink, SseEvent("", Dump(ErrorObject(result.status()))));
         } else {
