@@ -213,6 +213,32 @@ TEST_F(E2eRobustnessTest, ADamagedIndexIsReportedByEveryCommandThatReadsIt) {
   EXPECT_NE(truncated.err.find("is damaged"), std::string::npos) << truncated.err;
 }
 
+// Issue 42, R7: 4 KiB overwritten in the middle of the index with its modification time put
+// back (touch -r) passed the open-time screen, which trusted size and mtime: stats, query,
+// search and sql answered from the damaged file; only `grag check` saw it.
+TEST_F(E2eRobustnessTest, DamageWithTheFileTimesPutBackIsReportedToo) {
+  ASSERT_EQ(RunCommand(At("index --no-progress")).exit_code, 0);
+  ASSERT_EQ(RunCommand(At("stats")).exit_code, 0);  // screened, passed, recorded
+  const std::string db = root_ + "/output/index.db";
+  const std::string ref = dir_ / "mtime-ref";
+  const auto size = fs::file_size(db);
+  auto damage =
+      RunCommand("touch -r " + ShellQuote(db) + " " + ShellQuote(ref) +
+                 " && head -c 4096 /dev/urandom | dd of=" + ShellQuote(db) +
+                 " bs=4096 seek=" + std::to_string(size / 2 / 4096) +
+                 " conv=notrunc status=none && touch -r " + ShellQuote(ref) + " " + ShellQuote(db));
+  ASSERT_EQ(damage.exit_code, 0) << damage.err;
+  ASSERT_EQ(fs::file_size(db), size);
+  ASSERT_EQ(fs::last_write_time(db), fs::last_write_time(ref));
+  for (const std::string command :
+       {"stats", "query --method local 'Who is Marley?'", "query 'What are the themes?'",
+        "search 'Marley'", "sql 'SELECT count(*) FROM chunks'"}) {
+    auto r = RunCommand(At(command));
+    EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("is damaged"), std::string::npos) << command << "\n" << r.err;
+  }
+}
+
 // ---------------------------------------------------------------- 5. SIGTERM
 
 TEST_F(E2eRobustnessTest, SigtermStopsCleanlyAndTheNextRunRepeatsNothing) {
@@ -347,6 +373,36 @@ TEST_F(E2eRobustnessTest, BlankFilesAreSkippedAndSymlinksKeepTheirNames) {
   for (const auto& d : nlohmann::json::parse(docs.out)) ids.push_back(d["id"]);
   EXPECT_EQ(ids, (std::vector<std::string>{"christmas_carol.txt", "linked-notes.txt"}));
   EXPECT_EQ(StatsJson()["chunks"], 43);
+}
+
+// Issue 42, R8: walking folders nested hundreds deep resolved every folder's whole path again
+// (readlink on each level), calls growing with the square of the depth (182,706 at 600 deep).
+// Counted with strace, so the bound is on work, not on time.
+TEST_F(E2eRobustnessTest, ADeepFolderTreeIsWalkedInLinearWork) {
+  if (RunCommand("command -v strace").exit_code != 0) GTEST_SKIP() << "needs strace";
+  const int depth = 300;
+  std::string deep = "deep";
+  for (int i = 0; i < depth; ++i) deep += "/d";
+  dir_.Write(deep + "/bottom.txt", "Scrooge met Marley in the counting house.");
+  dir_.Write("deep/top.txt", "Fred asked his uncle to dinner.");
+  const std::string log = dir_ / "strace.txt";
+  auto r = RunCommand("cd " + ShellQuote(dir_.path().string()) + " && strace -f -c -o " +
+                      ShellQuote(log) + " -e trace=readlink,readlinkat,lstat,newfstatat,statx " +
+                      Grag("chunk --json deep"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bottom.txt"), std::string::npos);
+  EXPECT_NE(r.out.find("top.txt"), std::string::npos);
+  // strace -c's table: "... calls errors syscall"; the "total" line sums them.
+  int64_t calls = -1;
+  std::istringstream table(testing::ReadFile(log));
+  for (std::string line; std::getline(table, line);) {
+    if (line.find(" total") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string percent, seconds, usecs;
+    fields >> percent >> seconds >> usecs >> calls;
+  }
+  ASSERT_GT(calls, 0) << testing::ReadFile(log);
+  EXPECT_LT(calls, 20 * depth) << testing::ReadFile(log);  // quadratic was ~depth^2 / 2
 }
 
 // ---------------------------------------------------------------- 9. accounting

@@ -2,11 +2,18 @@
 // HTTP. Every route, auth on and off, bad input, index jobs (progress stream, cancel, conflict),
 // the OpenAI-compatible endpoint and a clean stop on SIGTERM.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -26,6 +33,65 @@ using testing::ShellQuote;
 using testing::TempDir;
 
 std::string Grag(const std::string& args) { return ShellQuote(GRAG_BINARY) + " " + args; }
+
+// A raw connection to the server, for clients cpp-httplib will not imitate (slow, idle,
+// half-sent requests). Reads give up after `wait` (generous: the test fails, it does not hang).
+class RawClient {
+ public:
+  explicit RawClient(int port, std::chrono::seconds wait = std::chrono::seconds(30)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    timeval tv{static_cast<time_t>(wait.count()), 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawClient() { Close(); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+  bool connected() const { return connected_; }
+  bool Send(const std::string& s) {
+    return ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size());
+  }
+  // Everything until the server closes, or the wait runs out.
+  std::string ReadAll() {
+    std::string out;
+    char buf[4096];
+    while (true) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
+  // One reply's status line and headers (enough to see the status).
+  std::string ReadHead() {
+    std::string out;
+    char c;
+    while (out.find("\r\n\r\n") == std::string::npos && ::recv(fd_, &c, 1, 0) == 1) out += c;
+    return out;
+  }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+// The peak resident memory of a process (VmHWM), in KiB.
+int64_t PeakRssKib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
 
 json Parse(const httplib::Result& r) {
   if (!r) return json();
@@ -227,6 +293,11 @@ TEST_F(E2eServerTest, ApiKeysGuardEveryRouteButHealth) {
   EXPECT_EQ(client_->Get("/openapi.json")->status, 401);
   client_->set_bearer_token_auth("key-two");
   EXPECT_EQ(client_->Get("/v1/stats")->status, 200);
+  // Issue 42: the scheme is case-insensitive; a valid key sent as "bearer" was refused.
+  httplib::Client lower("127.0.0.1", server_.port());
+  EXPECT_EQ(lower.Get("/v1/stats", {{"Authorization", "bearer key-one"}})->status, 200);
+  EXPECT_EQ(lower.Get("/v1/stats", {{"Authorization", "BEARER key-one"}})->status, 200);
+  EXPECT_EQ(lower.Get("/v1/stats", {{"Authorization", "Basic key-one"}})->status, 401);
   EXPECT_EQ(Post("/v1/query", {{"question", "Who is Scrooge?"}})->status, 200);
   EXPECT_EQ(server_.Stop(SIGTERM), 0);
 }
@@ -351,6 +422,251 @@ TEST_F(E2eServerTest, CorsIsOffUnlessConfigured) {
   auto other = client_->Get("/v1/stats", {{"Origin", "http://evil.example"}});
   EXPECT_FALSE(other->has_header("Access-Control-Allow-Origin"));
   EXPECT_EQ(server_.Stop(SIGTERM), 0);
+}
+
+// Issue 42, R1: without API keys, a page on another origin drove the server through the user's
+// browser (planted a document, started a job), and DNS rebinding reached it under another name.
+// The issue's curl lines, as a browser would send them.
+TEST_F(E2eServerTest, WebPagesOnOtherOriginsCannotDriveAKeylessServer) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_));
+  const std::string base = "http://127.0.0.1:" + std::to_string(server_.port());
+  auto curl = [&](const std::string& args) {
+    auto r = RunCommand("curl -s -o /dev/null -w '%{http_code}' " + args);
+    return r.out;
+  };
+  const std::string planted = root_ + "/input/x.txt";
+  EXPECT_EQ(curl("-H 'Origin: http://evil.example' -H 'Content-Type: text/plain' -d "
+                 "'{\"id\":\"x.txt\",\"text\":\"planted\"}' " +
+                 base + "/v1/documents"),
+            "403");
+  EXPECT_EQ(curl("-H 'Origin: http://evil.example' -d '{}' " + base + "/v1/index"), "403");
+  EXPECT_EQ(curl("-H 'Origin: http://evil.example' -H 'Content-Type: application/json' -d "
+                 "'{\"id\":\"x.txt\",\"text\":\"planted\"}' " +
+                 base + "/v1/documents"),
+            "403");
+  EXPECT_EQ(curl("-H 'Sec-Fetch-Site: cross-site' -H 'Content-Type: application/json' -d '{}' " +
+                 base + "/v1/index"),
+            "403");
+  EXPECT_EQ(curl("-X DELETE -H 'Origin: null' " + base + "/v1/documents/christmas_carol.txt"),
+            "403");
+  // A "simple" body a page could send without asking: refused whoever sends it.
+  EXPECT_EQ(curl("-H 'Content-Type: text/plain' -d '{\"id\":\"x.txt\",\"text\":\"planted\"}' " +
+                 base + "/v1/documents"),
+            "415");
+  EXPECT_EQ(curl("-d '{\"question\":\"Who is Marley?\"}' " + base + "/v1/query"), "415");
+  EXPECT_FALSE(std::filesystem::exists(planted));
+  EXPECT_TRUE(std::filesystem::exists(root_ + "/input/christmas_carol.txt"));
+  auto jobs = Parse(client_->Get("/v1/jobs"));
+  EXPECT_TRUE(jobs.is_array() && jobs.empty()) << jobs.dump();
+  // DNS rebinding: another name for this machine.
+  EXPECT_EQ(curl("-H 'Host: evil.example' " + base + "/v1/stats"), "421");
+  EXPECT_EQ(
+      curl("-H 'Host: evil.example:" + std::to_string(server_.port()) + "' " + base + "/health"),
+      "421");
+  auto misdirected = client_->Get("/v1/stats", {{"Host", "evil.example"}});
+  ASSERT_TRUE(misdirected);
+  EXPECT_NE(Parse(misdirected)["error"]["message"].get<std::string>().find("server.allowed_hosts"),
+            std::string::npos);
+  // The server's own page (same origin), programs (no Origin), and its other names still work.
+  EXPECT_EQ(curl("-H 'Origin: " + base +
+                 "' -H 'Sec-Fetch-Site: same-origin' --json "
+                 "'{\"question\":\"Marley\"}' " +
+                 base + "/v1/search"),
+            "200");
+  EXPECT_EQ(curl("--json '{\"question\":\"Marley\"}' " + base + "/v1/search"), "200");
+  EXPECT_EQ(
+      curl("-H 'Host: localhost:" + std::to_string(server_.port()) + "' " + base + "/v1/stats"),
+      "200");
+  EXPECT_EQ(curl("-H 'Host: [::1]:9000' " + base + "/health"), "200");
+  EXPECT_EQ(server_.Stop(SIGTERM), 0);
+}
+
+TEST_F(E2eServerTest, AllowedHostsAndCorsOriginsOpenTheChecksWhereConfigured) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "",
+                                "--set server.allowed_hosts=grag.example --set "
+                                "server.cors_origins=http://ui.example"));
+  EXPECT_EQ(client_->Get("/v1/stats", {{"Host", "GRAG.example:8443"}})->status, 200);
+  EXPECT_EQ(client_->Get("/v1/stats", {{"Host", "other.example"}})->status, 421);
+  auto from_ui = client_->Post("/v1/search", {{"Origin", "http://ui.example"}},
+                               R"({"question":"Marley"})", "application/json");
+  ASSERT_TRUE(from_ui);
+  EXPECT_EQ(from_ui->status, 200) << from_ui->body;
+  EXPECT_EQ(from_ui->get_header_value("Access-Control-Allow-Origin"), "http://ui.example");
+  auto from_page = client_->Post("/v1/search", {{"Origin", "http://evil.example"}},
+                                 R"({"question":"Marley"})", "application/json");
+  ASSERT_TRUE(from_page);
+  EXPECT_EQ(from_page->status, 403);
+  EXPECT_EQ(Parse(from_page)["error"]["type"], "forbidden");
+  EXPECT_EQ(server_.Stop(SIGTERM), 0);
+}
+
+// Issue 42, R5: `curl -X POST .../v1/index` sends no body and no Content-Length; the server
+// read a body until the client gave up, and only then started the job.
+TEST_F(E2eServerTest, APostWithoutABodyIsAnsweredAtOnce) {
+  TempDir fresh;
+  const std::string root = fresh / "p";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(Serve(root));
+  const std::string base = "http://127.0.0.1:" + std::to_string(server_.port());
+  // --max-time: the test fails (rather than hangs) if the server waits for a body.
+  auto r = RunCommand("curl -s --max-time 60 -w '\\n%{http_code}' -X POST " + base + "/v1/index");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(r.out.rfind('\n') + 1), "202") << r.out;
+  const json job = json::parse(r.out.substr(0, r.out.rfind('\n')), nullptr, false);
+  ASSERT_TRUE(job.is_object()) << r.out;
+  for (int i = 0; i < 1200; ++i) {
+    if (Parse(client_->Get(("/v1/jobs/" + job["id"].dump()).c_str()))["state"] != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // The same without curl: a keep-alive connection that sends nothing after its headers.
+  RawClient raw(server_.port());
+  ASSERT_TRUE(raw.Send("POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  EXPECT_EQ(raw.ReadHead().rfind("HTTP/1.1 400", 0), 0u);  // an empty body: "needs a JSON body"
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+// Issue 42, R2: server.max_body_mb held only for bodies with a Content-Length; a chunked body of
+// any size was read into memory whole.
+TEST_F(E2eServerTest, ChunkedBodiesAreBoundedToo) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "", "--set server.max_body_mb=1"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(server_.port());
+  TempDir tmp;
+  const std::string big = tmp / "40MB.json";
+  {
+    std::ofstream out(big, std::ios::binary);
+    out << R"({"id":"big.txt","text":")" << std::string(40 << 20, 'a') << R"("})";
+  }
+  ASSERT_EQ(client_->Get("/health")->status, 200);
+  const int64_t before = PeakRssKib(server_.pid());
+  auto r = RunCommand(
+      "curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' "
+      "-H 'Transfer-Encoding: chunked' --data-binary @" +
+      ShellQuote(big) + " " + base + "/v1/documents");
+  EXPECT_EQ(r.out, "413") << r.err;
+  const int64_t after = PeakRssKib(server_.pid());
+  ASSERT_GT(before, 0);
+  EXPECT_LT(after - before, 16 << 10)
+      << "peak RSS grew from " << before << " to " << after << " KiB: the body was read whole";
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/input/big.txt"));
+  // A chunked body within the limit is read as before.
+  httplib::Client chunked("127.0.0.1", server_.port());
+  auto ok = chunked.Post(
+      "/v1/search",
+      [](size_t offset, httplib::DataSink& sink) {
+        if (offset == 0) {
+          const std::string body = R"({"question": "Marley", "k": 2})";
+          sink.write(body.data(), body.size());
+        } else {
+          sink.done();
+        }
+        return true;
+      },
+      "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+// Issue 42, R3 and R4: each connection held one of server.threads from accept to close, so
+// idle keep-alive clients and clients trickling their headers left none for anyone else (an
+// incomplete request held its thread for 300 s). Here 8 threads face 30 slow clients and 30
+// idle ones, and /health must still answer.
+TEST_F(E2eServerTest, SlowAndIdleClientsDoNotStarveTheServer) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "", "--set server.threads=8 --set server.read_timeout=2"));
+  std::vector<std::unique_ptr<RawClient>> slow, idle;
+  for (int i = 0; i < 30; ++i) {
+    slow.push_back(std::make_unique<RawClient>(server_.port()));
+    ASSERT_TRUE(slow.back()->Send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "));
+  }
+  for (int i = 0; i < 30; ++i) {
+    idle.push_back(std::make_unique<RawClient>(server_.port()));
+    ASSERT_TRUE(idle.back()->Send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    ASSERT_EQ(idle.back()->ReadHead().rfind("HTTP/1.1 200", 0), 0u);  // kept alive, now idle
+  }
+  // A bound well above an answer's time, far below the old 300 s.
+  httplib::Client probe("127.0.0.1", server_.port());
+  probe.set_read_timeout(10, 0);
+  probe.set_connection_timeout(10, 0);
+  for (int i = 0; i < 3; ++i) {
+    auto health = probe.Get("/health");
+    ASSERT_TRUE(health) << httplib::to_string(health.error());
+    EXPECT_EQ(health->status, 200);
+    auto search = probe.Post("/v1/search", R"({"question": "Marley", "k": 2})", "application/json");
+    ASSERT_TRUE(search);
+    EXPECT_EQ(search->status, 200);
+  }
+  // The slow ones are answered 408 once server.read_timeout is up, and closed.
+  const std::string reply = slow.front()->ReadAll();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 408", 0), 0u) << reply;
+  EXPECT_NE(reply.find("server.read_timeout"), std::string::npos) << reply;
+  // A body that stops half-way is timed out the same way.
+  RawClient stalled(server_.port());
+  ASSERT_TRUE(stalled.Send(
+      "POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: 100\r\n\r\n{\"question\": "));
+  const std::string timed_out = stalled.ReadAll();
+  EXPECT_EQ(timed_out.rfind("HTTP/1.1 408", 0), 0u) << timed_out;
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+TEST_F(E2eServerTest, ConnectionsFromOneAddressAreCapped) {
+  ASSERT_NO_FATAL_FAILURE(Serve(root_, "", "--set server.max_connections_per_client=4"));
+  std::vector<std::unique_ptr<RawClient>> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(std::make_unique<RawClient>(server_.port()));
+    ASSERT_TRUE(held.back()->Send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    ASSERT_EQ(held.back()->ReadHead().rfind("HTTP/1.1 200", 0), 0u);
+  }
+  RawClient fifth(server_.port());
+  const std::string refused = fifth.ReadAll();
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
+  EXPECT_NE(refused.find("server.max_connections_per_client"), std::string::npos) << refused;
+  held.pop_back();  // one leaves: there is room again
+  int status = 0;
+  for (int i = 0; i < 100 && status != 200; ++i) {
+    httplib::Client again("127.0.0.1", server_.port());
+    auto r = again.Get("/health");
+    status = r ? r->status : 0;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+// Issue 42: POST /v1/index sent several at once sometimes got 503 naming the server's own pid
+// (the second request lost the race for the writer lock) instead of 409.
+TEST_F(E2eServerTest, ConcurrentIndexRequestsGetOneJobAndConflicts) {
+  TempDir fresh;
+  const std::string root = fresh / "p";
+  ASSERT_EQ(testing::MakeNoLlmProject(
+                ShellQuote(GRAG_BINARY), root,
+                std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt"),
+            "");
+  ASSERT_NO_FATAL_FAILURE(Serve(root));
+  std::map<int, int> statuses;
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::thread> threads;
+    std::mutex mu;
+    for (int i = 0; i < 6; ++i) {
+      threads.emplace_back([&] {
+        httplib::Client c("127.0.0.1", server_.port());
+        c.set_read_timeout(60, 0);
+        auto r = c.Post("/v1/index", "{}", "application/json");
+        std::lock_guard<std::mutex> lock(mu);
+        ++statuses[r ? r->status : 0];
+        if (r && r->status != 202 && r->status != 409) ADD_FAILURE() << r->status << " " << r->body;
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < 1200; ++i) {  // let the job finish before the next round
+      auto h = Parse(client_->Get("/health"));
+      if (h.is_object() && !h["job_running"].get<bool>()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  EXPECT_EQ(statuses[503], 0);
+  EXPECT_GE(statuses[202], 5);
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
 }
 
 TEST_F(E2eServerTest, OpenAiCompatibleChat) {
@@ -556,6 +872,77 @@ TEST_F(E2eServerTest, CancelledJobStopsCleanlyAndResumes) {
             6);
   EXPECT_GT(state["llm_calls"].get<int>(), 0);
   EXPECT_EQ(Parse(client_->Get("/v1/stats"))["documents"], 6);
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+// Issue 42: a streaming client that left during a global search's map step was noticed only
+// when the answer's first piece was written, so the reduce call was made all the same.
+TEST_F(E2eServerTest, AStreamingClientThatLeavesStopsTheQuestionBeforeItsNextCall) {
+  TempDir fresh;
+  const std::string root = fresh / "p";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  for (int i = 0; i < 6; ++i) {
+    fresh.Write("p/input/doc" + std::to_string(i) + ".txt",
+                "Document " + std::to_string(i) +
+                    ": Ada Lovelace wrote notes on the Analytical Engine of Charles Babbage in "
+                    "London. Mary Somerville introduced Ada Lovelace to Charles Babbage.");
+  }
+  std::atomic<bool> slow_map{false};
+  std::atomic<int> maps{0}, reduces{0};
+  auto normal = testing::FakeGraphRagHandler();
+  testing::FakeOpenAIServer llm([&](const testing::FakeRequest& r) {
+    const std::string kind = r.IsChat() ? testing::PromptKind(r.LastUserMessage()) : "";
+    if (kind == "reduce") ++reduces;
+    if (kind == "map") {
+      ++maps;
+      if (slow_map) {
+        testing::FakeReply slow = normal(r);
+        slow.delay = std::chrono::milliseconds(1500);
+        return slow;
+      }
+    }
+    return normal(r);
+  });
+  const std::string env =
+      "GRAG_LLM_BASE_URL=" + llm.base_url() + " GRAG_LLM_MODEL=fake-model GRAG_LLM_API_KEY=sk-test";
+  ASSERT_TRUE(server_.Start(
+      env + " " + Grag("--root " + ShellQuote(root) + " --set server.workers=1 serve --port 0")))
+      << server_.log();
+  client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
+  client_->set_read_timeout(120, 0);
+  auto job = Post("/v1/index", json::object());
+  ASSERT_EQ(job->status, 202) << job->body;
+  json state;
+  for (int i = 0; i < 2400; ++i) {
+    state = Parse(client_->Get(("/v1/jobs/" + Parse(job)["id"].dump()).c_str()));
+    if (state["state"] != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_EQ(state["state"], "succeeded") << state.dump();
+  // A global question answered whole once: it makes map calls and then one reduce call.
+  auto whole = Post("/v1/query", {{"question", "What are the main themes?"}, {"method", "global"}});
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  ASSERT_GT(reduces.load(), 0) << "no reduce call: the test cannot tell anything";
+  const int maps_before = maps, reduces_before = reduces;
+
+  // Another (not cached) question, streamed; the client hangs up during the map step.
+  slow_map = true;
+  {
+    RawClient asker(server_.port());
+    const std::string body =
+        R"({"question": "Which ideas run through these notes?", "method": "global", "stream": true})";
+    ASSERT_TRUE(
+        asker.Send("POST /v1/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                   "application/json\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body));
+    for (int i = 0; i < 2400 && maps == maps_before; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_GT(maps.load(), maps_before);
+  }  // closed
+  // server.workers=1: this search runs only once the abandoned question has let go of the slot.
+  auto after = Post("/v1/search", {{"question", "Ada Lovelace"}, {"k", 1}});
+  ASSERT_EQ(after->status, 200) << after->body;
+  EXPECT_EQ(reduces.load(), reduces_before) << "the question went on to its reduce call";
   EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
 }
 

@@ -44,23 +44,36 @@ bool HasSection(const json& detail, const std::string& prefix) {
   return false;
 }
 
-TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
+// The path of chromium, or "" with `why_not` saying what to install (node, puppeteer-core or
+// chromium missing).
+std::string Chromium(std::string& why_not) {
   if (RunCommand("command -v node").exit_code != 0) {
-    GTEST_SKIP() << "node is not installed: install Node.js (apt-get install nodejs npm) and run "
-                    "scripts/setup.sh to fetch puppeteer-core";
+    why_not =
+        "node is not installed: install Node.js (apt-get install nodejs npm) and run "
+        "scripts/setup.sh to fetch puppeteer-core";
+    return "";
   }
   if (!std::filesystem::exists(NodeModules() + "/puppeteer-core/package.json")) {
-    GTEST_SKIP() << "the npm package puppeteer-core is missing from " << NodeModules()
-                 << ": run scripts/setup.sh (it installs the pinned version there)";
+    why_not = "the npm package puppeteer-core is missing from " + NodeModules() +
+              ": run scripts/setup.sh (it installs the pinned version there)";
+    return "";
   }
   const auto chromium = RunCommand("command -v chromium");
   if (chromium.exit_code != 0 || chromium.out.empty()) {
-    GTEST_SKIP() << "chromium is not installed: the web UI's browser test needs Debian's "
-                    "chromium (apt-get install chromium; scripts/setup.sh installs it)";
+    why_not =
+        "chromium is not installed: the web UI's browser test needs Debian's chromium (apt-get "
+        "install chromium; scripts/setup.sh installs it)";
+    return "";
   }
-  std::string chromium_path = chromium.out;
-  while (!chromium_path.empty() && (chromium_path.back() == '\n' || chromium_path.back() == ' '))
-    chromium_path.pop_back();
+  std::string path = chromium.out;
+  while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
+  return path;
+}
+
+TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
+  std::string why_not;
+  const std::string chromium_path = Chromium(why_not);
+  if (chromium_path.empty()) GTEST_SKIP() << why_not;
 
   // A small project: the book, indexed without a model.
   TempDir dir;
@@ -176,6 +189,46 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
   EXPECT_NE(Str(d, "delete_message").find("Deleted visit.txt"), std::string::npos) << d;
   EXPECT_FALSE(std::filesystem::exists(root + "/input/visit.txt"));
 
+  EXPECT_EQ(serve.Stop(SIGTERM, std::chrono::seconds(60)), 0) << serve.log();
+}
+
+// Issue 42, R1: a page on another origin planted a document and started an index job on a
+// keyless server through the user's browser. Here it tries that, a form upload, a DELETE and a
+// JSON POST from chromium; the server must have written nothing.
+TEST(E2eWebUiTest, APageOnAnotherOriginCannotWriteThroughTheBrowser) {
+  std::string why_not;
+  const std::string chromium_path = Chromium(why_not);
+  if (chromium_path.empty()) GTEST_SKIP() << why_not;
+  TempDir dir;
+  const std::string root = dir / "carol";
+  const std::string grag = ShellQuote(GRAG_BINARY);
+  ASSERT_EQ(
+      testing::MakeNoLlmProject(
+          grag, root, std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt"),
+      "");
+  ServerProcess serve;  // no API keys: the default
+  ASSERT_TRUE(serve.Start(grag + " --root " + ShellQuote(root) + " --no-llm serve --port 0"))
+      << serve.log();
+  const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
+  auto run =
+      RunCommand("NODE_PATH=" + ShellQuote(NodeModules()) + " node " +
+                 ShellQuote(std::string(GRAG_SOURCE_DIR) + "/tests/tools/cross_origin_browser.js") +
+                 " " + ShellQuote(base) + " " + ShellQuote(chromium_path));
+  json out = json::parse(run.out, nullptr, false);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  ASSERT_TRUE(out.is_object()) << run.out;
+  std::cout << "[ " << Str(out, "browser") << " at " << Str(out, "origin") << ": "
+            << out["results"].dump() << " ]\n";
+  // The page ran: its requests went out (the browser itself stops only the JSON one).
+  EXPECT_EQ(Str(out["results"], "text_plain_document"), "sent") << out;
+  EXPECT_EQ(Str(out["results"], "index_job"), "sent") << out;
+  // ...and the server wrote nothing.
+  EXPECT_FALSE(std::filesystem::exists(root + "/input/planted.txt"));
+  EXPECT_FALSE(std::filesystem::exists(root + "/input/json-planted.txt"));
+  EXPECT_FALSE(std::filesystem::exists(root + "/input/form-planted.txt"));
+  EXPECT_TRUE(std::filesystem::exists(root + "/input/christmas_carol.txt"));
+  auto jobs = RunCommand("curl -s " + base + "/v1/jobs");
+  EXPECT_EQ(jobs.out, "[]") << jobs.out;
   EXPECT_EQ(serve.Stop(SIGTERM, std::chrono::seconds(60)), 0) << serve.log();
 }
 

@@ -213,6 +213,9 @@ TEST_F(StoreSqlTest, ReadsTrailingSemicolonsCtesAndIntrospection) {
       Run("SELECT f.value ->> 'summary' FROM reports r, json_each(r.findings) AS f").rows.size(),
       0u);
   EXPECT_GT(Run("SELECT count(*) FROM main.entity_chunks").rows[0][0].integer, 0);
+  // Issue 42: a full-text MATCH was refused as "PRAGMA data_version", which FTS5 runs itself.
+  EXPECT_GT(
+      Run("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'Marley'").rows[0][0].integer, 0);
 }
 
 TEST_F(StoreSqlTest, ValuesKeepTheirKindsAndRowsAreCut) {

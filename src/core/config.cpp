@@ -386,12 +386,28 @@ std::vector<Setting> Settings(Config& c) {
        &c.server.api_keys},
       {"server.max_body_mb", "", "grag serve: largest request body in MiB (larger: 413)",
        &c.server.max_body_mb},
-      {"server.request_timeout", "", "grag serve: seconds a request may take to be read or written",
+      {"server.request_timeout", "", "grag serve: seconds each write of a reply may take",
        &c.server.request_timeout},
+      {"server.read_timeout", "",
+       "grag serve: seconds a request's headers, then its body, may take to arrive (slower: 408)",
+       &c.server.read_timeout},
+      {"server.keep_alive_timeout", "",
+       "grag serve: seconds an idle keep-alive connection stays open",
+       &c.server.keep_alive_timeout},
+      {"server.keep_alive_max", "", "grag serve: requests on one connection before it is closed",
+       &c.server.keep_alive_max},
+      {"server.max_connections_per_client", "",
+       "grag serve: open connections from one client address (more: 503); 0: no cap",
+       &c.server.max_connections_per_client},
       {"server.cors_origins", "",
        "grag serve: origins browsers may call the API from (empty: no CORS; \"*\": any)",
        &c.server.cors_origins},
-      {"server.threads", "", "grag serve: connections served at once", &c.server.threads},
+      {"server.allowed_hosts", "",
+       "grag serve: Host header names accepted besides IP addresses and localhost, e.g. the "
+       "server's DNS name behind a proxy (\"*\": any; others get 421)",
+       &c.server.allowed_hosts},
+      {"server.threads", "",
+       "grag serve: requests served at once (idle connections hold no thread)", &c.server.threads},
       {"server.workers", "", "grag serve: queries and searches run at once (0: one per CPU core)",
        &c.server.workers},
       {"rerank.base_url", "GRAG_RERANK_BASE_URL",
@@ -753,6 +769,13 @@ Status ValidateConfig(const Config& c) {
     return Status::InvalidArgument("server.max_body_mb must be at least 1");
   if (c.server.request_timeout <= 0)
     return Status::InvalidArgument("server.request_timeout must be positive");
+  if (c.server.read_timeout <= 0 || c.server.keep_alive_timeout <= 0)
+    return Status::InvalidArgument(
+        "server.read_timeout and server.keep_alive_timeout must be positive");
+  if (c.server.keep_alive_max < 1)
+    return Status::InvalidArgument("server.keep_alive_max must be at least 1");
+  if (c.server.max_connections_per_client < 0)
+    return Status::InvalidArgument("server.max_connections_per_client must be at least 0");
   if (c.server.threads < 2) return Status::InvalidArgument("server.threads must be at least 2");
   if (c.server.workers < 0) return Status::InvalidArgument("server.workers must be at least 0");
   if (c.summaries.max_joined_tokens < 1)

@@ -12,8 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -29,6 +31,7 @@
 #include "grag/input_files.h"
 #include "grag/loader.h"
 #include "grag/log.h"
+#include "connections.h"
 #include "jobs.h"
 #include "web_assets.h"
 
@@ -146,6 +149,8 @@ Status StatusForHttp(int status, const Request& req, size_t max_body) {
                                                std::to_string(max_body >> 20) + " MiB)"};
     case 400:
       return Status::InvalidArgument("malformed HTTP request");
+    case 408:
+      return {ErrorCode::kTimeout, "the request did not arrive within server.read_timeout"};
     default:
       return {ErrorCode::kInternal, "HTTP " + std::to_string(status)};
   }
@@ -228,6 +233,40 @@ std::string SseEvent(std::string_view event, std::string_view data) {
 bool SinkWrite(httplib::DataSink& sink, const std::string& s) {
   return sink.is_writable() && sink.write(s.data(), s.size());
 }
+
+// Sets `gone` when the client of a streamed reply hangs up, checking a few times a second
+// until destroyed. A question learnt of it only when writing its next piece of the answer, so
+// a global search whose client left during the map step still started its reduce call.
+class DisconnectWatch {
+ public:
+  DisconnectWatch(httplib::DataSink& sink, std::atomic<bool>& gone)
+      : thread_([this, &sink, &gone] {
+          std::unique_lock<std::mutex> lock(mu_);
+          while (!done_) {
+            if (cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return done_; })) break;
+            if (!sink.is_writable()) {
+              gone = true;
+              break;
+            }
+          }
+        }) {}
+  ~DisconnectWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  DisconnectWatch(const DisconnectWatch&) = delete;
+  DisconnectWatch& operator=(const DisconnectWatch&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;  // guarded by mu_
+  std::thread thread_;
+};
 
 // ---------------------------------------------------------------- the route table
 
@@ -336,6 +375,80 @@ void RaiseListenBacklog(int port, int backlog) {
   }
 }
 
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The name in a Host header, lower-cased, without its port or IPv6 brackets:
+// "[::1]:8080" -> "::1", "LocalHost:80" -> "localhost".
+std::string HostName(std::string_view host) {
+  if (!host.empty() && host.front() == '[') {
+    const size_t close = host.find(']');
+    return Lower(host.substr(1, close == std::string_view::npos ? host.npos : close - 1));
+  }
+  return Lower(host.substr(0, host.find(':')));
+}
+
+bool IsIpAddress(const std::string& name) {
+  unsigned char buf[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, name.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, name.c_str(), buf) == 1;
+}
+
+// Whether a request's Host header names this server. A page that turned its own name into this
+// machine's address (DNS rebinding) sends its own name, never an IP address, so any address is
+// accepted, and names only when they are localhost, the host the server was bound to, or listed
+// in server.allowed_hosts. The port is not compared: it cannot tell a rebinding page from an
+// ssh tunnel or a proxy.
+bool HostAllowed(const std::string& header, const ServerConfig& sc) {
+  const std::string name = HostName(header);
+  if (name.empty()) return false;
+  if (IsIpAddress(name) || name == "localhost" || name == HostName(sc.host)) return true;
+  for (const auto& h : sc.allowed_hosts) {
+    if (h == "*" || HostName(h) == name) return true;
+  }
+  return false;
+}
+
+// Why a state-changing request (POST, PUT, PATCH, DELETE) must be refused as sent from another
+// web site, or "" when it may go on. Browsers name the page's origin in Origin (and modern ones
+// say cross-site in Sec-Fetch-Site); programs such as curl send neither.
+std::string CrossSiteReason(const Request& req, const ServerConfig& sc) {
+  if (req.has_header("Origin")) {
+    const std::string origin = req.get_header_value("Origin");
+    const std::string host = Lower(req.get_header_value("Host"));
+    if (Lower(origin) == "http://" + host || Lower(origin) == "https://" + host) return "";
+    for (const auto& o : sc.cors_origins) {
+      if (o == "*" || o == origin) return "";
+    }
+    return "a web page from " + origin +
+           " may not change or query this server (list its origin in server.cors_origins to "
+           "allow it)";
+  }
+  const std::string site = req.get_header_value("Sec-Fetch-Site");
+  if (site == "cross-site" || site == "same-site") {
+    return "a web page from another site may not change or query this server";
+  }
+  return "";
+}
+
+// Whether a request with a body says it is JSON (or, where uploads are taken, multipart). A
+// browser sends text/plain, urlencoded and multipart forms to any site without asking it first
+// (a CORS "simple request"); JSON needs the server's consent.
+bool BodyTypeAllowed(const Request& req) {
+  const bool has_body =
+      req.has_header("Transfer-Encoding") ||
+      (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+  if (!has_body) return true;
+  std::string type = Lower(req.get_header_value("Content-Type"));
+  type = type.substr(0, type.find(';'));
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  if (type == "application/json") return true;
+  return type == "multipart/form-data" && req.method == "POST" && req.path == "/v1/documents";
+}
+
 bool IsLoopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
@@ -415,12 +528,16 @@ class FairSlots {
 
 struct Server::Impl {
   Config config;
-  httplib::Server http;
+  server::HttpServer http;
   std::vector<Route> routes;
   std::unique_ptr<FairSlots> workers;
   size_t max_body = 0;
   std::atomic<bool> stopping{false};
 
+  // Held from "is a job running?" until a new job runs: two POST /v1/index at once otherwise
+  // both saw none, and the second failed on the writer lock the first had just taken (503
+  // naming this server's own pid) instead of getting 409.
+  std::mutex start_mu;
   std::mutex reader_mu;
   std::shared_ptr<Engine> reader;  // opened on first use; replaced when the index changed
   // The index version (Engine::IndexVersion) `reader` was opened at, and when it was last
@@ -591,6 +708,22 @@ Status Server::Run(const std::function<void(const std::string& host, int port)>&
                                " (in use, or not an address of this machine)");
   }
   RaiseListenBacklog(port, std::max<int>(1024, static_cast<int>(sc.threads) * 4));
+  server::ConnectionLimits limits;
+  limits.threads = static_cast<size_t>(sc.threads);
+  auto ms = [](double seconds) {
+    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  };
+  limits.read_timeout = ms(sc.read_timeout);
+  limits.write_timeout = ms(sc.request_timeout);
+  limits.keep_alive_timeout = ms(sc.keep_alive_timeout);
+  limits.keep_alive_max = static_cast<size_t>(sc.keep_alive_max);
+  limits.max_per_client = static_cast<size_t>(sc.max_connections_per_client);
+  limits.max_body = s.max_body;
+  s.http.SetLimits(limits);
+  struct StopConnections {
+    server::HttpServer& http;
+    ~StopConnections() { http.StopConnections(); }  // requests in flight finish first
+  } stop_connections{s.http};
   if (!IsLoopback(sc.host) && sc.api_keys.empty()) {
     Log(LogLevel::kWarn, "serve",
         "listening on " + sc.host +
@@ -865,13 +998,11 @@ void Server::Impl::DeclareRoutes() {
 
 void Server::Impl::Register() {
   const ServerConfig& sc = config.server;
-  http.new_task_queue = [n = static_cast<size_t>(sc.threads)] {
-    return new httplib::ThreadPool(n);
-  };
+  // Connections are kept by server::HttpServer (connections.h), which takes its limits in Run;
+  // these settings are what cpp-httplib itself enforces or states in its replies.
   http.set_payload_max_length(max_body);
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(sc.request_timeout * 1000));
-  http.set_read_timeout(timeout);
-  http.set_write_timeout(timeout);
+  http.set_keep_alive_timeout(static_cast<time_t>(std::ceil(sc.keep_alive_timeout)));
+  http.set_keep_alive_max_count(static_cast<size_t>(sc.keep_alive_max));
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on the
   // same port binds without error and the kernel splits the connections between the two.
   http.set_socket_options([](socket_t sock) {
@@ -881,8 +1012,6 @@ void Server::Impl::Register() {
   // Replies go out at once: with Nagle's algorithm a keep-alive client waited ~40 ms per reply
   // for the delayed acknowledgement of the previous one.
   http.set_tcp_nodelay(true);
-  http.set_keep_alive_timeout(5);
-  http.set_keep_alive_max_count(1000);
 
   auto cors_origin = [this](const Request& req) -> std::string {
     const auto& origins = config.server.cors_origins;
@@ -893,7 +1022,22 @@ void Server::Impl::Register() {
     }
     return "";
   };
-  http.set_pre_routing_handler([this, cors_origin](const Request& req, Response& res) {
+  auto refuse = [](Response& res, int status, const char* type, const std::string& message) {
+    SendJson(res, status, Dump({{"error", {{"type", type}, {"message", message}}}}));
+    // Refused before its body was read: the connection cannot carry another request.
+    if (server::RequestState* state = server::CurrentRequest()) state->close = true;
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  };
+  http.set_pre_routing_handler([this, cors_origin, refuse](const Request& req, Response& res) {
+    const ServerConfig& settings = config.server;
+    if (!HostAllowed(req.get_header_value("Host"), settings)) {
+      return refuse(res, 421, "misdirected_request",
+                    "this server does not answer to the host name \"" +
+                        req.get_header_value("Host") +
+                        "\": use its address or localhost, or list the name in "
+                        "server.allowed_hosts");
+    }
     if (const std::string origin = cors_origin(req); !origin.empty()) {
       res.set_header("Access-Control-Allow-Origin", origin);
       res.set_header("Vary", "Origin");
@@ -905,11 +1049,23 @@ void Server::Impl::Register() {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
-    const auto& keys = config.server.api_keys;
+    if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+        req.method == "DELETE") {
+      if (const std::string why = CrossSiteReason(req, settings); !why.empty()) {
+        return refuse(res, 403, "forbidden", why);
+      }
+      if (!BodyTypeAllowed(req)) {
+        return refuse(res, 415, "unsupported_media_type",
+                      "send the body as JSON with Content-Type: application/json (curl: --json "
+                      "'{...}'), or a file as multipart/form-data to POST /v1/documents");
+      }
+    }
+    const auto& keys = settings.api_keys;
     if (!keys.empty() && !IsPublic(req.path)) {
       const std::string auth = req.get_header_value("Authorization");
       bool ok = false;
-      if (auth.rfind("Bearer ", 0) == 0) {
+      // The scheme name is case-insensitive (RFC 9110 §11.1): "bearer KEY" is the same.
+      if (auth.size() > 7 && Lower(std::string_view(auth).substr(0, 7)) == "bearer ") {
         const std::string_view given = std::string_view(auth).substr(7);
         for (const auto& k : keys) ok = ConstantTimeEquals(given, k) || ok;  // no early exit
       }
@@ -927,6 +1083,11 @@ void Server::Impl::Register() {
   });
   http.set_error_handler([this](const Request& req, Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return;
+    // cpp-httplib reports any failed body read as 400; the connection layer knows why.
+    if (const server::RequestState* state = server::CurrentRequest(); state && res.status == 400) {
+      if (state->body_over_limit) res.status = 413;
+      if (state->timed_out) res.status = 408;
+    }
     SendJson(res, res.status, Dump(ErrorObject(StatusForHttp(res.status, req, max_body))));
   });
   http.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
@@ -1129,8 +1290,11 @@ void Server::Impl::Query(const Request& req, Response& res) {
           if (open) open = SinkWrite(sink, SseEvent("delta", Dump({{"text", d}})));
           if (!open) gone = true;
         };
-        auto result = WithWorker([&] { return engine->Query(*request); });
-        if (!open) return false;
+        auto result = [&] {
+          DisconnectWatch watch(sink, gone);
+          return WithWorker([&] { return engine->Query(*request); });
+        }();
+        if (!open || gone) return false;
         if (result.ok()) {
           // An answer written without a model (extractive) arrives whole: one delta.
           if (!streamed && !result->answer.empty()) {
@@ -1324,6 +1488,7 @@ void Server::Impl::StartIndex(const Request& req, Response& res) {
       request.remove.push_back(v.get<std::string>());
     }
   }
+  std::lock_guard<std::mutex> starting(start_mu);
   if (jobs->Running()) {
     return SendError(res, Status::AlreadyExists("an index job is running; one job at a time"));
   }
@@ -1622,8 +1787,11 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
           if (open) open = SinkWrite(sink, chunk({{"content", d}}, nullptr, json::object()));
           if (!open) gone = true;
         };
-        auto result = WithWorker([&] { return engine->Query(*request); });
-        if (!open) return false;
+        auto result = [&] {
+          DisconnectWatch watch(sink, gone);
+          return WithWorker([&] { return engine->Query(*request); });
+        }();
+        if (!open || gone) return false;
         if (!result.ok()) {
           SinkWrite(sink, SseEvent("", Dump(ErrorObject(result.status()))));
         } else {

@@ -397,7 +397,12 @@ Result<std::vector<fs::path>> ListFiles(const std::vector<std::string>& paths,
                                fs::directory_options::follow_directory_symlink;
       fs::recursive_directory_iterator it(path, dir_options, ec);
       if (ec) return Status::IoError("cannot read folder " + p + ": " + ec.message());
-      std::set<fs::path> visited = {fs::weakly_canonical(path, ec)};
+      const fs::path top = fs::weakly_canonical(path, ec);
+      std::set<fs::path> visited = {top};
+      // The resolved path of the folder being walked at each depth (chain[d] holds the entries
+      // at depth d): a plain folder's is its parent's plus its name, so resolving costs nothing
+      // per level (weakly_canonical on each folder made the walk quadratic in the depth).
+      std::vector<fs::path> chain = {top};
       for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
         if (ec) return Status::IoError("cannot read folder " + p + ": " + ec.message());
         const fs::path& entry = it->path();
@@ -406,18 +411,21 @@ Result<std::vector<fs::path>> ListFiles(const std::vector<std::string>& paths,
           continue;
         }
         if (it->is_directory(ec)) {
+          const size_t depth = static_cast<size_t>(it.depth());
+          if (chain.size() < depth + 1) {  // not walked through here (cannot happen; be safe)
+            chain.resize(depth + 1, fs::weakly_canonical(entry.parent_path(), ec));
+          }
+          chain.resize(depth + 1);  // back up to this folder's parent
           if (!it->is_symlink(ec)) {
-            visited.insert(fs::weakly_canonical(entry, ec));
+            chain.push_back(chain[depth] / entry.filename());
+            visited.insert(chain.back());
             continue;
           }
           // A loop: the link leads to a folder on the way to it (as walked, links resolved).
           const fs::path target = fs::weakly_canonical(entry, ec);
           bool loop = false;
-          for (fs::path up = entry.parent_path(); !loop && !up.empty(); up = up.parent_path()) {
-            std::error_code up_ec;
-            const fs::path resolved = fs::weakly_canonical(up, up_ec);
-            loop = !up_ec && (resolved == target || RelativeUnder(resolved, target).has_value());
-            if (up == path || up == up.parent_path()) break;
+          for (const fs::path& up : chain) {
+            loop = loop || up == target || RelativeUnder(up, target).has_value();
           }
           if (ec || loop || visited.count(target)) {
             it.disable_recursion_pending();
@@ -433,6 +441,7 @@ Result<std::vector<fs::path>> ListFiles(const std::vector<std::string>& paths,
             continue;
           }
           visited.insert(target);
+          chain.push_back(target);
           continue;
         }
         if (!it->is_regular_file(ec)) continue;

@@ -593,11 +593,15 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOpt
   }
   store::FileLock writer_lock;
   if (options.writer_lock && !options.read_only) {
-    GRAG_ASSIGN_OR_RETURN(
-        writer_lock,
-        store::FileLock::Acquire(
-            path + ".lock", "pid " + std::to_string(getpid()) + " (" + options.lock_holder + ")",
-            options.wait_for_writer, options.on_wait));
+    // Named after the file, not the path it was reached by: two writers through a symlink (to
+    // the file or a folder above it) must meet at the same lock.
+    fs::path real = fs::weakly_canonical(fs::absolute(path, ec), ec);
+    if (ec || real.empty()) real = path;
+    GRAG_ASSIGN_OR_RETURN(writer_lock,
+                          store::FileLock::Acquire(
+                              real.string() + ".lock",
+                              "pid " + std::to_string(getpid()) + " (" + options.lock_holder + ")",
+                              options.wait_for_writer, options.on_wait));
   }
 
   const int64_t latest = migrations.back().version;

@@ -65,7 +65,9 @@ FROM main.reports r JOIN main.communities c ON c.id = r.community_id;
 bool IntrospectionPragma(std::string_view name) {
   for (std::string_view ok :
        {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-        "foreign_key_list", "database_list", "function_list", "collation_list"}) {
+        "foreign_key_list", "database_list", "function_list", "collation_list",
+        // Read-only; FTS5 runs it on every MATCH (without it a full-text search was refused).
+        "data_version"}) {
     if (name == ok) return true;
   }
   return false;

@@ -1,18 +1,43 @@
 #include "verify.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "grag/hash.h"
+
 namespace grag::store {
 namespace {
 
+int64_t Nanoseconds(const timespec& t) {
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// Which file it is (device, inode), its size, and when its data (mtime) and its inode (ctime)
+// last changed. The mtime can be set back by anyone (touch -r, cp -p, rsync -t); the ctime
+// cannot: any write or utime call moves it to the present.
 std::string StatPart(const std::string& file) {
   struct stat st {};
-  if (stat(file.c_str(), &st) != 0) return "0 0";
-  const int64_t ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-  return std::to_string(st.st_size) + " " + std::to_string(ns);
+  if (stat(file.c_str(), &st) != 0) return "0 0 0 0 0";
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + " " +
+         std::to_string(st.st_size) + " " + std::to_string(Nanoseconds(st.st_mtim)) + " " +
+         std::to_string(Nanoseconds(st.st_ctim));
+}
+
+// A digest of the first page of the file: the SQLite header (its file change counter at offset
+// 24, page size, page count, freelist, schema cookie) and the root of the schema table.
+std::string HeaderDigest(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "-";
+  std::string page(4096, '\0');
+  const ssize_t n = ::pread(fd, page.data(), page.size(), 0);
+  ::close(fd);
+  if (n <= 0) return "-";
+  page.resize(static_cast<size_t>(n));
+  return Sha256Hex(page).substr(0, 32);
 }
 
 std::string StampPath(const std::string& path) { return path + ".verified"; }
@@ -20,7 +45,7 @@ std::string StampPath(const std::string& path) { return path + ".verified"; }
 }  // namespace
 
 std::string FilesStamp(const std::string& path) {
-  return "v1 " + StatPart(path) + " " + StatPart(path + "-wal");
+  return "v2 " + StatPart(path) + " " + HeaderDigest(path) + " " + StatPart(path + "-wal");
 }
 
 bool StampMatches(const std::string& path) {

@@ -213,10 +213,21 @@ struct ServerConfig {
   // When set, every route but /health needs `Authorization: Bearer KEY`. Better kept in the
   // environment (GRAG_API_KEYS, comma-separated) than in grag.toml.
   std::vector<std::string> api_keys;
-  int64_t max_body_mb = 32;               // larger request bodies get 413
-  double request_timeout = 300;           // seconds a request may take to read, answer or stream
+  int64_t max_body_mb = 32;      // larger request bodies get 413
+  double request_timeout = 300;  // seconds a reply may take to be written (each write)
+  // Seconds a request's headers may take from its first byte, and its body from when the
+  // server starts reading it (slower: 408): a client trickling its request holds a thread for
+  // at most this long, and only for its body (headers are gathered without one).
+  double read_timeout = 10;
+  double keep_alive_timeout = 5;  // seconds an idle keep-alive connection stays open (no thread)
+  int64_t keep_alive_max = 100;   // requests on one connection before the server closes it
+  // Open connections from one client address (more: 503 and closed); 0: no cap.
+  int64_t max_connections_per_client = 256;
   std::vector<std::string> cors_origins;  // origins allowed by CORS; empty: off; "*": any
-  int64_t threads = 64;  // connections served at once (keep-alive clients hold one each)
+  // Host header names accepted besides IP addresses and localhost (DNS rebinding: a page on
+  // evil.example resolving to this machine sends Host: evil.example); "*": any.
+  std::vector<std::string> allowed_hosts;
+  int64_t threads = 64;  // requests served at once (idle and slow connections hold none)
   int64_t workers = 0;   // engine calls (queries, searches) at once; 0: one per CPU core
 };
 

@@ -3,7 +3,8 @@
 // endpoint; indexing as background jobs with progress over Server-Sent Events. Every route is
 // declared once, in a table that both registers it and generates GET /openapi.json.
 //
-// Thread model: connections are served by a pool of server.threads threads; engine calls
+// Thread model: one thread watches idle connections and those still sending headers
+// (src/server/connections.h); requests are served by a pool of server.threads threads; engine calls
 // (queries, searches, chat) run at most server.workers at once. Queries use a read-only engine
 // (its own SQLite connection, so they go on while an index job writes through another); when a
 // job finishes, the next request gets a fresh read engine that sees the new index, and requests
