@@ -242,7 +242,11 @@ Result<EvalReport> EvaluateRetrieval(Engine& engine, const std::vector<EvalQuest
           r.passages.push_back(
               passage("local " + item.chunk_id, item.chunk_id, item.document_id, item.text));
           r.index.push_back(item.chunk_index);
-          r.preview.push_back(ShortenAtWord(item.text, 100));
+          // The preview without the "[S1] doc, chunk 6:" line the context gives it.
+          std::string_view body = item.text;
+          const size_t eol = body.find('\n');
+          if (body.starts_with("[S") && eol != std::string_view::npos) body.remove_prefix(eol + 1);
+          r.preview.push_back(ShortenAtWord(body, 100));
         }
       } else {
         SearchRequest request;
