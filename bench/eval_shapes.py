@@ -6,12 +6,15 @@
              and the short answer (yes/no answers left out: those words are in any passage).
   medical    GraphRAG-Bench medical (bench/data/graphrag-bench-medical): one 1 MB document,
              the first 200 questions; gold: the evidence sentences (the 70% content-word rule).
+  carol      A Christmas Carol (tests/data/christmas_carol), a novel as one document, with 30
+             hand-written questions (bench/data/christmas-carol); gold: short answers and the
+             book's sentence that answers each.
 
 For each shape it makes a project under --work, indexes it with `grag --no-llm index`, writes
 the questions as grag eval's JSONL and runs `grag eval` (text to stdout, JSON beside it).
 
   python3 bench/eval_shapes.py [--grag build-release/grag] [--work /tmp/grag-eval-shapes]
-                               [--shapes hotpotqa,medical] [--k 5] [--medical-questions 200]
+                               [--shapes hotpotqa,medical,carol] [--k 5] [--medical-questions 200]
 """
 import argparse
 import json
@@ -63,16 +66,24 @@ def medical(project, limit):
             for q in questions[:limit] if q.get("evidence")]
 
 
+def carol(project, limit):
+    shutil.copy(os.path.join(ROOT, "tests", "data", "christmas_carol", "christmas_carol.txt"),
+                os.path.join(project, "input", "christmas_carol.txt"))
+    with open(os.path.join(HERE, "data", "christmas-carol", "questions.jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()][:limit]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--grag", default=os.path.join(ROOT, "build-release", "grag"))
     p.add_argument("--work", default="/tmp/grag-eval-shapes")
-    p.add_argument("--shapes", default="hotpotqa,medical")
+    p.add_argument("--shapes", default="hotpotqa,medical,carol")
     p.add_argument("--k", default="5")
     p.add_argument("--medical-questions", type=int, default=200)
     p.add_argument("--eval-args", default="", help="more arguments for grag eval")
     a = p.parse_args()
-    makers = {"hotpotqa": (hotpotqa, 100), "medical": (medical, a.medical_questions)}
+    makers = {"hotpotqa": (hotpotqa, 100), "medical": (medical, a.medical_questions),
+              "carol": (carol, 30)}
     for shape in a.shapes.split(","):
         make, limit = makers[shape]
         project = os.path.join(a.work, shape)
