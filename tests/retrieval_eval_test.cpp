@@ -51,6 +51,11 @@ TEST(ParseEvalQuestionsTest, ErrorsNameTheLine) {
       {"{\"question\": \"a\", \"evidence\": [3]}", "line 1: \"evidence\" must be an array"},
       {"\n\n{\"question\": \"a\"}", "line 3: no gold"},
       {"{\"question\": \"a\", \"answers\": []}", "line 1: no gold"},
+      {"{\"question\": \"a\", \"answers\": [[\"x\"]]}",
+       "\"answers\" must be an array of strings, found array"},
+      {"{\"question\": \"a\", \"answers\": " + std::string(100'000, '[') +
+           std::string(100'000, ']') + "}",
+       "line 1: JSON nested more than 16 deep"},
       {"", "no question"},
       {"\n  \n", "no question"},
   };
@@ -61,6 +66,14 @@ TEST(ParseEvalQuestionsTest, ErrorsNameTheLine) {
     EXPECT_NE(qs.status().message().find(c.expect), std::string::npos)
         << c.text << " -> " << qs.status().message();
   }
+}
+
+TEST(ParseEvalQuestionsTest, BracketsInsideStringsDoNotCountAsNesting) {
+  // 40 brackets and an escaped quote inside the question's string: still a depth of 2.
+  const std::string question = std::string(20, '[') + "\\\" {" + std::string(20, '{');
+  auto qs = ParseEvalQuestions("{\"question\": \"" + question + "\", \"answers\": [\"x\"]}");
+  ASSERT_TRUE(qs.ok()) << qs.status().message();
+  EXPECT_EQ((*qs)[0].question, std::string(20, '[') + "\" {" + std::string(20, '{'));
 }
 
 TEST(RetrievalEvalTest, RecallIsTheShareOfDistinctGoldFound) {

@@ -32,14 +32,42 @@ Result<std::vector<std::string>> StringArray(const json& object, const char* fie
   }
   for (const auto& v : *it) {
     if (!v.is_string()) {
-      return LineError(line, fmt::format("\"{}\" must be an array of strings, found {}", field,
-                                         v.dump().substr(0, 40)));
+      return LineError(
+          line, fmt::format("\"{}\" must be an array of strings, found {}", field, v.type_name()));
     }
     std::string s = v.get<std::string>();
     if (s.find_first_not_of(" \t\r\n") != std::string::npos) out.push_back(std::move(s));
   }
   return out;
 }
+
+// How deep arrays and objects nest in a JSON text (brackets inside strings do not count). A
+// question line needs 2; a line nested thousands deep would exhaust the stack of any recursive
+// walk of the parsed value, so it is refused before parsing.
+int MaxNesting(std::string_view text) {
+  int depth = 0, max = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      max = std::max(max, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max;
+}
+
+constexpr int kMaxNesting = 16;
 
 int64_t CodePoints(std::string_view text) {
   int64_t n = 0;
@@ -68,6 +96,10 @@ Result<std::vector<EvalQuestion>> ParseEvalQuestions(std::string_view jsonl) {
     ++line;
     if (line == 1 && text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a BOM
     if (text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    if (MaxNesting(text) > kMaxNesting) {
+      return LineError(line, fmt::format("JSON nested more than {} deep (a question line needs 2)",
+                                         kMaxNesting));
+    }
     json object;
     try {
       object = json::parse(text);
