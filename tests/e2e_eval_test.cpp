@@ -190,6 +190,9 @@ TEST_F(E2eEvalTest, BadFilesExitTwoNamingTheLine) {
       {"no_gold.jsonl", "{\"question\": \"Who is Belle?\"}\n", "line 1: no gold"},
       {"empty.jsonl", "", "no question"},
       {"binary.jsonl", std::string("\x00\x01\xff", 3), "line 1: not valid JSON"},
+      // Valid JSON, but a question the engine refuses: still exit 2 and its line.
+      {"no_words.jsonl", ok + "\n{\"question\": \"???\", \"answers\": [\"x\"]}\n",
+       "question on line 2 (bm25)"},
   };
   for (const auto& c : cases) {
     auto r = RunCommand(InRoot("eval " + ShellQuote(File(c.name, c.text))));

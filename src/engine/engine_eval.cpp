@@ -235,7 +235,8 @@ Result<EvalReport> EvaluateRetrieval(Engine& engine, const std::vector<EvalQuest
         auto ctx = BuildLocalContext(engine.store(), engine.embedder(), engine.tokenizer(),
                                      q.question, local_options, nullptr, retriever);
         r.ms = Ms(std::chrono::steady_clock::now() - t0);
-        if (!ctx.ok()) return ctx.status().WithContext(fmt::format("line {} (local)", q.line));
+        if (!ctx.ok())
+          return ctx.status().WithContext(fmt::format("question on line {} (local)", q.line));
         for (const auto& item : ctx->items) {
           r.context_chars += static_cast<double>(item.text.size());
           if (item.type != LocalItemType::kChunk) continue;
@@ -257,7 +258,7 @@ Result<EvalReport> EvaluateRetrieval(Engine& engine, const std::vector<EvalQuest
         auto result = engine.Search(request);
         r.ms = Ms(std::chrono::steady_clock::now() - t0);
         if (!result.ok())
-          return result.status().WithContext(fmt::format("line {} ({})", q.line, m));
+          return result.status().WithContext(fmt::format("question on line {} ({})", q.line, m));
         for (const auto& c : result->chunks) {
           r.passages.push_back(passage(c.chunk_id, c.chunk_id, c.document_id, c.text));
           r.index.push_back(c.index);
