@@ -33,6 +33,7 @@
 #include "grag/lexical_embedder.h"
 #include "grag/local_search.h"
 #include "grag/retrieval.h"
+#include "grag/retrieval_eval.h"
 #include "grag/store.h"
 #include "grag/tokenizer.h"
 
@@ -134,27 +135,18 @@ struct Tally {
   int n = 0;
 };
 
+// The gold rules are grag eval's (grag/retrieval_eval.h), so this bench and a user's
+// `grag eval` count a passage the same way.
 double RecallAt(const Ranking& r, const std::set<std::string>& gold, size_t k) {
-  std::set<std::string> got;
-  for (size_t i = 0; i < std::min(k, r.docs.size()); ++i) got.insert(r.docs[i]);
-  int hit = 0;
-  for (const auto& g : gold) hit += got.count(g) ? 1 : 0;
-  return gold.empty() ? 0 : static_cast<double>(hit) / static_cast<double>(gold.size());
+  const std::vector<std::string> found(
+      r.docs.begin(), r.docs.begin() + static_cast<std::ptrdiff_t>(std::min(k, r.docs.size())));
+  return RecallOf(found, std::vector<std::string>(gold.begin(), gold.end()));
 }
 
 // The ranking cut where its text reaches `budget` characters (a passage that would pass the
 // budget is left out, as a context builder does).
 double RecallWithin(const Ranking& r, const std::set<std::string>& gold, int64_t budget) {
-  std::set<std::string> got;
-  int64_t used = 0;
-  for (size_t i = 0; i < r.docs.size(); ++i) {
-    if (used + r.chars[i] > budget) break;
-    used += r.chars[i];
-    got.insert(r.docs[i]);
-  }
-  int hit = 0;
-  for (const auto& g : gold) hit += got.count(g) ? 1 : 0;
-  return gold.empty() ? 0 : static_cast<double>(hit) / static_cast<double>(gold.size());
+  return RecallAt(r, gold, CountWithinBudget(r.chars, budget));
 }
 
 int Main(int argc, char** argv) {

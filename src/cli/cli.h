@@ -53,6 +53,7 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g);
 Command AddCheckCommand(CLI::App& app, GlobalOptions& g);
 Command AddDoctorCommand(CLI::App& app, GlobalOptions& g);
 Command AddSearchCommand(CLI::App& app, GlobalOptions& g);
+Command AddEvalCommand(CLI::App& app, GlobalOptions& g);
 Command AddEntitiesCommand(CLI::App& app, GlobalOptions& g);
 Command AddServeCommand(CLI::App& app, GlobalOptions& g);
 Command AddMcpCommand(CLI::App& app, GlobalOptions& g);

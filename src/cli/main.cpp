@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
       AddStatsCommand(app, g),  AddQueryCommand(app, g),  AddSearchCommand(app, g),
       AddCheckCommand(app, g),  AddDoctorCommand(app, g), AddEntitiesCommand(app, g),
       AddExportCommand(app, g), AddSqlCommand(app, g),    AddMigrateCommand(app, g),
-      AddServeCommand(app, g),  AddMcpCommand(app, g),
+      AddServeCommand(app, g),  AddMcpCommand(app, g),    AddEvalCommand(app, g),
   };
   try {
     app.parse(argc, argv);

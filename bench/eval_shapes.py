@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Retrieval on two corpus shapes, measured with `grag eval` in the no-LLM mode.
+
+  hotpotqa   HotpotQA-100 (bench/data/hotpotqa-100): 100 multi-hop questions over 994 short
+             Wikipedia passages, one document each; gold: the supporting passages' documents
+             and the short answer (yes/no answers left out: those words are in any passage).
+  medical    GraphRAG-Bench medical (bench/data/graphrag-bench-medical): one 1 MB document,
+             the first 200 questions; gold: the evidence sentences (the 70% content-word rule).
+  carol      A Christmas Carol (tests/data/christmas_carol), a novel as one document, with 30
+             hand-written questions (bench/data/christmas-carol); gold: short answers and the
+             book's sentence that answers each.
+
+For each shape it makes a project under --work, indexes it with `grag --no-llm index`, writes
+the questions as grag eval's JSONL and runs `grag eval` (text to stdout, JSON beside it).
+
+  python3 bench/eval_shapes.py [--grag build-release/grag] [--work /tmp/grag-eval-shapes]
+                               [--shapes hotpotqa,medical,carol] [--k 5] [--medical-questions 200]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def run(cmd, **kw):
+    print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def hotpotqa(project, limit):
+    data = os.path.join(HERE, "data", "hotpotqa-100")
+    with open(os.path.join(data, "hotpotqa_train_corpus.json")) as f:
+        corpus = json.load(f)
+    with open(os.path.join(project, "input", "passages.jsonl"), "w") as out:
+        for title, sentences in corpus.items():
+            # As bench/retrieval_eval does: the title is the document id and the first line.
+            out.write(json.dumps({"id": title, "title": title,
+                                  "text": title + "\n\n" + "".join(sentences)}) + "\n")
+    with open(os.path.join(data, "hotpotqa_train.json")) as f:
+        questions = json.load(f)
+    lines = []
+    for q in questions[:limit]:
+        item = {"question": q["question"],
+                "gold_documents": sorted({fact[0] for fact in q["supporting_facts"]})}
+        if q["answer"].lower() not in ("yes", "no"):
+            item["answers"] = [q["answer"]]
+        lines.append(item)
+    return lines
+
+
+def medical(project, limit):
+    data = os.path.join(HERE, "data", "graphrag-bench-medical")
+    with open(os.path.join(data, "medical.json")) as f:
+        doc = json.load(f)[0]["context"]
+    with open(os.path.join(project, "input", "medical.txt"), "w") as out:
+        out.write(doc)
+    with open(os.path.join(data, "medical_questions_200.json")) as f:
+        questions = json.load(f)
+    # The answers are whole sentences, not short answers: only the evidence is gold.
+    return [{"question": q["question"], "evidence": q["evidence"]}
+            for q in questions[:limit] if q.get("evidence")]
+
+
+def carol(project, limit):
+    shutil.copy(os.path.join(ROOT, "tests", "data", "christmas_carol", "christmas_carol.txt"),
+                os.path.join(project, "input", "christmas_carol.txt"))
+    with open(os.path.join(HERE, "data", "christmas-carol", "questions.jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()][:limit]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--grag", default=os.path.join(ROOT, "build-release", "grag"))
+    p.add_argument("--work", default="/tmp/grag-eval-shapes")
+    p.add_argument("--shapes", default="hotpotqa,medical,carol")
+    p.add_argument("--k", default="5")
+    p.add_argument("--medical-questions", type=int, default=200)
+    p.add_argument("--eval-args", default="", help="more arguments for grag eval")
+    a = p.parse_args()
+    makers = {"hotpotqa": (hotpotqa, 100), "medical": (medical, a.medical_questions),
+              "carol": (carol, 30)}
+    for shape in a.shapes.split(","):
+        make, limit = makers[shape]
+        project = os.path.join(a.work, shape)
+        shutil.rmtree(project, ignore_errors=True)
+        run([a.grag, "init", project], stdout=subprocess.DEVNULL)
+        questions = make(project, limit)
+        qfile = os.path.join(project, "questions.jsonl")
+        with open(qfile, "w") as out:
+            for q in questions:
+                out.write(json.dumps(q, ensure_ascii=False) + "\n")
+        run([a.grag, "--root", project, "--no-llm", "index", "--no-progress"],
+            stdout=subprocess.DEVNULL)
+        base = [a.grag, "--root", project, "--no-llm", "eval", "--k", a.k, "--no-progress"]
+        base += a.eval_args.split()
+        print(f"\n===== {shape}: {len(questions)} questions", flush=True)
+        run(base + [qfile])
+        with open(os.path.join(a.work, shape + ".json"), "w") as out:
+            run(base + ["--json", qfile], stdout=out)
+
+
+if __name__ == "__main__":
+    main()
