@@ -72,9 +72,8 @@ TEST(E2eModelRolesTest, ExtractionAndAnswersGoToTheirOwnModels) {
 
   const int extract_before = extract_server.request_count();
   const int main_before = main_server.request_count();
-  for (const char* question :
-       {"query --method global --level 0 --json 'What are the main themes?'",
-        "query --method local --json 'Who is Jacob Marley?'"}) {
+  for (const char* question : {"query --method global --level 0 --json 'What are the main themes?'",
+                               "query --method local --json 'Who is Jacob Marley?'"}) {
     auto q = RunCommand(env + Grag("--root " + ShellQuote(root) + " " + question));
     ASSERT_EQ(q.exit_code, 0) << q.err;
   }
