@@ -162,6 +162,8 @@ std::string JoinTypes(const std::vector<std::string>& types) {
 
 }  // namespace
 
+std::string_view ExtractionSchema() { return kExtractionSchema; }
+
 Result<ParsedExtraction> ParseExtractionReply(std::string_view reply) {
   std::optional<JsonView> entities;
   std::optional<JsonView> relationships;

@@ -95,31 +95,47 @@ void DetectOllama(const Config& c, DoctorReport& r) {
   }
 }
 
+// Where a role's calls go: its own server, else [llm]'s.
+std::string RoleUrl(const Config& c, const LlmRoleConfig& role) {
+  return role.base_url.empty() ? c.llm.base_url : role.base_url;
+}
+
+// Sends one chat request, never from the cache, and notes what came back.
+DoctorProbe Ask(std::string name, std::string base_url, ChatModel& chat, ChatRequest req,
+                Result<ChatResponse>* reply) {
+  DoctorProbe p;
+  p.name = std::move(name);
+  p.base_url = std::move(base_url);
+  p.model = chat.model_for(req.role);
+  req.use_cache = false;
+  const auto start = std::chrono::steady_clock::now();
+  *reply = chat.Chat(req);
+  p.latency_ms = Millis(start);
+  if (!reply->ok()) {
+    Classify(reply->status(), p);
+    return p;
+  }
+  const ChatResponse& r = **reply;
+  p.reachable = p.model_found = true;
+  p.prompt_tokens = r.prompt_tokens;
+  p.completion_tokens = r.completion_tokens;
+  p.reasoning_tokens = r.reasoning_tokens;
+  p.thinking_seen = r.reasoning_tokens > 0;
+  p.finish_reason = r.finish_reason;
+  p.reply_excerpt = Excerpt(r.content, 300);
+  return p;
+}
+
 DoctorProbe ProbeExtraction(const Config& c, ChatModel& chat, const std::string& prompt,
                             DoctorReport& r) {
-  DoctorProbe p;
-  p.name = "extraction";
-  p.base_url = c.llm.base_url;
-  p.model = chat.model();
   ChatRequest req;
   req.messages.push_back({"user", prompt});
   req.role = ChatRole::kExtract;
   req.json_mode = c.llm.json_mode;
-  req.use_cache = false;
-  const auto start = std::chrono::steady_clock::now();
-  Result<ChatResponse> reply = chat.Chat(req);
-  p.latency_ms = Millis(start);
-  if (!reply.ok()) {
-    Classify(reply.status(), p);
-    return p;
-  }
-  p.reachable = p.model_found = true;
-  p.prompt_tokens = reply->prompt_tokens;
-  p.completion_tokens = reply->completion_tokens;
-  p.reasoning_tokens = reply->reasoning_tokens;
-  p.thinking_seen = reply->reasoning_tokens > 0;
-  p.finish_reason = reply->finish_reason;
-  p.reply_excerpt = Excerpt(reply->content, 300);
+  req.json_schema = std::string(ExtractionSchema());
+  Result<ChatResponse> reply = Status::Internal("not sent");
+  DoctorProbe p = Ask("extraction", RoleUrl(c, c.llm.extract), chat, std::move(req), &reply);
+  if (!reply.ok()) return p;
   Result<ParsedExtraction> parsed = ParseExtractionReply(reply->content);
   p.json_valid = parsed.ok();
   if (parsed.ok()) {
@@ -136,29 +152,13 @@ DoctorProbe ProbeExtraction(const Config& c, ChatModel& chat, const std::string&
 }
 
 DoctorProbe ProbeAnswer(const Config& c, ChatModel& chat) {
-  DoctorProbe p;
-  p.name = "answer";
-  p.base_url = c.llm.base_url;
-  p.model = chat.model();
   ChatRequest req;
   req.messages.push_back(
       {"user", "Answer in one short sentence: which river flows through Paris?"});
   req.role = ChatRole::kQuery;
-  req.use_cache = false;
-  const auto start = std::chrono::steady_clock::now();
-  Result<ChatResponse> reply = chat.Chat(req);
-  p.latency_ms = Millis(start);
-  if (!reply.ok()) {
-    Classify(reply.status(), p);
-    return p;
-  }
-  p.reachable = p.model_found = true;
-  p.prompt_tokens = reply->prompt_tokens;
-  p.completion_tokens = reply->completion_tokens;
-  p.reasoning_tokens = reply->reasoning_tokens;
-  p.thinking_seen = reply->reasoning_tokens > 0;
-  p.finish_reason = reply->finish_reason;
-  p.reply_excerpt = Excerpt(reply->content, 300);
+  Result<ChatResponse> reply = Status::Internal("not sent");
+  DoctorProbe p = Ask("answer", RoleUrl(c, c.llm.query), chat, std::move(req), &reply);
+  if (!reply.ok()) return p;
   if (reply->content.empty()) p.error = "the answer is empty";
   p.ok = p.error.empty();
   return p;

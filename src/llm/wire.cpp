@@ -197,6 +197,21 @@ std::string WithCode(std::string message, const json& error) {
 constexpr char kBase64Alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+json MessagesArray(const ChatRequest& request) {
+  json messages = json::array();
+  for (const ChatMessage& m : request.messages) {
+    messages.push_back(json{{"role", m.role}, {"content", m.content}});
+  }
+  return messages;
+}
+
+// The request's JSON Schema when it has one and it is to be sent; else null.
+json SchemaOf(const ChatRequest& request, bool send) {
+  if (!send || request.json_schema.empty()) return json();
+  json schema = json::parse(request.json_schema, nullptr, false);
+  return schema.is_object() ? schema : json();
+}
+
 }  // namespace
 
 // ---- requests ----
@@ -205,17 +220,11 @@ std::string BuildChatBody(const ChatRequest& request, const ChatBodyOptions& opt
   if (options.extra == nullptr) return BuildChatBodyDirect(request, options);
   json body = json::object();
   body["model"] = options.model;
-  json messages = json::array();
-  for (const ChatMessage& m : request.messages) {
-    messages.push_back(json{{"role", m.role}, {"content", m.content}});
-  }
-  body["messages"] = std::move(messages);
+  body["messages"] = MessagesArray(request);
   if (request.temperature && options.send_temperature) body["temperature"] = *request.temperature;
   if (request.max_tokens) body[options.max_tokens_field] = *request.max_tokens;
   if (request.json_mode && options.send_json_mode) {
-    json schema = options.send_json_schema && !request.json_schema.empty()
-                      ? json::parse(request.json_schema, nullptr, false)
-                      : json();
+    json schema = SchemaOf(request, options.send_json_schema);
     if (schema.is_object()) {
       body["response_format"] = json{
           {"type", "json_schema"},
@@ -747,16 +756,10 @@ std::string BuildOllamaChatBody(const ChatRequest& request, const OllamaChatOpti
                                 const nlohmann::json* extra) {
   json body = json::object();
   body["model"] = options.model;
-  json messages = json::array();
-  for (const ChatMessage& m : request.messages) {
-    messages.push_back(json{{"role", m.role}, {"content", m.content}});
-  }
-  body["messages"] = std::move(messages);
+  body["messages"] = MessagesArray(request);
   body["stream"] = false;
   if (request.json_mode && options.send_json_mode) {
-    json schema = options.send_json_schema && !request.json_schema.empty()
-                      ? json::parse(request.json_schema, nullptr, false)
-                      : json();
+    json schema = SchemaOf(request, options.send_json_schema);
     body["format"] = schema.is_object() ? std::move(schema) : json("json");
   }
   json opts = json::object();

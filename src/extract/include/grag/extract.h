@@ -26,6 +26,9 @@ struct ParsedExtraction {
 // be found. Entries without a usable name are dropped; a missing strength counts as 1.
 Result<ParsedExtraction> ParseExtractionReply(std::string_view reply);
 
+// What the extraction prompt asks for, as a JSON Schema (ChatRequest::json_schema).
+std::string_view ExtractionSchema();
+
 struct ExtractorOptions {
   std::string prompt;                     // the extraction prompt template (seed 000's)
   std::vector<std::string> entity_types;  // filled into {{entity_types}}
