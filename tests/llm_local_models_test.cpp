@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <thread>
 
 #include "grag/llm.h"
 #include "llm/thinking.h"
@@ -301,6 +302,31 @@ TEST(NegotiationTest, AJsonSchemaFallsBackToAJsonObjectThenToThePrompt) {
   ASSERT_TRUE(client->Chat(req).ok());
   ASSERT_EQ(server.request_count(), 4);
   EXPECT_FALSE(server.request(3).json.contains("response_format"));
+}
+
+TEST(NegotiationTest, ConcurrentCallsAllAdaptWhicheverLearnsFirst) {
+  FakeOpenAIServer server([](const FakeRequest& r) -> FakeReply {
+    if (r.json.contains("response_format")) {
+      return OpenAIError(400, "response_format is not supported");
+    }
+    return ChatCompletion("{}", testing::FakeUsage{}, "fake-model");
+  });
+  auto client = MakeClient(Options(server));
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int i = 0; i < 12; ++i) {
+    threads.emplace_back([&, i] {
+      ChatRequest req = Ask("q" + std::to_string(i), true);
+      req.json_schema = R"({"type":"object"})";
+      auto r = client->Chat(req);
+      if (!r.ok()) {
+        ++failed;
+        ADD_FAILURE() << r.status().ToString();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
 }
 
 TEST(NegotiationTest, ARefusalOfSomethingNotSentIsAnErrorNotALoop) {

@@ -538,8 +538,8 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
   std::vector<bool> failed(pool.size(), false);  // endpoints this call failed on
   // By model name and what the endpoint accepts: built once each.
   std::vector<std::pair<std::string, std::string>> bodies;
-  auto body = [&](const Target& target) -> std::string& {
-    const std::string key = target.model + '\x1f' + target.caps.Signature();
+  auto body = [&](const Target& target, const std::string& caps) -> std::string& {
+    const std::string key = target.model + '\x1f' + caps;
     for (auto& [m, b] : bodies) {
       if (m == key) return b;
     }
@@ -564,7 +564,10 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
     request.headers.push_back(
         {"Accept", stream != nullptr ? "text/event-stream" : "application/json"});
     // Lent to the request, not copied (a prompt is tens of KB), and taken back after the call.
-    std::string& lent = body(target);
+    // What the endpoint was taken to accept when this body was built: when another call has
+    // learnt more by the time this one is refused, it only needs to go again.
+    const std::string sent_caps = target.caps.Signature();
+    std::string& lent = body(target, sent_caps);
     request.body = std::move(lent);
     request.timeout = options.timeout;
     request.connect_timeout = options.connect_timeout;
@@ -599,7 +602,8 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
                      on_refused != nullptr && adaptations < 6
                          ? llm_internal::RefusedParameter(response.status, response.body)
                          : std::string();
-                 !refused.empty() && (*on_refused)(target, refused)) {
+                 !refused.empty() &&
+                 (target.caps.Signature() != sent_caps || (*on_refused)(target, refused))) {
         // The server refuses a parameter it can do without: send the request again without it
         // at once. Not a failure of the endpoint, nor a retry of the call.
         pool.Release(ep, Outcome::kCallerError, latency, Status::Ok());
