@@ -113,7 +113,6 @@ class EmptyWatch {
   // its place) and why it was skipped ("" when it was not).
   void Record(const std::string& text, const std::string& reply, const std::string& skip_reason) {
     std::lock_guard lock(mu_);
-    if (!skip_reason.empty()) ++skipped_;
     // What the built-in extractor finds in the same text: how many names it holds.
     Result<ParsedExtraction> nlp = ExtractNlp(text, NlpExtractorOptions(), "");
     if (nlp.ok()) nlp_entities_ += static_cast<int64_t>(nlp->entities.size());
@@ -188,7 +187,6 @@ class EmptyWatch {
   }
 
   mutable std::mutex mu_;
-  int64_t skipped_ = 0;        // guarded by mu_
   int64_t nlp_entities_ = 0;   // guarded by mu_
   std::string sample_text_;    // guarded by mu_
   std::string sample_reply_;   // guarded by mu_
