@@ -350,5 +350,60 @@ TEST_F(E2eIndexTest, KilledMidUpdateTheNextRunCompletesIt) {
   EXPECT_EQ(server_.request_count(), settled);
 }
 
+// What the model was paid for must be in the run records even when runs are killed (SIGKILL) in
+// the middle of any stage: summed over the runs, the requests recorded equal the requests the
+// endpoint received, less at most the calls in flight at each kill (their replies never arrived).
+TEST_F(E2eIndexTest, KilledRunsStillRecordTheRequestsTheyMade) {
+  const std::string at = "--root " + ShellQuote(root_) + " ";
+  const std::string pid_file = dir_ / "grag.pid";
+  const int concurrency = 4;
+  std::atomic<int> seen{0};
+  std::atomic<int> kill_at{0};
+  FakeHandler normal = FakeGraphRagHandler();
+  server_.SetHandler([&](const testing::FakeRequest& r) {
+    if (++seen == kill_at.load()) {
+      std::ifstream in(pid_file);
+      pid_t pid = 0;
+      if (in >> pid && pid > 0) kill(pid, SIGKILL);
+    }
+    testing::FakeReply reply = normal(r);
+    reply.delay = std::chrono::milliseconds(5);
+    return reply;
+  });
+  const std::string run =
+      Env() + "sh -c " +
+      ShellQuote("echo $$ > " + ShellQuote(pid_file) + "; exec " +
+                 Grag(at + "--set llm.concurrency=" + std::to_string(concurrency) +
+                      " index --no-progress"));
+  // Kills spread over extraction, gleaning, summaries and reports (the book takes ~140 calls).
+  int kills = 0;
+  for (int step : {20, 25, 30, 30, 30}) {
+    kill_at = seen.load() + step;
+    auto r = RunCommand(run);
+    if (r.exit_code == 0) break;
+    ++kills;
+  }
+  kill_at = 0;
+  auto done = RunCommand(run);
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  ASSERT_GE(kills, 3);
+
+  StoreOptions so;
+  so.create_if_missing = false;
+  auto store = Store::Open(root_ + "/output/index.db", so);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto runs = (*store)->ListRuns(100);
+  ASSERT_TRUE(runs.ok());
+  int64_t recorded = 0;
+  for (const RunRecord& rec : *runs) {
+    const auto it = rec.counters.find("llm_http_requests");
+    if (it != rec.counters.end()) recorded += it->second;
+  }
+  const int received = server_.request_count();
+  EXPECT_LE(recorded, received);
+  EXPECT_GE(recorded, received - kills * concurrency)
+      << kills << " kills; requests received " << received;
+}
+
 }  // namespace
 }  // namespace grag

@@ -17,15 +17,18 @@
 namespace grag {
 namespace {
 
-// The run's chat model within its budget (llm.max_calls, llm.max_cost): once the calls that
-// reached the model (cache hits are free) or their cost at the configured prices reach the limit,
-// every further call fails with kResourceExhausted, which stops the run like any model error:
-// what was done is stored and the next run resumes. Calls already in flight finish, so a run may
-// end up to llm.concurrency calls over the limit.
-class BudgetedChat : public ChatModel {
+// The run's chat model, as every call of the run reaches it.
+// - Within the run's budget (llm.max_calls, llm.max_cost): once the calls that reached the model
+//   (cache hits are free) or their cost at the configured prices reach the limit, every further
+//   call fails with kResourceExhausted, which stops the run like any model error: what was done is
+//   stored and the next run resumes. Calls already in flight finish, so a run may end up to
+//   llm.concurrency calls over the limit.
+// - Each reply's spend is recorded as it arrives (`on_reply`: Run::RecordSpend), not only with the
+//   unit of work it belongs to, so a killed run's record holds what it spent.
+class RunChat : public ChatModel {
  public:
-  BudgetedChat(ChatModel& inner, const LlmConfig& c)
-      : inner_(inner), config_(c), base_(inner.Usage()) {}
+  RunChat(ChatModel& inner, const LlmConfig& c, std::function<void()> on_reply)
+      : inner_(inner), config_(c), base_(inner.Usage()), on_reply_(std::move(on_reply)) {}
 
   Result<ChatResponse> Chat(const ChatRequest& request) override {
     const LlmUsage u = inner_.Usage() - base_;
@@ -46,7 +49,9 @@ class BudgetedChat : public ChatModel {
                                 "{}); raise it, or run again to go on from here",
                                 cost, config_.max_cost));
     }
-    return inner_.Chat(request);
+    Result<ChatResponse> reply = inner_.Chat(request);
+    on_reply_();
+    return reply;
   }
   const std::string& model() const override { return inner_.model(); }
   const std::string& model_for(ChatRole role) const override { return inner_.model_for(role); }
@@ -56,6 +61,7 @@ class BudgetedChat : public ChatModel {
   ChatModel& inner_;
   const LlmConfig& config_;
   const LlmUsage base_;
+  const std::function<void()> on_reply_;
 };
 
 }  // namespace
@@ -133,6 +139,13 @@ ExtractorId ExtractorFor(const IndexContext& context) {
 static Result<IndexSummary> RunIndexWith(const Config& config, const IndexRequest& request,
                                          IndexContext& context) {
   Run run(config, context);
+  // Every call of the run goes through its gate (RunChat): the budget, and the spend recorded
+  // with each reply.
+  std::optional<RunChat> gate;
+  if (context.chat != nullptr) {
+    gate.emplace(*context.chat, config.llm, [&run] { run.RecordSpend(); });
+    context.chat = &*gate;
+  }
   IndexSummary s;
   Store& store = *context.store;
   GRAG_ASSIGN_OR_RETURN(std::optional<ClusteringRecord> clustered, store.LatestClustering());
@@ -218,14 +231,8 @@ static Result<IndexSummary> RunIndexWith(const Config& config, const IndexReques
 Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
                               IndexContext& context) {
   if (context.store == nullptr) return Status::InvalidArgument("RunIndex needs a store");
-  // Within a budget, the run's calls go through the budget's gate.
-  std::optional<BudgetedChat> budgeted;
-  IndexContext gated = context;
-  if (context.chat != nullptr && (config.llm.max_calls > 0 || config.llm.max_cost > 0)) {
-    budgeted.emplace(*context.chat, config.llm);
-    gated.chat = &*budgeted;
-  }
-  return RunIndexWith(config, request, gated);
+  IndexContext run_context = context;  // its chat goes through the run's gate
+  return RunIndexWith(config, request, run_context);
 }
 
 }  // namespace grag

@@ -28,6 +28,9 @@ class Run {
         count_embedder_(ctx.embedder != nullptr &&
                         !IsLexicalEmbeddingModel(ctx.embedder->model())) {}
 
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
   const Config& config() const { return config_; }
   Store& store() { return *ctx_.store; }
   ChatModel* chat() { return ctx_.chat; }
@@ -95,6 +98,26 @@ class Run {
     return out;
   }
 
+  // Records the spend of a model reply just received, committed before the caller goes on (a
+  // group commit: replies that arrive together share it; in the caller's own transaction, with
+  // it), so a killed run's record holds every reply it received: only calls in flight are lost.
+  // A cache hit changes nothing and writes nothing.
+  void RecordSpend() {
+    if (run_id_ == 0) return;
+    {
+      std::lock_guard<std::mutex> lock(flush_mu_);
+      if (SameUsage(Usage(), flushed_)) return;
+    }
+    LlmUsage written;
+    const Status st = ctx_.store->WriteGrouped([&]() -> Status {
+      written = Usage();  // as it is when the write runs, which may be after later replies
+      return ctx_.store->UpdateRun(run_id_, "", UsageCounters(written));
+    });
+    if (!st.ok()) return;  // the unit's own commit records it
+    std::lock_guard<std::mutex> lock(flush_mu_);
+    if (written.calls >= flushed_.calls) flushed_ = written;
+  }
+
   // `flush`: write the spend first (false: the unit just done wrote it in its transaction).
   void Progress(const std::string& stage, int64_t done, int64_t total, bool flush = true) {
     if (flush) FlushUsage();
@@ -118,8 +141,14 @@ class Run {
   bool count_embedder_;
   std::mutex progress_mu_;  // serialises on_progress calls
   int64_t run_id_ = 0;
-  std::mutex flush_mu_;  // guards flushed_
+  struct SpendState {
+    std::mutex mu;        // guards writing
+    LlmUsage writing;     // what the queued spend write last wrote
+    bool queued = false;  // guarded by Run::flush_mu_: a spend write waits to be committed
+  };
+  std::mutex flush_mu_;  // guards flushed_ and spend_->queued
   LlmUsage flushed_;     // what the run's record holds
+  std::shared_ptr<SpendState> spend_ = std::make_shared<SpendState>();
 };
 
 // The meta key holding the name keys of the entities changed by merges since the communities
