@@ -154,7 +154,7 @@ TEST(StoreOpenTest, OtherApplicationsSqliteFileIsRefused) {
   { RawDb(path).Exec("CREATE TABLE contacts (name TEXT); INSERT INTO contacts VALUES ('x')"); }
   auto store = Store::Open(path);
   ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(store.status().code(), ErrorCode::kCorruption);  // exit 1, as a damaged index
   EXPECT_NE(store.status().message().find("is an SQLite database but not a grag index"),
             std::string::npos)
       << store.status().message();
@@ -191,6 +191,20 @@ TEST(StoreOpenTest, EmptySqliteFileIsVersionZeroAndGetsInitialised) {
     EXPECT_EQ(info->schema_version, Store::LatestSchemaVersion());
     EXPECT_TRUE((*store)->UpsertDocument(Doc("a", "alpha")).ok());
   }
+}
+
+TEST(StoreOpenTest, EmptyFileIsNotAnIndexForAReader) {
+  TempDir dir;
+  const std::string empty = dir.File("empty.db");
+  std::ofstream(empty).close();
+  StoreOptions so;
+  so.create_if_missing = false;
+  auto store = Store::Open(empty, so);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(store.status().message().find("is an empty file (0 bytes)"), std::string::npos)
+      << store.status().message();
+  EXPECT_EQ(std::filesystem::file_size(empty), 0u);  // left as it was
 }
 
 // A fake "next release": version 2 rebuilds the documents table with a new column (the way

@@ -101,7 +101,8 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
   }
   auto store = Store::Open(db, so);
   if (!store.ok()) {
-    if (store.status().code() == ErrorCode::kNotFound) {
+    if (store.status().code() == ErrorCode::kNotFound &&
+        store.status().message().find("empty file") == std::string::npos) {
       return Status::NotFound("no index at " + c.IndexLabel() + ": run `grag index` first");
     }
     return store.status();

@@ -2340,8 +2340,8 @@ Result<int64_t> SchemaVersion(pq::Connection& conn, const std::string& redacted)
   const bool has_migrations = rows.Bool(0, 0);
   if (!has_migrations) {
     if (rows.Int(0, 1) > 0) {
-      return Status::InvalidArgument("the database at " + redacted +
-                                     " holds tables but no grag index (use an empty database)");
+      return Status::Corruption("the database at " + redacted +
+                                " holds tables but no grag index (use an empty database)");
     }
     return int64_t{0};
   }

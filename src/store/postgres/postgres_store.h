@@ -27,7 +27,8 @@ namespace grag::store {
 // Connects to the database at `url` (a libpq connection URI) and opens the index in it.
 // Errors: kUnavailable (server unreachable, with the URL minus its password; or the writer lock
 // is taken), kPermissionDenied (login refused), kNotFound (no such database, or no index and
-// !create_if_missing), kInvalidArgument (tables that are not a grag index, a newer schema).
+// !create_if_missing), kCorruption (tables that are not a grag index), kInvalidArgument (a
+// newer schema).
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url,
                                                  const StoreOptions& options);
 

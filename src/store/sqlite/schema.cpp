@@ -474,7 +474,7 @@ Status CheckIsGragIndex(sqlite::Connection& conn, const std::string& path, int64
   GRAG_ASSIGN_OR_RETURN(int64_t version, conn.QueryInt("PRAGMA user_version"));
   bool empty = *objects == 0 && app_id == 0 && version == 0;
   if (app_id != kApplicationId && !empty) {
-    return Status::InvalidArgument(path + " is an SQLite database but not a grag index");
+    return Status::Corruption(path + " is an SQLite database but not a grag index");
   }
   if (version > latest) {
     return Status::InvalidArgument(path + ": index was written by a newer grag (schema " +
@@ -560,6 +560,18 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& path, const StoreOpt
   // Before anything opens it: opening a WAL index creates its -wal file, which is part of the
   // state compared.
   const bool unchanged = existed && StampMatches(path);
+  // An empty file (0 bytes) is what SQLite would turn into a new index without a word. Something
+  // emptied it (a disk that filled, a truncating copy, a tool): a reader is told, not handed an
+  // empty index; a writer starts a new index in it, saying so.
+  if (existed && fs::is_regular_file(file) && fs::file_size(path, ec) == 0 && !ec) {
+    if (!create) {
+      return Status::NotFound(path +
+                              " is an empty file (0 bytes), not an index: run `grag index` "
+                              "to build one in its place");
+    }
+    Log(LogLevel::kWarn, "store",
+        path + " was an empty file (0 bytes): a new index is built in it");
+  }
   if (!existed) {
     if (!create) return Status::NotFound("no index at " + path + " (run `grag index` first)");
     fs::path parent = fs::path(path).parent_path();

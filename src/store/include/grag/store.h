@@ -110,9 +110,9 @@ class Store {
  public:
   // Opens (or creates) the index at `path`: WAL mode, foreign keys on, busy timeout,
   // synchronous=NORMAL; migrates an index written with an older schema forward, one
-  // transaction per step. Errors: kNotFound (missing and !create_if_missing), kInvalidArgument
-  // (an SQLite file that is not a grag index, or an index written by a newer grag),
-  // kCorruption (not a database, or damaged: the message says what to do), kUnavailable
+  // transaction per step. Errors: kNotFound (missing, or an empty file, and !create_if_missing),
+  // kInvalidArgument (an index written by a newer grag), kCorruption (not a database, an SQLite
+  // file that is not a grag index, or damaged: the message says what to do), kUnavailable
   // (locked, or the writer lock is taken), kIoError (among others: opened for writing on
   // read-only media, which the message names).
   //
