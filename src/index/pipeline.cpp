@@ -10,6 +10,7 @@
 
 #include "grag/log.h"
 #include "grag/nlp_extract.h"
+#include "grag/prompts.h"
 
 #include "run.h"
 #include "stages.h"
@@ -135,9 +136,22 @@ ExtractorId ExtractorFor(const IndexContext& context) {
   return {ExtractorKind::kLlm, context.chat->model_for(ChatRole::kExtract)};
 }
 
+Status CheckIndexPrompts(const Config& config) {
+  std::vector<std::string> broken;
+  for (const PromptId id :
+       {PromptId::kExtractGraph, PromptId::kResolveEntities, PromptId::kCommunityReport}) {
+    Result<std::string> text = LoadPrompt(config.Resolve(config.prompts_dir), id);
+    if (!text.ok()) broken.push_back(text.status().message());
+  }
+  if (broken.empty()) return Status::Ok();
+  return Status::InvalidArgument(
+      fmt::format("{}; nothing was sent to the model", fmt::join(broken, "; ")));
+}
+
 // RunIndex with the context as given (the budget gate, if any, already in place).
 static Result<IndexSummary> RunIndexWith(const Config& config, const IndexRequest& request,
                                          IndexContext& context) {
+  if (context.chat != nullptr) GRAG_RETURN_IF_ERROR(CheckIndexPrompts(config));
   Run run(config, context);
   // Every call of the run goes through its gate (RunChat): the budget, and the spend recorded
   // with each reply.

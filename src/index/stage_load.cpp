@@ -464,6 +464,7 @@ Result<ChunkPreview> ChunkFiles(const std::vector<std::string>& paths, const Con
 Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,
                             IndexContext& context) {
   if (context.store == nullptr) return Status::InvalidArgument("PlanIndex needs a store");
+  if (context.chat != nullptr) GRAG_RETURN_IF_ERROR(CheckIndexPrompts(config));
   IndexPlan plan;
   LoadSummary unused;
   GRAG_RETURN_IF_ERROR(LoadInput(config, request, *context.store, ExtractorFor(context),

@@ -37,4 +37,10 @@ Status Reports(Run& run, ReportsSummary& s, bool refresh_all);
 // Embed: vectors for the chunks, entity descriptions and reports whose text changed.
 Status Embed(Run& run, EmbedSummary& s);
 
+// Before a run with a model (and its dry run): every prompt file the run may use (extraction,
+// the judge, reports) is readable and keeps its placeholders, so an edited prompt that would
+// fail the run after it has paid for extraction fails it before the first call. One error names
+// every broken file.
+Status CheckIndexPrompts(const Config& config);
+
 }  // namespace grag
