@@ -333,7 +333,7 @@ std::map<std::string, std::string> RowTimes(Store& store) {
   auto rows = store.RunReadOnlySql(
       "SELECT 'e:' || name_key, updated_at FROM main.entities UNION ALL SELECT "
       "'r:' || source_id || '-' || target_id, updated_at FROM main.relationships",
-      1000000);
+      1000000, std::chrono::milliseconds(0));
   EXPECT_TRUE(rows.ok()) << rows.status().ToString();
   if (!rows.ok()) return out;
   for (const auto& r : rows->rows) out[r[0].text] = r[1].text;

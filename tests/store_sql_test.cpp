@@ -3,6 +3,7 @@
 // kind are refused, and the index file does not change by a byte.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -54,7 +55,7 @@ class StoreSqlTest : public ::testing::Test {
   }
 
   static SqlRows Run(const std::string& sql, int64_t max_rows = -1) {
-    auto r = store_->RunReadOnlySql(sql, max_rows);
+    auto r = store_->RunReadOnlySql(sql, max_rows, std::chrono::seconds(60));
     EXPECT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
     return r.ok() ? *r : SqlRows{};
   }
@@ -174,7 +175,7 @@ TEST_F(StoreSqlTest, WritesOfEveryKindAreRefusedAndTheFileDoesNotChange) {
            "SELECT 1; DELETE FROM main.entities",
            "WITH x AS (SELECT 1) DELETE FROM main.entities",
        }) {
-    auto r = store_->RunReadOnlySql(sql, 10);
+    auto r = store_->RunReadOnlySql(sql, 10, std::chrono::seconds(60));
     ASSERT_FALSE(r.ok()) << sql;
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << sql;
     EXPECT_NE(r.status().message().find("refused"), std::string::npos)
@@ -183,7 +184,7 @@ TEST_F(StoreSqlTest, WritesOfEveryKindAreRefusedAndTheFileDoesNotChange) {
   // Errors in the SQL itself are the caller's too, and say what SQLite said.
   for (const char* sql : {"SELECT * FROM nosuch", "SELEKT 1", "", "  -- nothing",
                           "UPDATE main.sqlite_master SET sql = ''"}) {
-    auto r = store_->RunReadOnlySql(sql, 10);
+    auto r = store_->RunReadOnlySql(sql, 10, std::chrono::seconds(60));
     ASSERT_FALSE(r.ok()) << sql;
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << sql;
   }
@@ -250,6 +251,19 @@ TEST_F(StoreSqlTest, ValuesKeepTheirKindsAndRowsAreCut) {
   EXPECT_EQ(json[1]["z"], 10);
   EXPECT_EQ(SqlRowsJson(t, false).substr(0, 8), "[{\"x\":\"a");  // the query's column order
   EXPECT_NE(FormatSqlTable(cut).find("more were left out"), std::string::npos);
+}
+
+// A runaway statement (a recursive CTE with no end, which returns no row until it ends) is
+// stopped at its time limit, not left to run forever; the file is untouched.
+TEST_F(StoreSqlTest, ARunawayQueryIsStoppedAtItsTimeLimit) {
+  const auto before = Fingerprint();
+  auto r = store_->RunReadOnlySql(
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c", 10,
+      std::chrono::milliseconds(200));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kTimeout) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("--timeout"), std::string::npos) << r.status().message();
+  EXPECT_EQ(Fingerprint(), before);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // and models are thread-safe; the retriever is built once under a lock).
 #pragma once
 
+#include <chrono>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -255,7 +256,8 @@ class Engine {
   // Writes the index in another tool's format (grag export): ExportIndex (grag/export.h).
   Result<ExportSummary> Export(const ExportOptions& options);
   // Runs one read-only SELECT over the documented views (grag sql): Store::RunReadOnlySql.
-  Result<SqlRows> Sql(std::string_view sql, int64_t max_rows);
+  Result<SqlRows> Sql(std::string_view sql, int64_t max_rows,
+                      std::chrono::milliseconds time_limit = std::chrono::seconds(30));
 
   // ---- entity resolution (a person's corrections take effect at the next Index; run one with
   // request.graph_only to apply them at once)

@@ -1,6 +1,9 @@
 // grag sql: one read-only SELECT over documented views of the index (docs/schema.md).
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
+
 #include "cli.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
@@ -19,6 +22,7 @@ Command AddSqlCommand(CLI::App& app, GlobalOptions& g) {
     bool csv = false;
     bool json = false;
     int64_t max_rows = 1000;
+    double timeout = 30;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("SQL", o->sql,
@@ -30,6 +34,11 @@ Command AddSqlCommand(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--max-rows", o->max_rows, "Read at most this many rows (0: no limit)")
       ->default_val(1000)
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--timeout", o->timeout,
+                  "Stop the statement after this many seconds (0: no limit), so a runaway "
+                  "query (a recursive CTE without an end) cannot run forever")
+      ->default_val(30)
+      ->check(CLI::NonNegativeNumber);
   return {cmd, [o, &g]() {
             if (o->csv && o->json) {
               return Fail(Status::InvalidArgument("--csv and --json: choose one"));
@@ -38,7 +47,8 @@ Command AddSqlCommand(CLI::App& app, GlobalOptions& g) {
             if (!config.ok()) return Fail(config.status());
             auto engine = Engine::Open(*config);
             if (!engine.ok()) return Fail(engine.status());
-            auto rows = (*engine)->Sql(o->sql, o->max_rows == 0 ? -1 : o->max_rows);
+            const auto limit = std::chrono::milliseconds(std::llround(o->timeout * 1000));
+            auto rows = (*engine)->Sql(o->sql, o->max_rows == 0 ? -1 : o->max_rows, limit);
             if (!rows.ok()) return Fail(rows.status());
             if (o->json) {
               std::cout << SqlRowsJson(*rows, isatty(STDOUT_FILENO) != 0) << "\n";

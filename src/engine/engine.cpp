@@ -489,8 +489,9 @@ Result<ExportSummary> Engine::Export(const ExportOptions& options) {
   return ExportIndex(*impl_->store, options);
 }
 
-Result<SqlRows> Engine::Sql(std::string_view sql, int64_t max_rows) {
-  return impl_->store->RunReadOnlySql(sql, max_rows);
+Result<SqlRows> Engine::Sql(std::string_view sql, int64_t max_rows,
+                            std::chrono::milliseconds time_limit) {
+  return impl_->store->RunReadOnlySql(sql, max_rows, time_limit);
 }
 
 // ---------------------------------------------------------------- entity resolution

@@ -233,7 +233,8 @@ class PostgresStore final : public Store, private TransactionOwner {
   Result<StoreInfo> Info() override;
   Status CheckIntegrity() override;
   Result<IntegrityReport> Check(int max_per_check) override;
-  Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows) override;
+  Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows,
+                                 std::chrono::milliseconds time_limit) override;
 
   Result<std::unique_ptr<TableSnapshot>> SnapshotTables() override;
   Status InsertRows(const IndexTable& table, const std::vector<TableRow>& rows) override;
@@ -2119,7 +2120,8 @@ Result<IntegrityReport> PostgresStore::Check(int max_per_check) {
   return report;
 }
 
-Result<SqlRows> PostgresStore::RunReadOnlySql(std::string_view, int64_t) {
+Result<SqlRows> PostgresStore::RunReadOnlySql(std::string_view, int64_t,
+                                              std::chrono::milliseconds) {
   return Status::Unimplemented("grag sql reads SQLite indexes; this index is in PostgreSQL at " +
                                redacted_ +
                                ": query it with psql (the tables are those of docs/schema.md)");

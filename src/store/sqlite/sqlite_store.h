@@ -126,7 +126,8 @@ class SqliteStore final : public Store {
   Result<StoreInfo> Info() override;
   Status CheckIntegrity() override;
   Result<IntegrityReport> Check(int max_per_check) override;
-  Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows) override;
+  Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows,
+                                 std::chrono::milliseconds time_limit) override;
   Result<std::unique_ptr<TableSnapshot>> SnapshotTables() override;
   Status InsertRows(const IndexTable& table, const std::vector<TableRow>& rows) override;
   Status FinishInsertRows() override;

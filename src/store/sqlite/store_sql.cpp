@@ -2,8 +2,11 @@
 #include <sqlite3.h>
 
 #include <cctype>
+#include <chrono>
 #include <string>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "grag/store.h"
 #include "store_impl.h"
@@ -220,7 +223,8 @@ SqlValue ColumnValue(sqlite3_stmt* stmt, int col) {
 
 }  // namespace
 
-Result<SqlRows> SqliteStore::RunReadOnlySql(std::string_view sql, int64_t max_rows) {
+Result<SqlRows> SqliteStore::RunReadOnlySql(std::string_view sql, int64_t max_rows,
+                                            std::chrono::milliseconds time_limit) {
   // Its own connection: the views shadow tables the store's own statements read.
   GRAG_ASSIGN_OR_RETURN(sqlite::Connection conn, store::OpenForReading(impl_->path));
   sqlite3* db = conn.get();
@@ -230,6 +234,22 @@ Result<SqlRows> SqliteStore::RunReadOnlySql(std::string_view sql, int64_t max_ro
 
   AuthorizerState auth;
   sqlite3_set_authorizer(db, Authorize, &auth);
+  // The time limit: SQLite calls the handler every few thousand virtual-machine steps, and a
+  // non-zero answer interrupts the statement (SQLITE_INTERRUPT).
+  struct Deadline {
+    std::chrono::steady_clock::time_point at;
+    bool passed = false;
+  } deadline{std::chrono::steady_clock::now() + time_limit};
+  if (time_limit.count() > 0) {
+    sqlite3_progress_handler(
+        db, 10000,
+        [](void* arg) -> int {
+          auto* d = static_cast<Deadline*>(arg);
+          d->passed = d->passed || std::chrono::steady_clock::now() >= d->at;
+          return d->passed ? 1 : 0;
+        },
+        &deadline);
+  }
   const char* tail = nullptr;
   sqlite3_stmt* raw = nullptr;
   int rc = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &raw, &tail);
@@ -266,6 +286,12 @@ Result<SqlRows> SqliteStore::RunReadOnlySql(std::string_view sql, int64_t max_ro
     if (rc != SQLITE_ROW) {
       // Some checks run as the statement runs (a pragma as a table-valued function).
       if (!auth.refused.empty()) return Refused(auth.refused + " is not allowed");
+      if (deadline.passed) {
+        return Status(ErrorCode::kTimeout,
+                      fmt::format("the query was stopped after {:g} s (its time limit); narrow it, "
+                                  "or raise the limit (grag sql --timeout)",
+                                  std::chrono::duration<double>(time_limit).count()));
+      }
       Status st = sqlite::ErrorStatus(db, rc, "running the query");
       if (st.code() == ErrorCode::kInvalidArgument || st.code() == ErrorCode::kInternal) {
         return Status::InvalidArgument(std::string("SQL error: ") + sqlite3_errmsg(db));

@@ -466,7 +466,9 @@ class Store {
   // authorizer does not allow (only SELECT, reads, functions, recursive CTEs and introspection
   // pragmas such as table_info). An SQL error (syntax, no such column) is kInvalidArgument too.
   // At most `max_rows` rows are read (truncated says when there were more); max_rows < 0: all.
-  virtual Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows) = 0;
+  // A statement still running after `time_limit` (0: none) is stopped: kTimeout.
+  virtual Result<SqlRows> RunReadOnlySql(std::string_view sql, int64_t max_rows,
+                                         std::chrono::milliseconds time_limit) = 0;
 
   // ---- whole tables (copying an index to another store: grag/store_copy.h)
 
