@@ -12,7 +12,11 @@ set(_grag_web_vendor
   "cose-base.js=${GRAG_NPM_DIR}/cose-base/cose-base.js"
   "cose-base.LICENSE.txt=${GRAG_NPM_DIR}/cose-base/LICENSE"
   "cytoscape-fcose.js=${GRAG_NPM_DIR}/cytoscape-fcose/cytoscape-fcose.js"
-  "cytoscape-fcose.LICENSE.txt=${GRAG_NPM_DIR}/cytoscape-fcose/LICENSE")
+  "cytoscape-fcose.LICENSE.txt=${GRAG_NPM_DIR}/cytoscape-fcose/LICENSE"
+  "swagger-ui-bundle.js=${GRAG_NPM_DIR}/swagger-ui-dist/swagger-ui-bundle.js"
+  "swagger-ui.css=${GRAG_NPM_DIR}/swagger-ui-dist/swagger-ui.css"
+  "swagger-ui.LICENSE.txt=${GRAG_NPM_DIR}/swagger-ui-dist/LICENSE"
+  "swagger-ui.NOTICE.txt=${GRAG_NPM_DIR}/swagger-ui-dist/NOTICE")
 
 file(GLOB _grag_web_own CONFIGURE_DEPENDS
      ${CMAKE_SOURCE_DIR}/web/*.html ${CMAKE_SOURCE_DIR}/web/*.js

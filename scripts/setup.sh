@@ -21,6 +21,7 @@ CYTOSCAPE_VERSION=3.34.4  # the web UI's graph view (MIT); its dist file is embe
 FCOSE_VERSION=2.2.0       # cytoscape-fcose: the fast force-directed layout (MIT), with the two
 COSE_BASE_VERSION=2.2.0   # libraries it is built on (MIT), pinned too: all three are embedded
 LAYOUT_BASE_VERSION=2.0.1
+SWAGGER_UI_VERSION=5.35.0  # swagger-ui-dist (Apache-2.0): the API reference grag serve shows at /docs
 PUPPETEER_CORE_VERSION=24.43.1  # drives Debian's chromium in e2e_web_ui_test (Apache-2.0)
                                 # (25.x declares node >= 22; 24.x runs on node 18 and 20)
 
@@ -42,13 +43,15 @@ fi
 
 # npm packages, pinned: the tokenizer vocabularies (and node tiktoken, which the parity test and
 # benchmark compare against), the OpenAI client the server's compatibility test drives, the graph
-# library and layout the web UI embeds, and puppeteer-core for the web UI's browser test (it
-# brings no browser of its own: the test uses Debian's chromium).
+# library and layout the web UI embeds, Swagger UI (embedded too, for /docs), and puppeteer-core
+# for the web UI's browser test (it brings no browser of its own: the test uses Debian's
+# chromium).
 NPM_DIR=.deps/npm
 npm_wanted=()
 for spec in "tiktoken@$TIKTOKEN_VERSION" "openai@$OPENAI_VERSION" \
   "cytoscape@$CYTOSCAPE_VERSION" "cytoscape-fcose@$FCOSE_VERSION" "cose-base@$COSE_BASE_VERSION" \
-  "layout-base@$LAYOUT_BASE_VERSION" "puppeteer-core@$PUPPETEER_CORE_VERSION"; do
+  "layout-base@$LAYOUT_BASE_VERSION" "swagger-ui-dist@$SWAGGER_UI_VERSION" \
+  "puppeteer-core@$PUPPETEER_CORE_VERSION"; do
   manifest="$NPM_DIR/node_modules/${spec%@*}/package.json"
   if [ ! -f "$manifest" ] || ! grep -q "\"version\": \"${spec##*@}\"" "$manifest"; then
     npm_wanted+=("$spec")

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "support/fake_graphrag_llm.h"
@@ -215,11 +216,26 @@ TEST_F(E2eServerTest, AnswersLikeTheCliAndDescribesItself) {
   // OpenAPI lists every route the server answers.
   auto api = Parse(client_->Get("/openapi.json"));
   EXPECT_EQ(api["openapi"], "3.0.3");
-  for (const char* path :
-       {"/health", "/v1/query", "/v1/search", "/v1/documents", "/v1/documents/{id}", "/v1/index",
-        "/v1/jobs/{id}", "/v1/jobs/{id}/events", "/v1/entities", "/v1/entities/{id}",
-        "/v1/relationships", "/v1/communities", "/v1/communities/{id}", "/v1/chunks/{id}",
-        "/v1/stats", "/v1/models", "/v1/chat/completions", "/openapi.json"}) {
+  for (const char* path : {"/health",
+                           "/v1/query",
+                           "/v1/search",
+                           "/v1/documents",
+                           "/v1/documents/{id}",
+                           "/v1/index",
+                           "/v1/jobs/{id}",
+                           "/v1/jobs/{id}/events",
+                           "/v1/entities",
+                           "/v1/entities/{id}",
+                           "/v1/relationships",
+                           "/v1/communities",
+                           "/v1/communities/{id}",
+                           "/v1/chunks/{id}",
+                           "/v1/stats",
+                           "/v1/models",
+                           "/v1/chat/completions",
+                           "/openapi.json",
+                           "/metrics",
+                           "/docs"}) {
     EXPECT_TRUE(api["paths"].contains(path)) << path;
   }
   for (const char* path : {"/v1/graph", "/v1/jobs", "/", "/ui/{name}"}) {
@@ -290,7 +306,16 @@ TEST_F(E2eServerTest, ApiKeysGuardEveryRouteButHealth) {
   EXPECT_EQ(none->get_header_value("WWW-Authenticate"), "Bearer");
   client_->set_bearer_token_auth("key-on");
   EXPECT_EQ(client_->Get("/v1/stats")->status, 401);
-  EXPECT_EQ(client_->Get("/openapi.json")->status, 401);
+  // The API's description and its reference page are public, as the docs are; "try it out"
+  // sends the key.
+  EXPECT_EQ(client_->Get("/openapi.json")->status, 200);
+  auto docs = client_->Get("/docs");
+  EXPECT_EQ(docs->status, 200);
+  EXPECT_NE(docs->body.find("/ui/swagger-ui-bundle.js"), std::string::npos);
+  auto bundle = client_->Get("/ui/swagger-ui-bundle.js");
+  EXPECT_EQ(bundle->status, 200);
+  EXPECT_GT(bundle->body.size(), 100000u);
+  EXPECT_EQ(client_->Get("/metrics")->status, 401);
   client_->set_bearer_token_auth("key-two");
   EXPECT_EQ(client_->Get("/v1/stats")->status, 200);
   // Issue 42: the scheme is case-insensitive; a valid key sent as "bearer" was refused.
@@ -801,6 +826,91 @@ TEST_F(E2eServerTest, DocumentsAndIndexJobs) {
   }
   EXPECT_EQ(Parse(client_->Get("/v1/documents")).size(), 2u);
   EXPECT_EQ(client_->Get("/v1/documents/porto.txt")->status, 404);
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
+// Prometheus's text format read back: "name{labels}" -> value, for the lines that are samples.
+std::map<std::string, double> ParseMetrics(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+// GET /metrics (issue 44): requests by route template and status with a latency histogram whose
+// buckets add up, questions by method, index jobs by outcome, the models' calls and tokens for
+// indexing and for questions, and the process's figures; behind the key when keys are set.
+TEST_F(E2eServerTest, MetricsCountRequestsQuestionsJobsAndModelSpend) {
+  TempDir fresh;
+  const std::string root = fresh / "p";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  fresh.Write("p/input/a.txt",
+              "Ada Lovelace wrote notes on the Analytical Engine of Charles Babbage in London.");
+  testing::FakeOpenAIServer llm(testing::FakeGraphRagHandler());
+  const std::string env = "GRAG_LLM_BASE_URL=" + llm.base_url() +
+                          " GRAG_LLM_MODEL=fake-model GRAG_LLM_API_KEY=sk-test "
+                          "GRAG_EMBEDDING_MODEL=fake-embed GRAG_API_KEYS=k1";
+  ASSERT_TRUE(server_.Start(env + " " + Grag("--root " + ShellQuote(root) + " serve --port 0")))
+      << server_.log();
+  client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
+  client_->set_read_timeout(60, 0);
+  EXPECT_EQ(client_->Get("/metrics")->status, 401);  // a key is needed when keys are set
+  client_->set_bearer_token_auth("k1");
+
+  auto job = Post("/v1/index", json::object());
+  ASSERT_EQ(job->status, 202) << job->body;
+  const std::string job_path = "/v1/jobs/" + Parse(job)["id"].dump();
+  for (int i = 0; i < 600 && Parse(client_->Get(job_path.c_str()))["state"] == "running"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(Parse(client_->Get(job_path.c_str()))["state"], "succeeded");
+  const int index_requests = llm.request_count();
+  ASSERT_GT(index_requests, 0);
+  auto answered =
+      Post("/v1/query", {{"question", "Who wrote notes on the engine?"}, {"method", "local"}});
+  ASSERT_EQ(answered->status, 200) << answered->body;
+  EXPECT_EQ(Post("/v1/query", {{"question", ""}})->status, 400);
+  EXPECT_EQ(client_->Get("/v1/entities/Nobody%20At%20All")->status, 404);
+
+  auto scraped = client_->Get("/metrics");
+  ASSERT_EQ(scraped->status, 200) << scraped->body;
+  EXPECT_NE(scraped->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  const auto m = ParseMetrics(scraped->body);
+  auto at = [&](const std::string& key) {
+    auto it = m.find(key);
+    EXPECT_NE(it, m.end()) << key << " missing in\n" << scraped->body;
+    return it == m.end() ? -1.0 : it->second;
+  };
+  EXPECT_EQ(at(R"(grag_http_requests_total{route="/v1/query",method="POST",status="200"})"), 1);
+  EXPECT_EQ(at(R"(grag_http_requests_total{route="/v1/query",method="POST",status="400"})"), 1);
+  EXPECT_EQ(at(R"(grag_http_requests_total{route="/v1/entities/{id}",method="GET",status="404"})"),
+            1);
+  EXPECT_EQ(at(R"(grag_http_requests_total{route="/v1/index",method="POST",status="202"})"), 1);
+  // The histogram: +Inf holds every request of the route, and the buckets never go down.
+  const std::string q = R"(route="/v1/query",method="POST")";
+  EXPECT_EQ(at("grag_http_request_duration_seconds_bucket{" + q + R"(,le="+Inf"})"), 2);
+  EXPECT_EQ(at("grag_http_request_duration_seconds_count{" + q + "}"), 2);
+  EXPECT_LE(at("grag_http_request_duration_seconds_bucket{" + q + R"(,le="0.005"})"),
+            at("grag_http_request_duration_seconds_bucket{" + q + R"(,le="60"})"));
+  EXPECT_EQ(at("grag_http_requests_in_flight"), 1);  // this scrape
+  EXPECT_EQ(at(R"(grag_questions_total{method="local"})"), 1);
+  EXPECT_EQ(at(R"(grag_index_jobs_total{state="succeeded"})"), 1);
+  // The models' spend: the index job's HTTP requests are every request the endpoint had before
+  // the question; the question's come after.
+  EXPECT_EQ(at(R"(grag_llm_http_requests_total{purpose="index"})"), index_requests);
+  EXPECT_EQ(at(R"(grag_llm_http_requests_total{purpose="query"})"),
+            llm.request_count() - index_requests);
+  EXPECT_GT(at(R"(grag_llm_prompt_tokens_total{purpose="index"})"), 0);
+  EXPECT_GT(at(R"(grag_llm_calls_total{purpose="query"})"), 0);
+  EXPECT_EQ(at("grag_index_job_running"), 0);
+  EXPECT_GT(at("process_resident_memory_bytes"), 0);
+  EXPECT_GT(at("process_open_fds"), 0);
   EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
 }
 

@@ -294,5 +294,29 @@ TEST_F(E2eSharedPostgresTest, ServersAnswerConsistentlyWhileAnotherProcessIndexe
   for (auto& s : servers) EXPECT_EQ(s->Stop(SIGTERM), 0) << s->log();
 }
 
+// Issue 42: /health said "ok" while the index's database was gone. It asks the store now (at
+// most once a second) and says 503 when it does not answer.
+TEST_F(E2eSharedPostgresTest, HealthIsUnavailableWhenTheDatabaseGoesAway) {
+  ServerProcess server;
+  ASSERT_TRUE(
+      server.Start(Env() + Grag("--root " + ShellQuote(root_) + " --no-llm serve --port 0")))
+      << server.log();
+  Client client(server.port());
+  auto up = Get(client, "/health");
+  ASSERT_EQ(up.status, 200) << up.raw;
+  EXPECT_EQ(up.body["status"], "ok");
+  ASSERT_EQ(db_.Drop(), "");
+  Reply down;
+  for (int i = 0; i < 50; ++i) {  // the last answer is kept for a second
+    down = Get(client, "/health");
+    if (down.status != 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(down.status, 503) << down.raw;
+  EXPECT_EQ(down.body["status"], "unavailable") << down.raw;
+  EXPECT_EQ(down.body["store"], "unreachable") << down.raw;
+  EXPECT_FALSE(down.body["error"].get<std::string>().empty()) << down.raw;
+}
+
 }  // namespace
 }  // namespace grag

@@ -232,5 +232,43 @@ TEST(E2eWebUiTest, APageOnAnotherOriginCannotWriteThroughTheBrowser) {
   EXPECT_EQ(serve.Stop(SIGTERM, std::chrono::seconds(60)), 0) << serve.log();
 }
 
+// Issue 44: the API reference at /docs (the embedded Swagger UI) renders every route of
+// /openapi.json in a real browser under the server's Content-Security-Policy, and its "Try it
+// out" reaches the server.
+TEST(E2eWebUiTest, TheApiReferenceRendersEveryRouteAndTriesOne) {
+  std::string why_not;
+  const std::string chromium_path = Chromium(why_not);
+  if (chromium_path.empty()) GTEST_SKIP() << why_not;
+  TempDir dir;
+  const std::string root = dir / "carol";
+  const std::string grag = ShellQuote(GRAG_BINARY);
+  ASSERT_EQ(
+      testing::MakeNoLlmProject(
+          grag, root, std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt"),
+      "");
+  ServerProcess serve;
+  ASSERT_TRUE(serve.Start(grag + " --root " + ShellQuote(root) + " --no-llm serve --port 0"))
+      << serve.log();
+  const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
+  auto run =
+      RunCommand("NODE_PATH=" + ShellQuote(NodeModules()) + " node " +
+                 ShellQuote(std::string(GRAG_SOURCE_DIR) + "/tests/tools/api_docs_browser.js") +
+                 " " + ShellQuote(base) + " " + ShellQuote(chromium_path));
+  json out = json::parse(run.out, nullptr, false);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  ASSERT_TRUE(out.is_object()) << run.out;
+  auto api = json::parse(RunCommand("curl -s " + base + "/openapi.json").out, nullptr, false);
+  ASSERT_TRUE(api.is_object());
+  size_t routes = 0;
+  for (const auto& [path, ops] : api["paths"].items()) routes += ops.size();
+  EXPECT_EQ(out["operations"].size(), routes) << out.dump();
+  EXPECT_NE(out["operations"].dump().find("POST /v1/query"), std::string::npos) << out.dump();
+  EXPECT_TRUE(out["errors"].empty()) << out["errors"].dump();
+  ASSERT_TRUE(out["tried"].is_object()) << out.dump();
+  EXPECT_EQ(Str(out["tried"], "status"), "200") << out.dump();
+  EXPECT_NE(Str(out["tried"], "body").find("\"status\""), std::string::npos) << out.dump();
+  EXPECT_EQ(serve.Stop(SIGTERM, std::chrono::seconds(60)), 0) << serve.log();
+}
+
 }  // namespace
 }  // namespace grag

@@ -73,6 +73,7 @@ struct JobManager::Job {
   JobSnapshot snap;
   std::atomic<bool> cancel{false};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  bool spent_counted = false;  // guarded by mu_: its spend is in spent_
 };
 
 JobManager::JobManager(std::function<void(JobState)> on_finished)
@@ -122,6 +123,12 @@ void JobManager::Run(std::shared_ptr<Job> job, std::unique_ptr<Engine> engine,
   Log(LogLevel::kInfo, "serve", "index job " + std::to_string(job->snap.id) + " started");
   auto summary = engine->Index(request, callbacks);
   engine.reset();  // releases the writer lock before anyone hears the job is over
+  {
+    // Its spend moves from the running job's progress to the ended jobs' total in one step.
+    std::lock_guard<std::mutex> lock(mu_);
+    spent_ += summary.ok() ? summary->usage : job->snap.progress.usage;
+    job->spent_counted = true;
+  }
   JobState state = JobState::kSucceeded;
   if (!summary.ok()) {
     state =
@@ -180,6 +187,13 @@ bool JobManager::Cancel(int64_t id) {
   }
   cv_.notify_all();
   return true;
+}
+
+LlmUsage JobManager::Spent() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  LlmUsage out = spent_;
+  if (running_ != nullptr && !running_->spent_counted) out += running_->snap.progress.usage;
+  return out;
 }
 
 bool JobManager::Running() const {

@@ -56,6 +56,9 @@ class JobManager {
   // Asks job `id` to stop; false when there is no such job.
   bool Cancel(int64_t id);
   bool Running() const;
+  // What every job's models have spent so far (ended jobs and the running one's progress):
+  // it only grows.
+  LlmUsage Spent() const;
   void CancelAndJoin();
 
  private:
@@ -65,6 +68,7 @@ class JobManager {
   std::function<void(JobState)> on_finished_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
+  LlmUsage spent_;                                // guarded by mu_: by the jobs that ended
   std::map<int64_t, std::shared_ptr<Job>> jobs_;  // the most recent ones
   int64_t next_id_ = 1;
   std::shared_ptr<Job> running_;

@@ -29,10 +29,12 @@
 #include "grag/engine_json.h"
 #include "grag/hash.h"
 #include "grag/input_files.h"
+#include "grag/lexical_embedder.h"
 #include "grag/loader.h"
 #include "grag/log.h"
 #include "connections.h"
 #include "jobs.h"
+#include "metrics.h"
 #include "web_assets.h"
 
 namespace grag {
@@ -531,6 +533,7 @@ struct Server::Impl {
   server::HttpServer http;
   std::vector<Route> routes;
   std::unique_ptr<FairSlots> workers;
+  int64_t worker_count = 0;  // its slots
   size_t max_body = 0;
   std::atomic<bool> stopping{false};
 
@@ -547,6 +550,7 @@ struct Server::Impl {
   std::atomic<bool> reloading{false};  // a request is replacing a stale reader
 
   std::unique_ptr<server::JobManager> jobs;
+  server::Metrics metrics;
   std::map<std::string_view, std::string> web_etags;  // by asset name: a hash of its bytes
 
   // How often a request checks whether another process (a `grag index`, another server on the
@@ -581,6 +585,7 @@ struct Server::Impl {
     (void)fresh->first->retriever();  // warm it here, not in the next requests
     std::lock_guard<std::mutex> lock(reader_mu);
     if (reader == current) {  // not replaced meanwhile (a job of this server finished)
+      RetireReader();
       reader = std::move(fresh->first);
       reader_version = std::move(fresh->second);
     }
@@ -606,6 +611,21 @@ struct Server::Impl {
     return std::make_pair(std::move(shared), std::move(version));
   }
 
+  // What the read engine's models spent, with reader_mu held.
+  LlmUsage ReaderUsage() const {
+    LlmUsage u;
+    if (reader == nullptr) return u;
+    if (ChatModel* chat = reader->chat()) u += chat->Usage();
+    // The built-in embedder spends nothing worth counting; a configured one does.
+    if (EmbeddingModel* e = reader->embedder();
+        e != nullptr && !IsLexicalEmbeddingModel(e->model())) {
+      u += e->Usage();
+    }
+    return u;
+  }
+  // The read engine is about to go: its spend so far stays in the metrics. With reader_mu held.
+  void RetireReader() { metrics.RetireQueryUsage(ReaderUsage()); }
+
   // With reader_mu held.
   Result<std::shared_ptr<Engine>> OpenReader() {
     GRAG_ASSIGN_OR_RETURN(auto opened, OpenEngine());
@@ -618,6 +638,7 @@ struct Server::Impl {
   void ReloadReader() {
     {
       std::lock_guard<std::mutex> lock(reader_mu);
+      RetireReader();
       reader.reset();
     }
     // Warm the next engine here (in the job's thread) rather than in the next request.
@@ -636,6 +657,13 @@ struct Server::Impl {
     return f();
   }
 
+  // A question on `engine`, in a worker slot, counted in the metrics by the method that answered.
+  Result<QueryResult> Ask(Engine& engine, const QueryRequest& request) {
+    auto result = WithWorker([&] { return engine.Query(request); });
+    metrics.ObserveQuestion(result.ok() ? QueryMethodName(result->method) : "error");
+    return result;
+  }
+
   void DeclareRoutes();
   void Register();
   std::string OpenApi() const;
@@ -644,8 +672,16 @@ struct Server::Impl {
 
   // ---- handlers
   void Health(const Request&, Response& res);
+  void MetricsText(const Request&, Response& res);
+  // Whether the store answers a read (Engine::IndexVersion), asked at most every kProbeEvery.
+  Status ProbeStore();
+  static constexpr std::chrono::milliseconds kProbeEvery{1000};
+  std::mutex probe_mu;
+  std::chrono::steady_clock::time_point probe_at;  // guarded by probe_mu; epoch: never
+  Status probe_status;                             // guarded by probe_mu
   void WebUi(const Request& req, Response& res);
   void WebFile(const Request& req, Response& res);
+  void ApiDocs(const Request& req, Response& res);
   void SendWebAsset(const server::WebAsset& asset, const Request& req, Response& res);
   void Query(const Request& req, Response& res);
   void Search(const Request& req, Response& res);
@@ -684,10 +720,13 @@ Result<std::unique_ptr<Server>> Server::Create(Config config) {
   int64_t workers =
       sc.workers > 0 ? sc.workers : std::max<int64_t>(1, std::thread::hardware_concurrency());
   impl->workers = std::make_unique<FairSlots>(workers);
+  impl->worker_count = workers;
   impl->max_body = static_cast<size_t>(sc.max_body_mb) << 20;
   Impl* raw = impl.get();
-  impl->jobs =
-      std::make_unique<server::JobManager>([raw](server::JobState) { raw->ReloadReader(); });
+  impl->jobs = std::make_unique<server::JobManager>([raw](server::JobState state) {
+    raw->metrics.ObserveJob(server::JobStateName(state));
+    raw->ReloadReader();
+  });
   for (const auto& asset : server::WebAssets()) {
     impl->web_etags[asset.name] = "\"" + Sha256Hex(asset.bytes).substr(0, 32) + "\"";
   }
@@ -778,12 +817,31 @@ void Server::Impl::DeclareRoutes() {
   routes = {
       {"GET",
        "/health",
-       "Liveness: whether an index is loaded and a job is running",
+       "Liveness: whether an index is loaded and a job is running; 503 when the index's "
+       "PostgreSQL server does not answer",
        false,
        {},
        nullptr,
-       "{status, version, index_loaded, job_running}",
+       "{status, version, index_loaded, index_version, job_running}",
        bind(&Impl::Health)},
+      {"GET",
+       "/docs",
+       "This API's reference (Swagger UI over /openapi.json), to read and try the routes",
+       false,
+       {},
+       nullptr,
+       "text/html",
+       bind(&Impl::ApiDocs)},
+      {"GET",
+       "/metrics",
+       "Prometheus metrics: requests by route and status with latency histograms, questions by "
+       "method, index jobs, model calls and tokens (query and index), process CPU, memory and "
+       "file descriptors; needs a key when keys are set",
+       true,
+       {},
+       nullptr,
+       "text/plain (Prometheus text format 0.0.4)",
+       bind(&Impl::MetricsText)},
       {"GET",
        "/",
        "The web UI (ask, graph, communities, documents); it asks for the API key when one is set",
@@ -802,8 +860,9 @@ void Server::Impl::DeclareRoutes() {
        bind(&Impl::WebFile)},
       {"GET",
        "/openapi.json",
-       "This API as OpenAPI 3",
-       true,
+       "This API as OpenAPI 3 (no key needed: /docs reads it before you authorize, and it holds "
+       "nothing but what docs/server.md says)",
+       false,
        {},
        nullptr,
        "OpenAPI document",
@@ -1109,12 +1168,32 @@ void Server::Impl::Register() {
   for (const Route& r : routes) {
     const std::string pattern = PathRegex(r.path);
     const std::string method = r.method;
+    // Each request a route answers is counted and timed (GET /metrics), by the route's template.
+    auto handler = [this, route = std::string(r.path), method, inner = r.handler](
+                       const Request& req, Response& res) {
+      metrics.AddInFlight(1);
+      const auto start = std::chrono::steady_clock::now();
+      struct Observe {
+        Impl* impl;
+        const std::string& route;
+        const std::string& method;
+        Response& res;
+        std::chrono::steady_clock::time_point start;
+        ~Observe() {
+          impl->metrics.AddInFlight(-1);
+          impl->metrics.ObserveRequest(
+              route, method, res.status,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        }
+      } observe{this, route, method, res, start};
+      inner(req, res);
+    };
     if (method == "GET")
-      http.Get(pattern, r.handler);
+      http.Get(pattern, handler);
     else if (method == "POST")
-      http.Post(pattern, r.handler);
+      http.Post(pattern, handler);
     else if (method == "DELETE")
-      http.Delete(pattern, r.handler);
+      http.Delete(pattern, handler);
   }
 }
 
@@ -1186,7 +1265,69 @@ std::string Server::Impl::OpenApi() const {
 
 // ---------------------------------------------------------------- handlers
 
+Status Server::Impl::ProbeStore() {
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(probe_mu);
+    if (probe_at.time_since_epoch().count() != 0 && now - probe_at < kProbeEvery) {
+      return probe_status;
+    }
+  }
+  Status st;
+  std::shared_ptr<Engine> current;
+  {
+    std::lock_guard<std::mutex> lock(reader_mu);
+    current = reader;
+  }
+  // The engine questions use (not reloaded here: that is a question's work), or a new one.
+  auto engine = current ? Result<std::shared_ptr<Engine>>(current) : Reader();
+  if (engine.ok()) {
+    auto version = (*engine)->IndexVersion();  // a read of the runs table: the store answers
+    if (!version.ok()) st = version.status();
+  } else if (!(engine.status().code() == ErrorCode::kUnavailable &&
+               engine.status().message().starts_with("no index yet"))) {
+    st = engine.status();  // no index yet is fine: the store answered that
+  }
+  std::lock_guard<std::mutex> lock(probe_mu);
+  probe_at = now;
+  probe_status = st;
+  return st;
+}
+
+void Server::Impl::MetricsText(const Request&, Response& res) {
+  LlmUsage query;
+  bool loaded = false;
+  {
+    std::lock_guard<std::mutex> lock(reader_mu);
+    query = ReaderUsage();
+    loaded = reader != nullptr;
+  }
+  const std::vector<server::GaugeValue> gauges = {
+      {"grag_index_job_running", "1 while an index job runs", jobs->Running() ? 1.0 : 0.0},
+      {"grag_index_loaded", "1 once the read engine (graph and vectors) is open",
+       loaded ? 1.0 : 0.0},
+      {"grag_query_workers", "Questions answered at once at most (server.workers)",
+       static_cast<double>(worker_count)},
+  };
+  res.status = 200;
+  res.set_content(metrics.Render(query, jobs->Spent(), gauges),
+                  "text/plain; version=0.0.4; charset=utf-8");
+}
+
 void Server::Impl::Health(const Request&, Response& res) {
+  // A PostgreSQL index lives on another server, which can go away while this one runs: then
+  // nothing can be answered, and /health says so (503) rather than "ok".
+  if (!config.store.url.empty()) {
+    if (Status store = ProbeStore(); !store.ok()) {
+      SendJson(res, 503,
+               Dump({{"status", "unavailable"},
+                     {"version", kVersion},
+                     {"store", "unreachable"},
+                     {"error", store.message()},
+                     {"job_running", jobs->Running()}}));
+      return;
+    }
+  }
   bool loaded = false;
   json version;  // what the read engine answers from (Engine::IndexVersion); null: not open
   {
@@ -1235,6 +1376,13 @@ void Server::Impl::WebUi(const Request& req, Response& res) {
   SendError(res, Status::NotFound("this grag was built without its web UI"));
 }
 
+void Server::Impl::ApiDocs(const Request& req, Response& res) {
+  for (const auto& asset : server::WebAssets()) {
+    if (asset.name == "api-docs.html") return SendWebAsset(asset, req, res);
+  }
+  SendError(res, Status::NotFound("this grag was built without its web UI"));
+}
+
 void Server::Impl::WebFile(const Request& req, Response& res) {
   const std::string name = req.matches[1];
   for (const auto& asset : server::WebAssets()) {
@@ -1273,7 +1421,7 @@ void Server::Impl::Query(const Request& req, Response& res) {
   auto engine = Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   if (!*stream) {
-    auto result = WithWorker([&] { return (*engine)->Query(*q); });
+    auto result = Ask(**engine, *q);
     if (!result.ok()) return SendError(res, result.status());
     return SendJson(res, 200, QueryResultJson(*result, q->question, false));
   }
@@ -1292,7 +1440,7 @@ void Server::Impl::Query(const Request& req, Response& res) {
         };
         auto result = [&] {
           DisconnectWatch watch(sink, gone);
-          return WithWorker([&] { return engine->Query(*request); });
+          return Ask(*engine, *request);
         }();
         if (!open || gone) return false;
         if (result.ok()) {
@@ -1737,7 +1885,7 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
 
   if (!*stream) {
-    auto result = WithWorker([&] { return (*engine)->Query(*request); });
+    auto result = Ask(**engine, *request);
     if (!result.ok()) return SendError(res, result.status());
     const json full = json::parse(QueryResultJson(*result, request->question, false));
     const auto [prompt_tokens, completion_tokens] = UsageOf(full);
@@ -1789,7 +1937,7 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
         };
         auto result = [&] {
           DisconnectWatch watch(sink, gone);
-          return WithWorker([&] { return engine->Query(*request); });
+          return Ask(*engine, *request);
         }();
         if (!open || gone) return false;
         if (!result.ok()) {

@@ -65,6 +65,11 @@ TestDatabase::~TestDatabase() {
     (void)AdminExec(admin_url_, "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
 }
 
+std::string TestDatabase::Drop() {
+  if (name_.empty()) return "no database";
+  return AdminExec(admin_url_, "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+}
+
 std::string TestDatabase::CreateForTest() {
   const std::string admin = PostgresUrl();
   if (admin.empty()) return NoPostgresReason();

@@ -27,6 +27,9 @@ class TestDatabase {
   // Creates it on the test server (PostgresUrl()); an empty string when done, else why the
   // PostgreSQL cases are skipped (no server, or the server's error), for GTEST_SKIP.
   std::string CreateForTest();
+  // Drops it now, closing its connections (a database that goes away under its users); an empty
+  // string when done, else the server's error.
+  std::string Drop();
   // Its URL (admin_url's, with this database).
   const std::string& url() const { return url_; }
 
