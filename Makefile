@@ -5,7 +5,9 @@ BUILD ?= build
 # The demo and benchmarks: optimised.
 RELEASE ?= build-release
 
-.PHONY: setup build release demo-build test demo bench format format-check clean
+.PHONY: setup build release demo-build test demo bench install package format format-check clean
+# Where `make install` puts grag (bin/, share/man/, share/*completion*/).
+PREFIX ?= /usr/local
 
 setup:
 	@bash scripts/setup.sh
@@ -25,6 +27,16 @@ release: setup $(RELEASE)/build.ninja
 # The demo needs the two binaries only, not the benchmarks (minutes of compiling on 2 cores).
 demo-build: setup $(RELEASE)/build.ninja
 	cmake --build $(RELEASE) -j $(JOBS) --target grag grag-serve
+
+# The binaries, the man page and the shell completions under $(PREFIX).
+install: demo-build
+	cmake --build $(RELEASE) -j $(JOBS) --target grag_install_files
+	cmake --install $(RELEASE) --prefix $(PREFIX)
+
+# A Debian package of the same, in $(RELEASE)/ (grag_<version>_<arch>.deb).
+package: demo-build
+	cmake --build $(RELEASE) -j $(JOBS) --target grag_install_files
+	cd $(RELEASE) && cpack -G DEB
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

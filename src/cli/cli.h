@@ -43,6 +43,9 @@ struct Command {
 };
 
 Command AddInitCommand(CLI::App& app, GlobalOptions& g);
+// Adds `completion` and the hidden `manpage`; AddManPageCommand after it returns the latter.
+Command AddCompletionCommand(CLI::App& app, GlobalOptions& g);
+Command AddManPageCommand(CLI::App& app, GlobalOptions& g);
 Command AddConfigCommand(CLI::App& app, GlobalOptions& g);
 Command AddChunkCommand(CLI::App& app, GlobalOptions& g);
 Command AddIndexCommand(CLI::App& app, GlobalOptions& g);

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       "grag: a GraphRAG engine. Index documents into an entity graph with community reports,\n"
       "then answer global and local questions from it. Run `grag COMMAND --help` for details."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "grag 0.1.0");
+  app.set_version_flag("--version", "grag " GRAG_VERSION);
   GlobalOptions g;
   g.argv = argv;
   app.add_option("--root", g.root, "Project folder (holds grag.toml, input/, output/)")
@@ -80,6 +80,9 @@ int main(int argc, char** argv) {
       AddExportCommand(app, g), AddSqlCommand(app, g),    AddMigrateCommand(app, g),
       AddServeCommand(app, g),  AddMcpCommand(app, g),    AddEvalCommand(app, g),
   };
+  // Last: they describe every command above.
+  commands.push_back(AddCompletionCommand(app, g));
+  commands.push_back(AddManPageCommand(app, g));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

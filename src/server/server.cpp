@@ -115,7 +115,7 @@ using httplib::Request;
 using httplib::Response;
 using nlohmann::json;
 
-constexpr const char* kVersion = "0.1.0";
+constexpr const char* kVersion = GRAG_VERSION;
 constexpr const char* kJson = "application/json";
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }

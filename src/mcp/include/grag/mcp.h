@@ -23,7 +23,7 @@ namespace grag {
 
 struct McpOptions {
   std::string server_name = "grag";
-  std::string server_version = "0.1.0";
+  std::string server_version = GRAG_VERSION;
   // Named in the index's lock file while add_document writes, so a `grag index` refused
   // meanwhile says who holds the lock.
   std::string lock_holder = "grag mcp";
