@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 
@@ -389,6 +391,76 @@ TEST(IndexPipelineTest, MissingInputFolderIsNotFound) {
   auto s = h.Index();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace grag
+
+namespace grag {
+namespace {
+
+// Selective gleaning: a chunk whose first reply found far fewer entities and relationships per
+// token than the run's median is gleaned; the others are not (extraction.glean_below_yield).
+TEST(IndexPipelineTest, OnlyUnderExtractedChunksAreGleaned) {
+  TempDir dir;
+  for (int d = 0; d < 40; ++d) {
+    std::string text = "Document " + std::to_string(d) + " tells how Alice Archer met Bruno Baker";
+    if (d == 7 || d == 23) text += " (SPARSE)";
+    text += " at the harbour of Port Ellen in the spring of that year, and what followed.";
+    dir.Write("proj/input/doc" + std::to_string(d) + ".txt", text);
+  }
+  auto run = [&](double glean_below, int64_t* gleans, std::set<std::string>* gleaned) {
+    Config c = TestConfig(dir);
+    c.extraction.glean_below_yield = glean_below;
+    std::filesystem::remove(c.Resolve(c.store.path));
+    auto store = std::move(Store::Open(c.Resolve(c.store.path))).value();
+    std::atomic<int64_t> n{0};
+    std::mutex mu;
+    ScriptedChatModel model([&](const ChatRequest& req) -> Result<std::string> {
+      const std::string& first = req.messages.front().content;
+      const std::string kind = PromptKind(req.messages.back().content);
+      const bool sparse = first.find("SPARSE") != std::string::npos;
+      if (kind == "glean") {
+        ++n;
+        const size_t at = first.find("Document ");
+        const std::string doc = first.substr(at, first.find(' ', at + 9) - at);
+        std::lock_guard lock(mu);
+        gleaned->insert(doc);
+        return std::string(R"({"entities": [{"name": "Gleaned )" + doc.substr(9) +
+                           R"(", "type": "person", "description": "found late"}],
+                           "relationships": []})");
+      }
+      if (kind == "extract") {
+        if (sparse) {
+          return std::string(
+              R"({"entities": [{"name": "Alice Archer", "type": "person", "description": "d"}],
+              "relationships": []})");
+        }
+        return std::string(R"({"entities": [
+          {"name": "Alice Archer", "type": "person", "description": "d"},
+          {"name": "Bruno Baker", "type": "person", "description": "d"},
+          {"name": "Port Ellen", "type": "geo", "description": "d"}],
+          "relationships": [
+          {"source": "Alice Archer", "target": "Bruno Baker", "description": "met", "strength": 5},
+          {"source": "Alice Archer", "target": "Port Ellen", "description": "at", "strength": 5}]})");
+      }
+      return FakeGraphRagResponder()(req);
+    });
+    IndexContext ctx;
+    ctx.store = store.get();
+    ctx.chat = &model;
+    auto s = RunIndex(c, {}, ctx);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    *gleans = n.load();
+  };
+  int64_t gleans = 0;
+  std::set<std::string> gleaned;
+  run(0.75, &gleans, &gleaned);
+  EXPECT_EQ(gleans, 2);
+  EXPECT_EQ(gleaned, (std::set<std::string>{"Document 7", "Document 23"}));
+  gleaned.clear();
+  run(0, &gleans, &gleaned);  // every chunk, as before
+  EXPECT_EQ(gleans, 40);
 }
 
 }  // namespace

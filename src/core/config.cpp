@@ -205,6 +205,10 @@ std::vector<Setting> Settings(Config& c) {
        &c.extraction.entity_types},
       {"extraction.gleanings", "", "Extra rounds asking the model for entities it missed",
        &c.extraction.gleanings},
+      {"extraction.glean_below_yield", "",
+       "Gleaning rounds run only for chunks whose first reply found fewer entities and "
+       "relationships per token than this share of the run's median (0-1; 0: glean every chunk)",
+       &c.extraction.glean_below_yield},
       {"extraction.stop_if_empty", "",
        "Stop a run, with a diagnosis, when the model extracts no entity from its first chunks "
        "though their text holds names (a reasoning model, a prompt cut by the context window, a "
@@ -744,6 +748,8 @@ Status ValidateConfig(const Config& c) {
         "llm.bench_seconds must be at least 0 and llm.bench_max_seconds at least as long");
   if (c.extraction.gleanings < 0)
     return Status::InvalidArgument("extraction.gleanings must be at least 0");
+  if (c.extraction.glean_below_yield < 0 || c.extraction.glean_below_yield > 1)
+    return Status::InvalidArgument("extraction.glean_below_yield must be between 0 and 1");
   if (c.extraction.entity_types.empty())
     return Status::InvalidArgument("extraction.entity_types must not be empty");
   {

@@ -121,6 +121,10 @@ struct NlpConfig {
 struct ExtractionConfig {
   std::vector<std::string> entity_types = {"organization", "person", "geo", "event"};
   int64_t gleanings = 1;  // extra rounds asking the model what it missed
+  // Gleaning rounds run only for chunks whose first reply found fewer entities and
+  // relationships per token than this share of the run's median (under-extracted chunks);
+  // 0: glean every chunk.
+  double glean_below_yield = 0.75;
   // Stop a run whose first chunks yield no entity while their text holds names, with a diagnosis,
   // instead of spending the budget on an empty graph.
   bool stop_if_empty = true;
