@@ -253,6 +253,11 @@ std::vector<Setting> Settings(Config& c) {
       {"resolution.max_block", "",
        "A name token shared by more entities than this is too common to pair them on",
        &c.resolution.max_block},
+      {"resolution.max_judge_share", "",
+       "The judge's calls at most this share of the run's extraction calls (0-1; at least one "
+       "call); the most similar pairs go first, the rest are decided by the rules without a "
+       "judge (logged). 0: no limit",
+       &c.resolution.max_judge_share},
       {"summaries.max_joined_tokens", "",
        "An entity's or relationship's descriptions joined beyond this many tokens are summarised "
        "by the LLM (below: kept verbatim, no call)",
@@ -768,6 +773,8 @@ Status ValidateConfig(const Config& c) {
     if (r.adjudication_batch < 1)
       return Status::InvalidArgument("resolution.adjudication_batch must be at least 1");
     if (r.max_block < 2) return Status::InvalidArgument("resolution.max_block must be at least 2");
+    if (r.max_judge_share < 0 || r.max_judge_share > 1)
+      return Status::InvalidArgument("resolution.max_judge_share must be between 0 and 1");
   }
   if (c.server.port < 0 || c.server.port > 65535)
     return Status::InvalidArgument("server.port must be between 0 and 65535");

@@ -141,6 +141,9 @@ struct ResolutionConfig {
   double no_llm_merge_threshold = 0.9;  // without a chat model: merge at or above
   int64_t adjudication_batch = 25;      // candidate pairs per LLM call
   int64_t max_block = 100;              // a name token shared by more entities is not compared on
+  // The judge's calls at most this share of the run's extraction calls (at least one call);
+  // the pairs beyond are decided by the rules without a judge. 0: no limit.
+  double max_judge_share = 0.05;
 };
 
 // Merged descriptions (grag/merge.h SummarizeOptions).
