@@ -9,6 +9,8 @@
 #include <random>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "grag/indexer.h"
 #include "grag/nlp_extract.h"
 #include "grag/store.h"
@@ -461,6 +463,76 @@ TEST(IndexPipelineTest, OnlyUnderExtractedChunksAreGleaned) {
   gleaned.clear();
   run(0, &gleans, &gleaned);  // every chunk, as before
   EXPECT_EQ(gleans, 40);
+}
+
+}  // namespace
+}  // namespace grag
+
+namespace grag {
+namespace {
+
+// A community made of one entity and its literal values (dates, amounts) gets an extractive
+// report, however many values it holds: only members that are things count toward
+// communities.llm_report_min_size.
+TEST(IndexPipelineTest, AHubAndItsLiteralValuesGetNoLlmReport) {
+  TempDir dir;
+  dir.Write("proj/input/hub.txt",
+            "HUB: Hanna Ives was born on 3 May 1901, moved in 1925, "
+            "earned $4.5 million by 1950 and died on 9 June 1977.");
+  dir.Write("proj/input/group.txt",
+            "GROUP: Alice Archer, Bruno Baker, Clara Cole, Dmitri Dane "
+            "and Elena Estes founded a choir together.");
+  Config c = TestConfig(dir);
+  c.communities.max_cluster_size = 10;
+  auto store = std::move(Store::Open(c.Resolve(c.store.path))).value();
+  std::mutex mu;
+  std::vector<std::string> report_prompts;
+  ScriptedChatModel model([&](const ChatRequest& req) -> Result<std::string> {
+    const std::string& first = req.messages.front().content;
+    const std::string kind = PromptKind(req.messages.back().content);
+    if (kind == "extract") {
+      nlohmann::json e = nlohmann::json::array(), r = nlohmann::json::array();
+      if (first.find("HUB:") != std::string::npos) {
+        e.push_back({{"name", "Hanna Ives"}, {"type", "person"}, {"description", "a person"}});
+        for (const char* v : {"3 May 1901", "1925", "$4.5 million", "1950", "9 June 1977"}) {
+          e.push_back({{"name", v}, {"type", "date"}, {"description", "a value"}});
+          r.push_back(
+              {{"source", "Hanna Ives"}, {"target", v}, {"description", "has"}, {"strength", 5}});
+        }
+      } else {
+        const std::vector<std::string> people = {"Alice Archer", "Bruno Baker", "Clara Cole",
+                                                 "Dmitri Dane", "Elena Estes"};
+        for (const auto& p : people) {
+          e.push_back({{"name", p}, {"type", "person"}, {"description", "a singer"}});
+        }
+        for (size_t a = 0; a < people.size(); ++a) {
+          for (size_t b = a + 1; b < people.size(); ++b) {
+            r.push_back({{"source", people[a]},
+                         {"target", people[b]},
+                         {"description", "sings with"},
+                         {"strength", 5}});
+          }
+        }
+      }
+      return nlohmann::json{{"entities", e}, {"relationships", r}}.dump();
+    }
+    if (kind == "report") {
+      std::lock_guard lock(mu);
+      report_prompts.push_back(req.messages.back().content);
+    }
+    return FakeGraphRagResponder()(req);
+  });
+  IndexContext ctx;
+  ctx.store = store.get();
+  ctx.chat = &model;
+  auto s = RunIndex(c, {}, ctx);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_FALSE(report_prompts.empty());  // the choir's community
+  for (const auto& p : report_prompts) {
+    EXPECT_EQ(p.find("Hanna Ives"), std::string::npos);
+    EXPECT_NE(p.find("Alice Archer"), std::string::npos);
+  }
+  EXPECT_GE(s->reports_extractive, 1);
 }
 
 }  // namespace
