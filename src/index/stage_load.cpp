@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -60,12 +61,16 @@ Result<std::vector<ChunkRecord>> ChunkRecords(const Document& doc, const ChunkOp
 // ~100-token passages at GPT-3.5's density, and Microsoft's extraction of the book in 1,200-token
 // chunks): selective gleaning takes about one chunk in five; the judge runs into its cap
 // (resolution.max_judge_share) on both; summaries follow the text's volume (descriptions pile up
-// per token of text), and LLM reports a share of the chunks plus one per ~800 tokens.
+// per token of text), and LLM reports a share of the chunks plus one per ~800 tokens, at most
+// 0.43 per distinct name the text holds.
 constexpr double kGleanShare = 0.22;    // of the chunks, with extraction.glean_below_yield
 constexpr double kJudgePerChunk = 0.1;  // uncapped
 constexpr double kSummariesPerToken = 0.00014;
 constexpr double kReportsPerChunk = 0.36;
 constexpr double kReportsPerToken = 0.0012;
+// ... but no more than the text names things to report on: a text that names little (the sparse
+// transcripts of bench/incremental_cost) gets few reports whatever its length.
+constexpr double kReportsPerName = 0.43;
 // An update (an existing graph): bench/incremental_cost's transcripts, adding 1-10%.
 constexpr double kUpdateSummariesPerChunk = 0.15;
 constexpr double kUpdateReportsPerChunk = 0.5;
@@ -78,7 +83,54 @@ constexpr double kSummaryPromptTokens = 1500;
 constexpr double kReportPromptTokens = 1500;
 constexpr double kCompletionTokens = 400;
 
-Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks, int64_t tokens) {
+// Distinct capitalised words not at a sentence's start ("Marley", "London"): what the text
+// names, roughly, in one pass over it. The reports a model's graph gets follow the number of
+// things it names more closely than the chunks or tokens do: sparse transcripts and dense
+// encyclopedic passages differ ten times in names per token.
+class NameCounter {
+ public:
+  void Add(std::string_view text) {
+    bool sentence_start = true;
+    std::string run;  // the capitalised words in a row so far ("jacob marley")
+    auto settle = [&] {
+      if (!run.empty()) seen_.insert(std::move(run));
+      run.clear();
+    };
+    size_t i = 0;
+    while (i < text.size()) {
+      const char ch = text[i];
+      if (std::isalpha(static_cast<unsigned char>(ch))) {
+        size_t j = i;
+        while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) ||
+                                   static_cast<unsigned char>(text[j]) >= 0x80)) {
+          ++j;
+        }
+        if (!sentence_start && ch >= 'A' && ch <= 'Z' && j - i > 1) {
+          if (!run.empty()) run += ' ';
+          for (size_t k = i; k < j; ++k) {
+            run += static_cast<char>(std::tolower(static_cast<unsigned char>(text[k])));
+          }
+        } else {
+          settle();
+        }
+        sentence_start = false;
+        i = j;
+        continue;
+      }
+      if (ch != ' ') settle();
+      if (ch == '.' || ch == '!' || ch == '?' || ch == '\n' || ch == '"') sentence_start = true;
+      ++i;
+    }
+    settle();
+  }
+  int64_t distinct() const { return static_cast<int64_t>(seen_.size()); }
+
+ private:
+  std::unordered_set<std::string> seen_;
+};
+
+Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks, int64_t tokens,
+                                   int64_t names) {
   CallEstimate e;
   GRAG_ASSIGN_OR_RETURN(std::optional<ClusteringRecord> clustered, store.LatestClustering());
   e.update = clustered.has_value();
@@ -123,8 +175,11 @@ Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks
     e.calls.glean = count(n * rounds * gleaned);
     e.calls.resolve = c.resolution.enabled ? count(std::min(judge_cap, kJudgePerChunk * n)) : 0;
     e.calls.summarize = count(e.update ? kUpdateSummariesPerChunk * n : kSummariesPerToken * t);
-    e.calls.report =
-        count(e.update ? kUpdateReportsPerChunk * n : kReportsPerChunk * n + kReportsPerToken * t);
+    e.calls.report = count(e.update ? kUpdateReportsPerChunk * n
+                                    : std::min(kReportsPerChunk * n + kReportsPerToken * t,
+                                               kReportsPerName * static_cast<double>(names)));
+    Log(LogLevel::kDebug, "plan",
+        fmt::format("estimated from {} chunks, {} tokens, {} names", chunks, tokens, names));
     const double per_chunk = n > 0 ? t / n : 0;
     e.prompt_tokens = count(t + kExtractPromptTokens * n +
                             static_cast<double>(e.calls.glean) * (per_chunk + kGleanPromptTokens) +
@@ -191,6 +246,7 @@ Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
   const std::set<std::string> pending_set(pending.begin(), pending.end());
 
   int64_t tokens_to_extract = 0;  // tokens of the chunks to extract (for the estimate)
+  NameCounter names;              // the names they hold, roughly (for the estimate)
   int64_t seen = 0;               // documents read
   int64_t done = 0;               // documents settled or written, then documents removed
   auto total = [&] {
@@ -288,6 +344,7 @@ Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
       if (!old.count(ch.id) || pending_set.count(ch.id)) {
         ++plan.chunks_to_extract;
         tokens_to_extract += ch.n_tokens;
+        names.Add(ch.text);
       }
     }
     if (changed) {
@@ -399,6 +456,7 @@ Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
       if (chunk && !reloaded.count(chunk->document_id) && !removed.count(chunk->document_id)) {
         ++plan.chunks_to_extract;
         tokens_to_extract += chunk->n_tokens;
+        names.Add(chunk->text);
       }
     }
   }
@@ -407,8 +465,8 @@ Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
           ? plan.chunks_to_extract * (1 + std::max<int64_t>(0, c.extraction.gleanings))
           : 0;
   if (extractor.kind == ExtractorKind::kLlm && plan.chunks_to_extract > 0) {
-    GRAG_ASSIGN_OR_RETURN(plan.estimate,
-                          EstimateCalls(store, c, plan.chunks_to_extract, tokens_to_extract));
+    GRAG_ASSIGN_OR_RETURN(plan.estimate, EstimateCalls(store, c, plan.chunks_to_extract,
+                                                       tokens_to_extract, names.distinct()));
   }
   if (run == nullptr) return Status::Ok();
 
