@@ -376,13 +376,13 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
       for (size_t k = 0; k < slots.size() && st.ok(); ++k) st = finish(base + k, slots[k]);
     }
   }
-  if (st.ok() && glean_below > 0 && yields.size() >= kOwnMedianFrom) {
-    std::sort(yields.begin(), yields.end());
-    st = run.store().SetMeta(kYieldMetaKey, fmt::format("{}", yields[yields.size() / 2]));
-  }
   // Whatever the outcome, the chunks done so far are committed before the stage returns (the
   // deferred writes hold a reference to `run`).
-  const Status flushed = run.store().FlushDeferred();
+  Status flushed = run.store().FlushDeferred();
+  if (st.ok() && flushed.ok() && glean_below > 0 && yields.size() >= kOwnMedianFrom) {
+    std::sort(yields.begin(), yields.end());
+    flushed = run.store().SetMeta(kYieldMetaKey, fmt::format("{}", yields[yields.size() / 2]));
+  }
   s.chunks_extracted = extracted;
   s.chunks_skipped = skipped;
   s.chunks_empty = empty;
