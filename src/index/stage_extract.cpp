@@ -235,6 +235,7 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
     std::optional<ChunkRecord> chunk;
     ChunkExtraction result;
     double yield = 0;
+    bool ready = false;  // its first reply is in
   };
   constexpr size_t kWindow = 64;
   constexpr size_t kOwnMedianFrom = 32;  // first replies before a run trusts its own median
@@ -248,6 +249,7 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
   ExtractorOptions first_opts = opts;
   if (glean_below > 0) first_opts.gleanings = 0;
   std::vector<Slot> slots;
+  std::atomic<bool> watch_stopped{false};  // the empty-extraction watch stopped the run
   auto finish = [&](size_t i, Slot& slot) -> Status {
     if (!slot.chunk) return Status::Ok();
     ChunkExtraction& r = slot.result;
@@ -296,10 +298,16 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
                    slot.result.skipped ? slot.result.reason : "");
     }
     ++first_done;
+    slot.ready = true;
     // Without selective gleaning the chunk is done (gleaned as configured): it is committed
     // now, not with its window.
     if (glean_below <= 0) return finish(i, slot);
-    return Status::Ok();
+    // The run's spend so far goes with the replies committed in the same window, so that a run
+    // killed before this chunk's window is decided still counts what it spent.
+    return run.store().WriteDeferred([&run]() -> Status {
+      run.FlushUsage();
+      return Status::Ok();
+    });
   };
   const size_t concurrency = static_cast<size_t>(LlmConcurrency(c));
   // A model that extracts nothing (a reasoning model's thoughts parsed as its answer, a prompt
@@ -319,6 +327,7 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
       if (st.ok()) {
         st = watch.Judge(*chat, c.llm.base_url, probe, entities_found.load(), first_skipped.load(),
                          opts);
+        watch_stopped = !st.ok();
       }
       from = probe;
     }
@@ -331,14 +340,28 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
             const int64_t finished = first_done.load();
             if (c.extraction.stop_if_empty && finished >= kLateCheckChunks &&
                 entities_found.load() == 0) {
-              return watch.Judge(*chat, c.llm.base_url, static_cast<size_t>(finished), 0,
-                                 first_skipped.load(), opts);
+              Status judged = watch.Judge(*chat, c.llm.base_url, static_cast<size_t>(finished), 0,
+                                          first_skipped.load(), opts);
+              if (!judged.ok()) watch_stopped = true;
+              return judged;
             }
             return Status::Ok();
           },
           run.cancel_flag());
     }
-    if (!st.ok()) break;
+    if (!st.ok()) {
+      // Stopped for extracting nothing: the chunks extracted so far are kept as they came
+      // (empty: nothing to glean), so `grag stats` counts them. Any other failure leaves the
+      // window to the next run, which finds the replies in the cache.
+      if (watch_stopped && glean_below > 0) {
+        for (size_t k = 0; k < slots.size(); ++k) {
+          if (!slots[k].ready) continue;
+          const Status kept = finish(base + k, slots[k]);
+          if (!kept.ok()) Log(LogLevel::kWarn, "extract", kept.ToString());
+        }
+      }
+      break;
+    }
     // Which chunks of the window to glean.
     std::vector<size_t> glean;
     if (glean_below > 0) {
