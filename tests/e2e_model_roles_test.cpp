@@ -59,7 +59,9 @@ TEST(E2eModelRolesTest, ExtractionAndAnswersGoToTheirOwnModels) {
       " GRAG_LLM_EXTRACT_MODEL=small-model GRAG_LLM_QUERY_BASE_URL=" + query_server.base_url() +
       " ";
 
-  auto index = RunCommand(env + Grag("--root " + ShellQuote(root) + " index --json"));
+  // Every chunk gleaned, so that gleaning's calls are seen to go to the extraction model too.
+  auto index = RunCommand(env + Grag("--root " + ShellQuote(root) +
+                                     " --set extraction.glean_below_yield=0 index --json"));
   ASSERT_EQ(index.exit_code, 0) << index.err;
   EXPECT_GT(nlohmann::json::parse(index.out)["entities"].get<int>(), 50);
   EXPECT_EQ(Kinds(extract_server), (std::set<std::string>{"extract", "glean"}));

@@ -139,8 +139,44 @@ TEST(ExtractChunkTest, GleaningMergesWhatWasMissedInTheSameConversation) {
   const auto& glean = requests.at(1).messages;
   ASSERT_EQ(glean.size(), 3u);
   EXPECT_EQ(glean[1].role, "assistant");
-  EXPECT_EQ(glean[1].content, kReply);
+  // What was found goes back by name and type, not as the whole reply with its descriptions.
+  EXPECT_EQ(glean[1].content,
+            R"({"entities":[{"name":"Ebenezer Scrooge","type":"person"},{"name":"London",)"
+            R"("type":"geo"}],"relationships":[{"source":"Ebenezer Scrooge","target":"London"}]})");
+  EXPECT_EQ(glean[1].content.find("A miser"), std::string::npos);
   EXPECT_NE(glean[2].content.find("missed"), std::string::npos);
+  // The second round shows the first round's finds.
+  const auto& second = requests.at(2).messages;
+  ASSERT_EQ(second.size(), 5u);
+  EXPECT_NE(second[3].content.find("Bob Cratchit"), std::string::npos);
+  EXPECT_EQ(second[3].content.find("A clerk"), std::string::npos);
+}
+
+TEST(ExtractChunkTest, GleanChunkAddsToAFirstExtractionTakenWithoutGleaning) {
+  ScriptedChatModel model;
+  model.Push(std::string(kReply));
+  model.Push(std::string(
+      R"({"entities": [{"name": "Bob Cratchit", "type": "person", "description": "A clerk"}],
+    "relationships": []})"));
+  model.Push(std::string(R"({"entities": [], "relationships": []})"));
+  auto first = ExtractChunk(model, Options(0), "text");
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(model.RequestCount(), 1u);
+  EXPECT_EQ(first->gleaning_rounds, 0);
+  ChunkExtraction r = *first;
+  ASSERT_TRUE(GleanChunk(model, Options(2), "text", r).ok());
+  EXPECT_EQ(r.result.entities.size(), 3u);
+  EXPECT_EQ(r.gleaning_rounds, 2);
+  EXPECT_EQ(r.calls, 3);
+  EXPECT_NE(model.Requests().at(1).messages.at(0).content.find("<text>text</text>"),
+            std::string::npos);
+}
+
+TEST(ExtractionYieldTest, EntitiesAndRelationshipsPerToken) {
+  auto parsed = ParseExtractionReply(kReply);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_DOUBLE_EQ(ExtractionYield(*parsed, 30), 0.1);
+  EXPECT_DOUBLE_EQ(ExtractionYield(*parsed, 0), 3.0);
 }
 
 TEST(ExtractChunkTest, GleaningStopsWhenNothingIsNew) {

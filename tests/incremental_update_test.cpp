@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -821,7 +822,21 @@ TEST(IncrementalUpdateTest, DryRunEstimatesCallsByKindLearningFromEarlierRuns) {
   EXPECT_FALSE(first->estimate.update);
   EXPECT_EQ(first->estimate.history_runs, 0);
   EXPECT_EQ(first->estimate.calls.extract, first->chunks_to_extract);
-  EXPECT_EQ(first->estimate.calls.glean, first->chunks_to_extract * p.config.extraction.gleanings);
+  // Gleaning only for the chunks the model under-extracts: about one in five.
+  EXPECT_GT(first->estimate.calls.glean, 0);
+  EXPECT_LT(first->estimate.calls.glean, first->chunks_to_extract * p.config.extraction.gleanings);
+  EXPECT_LE(first->estimate.calls.resolve,
+            std::max<int64_t>(
+                1, static_cast<int64_t>(std::ceil(p.config.resolution.max_judge_share *
+                                                  static_cast<double>(first->chunks_to_extract)))));
+  {
+    // Gleaning every chunk (the old way) is estimated as such.
+    Config all = p.config;
+    all.extraction.glean_below_yield = 0;
+    auto every = PlanIndex(all, {}, ctx);
+    ASSERT_TRUE(every.ok());
+    EXPECT_EQ(every->estimate.calls.glean, first->chunks_to_extract * all.extraction.gleanings);
+  }
   EXPECT_GT(first->estimate.calls.report, 0);
   ASSERT_TRUE(first->estimate.cost.has_value());
   EXPECT_GT(*first->estimate.cost, 0);

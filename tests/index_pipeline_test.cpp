@@ -3,9 +3,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "grag/indexer.h"
 #include "grag/nlp_extract.h"
@@ -389,6 +393,146 @@ TEST(IndexPipelineTest, MissingInputFolderIsNotFound) {
   auto s = h.Index();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace grag
+
+namespace grag {
+namespace {
+
+// Selective gleaning: a chunk whose first reply found far fewer entities and relationships per
+// token than the run's median is gleaned; the others are not (extraction.glean_below_yield).
+TEST(IndexPipelineTest, OnlyUnderExtractedChunksAreGleaned) {
+  TempDir dir;
+  for (int d = 0; d < 40; ++d) {
+    std::string text = "Document " + std::to_string(d) + " tells how Alice Archer met Bruno Baker";
+    if (d == 7 || d == 23) text += " (SPARSE)";
+    text += " at the harbour of Port Ellen in the spring of that year, and what followed.";
+    dir.Write("proj/input/doc" + std::to_string(d) + ".txt", text);
+  }
+  auto run = [&](double glean_below, int64_t* gleans, std::set<std::string>* gleaned) {
+    Config c = TestConfig(dir);
+    c.extraction.glean_below_yield = glean_below;
+    std::filesystem::remove(c.Resolve(c.store.path));
+    auto store = std::move(Store::Open(c.Resolve(c.store.path))).value();
+    std::atomic<int64_t> n{0};
+    std::mutex mu;
+    ScriptedChatModel model([&](const ChatRequest& req) -> Result<std::string> {
+      const std::string& first = req.messages.front().content;
+      const std::string kind = PromptKind(req.messages.back().content);
+      const bool sparse = first.find("SPARSE") != std::string::npos;
+      if (kind == "glean") {
+        ++n;
+        const size_t at = first.find("Document ");
+        const std::string doc = first.substr(at, first.find(' ', at + 9) - at);
+        std::lock_guard lock(mu);
+        gleaned->insert(doc);
+        return std::string(R"({"entities": [{"name": "Gleaned )" + doc.substr(9) +
+                           R"(", "type": "person", "description": "found late"}],
+                           "relationships": []})");
+      }
+      if (kind == "extract") {
+        if (sparse) {
+          return std::string(
+              R"({"entities": [{"name": "Alice Archer", "type": "person", "description": "d"}],
+              "relationships": []})");
+        }
+        return std::string(R"({"entities": [
+          {"name": "Alice Archer", "type": "person", "description": "d"},
+          {"name": "Bruno Baker", "type": "person", "description": "d"},
+          {"name": "Port Ellen", "type": "geo", "description": "d"}],
+          "relationships": [
+          {"source": "Alice Archer", "target": "Bruno Baker", "description": "met", "strength": 5},
+          {"source": "Alice Archer", "target": "Port Ellen", "description": "at", "strength": 5}]})");
+      }
+      return FakeGraphRagResponder()(req);
+    });
+    IndexContext ctx;
+    ctx.store = store.get();
+    ctx.chat = &model;
+    auto s = RunIndex(c, {}, ctx);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    *gleans = n.load();
+  };
+  int64_t gleans = 0;
+  std::set<std::string> gleaned;
+  run(0.75, &gleans, &gleaned);
+  EXPECT_EQ(gleans, 2);
+  EXPECT_EQ(gleaned, (std::set<std::string>{"Document 7", "Document 23"}));
+  gleaned.clear();
+  run(0, &gleans, &gleaned);  // every chunk, as before
+  EXPECT_EQ(gleans, 40);
+}
+
+}  // namespace
+}  // namespace grag
+
+namespace grag {
+namespace {
+
+// A community made of one entity and its literal values (dates, amounts) gets an extractive
+// report, however many values it holds: only members that are things count toward
+// communities.llm_report_min_size.
+TEST(IndexPipelineTest, AHubAndItsLiteralValuesGetNoLlmReport) {
+  TempDir dir;
+  dir.Write("proj/input/hub.txt",
+            "HUB: Hanna Ives was born on 3 May 1901, moved in 1925, "
+            "earned $4.5 million by 1950 and died on 9 June 1977.");
+  dir.Write("proj/input/group.txt",
+            "GROUP: Alice Archer, Bruno Baker, Clara Cole, Dmitri Dane "
+            "and Elena Estes founded a choir together.");
+  Config c = TestConfig(dir);
+  c.communities.max_cluster_size = 10;
+  auto store = std::move(Store::Open(c.Resolve(c.store.path))).value();
+  std::mutex mu;
+  std::vector<std::string> report_prompts;
+  ScriptedChatModel model([&](const ChatRequest& req) -> Result<std::string> {
+    const std::string& first = req.messages.front().content;
+    const std::string kind = PromptKind(req.messages.back().content);
+    if (kind == "extract") {
+      nlohmann::json e = nlohmann::json::array(), r = nlohmann::json::array();
+      if (first.find("HUB:") != std::string::npos) {
+        e.push_back({{"name", "Hanna Ives"}, {"type", "person"}, {"description", "a person"}});
+        for (const char* v : {"3 May 1901", "1925", "$4.5 million", "1950", "9 June 1977"}) {
+          e.push_back({{"name", v}, {"type", "date"}, {"description", "a value"}});
+          r.push_back(
+              {{"source", "Hanna Ives"}, {"target", v}, {"description", "has"}, {"strength", 5}});
+        }
+      } else {
+        const std::vector<std::string> people = {"Alice Archer", "Bruno Baker", "Clara Cole",
+                                                 "Dmitri Dane", "Elena Estes"};
+        for (const auto& p : people) {
+          e.push_back({{"name", p}, {"type", "person"}, {"description", "a singer"}});
+        }
+        for (size_t a = 0; a < people.size(); ++a) {
+          for (size_t b = a + 1; b < people.size(); ++b) {
+            r.push_back({{"source", people[a]},
+                         {"target", people[b]},
+                         {"description", "sings with"},
+                         {"strength", 5}});
+          }
+        }
+      }
+      return nlohmann::json{{"entities", e}, {"relationships", r}}.dump();
+    }
+    if (kind == "report") {
+      std::lock_guard lock(mu);
+      report_prompts.push_back(req.messages.back().content);
+    }
+    return FakeGraphRagResponder()(req);
+  });
+  IndexContext ctx;
+  ctx.store = store.get();
+  ctx.chat = &model;
+  auto s = RunIndex(c, {}, ctx);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_FALSE(report_prompts.empty());  // the choir's community
+  for (const auto& p : report_prompts) {
+    EXPECT_EQ(p.find("Hanna Ives"), std::string::npos);
+    EXPECT_NE(p.find("Alice Archer"), std::string::npos);
+  }
+  EXPECT_GE(s->reports_extractive, 1);
 }
 
 }  // namespace

@@ -824,3 +824,60 @@ TEST(ResolveNlpTest, AKinshipTitleIsAFormOfAddress) {
 
 }  // namespace
 }  // namespace grag
+
+namespace grag {
+namespace {
+
+// Literal values (dates, numbers, amounts) are attributes, not names with variants: never
+// compared, never judged; only the same value (one key) is one entity.
+TEST(ResolveLiteralTest, DatesNumbersAndAmountsAreNotCompared) {
+  ScriptedChatModel judge(AllSame(true));
+  auto r = ResolveEntities(
+      In({E("1987", "date"), E("12 March 1987", "date"), E("March 1987", "date"),
+          E("$4.5 million", "money"), E("4.5 million", "money"), E("3,200 members", "quantity"),
+          E("3,200", "quantity"), E("Jacob Marley", "person"), E("Marley", "person")}),
+      {}, nullptr, &judge);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stats.pairs_compared, 1);  // Marley alone
+  EXPECT_FALSE(Same(*r, 0, 1));
+  EXPECT_FALSE(Same(*r, 3, 4));
+  EXPECT_TRUE(Same(*r, 7, 8));
+  for (const ChatRequest& req : judge.Requests()) {
+    EXPECT_EQ(req.messages.back().content.find("1987"), std::string::npos);
+  }
+}
+
+// The judge's cap: no more calls than max_judge_calls; the most similar pairs are judged, the
+// others stay apart unjudged.
+TEST(ResolveCapTest, TheJudgeMakesNoMoreCallsThanItsCap) {
+  auto in = [] {
+    return In({E("Jacob Marley", "person"), E("Marley", "person"), E("Bob Cratchit", "person"),
+               E("Cratchit", "person"), E("Fred Holywell", "person"), E("Holywell", "person"),
+               E("Martha Finch", "person"), E("Finch", "person"), E("Dick Wilkins", "person"),
+               E("Wilkins", "person")});
+  };
+  ResolveOptions o;
+  o.adjudication_batch = 1;
+  ScriptedChatModel all(AllSame(true));
+  auto uncapped = ResolveEntities(in(), o, nullptr, &all);
+  ASSERT_TRUE(uncapped.ok()) << uncapped.status().ToString();
+  ASSERT_GT(uncapped->stats.adjudicated, 2);
+  EXPECT_EQ(uncapped->stats.not_judged_capped, 0);
+
+  o.max_judge_calls = 2;
+  EXPECT_EQ(EstimateAdjudicationCalls(in(), o), 2);
+  ScriptedChatModel capped_judge(AllSame(true));
+  auto capped = ResolveEntities(in(), o, nullptr, &capped_judge);
+  ASSERT_TRUE(capped.ok()) << capped.status().ToString();
+  EXPECT_EQ(capped_judge.RequestCount(), 2u);
+  EXPECT_EQ(capped->stats.adjudicated, 2);
+  EXPECT_EQ(capped->stats.not_judged_capped, uncapped->stats.adjudicated - 2);
+  int joined = 0;
+  for (size_t i = 0; i < 10; i += 2) joined += Same(*capped, i, i + 1) ? 1 : 0;
+  int joined_before = 0;
+  for (size_t i = 0; i < 10; i += 2) joined_before += Same(*uncapped, i, i + 1) ? 1 : 0;
+  EXPECT_EQ(joined_before - joined, uncapped->stats.adjudicated - 2);
+}
+
+}  // namespace
+}  // namespace grag

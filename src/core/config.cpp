@@ -205,6 +205,10 @@ std::vector<Setting> Settings(Config& c) {
        &c.extraction.entity_types},
       {"extraction.gleanings", "", "Extra rounds asking the model for entities it missed",
        &c.extraction.gleanings},
+      {"extraction.glean_below_yield", "",
+       "Gleaning rounds run only for chunks whose first reply found fewer entities and "
+       "relationships per token than this share of the run's median (0-1; 0: glean every chunk)",
+       &c.extraction.glean_below_yield},
       {"extraction.stop_if_empty", "",
        "Stop a run, with a diagnosis, when the model extracts no entity from its first chunks "
        "though their text holds names (a reasoning model, a prompt cut by the context window, a "
@@ -249,6 +253,11 @@ std::vector<Setting> Settings(Config& c) {
       {"resolution.max_block", "",
        "A name token shared by more entities than this is too common to pair them on",
        &c.resolution.max_block},
+      {"resolution.max_judge_share", "",
+       "The judge's calls at most this share of the run's extraction calls (0-1; at least one "
+       "call); the most similar pairs go first, the rest are decided by the rules without a "
+       "judge (logged). 0: no limit",
+       &c.resolution.max_judge_share},
       {"summaries.max_joined_tokens", "",
        "An entity's or relationship's descriptions joined beyond this many tokens are summarised "
        "by the LLM (below: kept verbatim, no call)",
@@ -744,6 +753,8 @@ Status ValidateConfig(const Config& c) {
         "llm.bench_seconds must be at least 0 and llm.bench_max_seconds at least as long");
   if (c.extraction.gleanings < 0)
     return Status::InvalidArgument("extraction.gleanings must be at least 0");
+  if (c.extraction.glean_below_yield < 0 || c.extraction.glean_below_yield > 1)
+    return Status::InvalidArgument("extraction.glean_below_yield must be between 0 and 1");
   if (c.extraction.entity_types.empty())
     return Status::InvalidArgument("extraction.entity_types must not be empty");
   {
@@ -762,6 +773,8 @@ Status ValidateConfig(const Config& c) {
     if (r.adjudication_batch < 1)
       return Status::InvalidArgument("resolution.adjudication_batch must be at least 1");
     if (r.max_block < 2) return Status::InvalidArgument("resolution.max_block must be at least 2");
+    if (r.max_judge_share < 0 || r.max_judge_share > 1)
+      return Status::InvalidArgument("resolution.max_judge_share must be between 0 and 1");
   }
   if (c.server.port < 0 || c.server.port > 65535)
     return Status::InvalidArgument("server.port must be between 0 and 65535");

@@ -277,31 +277,68 @@ Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& o
     return out;
   }
   GRAG_ASSIGN_OR_RETURN(out.result, parse(reply->content));
+  out.first_calls = out.calls;
+  if (options.gleanings > 0) GRAG_RETURN_IF_ERROR(GleanChunk(model, options, chunk_text, out));
+  return out;
+}
 
-  // Gleaning: the same conversation, asking for what was missed.
+std::string CompactExtraction(const ParsedExtraction& found) {
+  json entities = json::array();
+  for (const auto& e : found.entities) entities.push_back({{"name", e.name}, {"type", e.type}});
+  json relationships = json::array();
+  for (const auto& r : found.relationships) {
+    relationships.push_back({{"source", r.source}, {"target", r.target}});
+  }
+  return json{{"entities", std::move(entities)}, {"relationships", std::move(relationships)}}
+      .dump();
+}
+
+double ExtractionYield(const ParsedExtraction& found, int64_t chunk_tokens) {
+  return static_cast<double>(found.entities.size() + found.relationships.size()) /
+         static_cast<double>(std::max<int64_t>(1, chunk_tokens));
+}
+
+Status GleanChunk(ChatModel& model, const ExtractorOptions& options, std::string_view chunk_text,
+                  ChunkExtraction& so_far) {
+  if (so_far.skipped) return Status::Ok();
+  ChatRequest req;
+  req.messages.push_back(
+      {"user", FillPrompt(options.prompt, {{"entity_types", JoinTypes(options.entity_types)},
+                                           {"chunk", std::string(chunk_text)}})});
+  req.role = ChatRole::kExtract;
+  req.json_mode = options.json_mode;
+  req.json_schema = std::string(kExtractionSchema);
+  req.max_tokens = options.max_tokens;
+  req.validator = [](const std::string& content) {
+    Result<ParsedExtraction> parsed = ParseExtractionReply(content);
+    return parsed.ok() ? Status::Ok() : parsed.status();
+  };
+  // The same conversation, asking for what was missed. What was found stands in the model's
+  // turn by name and type only: the model needs to know what not to repeat, not the
+  // descriptions it wrote (re-sending the whole first reply made a gleaning call cost five times
+  // the extraction's prompt on short passages).
   std::vector<ChatMessage> conversation = req.messages;
-  std::string last = reply->content;
+  ParsedExtraction last = so_far.result;
   for (int round = 0; round < options.gleanings; ++round) {
-    conversation.push_back({"assistant", last});
+    conversation.push_back({"assistant", CompactExtraction(last)});
     conversation.push_back({"user", std::string(kGleanPrompt)});
     ChatRequest glean = req;
     glean.messages = conversation;
-    glean.validator = req.validator;
     auto more = model.Chat(glean);
-    ++out.calls;
+    ++so_far.calls;
     if (!more.ok()) {
       if (more.status().code() != ErrorCode::kParse) return more.status();
       break;  // a bad gleaning reply costs the round, not what we already have
     }
-    ++out.gleaning_rounds;
-    auto parsed = parse(more->content);
+    ++so_far.gleaning_rounds;
+    auto parsed = ParseExtractionReply(more->content);
     if (!parsed.ok()) break;  // cannot happen: it passed the validator, before or when cached
     const bool nothing_new = parsed->entities.empty() && parsed->relationships.empty();
-    MergeInto(out.result, std::move(parsed).value());
+    last = *parsed;
+    MergeInto(so_far.result, std::move(parsed).value());
     if (nothing_new) break;
-    last = more->content;
   }
-  return out;
+  return Status::Ok();
 }
 
 }  // namespace grag

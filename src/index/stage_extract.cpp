@@ -104,6 +104,8 @@ Status ExtractWithNlp(Run& run, const ExtractorId& extractor,
 // Chunks judged before the rest of a run's chunks are sent, and the count after which a run
 // that has still found no entity stops all the same.
 constexpr int kProbeChunks = 4;
+// Where the median yield of a run's first extraction replies is kept (for the next small run).
+constexpr std::string_view kYieldMetaKey = "extraction_yield_median";
 constexpr int kLateCheckChunks = 16;
 
 // Watches for an extraction that yields nothing and, when it does, says why and what to change.
@@ -215,36 +217,58 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
   std::atomic<int64_t> extracted{0};
   std::atomic<int64_t> skipped{0};
   std::atomic<int64_t> empty{0};
-  std::atomic<int64_t> entities_found{0};
+  std::atomic<int64_t> entities_found{0};  // by first replies
+  std::atomic<int64_t> first_done{0};      // first replies in
+  std::atomic<int64_t> first_skipped{0};   // of them, unparseable
   EmptyWatch watch;
   const auto total = static_cast<int64_t>(pending.size());
   run.Progress("extract", 0, total);
-  auto extract_one = [&](size_t i) -> Status {
-    auto chunk = run.store().GetChunk(pending[i]);
-    if (!chunk.ok()) return chunk.status();
-    if (!chunk->has_value()) return Status::Ok();  // deleted meanwhile: nothing to do
-    auto result = ExtractChunk(*chat, opts, (*chunk)->text);
-    if (!result.ok()) return result.status().WithContext("extracting chunk " + pending[i]);
+
+  // Each chunk's first reply comes first; gleaning follows only for the chunks of a window
+  // whose yield (entities and relationships per token) falls well below the run's median: an
+  // under-extracted chunk. Most chunks a capable model extracts in one go, and a gleaning call
+  // costs more prompt than the extraction itself. The median is taken over the first replies
+  // of every window so far, in chunk order, so a run decides the same whatever the order in
+  // which replies arrive. A run of few chunks (an update) uses the figure the last larger run
+  // stored instead.
+  struct Slot {
+    std::optional<ChunkRecord> chunk;
+    ChunkExtraction result;
+    double yield = 0;
+    bool ready = false;  // its first reply is in
+  };
+  constexpr size_t kWindow = 64;
+  constexpr size_t kOwnMedianFrom = 32;  // first replies before a run trusts its own median
+  const double glean_below = opts.gleanings > 0 ? c.extraction.glean_below_yield : 0;
+  std::optional<double> stored_median;
+  {
+    GRAG_ASSIGN_OR_RETURN(std::optional<std::string> m, run.store().GetMeta(kYieldMetaKey));
+    if (m && !m->empty()) stored_median = std::strtod(m->c_str(), nullptr);
+  }
+  std::vector<double> yields;  // first replies of this run, extracted (not skipped) ones
+  ExtractorOptions first_opts = opts;
+  if (glean_below > 0) first_opts.gleanings = 0;
+  std::vector<Slot> slots;
+  std::atomic<bool> watch_stopped{false};  // the empty-extraction watch stopped the run
+  auto finish = [&](size_t i, Slot& slot) -> Status {
+    if (!slot.chunk) return Status::Ok();
+    ChunkExtraction& r = slot.result;
     ExtractionRecord rec;
     rec.chunk_id = pending[i];
     rec.extractor = extractor;
     rec.params_hash = params;
-    rec.gleaning_rounds = result->gleaning_rounds;
-    if (result->skipped) {
+    rec.gleaning_rounds = r.gleaning_rounds;
+    if (r.skipped) {
       rec.status = ExtractionStatus::kSkipped;
-      rec.reason = result->reason;
+      rec.reason = r.reason;
       Log(LogLevel::kWarn, "extract",
-          "chunk " + pending[i] + " of " + (*chunk)->document_id + " skipped: " + result->reason);
+          "chunk " + pending[i] + " of " + slot.chunk->document_id + " skipped: " + r.reason);
       ++skipped;
     } else {
-      rec.entities = std::move(result->result.entities);
-      rec.relationships = std::move(result->result.relationships);
+      rec.entities = std::move(r.result.entities);
+      rec.relationships = std::move(r.result.relationships);
       ++extracted;
       if (rec.entities.empty()) ++empty;
-      entities_found += static_cast<int64_t>(rec.entities.size());
-    }
-    if (rec.entities.empty()) {
-      watch.Record((*chunk)->text, result->first_reply, result->skipped ? result->reason : "");
     }
     // The chunk's extraction and the run's spend so far, deferred: committed with the chunks
     // (and the replies) of the same window, after the replies it was made of. A run killed
@@ -259,37 +283,129 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
     run.Progress("extract", ++done, total, /*flush=*/false);
     return Status::Ok();
   };
+  auto first_pass = [&](size_t base, size_t i) -> Status {
+    Slot& slot = slots[i - base];
+    GRAG_ASSIGN_OR_RETURN(slot.chunk, run.store().GetChunk(pending[i]));
+    if (!slot.chunk) return Status::Ok();  // deleted meanwhile: nothing to do
+    auto result = ExtractChunk(*chat, first_opts, slot.chunk->text);
+    if (!result.ok()) return result.status().WithContext("extracting chunk " + pending[i]);
+    slot.result = std::move(result).value();
+    slot.yield = ExtractionYield(slot.result.result, slot.chunk->n_tokens);
+    if (slot.result.skipped) ++first_skipped;
+    entities_found += static_cast<int64_t>(slot.result.result.entities.size());
+    if (slot.result.result.entities.empty()) {
+      watch.Record(slot.chunk->text, slot.result.first_reply,
+                   slot.result.skipped ? slot.result.reason : "");
+    }
+    ++first_done;
+    slot.ready = true;
+    // Without selective gleaning the chunk is done (gleaned as configured): it is committed
+    // now, not with its window.
+    if (glean_below <= 0) return finish(i, slot);
+    // The run's spend so far goes with the replies committed in the same window, so that a run
+    // killed before this chunk's window is decided still counts what it spent.
+    return run.store().WriteDeferred([&run]() -> Status {
+      run.FlushUsage();
+      return Status::Ok();
+    });
+  };
+  const size_t concurrency = static_cast<size_t>(LlmConcurrency(c));
   // A model that extracts nothing (a reasoning model's thoughts parsed as its answer, a prompt
   // cut by the server's context window, a wrong model) is caught on the first few chunks, before
   // the budget is spent: those go first, a few at a time, and are judged before the rest.
   const size_t probe =
       c.extraction.stop_if_empty ? std::min(pending.size(), static_cast<size_t>(kProbeChunks)) : 0;
-  Status st = probe == 0 ? Status::Ok()
-                         : ParallelForStatus(
-                               probe, std::min(probe, static_cast<size_t>(LlmConcurrency(c))),
-                               [&](size_t i) { return extract_one(i); }, run.cancel_flag());
-  if (st.ok() && probe > 0) {
-    st = watch.Judge(*chat, c.llm.base_url, probe, entities_found.load(), skipped.load(), opts);
-  }
-  if (st.ok()) {
+  Status st = Status::Ok();
+  for (size_t base = 0; base < pending.size() && st.ok(); base += kWindow) {
+    const size_t end = std::min(pending.size(), base + kWindow);
+    slots.assign(end - base, Slot{});
+    size_t from = base;
+    if (base == 0 && probe > 0) {
+      st = ParallelForStatus(
+          probe, std::min(probe, concurrency), [&](size_t k) { return first_pass(base, k); },
+          run.cancel_flag());
+      if (st.ok()) {
+        st = watch.Judge(*chat, c.llm.base_url, probe, entities_found.load(), first_skipped.load(),
+                         opts);
+        watch_stopped = !st.ok();
+      }
+      from = probe;
+    }
+    if (st.ok()) {
+      st = ParallelForStatus(
+          end - from, concurrency,
+          [&](size_t k) -> Status {
+            GRAG_RETURN_IF_ERROR(first_pass(base, from + k));
+            // Chunks the first ones did not judge: still nothing after many is no better.
+            const int64_t finished = first_done.load();
+            if (c.extraction.stop_if_empty && finished >= kLateCheckChunks &&
+                entities_found.load() == 0) {
+              Status judged = watch.Judge(*chat, c.llm.base_url, static_cast<size_t>(finished), 0,
+                                          first_skipped.load(), opts);
+              if (!judged.ok()) watch_stopped = true;
+              return judged;
+            }
+            return Status::Ok();
+          },
+          run.cancel_flag());
+    }
+    if (!st.ok()) {
+      // Stopped for extracting nothing: the chunks extracted so far are kept as they came
+      // (empty: nothing to glean), so `grag stats` counts them. Any other failure leaves the
+      // window to the next run, which finds the replies in the cache.
+      if (watch_stopped && glean_below > 0) {
+        for (size_t k = 0; k < slots.size(); ++k) {
+          if (!slots[k].ready) continue;
+          const Status kept = finish(base + k, slots[k]);
+          if (!kept.ok()) Log(LogLevel::kWarn, "extract", kept.ToString());
+        }
+      }
+      break;
+    }
+    // Which chunks of the window to glean.
+    std::vector<size_t> glean;
+    if (glean_below > 0) {
+      for (const Slot& slot : slots) {
+        if (slot.chunk && !slot.result.skipped) yields.push_back(slot.yield);
+      }
+      std::optional<double> median;
+      if (yields.size() >= kOwnMedianFrom || (!stored_median && !yields.empty())) {
+        std::vector<double> sorted = yields;
+        std::nth_element(sorted.begin(),
+                         sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2),
+                         sorted.end());
+        median = sorted[sorted.size() / 2];
+      } else {
+        median = stored_median;
+      }
+      for (size_t k = 0; k < slots.size(); ++k) {
+        if (slots[k].chunk && !slots[k].result.skipped && median &&
+            slots[k].yield < glean_below * *median) {
+          glean.push_back(k);
+        }
+      }
+    }
     st = ParallelForStatus(
-        pending.size() - probe, static_cast<size_t>(LlmConcurrency(c)),
-        [&](size_t k) -> Status {
-          GRAG_RETURN_IF_ERROR(extract_one(probe + k));
-          // Chunks the first ones did not judge: still nothing after many is no better.
-          const int64_t finished = extracted.load() + skipped.load();
-          if (c.extraction.stop_if_empty && finished >= kLateCheckChunks &&
-              entities_found.load() == 0) {
-            return watch.Judge(*chat, c.llm.base_url, static_cast<size_t>(finished), 0,
-                               skipped.load(), opts);
-          }
+        glean.size(), concurrency,
+        [&](size_t g) -> Status {
+          Slot& slot = slots[glean[g]];
+          const Status gl = GleanChunk(*chat, opts, slot.chunk->text, slot.result);
+          if (!gl.ok()) return gl.WithContext("gleaning chunk " + pending[base + glean[g]]);
           return Status::Ok();
         },
         run.cancel_flag());
+    if (!st.ok()) break;
+    if (glean_below > 0) {
+      for (size_t k = 0; k < slots.size() && st.ok(); ++k) st = finish(base + k, slots[k]);
+    }
   }
   // Whatever the outcome, the chunks done so far are committed before the stage returns (the
   // deferred writes hold a reference to `run`).
-  const Status flushed = run.store().FlushDeferred();
+  Status flushed = run.store().FlushDeferred();
+  if (st.ok() && flushed.ok() && glean_below > 0 && yields.size() >= kOwnMedianFrom) {
+    std::sort(yields.begin(), yields.end());
+    flushed = run.store().SetMeta(kYieldMetaKey, fmt::format("{}", yields[yields.size() / 2]));
+  }
   s.chunks_extracted = extracted;
   s.chunks_skipped = skipped;
   s.chunks_empty = empty;

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -55,25 +56,84 @@ Result<std::vector<ChunkRecord>> ChunkRecords(const Document& doc, const ChunkOp
   return records;
 }
 
-// Typical calls per chunk extracted, for an index without history of its own: what
-// bench/incremental_cost measures on its transcript corpus (a first index; adding 1-10%).
-struct CallRatios {
-  double glean = 1;  // per gleaning round configured
-  double resolve = 0;
-  double summarize = 0;
-  double report = 0;
-  double prompt_tokens_per_call = 0;      // 0: the chunk size plus the prompt's ~1,500
-  double completion_tokens_per_call = 0;  // 0: 400
-};
-constexpr CallRatios kTypicalFullIndex{1, 0.002, 0.07, 0.1, 0, 0};
-constexpr CallRatios kTypicalUpdate{1, 0.01, 0.15, 0.5, 0, 0};
+// What a run costs per chunk (and per token of its chunks) in an index without history of its
+// own, measured by bench/index_cost on extractions shaped like a real model's (generated
+// ~100-token passages at GPT-3.5's density, and Microsoft's extraction of the book in 1,200-token
+// chunks): selective gleaning takes about one chunk in five; the judge runs into its cap
+// (resolution.max_judge_share) on both; summaries follow the text's volume (descriptions pile up
+// per token of text), and LLM reports a share of the chunks plus one per ~800 tokens, at most
+// 0.43 per distinct name the text holds.
+constexpr double kGleanShare = 0.22;    // of the chunks, with extraction.glean_below_yield
+constexpr double kJudgePerChunk = 0.1;  // uncapped
+constexpr double kSummariesPerToken = 0.00014;
+constexpr double kReportsPerChunk = 0.36;
+constexpr double kReportsPerToken = 0.0012;
+// ... but no more than the text names things to report on: a text that names little (the sparse
+// transcripts of bench/incremental_cost) gets few reports whatever its length.
+constexpr double kReportsPerName = 0.43;
+// An update (an existing graph): bench/incremental_cost's transcripts, adding 1-10%.
+constexpr double kUpdateSummariesPerChunk = 0.15;
+constexpr double kUpdateReportsPerChunk = 0.5;
+// Prompt tokens per call beyond the chunk's own (extraction: the prompt; gleaning: the prompt
+// and the names found), and per call of the other kinds, on the same benchmark.
+constexpr double kExtractPromptTokens = 200;
+constexpr double kGleanPromptTokens = 350;
+constexpr double kJudgePromptTokens = 2400;
+constexpr double kSummaryPromptTokens = 1500;
+constexpr double kReportPromptTokens = 1500;
+constexpr double kCompletionTokens = 400;
 
-Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks) {
+// Distinct capitalised words not at a sentence's start ("Marley", "London"): what the text
+// names, roughly, in one pass over it. The reports a model's graph gets follow the number of
+// things it names more closely than the chunks or tokens do: sparse transcripts and dense
+// encyclopedic passages differ ten times in names per token.
+class NameCounter {
+ public:
+  void Add(std::string_view text) {
+    bool sentence_start = true;
+    std::string run;  // the capitalised words in a row so far ("jacob marley")
+    auto settle = [&] {
+      if (!run.empty()) seen_.insert(std::move(run));
+      run.clear();
+    };
+    size_t i = 0;
+    while (i < text.size()) {
+      const char ch = text[i];
+      if (std::isalpha(static_cast<unsigned char>(ch))) {
+        size_t j = i;
+        while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) ||
+                                   static_cast<unsigned char>(text[j]) >= 0x80)) {
+          ++j;
+        }
+        if (!sentence_start && ch >= 'A' && ch <= 'Z' && j - i > 1) {
+          if (!run.empty()) run += ' ';
+          for (size_t k = i; k < j; ++k) {
+            run += static_cast<char>(std::tolower(static_cast<unsigned char>(text[k])));
+          }
+        } else {
+          settle();
+        }
+        sentence_start = false;
+        i = j;
+        continue;
+      }
+      if (ch != ' ') settle();
+      if (ch == '.' || ch == '!' || ch == '?' || ch == '\n' || ch == '"') sentence_start = true;
+      ++i;
+    }
+    settle();
+  }
+  int64_t distinct() const { return static_cast<int64_t>(seen_.size()); }
+
+ private:
+  std::unordered_set<std::string> seen_;
+};
+
+Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks, int64_t tokens,
+                                   int64_t names) {
   CallEstimate e;
   GRAG_ASSIGN_OR_RETURN(std::optional<ClusteringRecord> clustered, store.LatestClustering());
   e.update = clustered.has_value();
-  CallRatios r = e.update ? kTypicalUpdate : kTypicalFullIndex;
-  r.glean *= static_cast<double>(std::max<int64_t>(0, c.extraction.gleanings));
   // This index's own runs of the same kind, when it has some.
   GRAG_ASSIGN_OR_RETURN(std::vector<RunRecord> runs, store.ListRuns(100));
   std::map<std::string, double> sum;
@@ -92,28 +152,42 @@ Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks
       sum[key] += get(key);
     }
   }
+  const auto n = static_cast<double>(chunks);
+  const double t = static_cast<double>(std::max<int64_t>(tokens, 0));
+  auto count = [](double x) { return static_cast<int64_t>(std::llround(std::max(0.0, x))); };
+  // The judge's cap: a share of the extraction calls, at least one call.
+  const double judge_cap = c.resolution.max_judge_share > 0
+                               ? std::max(1.0, std::ceil(c.resolution.max_judge_share * n))
+                               : 1e18;
+  e.calls.extract = chunks;
   if (e.history_runs > 0) {
     const double per = sum["calls_extract"];
-    r = {sum["calls_glean"] / per,
-         sum["calls_resolve"] / per,
-         sum["calls_summarize"] / per,
-         sum["calls_report"] / per,
-         sum["tokens_in"] / std::max(1.0, sum["llm_calls"]),
-         sum["tokens_out"] / std::max(1.0, sum["llm_calls"])};
+    e.calls.glean = count(n * sum["calls_glean"] / per);
+    e.calls.resolve = count(std::min(judge_cap, n * sum["calls_resolve"] / per));
+    e.calls.summarize = count(n * sum["calls_summarize"] / per);
+    e.calls.report = count(n * sum["calls_report"] / per);
+    const double calls = static_cast<double>(e.calls.Total());
+    e.prompt_tokens = count(calls * sum["tokens_in"] / std::max(1.0, sum["llm_calls"]));
+    e.completion_tokens = count(calls * sum["tokens_out"] / std::max(1.0, sum["llm_calls"]));
+  } else {
+    const double rounds = static_cast<double>(std::max<int64_t>(0, c.extraction.gleanings));
+    const double gleaned = c.extraction.glean_below_yield > 0 ? kGleanShare : 1.0;
+    e.calls.glean = count(n * rounds * gleaned);
+    e.calls.resolve = c.resolution.enabled ? count(std::min(judge_cap, kJudgePerChunk * n)) : 0;
+    e.calls.summarize = count(e.update ? kUpdateSummariesPerChunk * n : kSummariesPerToken * t);
+    e.calls.report = count(e.update ? kUpdateReportsPerChunk * n
+                                    : std::min(kReportsPerChunk * n + kReportsPerToken * t,
+                                               kReportsPerName * static_cast<double>(names)));
+    Log(LogLevel::kDebug, "plan",
+        fmt::format("estimated from {} chunks, {} tokens, {} names", chunks, tokens, names));
+    const double per_chunk = n > 0 ? t / n : 0;
+    e.prompt_tokens = count(t + kExtractPromptTokens * n +
+                            static_cast<double>(e.calls.glean) * (per_chunk + kGleanPromptTokens) +
+                            static_cast<double>(e.calls.resolve) * kJudgePromptTokens +
+                            static_cast<double>(e.calls.summarize) * kSummaryPromptTokens +
+                            static_cast<double>(e.calls.report) * kReportPromptTokens);
+    e.completion_tokens = count(static_cast<double>(e.calls.Total()) * kCompletionTokens);
   }
-  const auto n = static_cast<double>(chunks);
-  auto times = [n](double ratio) { return static_cast<int64_t>(std::llround(n * ratio)); };
-  e.calls.extract = chunks;
-  e.calls.glean = times(r.glean);
-  e.calls.resolve = times(r.resolve);
-  e.calls.summarize = times(r.summarize);
-  e.calls.report = times(r.report);
-  const auto calls = static_cast<double>(e.calls.Total());
-  const double in = r.prompt_tokens_per_call > 0 ? r.prompt_tokens_per_call
-                                                 : static_cast<double>(c.chunks.size) + 1500;
-  const double out = r.completion_tokens_per_call > 0 ? r.completion_tokens_per_call : 400;
-  e.prompt_tokens = static_cast<int64_t>(std::llround(calls * in));
-  e.completion_tokens = static_cast<int64_t>(std::llround(calls * out));
   if (c.llm.price_input_per_million > 0 || c.llm.price_output_per_million > 0) {
     e.cost = (static_cast<double>(e.prompt_tokens) * c.llm.price_input_per_million +
               static_cast<double>(e.completion_tokens) * c.llm.price_output_per_million) /
@@ -171,8 +245,10 @@ Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
                         store.ChunksNeedingExtraction(extractor));
   const std::set<std::string> pending_set(pending.begin(), pending.end());
 
-  int64_t seen = 0;  // documents read
-  int64_t done = 0;  // documents settled or written, then documents removed
+  int64_t tokens_to_extract = 0;  // tokens of the chunks to extract (for the estimate)
+  NameCounter names;              // the names they hold, roughly (for the estimate)
+  int64_t seen = 0;               // documents read
+  int64_t done = 0;               // documents settled or written, then documents removed
   auto total = [&] {
     return seen + static_cast<int64_t>((reader ? reader->Remaining() : 0) + to_remove.size());
   };
@@ -265,7 +341,11 @@ Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
     std::set<std::string> now;
     for (const auto& ch : chunks) {
       now.insert(ch.id);
-      if (!old.count(ch.id) || pending_set.count(ch.id)) ++plan.chunks_to_extract;
+      if (!old.count(ch.id) || pending_set.count(ch.id)) {
+        ++plan.chunks_to_extract;
+        tokens_to_extract += ch.n_tokens;
+        names.Add(ch.text);
+      }
     }
     if (changed) {
       for (const auto& id : old) plan.chunks_removed += now.count(id) ? 0 : 1;
@@ -375,6 +455,8 @@ Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
       GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(id));
       if (chunk && !reloaded.count(chunk->document_id) && !removed.count(chunk->document_id)) {
         ++plan.chunks_to_extract;
+        tokens_to_extract += chunk->n_tokens;
+        names.Add(chunk->text);
       }
     }
   }
@@ -383,7 +465,8 @@ Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
           ? plan.chunks_to_extract * (1 + std::max<int64_t>(0, c.extraction.gleanings))
           : 0;
   if (extractor.kind == ExtractorKind::kLlm && plan.chunks_to_extract > 0) {
-    GRAG_ASSIGN_OR_RETURN(plan.estimate, EstimateCalls(store, c, plan.chunks_to_extract));
+    GRAG_ASSIGN_OR_RETURN(plan.estimate, EstimateCalls(store, c, plan.chunks_to_extract,
+                                                       tokens_to_extract, names.distinct()));
   }
   if (run == nullptr) return Status::Ok();
 

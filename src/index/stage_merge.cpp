@@ -3,8 +3,10 @@
 #include "stages.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -167,10 +169,10 @@ std::string ResolutionParams(Run& run, const ExtractorId& extractor, const Resol
   const auto& r = run.config().resolution;
   return fmt::format(
       "v1 extractor={}:{} enabled={} weights={}/{} bands={}/{}/{} batch={} block={} "
-      "llm={} embedder={} prompt={}",
+      "judge_share={} llm={} embedder={} prompt={}",
       ExtractorKindName(extractor.kind), extractor.model, r.enabled, r.name_weight,
       r.embedding_weight, r.merge_threshold, r.adjudicate_threshold, r.no_llm_merge_threshold,
-      r.adjudication_batch, r.max_block,
+      r.adjudication_batch, r.max_block, r.max_judge_share,
       run.chat() != nullptr ? run.chat()->model_for(ChatRole::kResolve) : "",
       run.embedder() != nullptr ? run.embedder()->model() : "",
       run.chat() != nullptr ? Sha256Hex(o.adjudication_prompt).substr(0, 16) : "");
@@ -221,11 +223,20 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor,
     std::sort(r.contexts.begin(), r.contexts.end());
     in.entities.push_back(std::move(r));
   }
+  std::unordered_set<uint32_t> fresh_chunks;
   for (auto& r : in.entities) {
     auto it = prior.find(r.key);
     // Placed before, into an entity whose name is still here: settled.
     r.fresh = enabled && (it == prior.end() || !index_of.count(it->second.canonical_key));
     s.resolution_fresh += r.fresh ? 1 : 0;
+    if (r.fresh) fresh_chunks.insert(r.contexts.begin(), r.contexts.end());
+  }
+  // The judge's cap: a share of the extraction calls behind the names resolved now (the chunks
+  // naming them; on a first index, every chunk).
+  ResolveOptions capped = options;
+  if (config.resolution.max_judge_share > 0) {
+    capped.max_judge_calls = static_cast<int64_t>(
+        std::ceil(config.resolution.max_judge_share * static_cast<double>(fresh_chunks.size())));
   }
   for (const auto& l : prior_links) {
     auto a = index_of.find(l.key_a);
@@ -249,7 +260,7 @@ Result<Resolution> ResolveGraph(Run& run, const ExtractorId& extractor,
   }
   if (s.resolution_fresh > 0) run.Progress("resolve", 0, s.resolution_fresh);
 
-  GRAG_ASSIGN_OR_RETURN(ResolveResult rr, ResolveEntities(in, options, run.embedder(), run.chat()));
+  GRAG_ASSIGN_OR_RETURN(ResolveResult rr, ResolveEntities(in, capped, run.embedder(), run.chat()));
   s.resolution_adjudicated += rr.stats.adjudicated;
   s.resolution_llm_calls += rr.stats.llm_calls;
 

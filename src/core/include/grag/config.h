@@ -121,6 +121,10 @@ struct NlpConfig {
 struct ExtractionConfig {
   std::vector<std::string> entity_types = {"organization", "person", "geo", "event"};
   int64_t gleanings = 1;  // extra rounds asking the model what it missed
+  // Gleaning rounds run only for chunks whose first reply found fewer entities and
+  // relationships per token than this share of the run's median (under-extracted chunks);
+  // 0: glean every chunk.
+  double glean_below_yield = 0.75;
   // Stop a run whose first chunks yield no entity while their text holds names, with a diagnosis,
   // instead of spending the budget on an empty graph.
   bool stop_if_empty = true;
@@ -137,6 +141,9 @@ struct ResolutionConfig {
   double no_llm_merge_threshold = 0.9;  // without a chat model: merge at or above
   int64_t adjudication_batch = 25;      // candidate pairs per LLM call
   int64_t max_block = 100;              // a name token shared by more entities is not compared on
+  // The judge's calls at most this share of the run's extraction calls (at least one call);
+  // the pairs beyond are decided by the rules without a judge. 0: no limit.
+  double max_judge_share = 0.05;
 };
 
 // Merged descriptions (grag/merge.h SummarizeOptions).

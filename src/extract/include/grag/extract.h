@@ -42,16 +42,33 @@ struct ChunkExtraction {
   std::string reason;       // why it was skipped
   int gleaning_rounds = 0;  // rounds that ran
   int calls = 0;            // model calls made (cache hits included)
+  int first_calls = 0;      // of them, the extraction call and its retry (not gleaning)
   ParsedExtraction result;
   // The first reply's text as the model sent it (thinking removed), or the error that stood for
   // it: what a diagnosis of an empty extraction shows.
   std::string first_reply;
 };
 
-// Extracts one chunk's text. Thread-safe when `model` is (it is shared by all workers).
-// Only model errors that are not parse failures (network, 4xx...) come back as errors; an
-// unparseable chunk comes back as skipped.
+// Extracts one chunk's text, with options.gleanings rounds of GleanChunk. Thread-safe when
+// `model` is (it is shared by all workers). Only model errors that are not parse failures
+// (network, 4xx...) come back as errors; an unparseable chunk comes back as skipped.
 Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& options,
                                      std::string_view chunk_text);
+
+// Up to options.gleanings rounds asking, in the extraction's conversation, for what `so_far`
+// missed; what they find is merged into so_far.result (calls and gleaning_rounds counted). The
+// model's turn holds what was found compactly (CompactExtraction), not its whole reply. A round
+// that finds nothing new, or whose reply cannot be parsed, ends the gleaning; other model errors
+// come back. Nothing to do for a skipped chunk.
+Status GleanChunk(ChatModel& model, const ExtractorOptions& options, std::string_view chunk_text,
+                  ChunkExtraction& so_far);
+
+// What an extraction found, as gleaning shows it to the model: the JSON format of the prompt
+// with names and types of the entities and the two ends of each relationship, no descriptions.
+std::string CompactExtraction(const ParsedExtraction& found);
+
+// Entities and relationships found per token of the chunk: what tells an under-extracted chunk
+// (one far below the corpus's figure) from a complete one.
+double ExtractionYield(const ParsedExtraction& found, int64_t chunk_tokens);
 
 }  // namespace grag

@@ -103,6 +103,10 @@ struct ResolveOptions {
   size_t embedding_batch = 256;       // descriptions per Embed call
   size_t max_embedding_chars = 2000;  // of each description, for its embedding
   size_t max_fits = 32;               // a short name fitting more entities than this is ambiguous
+  // The judge's calls at most (at least one when any pair is asked). The most similar pairs go
+  // first, then those of the most frequent names; the rest stay apart, as without a judge.
+  // Negative: no limit.
+  int64_t max_judge_calls = -1;
 };
 
 enum class ResolveMethod { kRule, kSimilarity, kLlm, kUser };
@@ -127,13 +131,15 @@ struct ResolveInput {
 };
 
 struct ResolveStats {
-  int64_t fresh = 0;           // entities resolved this run
-  int64_t pairs_compared = 0;  // candidate pairs scored
-  int64_t guarded = 0;         // pairs kept apart by a guard
-  int64_t adjudicated = 0;     // pairs sent to the LLM
-  int64_t llm_calls = 0;       // adjudication calls (cache hits included)
-  int64_t merged = 0;          // new links made this run
-  int64_t embedded = 0;        // descriptions embedded
+  int64_t fresh = 0;              // entities resolved this run
+  int64_t pairs_compared = 0;     // candidate pairs scored
+  int64_t guarded = 0;            // pairs kept apart by a guard
+  int64_t adjudicated = 0;        // pairs sent to the LLM
+  int64_t not_judged_capped = 0;  // pairs beyond max_judge_calls: kept apart unjudged
+  int64_t not_judged_single = 0;  // of them, pairs of two names seen in one chunk each
+  int64_t llm_calls = 0;          // adjudication calls (cache hits included)
+  int64_t merged = 0;             // new links made this run
+  int64_t embedded = 0;           // descriptions embedded
 };
 
 struct ResolveResult {
