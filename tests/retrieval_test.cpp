@@ -397,8 +397,10 @@ TEST(RetrievalUnanchoredTest, AGuessingWalkDoesNotOutvoteTheOtherSignals) {
   for (const auto& s : r->seeds) EXPECT_FALSE(s.by_name || s.by_fact) << s.name_key;
   EXPECT_EQ(r->chunks.at(0).document_id, "zorblax.txt");
   EXPECT_THAT(r->diagnostics, ::testing::Contains(::testing::HasSubstr("unanchored_graph_weight")));
-  // At the anchored weight the guess wins: what the option is for.
+  // At the anchored weight, and without the sentence-window list (which holds the passage
+  // first too), the guess wins: what the option is for.
   o.unanchored_graph_weight = o.graph_weight;
+  o.passage_weight = 0;
   auto guessed = (*retriever)->Retrieve(q, o);
   ASSERT_TRUE(guessed.ok());
   EXPECT_NE(guessed->chunks.at(0).document_id, "zorblax.txt");
@@ -431,6 +433,92 @@ TEST_F(RetrievalIndexTest, EachMethodRanksWithItsOwnSignal) {
   EXPECT_EQ(retriever_->Retrieve(q, bad).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(ParseRetrievalMethod("graph").value(), RetrievalMethod::kGraph);
   EXPECT_FALSE(ParseRetrievalMethod("magic").ok());
+}
+
+// The graph counts in proportion to how specific the question's most specific name is: a name
+// in 2 of the 28 passages anchors the walk, one in all of them leaves the graph the weight of
+// an unanchored walk.
+TEST_F(RetrievalIndexTest, TheGraphCountsByHowSpecificTheQuestionsNamesAre) {
+  RetrievalOptions o;
+  auto named = retriever_->Retrieve("Which country did Shirley Temple serve as ambassador?", o);
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  auto common = retriever_->Retrieve("Which film starred actors in a comedy about parents?", o);
+  ASSERT_TRUE(common.ok()) << common.status().ToString();
+  EXPECT_GT(named->stats.graph_weight, o.unanchored_graph_weight + 1.0);
+  EXPECT_LE(named->stats.graph_weight, o.graph_weight);
+  EXPECT_DOUBLE_EQ(common->stats.graph_weight, o.unanchored_graph_weight);
+  // With the bar at the lowest specificity every name anchors fully: what the setting is for.
+  o.anchored_specificity = o.min_name_specificity;
+  auto full = retriever_->Retrieve("Which country did Shirley Temple serve as ambassador?", o);
+  ASSERT_TRUE(full.ok());
+  EXPECT_DOUBLE_EQ(full->stats.graph_weight, o.graph_weight);
+}
+
+// Long chunks: the one that holds the question's words in one sentence comes before the one
+// that repeats each of them, far apart, more often (BM25's first). Short passages (one or two
+// windows each, the fixture's) leave the window list out.
+TEST(RetrievalWindowsTest, TheChunkThatHoldsTheFactInOnePlaceComesFirst) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "input");
+  const std::vector<std::string> terms = {"lighthouse", "keeper", "painted", "door", "green"};
+  auto filler = [](int doc, int i) {
+    return "On day " + std::to_string(doc * 100 + i) +
+           " the weather in the valley was calm and the river ran slowly past the mill. ";
+  };
+  std::string spread;
+  for (int i = 0; i < 45; ++i) {
+    if (i % 3 == 0) {
+      spread += "Someone spoke of the " + terms[static_cast<size_t>(i / 3) % terms.size()] +
+                " again that evening. ";
+    } else {
+      spread += filler(1, i);
+    }
+  }
+  std::string focused;
+  for (int i = 0; i < 45; ++i) {
+    focused += i == 20 ? "The lighthouse keeper painted the door green. " : filler(2, i);
+  }
+  dir.Write("input/spread.txt", spread);
+  dir.Write("input/focused.txt", focused);
+  for (int d = 3; d < 7; ++d) {
+    std::string text;
+    for (int i = 0; i < 45; ++i) text += filler(d, i);
+    dir.Write("input/filler" + std::to_string(d) + ".txt", text);
+  }
+  Config config;
+  config.root = dir.path().string();
+  auto store = Store::Open(dir / "output/index.db");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  LexicalEmbedder embedder;
+  IndexContext ctx;
+  ctx.store = store->get();
+  ctx.embedder = &embedder;
+  ASSERT_TRUE(RunIndex(config, {}, ctx).ok());
+  auto retriever = Retriever::Open(**store, &embedder);
+  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+  const std::string q = "What colour did the lighthouse keeper paint the door? Green?";
+  RetrievalOptions o;
+  o.method = RetrievalMethod::kBm25;
+  auto bm25 = (*retriever)->Retrieve(q, o);
+  ASSERT_TRUE(bm25.ok()) << bm25.status().ToString();
+  ASSERT_EQ(bm25->chunks.at(0).document_id, "spread.txt");
+  o.method = RetrievalMethod::kHybrid;
+  auto hybrid = (*retriever)->Retrieve(q, o);
+  ASSERT_TRUE(hybrid.ok()) << hybrid.status().ToString();
+  EXPECT_GT(hybrid->stats.window_weight, 0);
+  EXPECT_EQ(hybrid->chunks.at(0).document_id, "focused.txt");
+  // Without the window list the repeated words win.
+  o.passage_weight = 0;
+  auto without = (*retriever)->Retrieve(q, o);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->stats.window_weight, 0);
+  EXPECT_EQ(without->chunks.at(0).document_id, "spread.txt");
+}
+
+TEST_F(RetrievalIndexTest, ShortPassagesLeaveTheWindowListOut) {
+  auto r = retriever_->Retrieve("Who played Corliss Archer on the radio?", RetrievalOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stats.window_weight, 0);
 }
 
 }  // namespace

@@ -361,10 +361,24 @@ std::vector<Setting> Settings(Config& c) {
        "The graph signal's weight when no entity of the question is found by name or in the best "
        "passages (the walk then only guesses)",
        &c.search.unanchored_graph_weight},
+      {"search.anchored_specificity", "",
+       "Hybrid: the graph gets search.graph_weight when the question names something at least "
+       "this specific (0-1; a name in few chunks is specific), search.unanchored_graph_weight at "
+       "search.min_name_specificity or less, and in proportion between: a walk from a name that "
+       "is everywhere in the corpus wanders",
+       &c.search.anchored_specificity},
       {"search.lexical_vector_weight", "",
        "Fusion weight of the vector signal with the built-in lexical embedder (another keyword "
        "signal)",
        &c.search.lexical_vector_weight},
+      {"search.passage_weight", "",
+       "Hybrid: fusion weight of the sentence-window list, the signals' best chunks ranked again "
+       "by their best few sentences (the specific question words a window holds); on long "
+       "documents it tells the chunk that holds the fact from one that spreads the words; 0: off",
+       &c.search.passage_weight},
+      {"search.passage_window_sentences", "",
+       "Hybrid: sentences per window of the sentence-window list (search.passage_weight)",
+       &c.search.passage_window_sentences},
       {"search.damping", "", "Graph signal: probability that the walk takes one more step",
        &c.search.damping},
       {"search.fact_seed_share", "",
@@ -852,17 +866,21 @@ Status ValidateConfig(const Config& c) {
     return Status::InvalidArgument("search.damping must be between 0 and 1");
   if (c.search.rrf_k < 0 || c.search.vector_weight < 0 || c.search.bm25_weight < 0 ||
       c.search.graph_weight < 0 || c.search.unanchored_graph_weight < 0 ||
-      c.search.lexical_vector_weight < 0)
+      c.search.lexical_vector_weight < 0 || c.search.passage_weight < 0)
     return Status::InvalidArgument("search.rrf_k and the search weights must not be negative");
+  if (c.search.passage_window_sentences < 1 || c.search.passage_window_sentences > 20)
+    return Status::InvalidArgument("search.passage_window_sentences must be between 1 and 20");
   if (c.search.fact_seed_share < 0 || c.search.passage_seed_share < 0 ||
       c.search.fact_seed_share + c.search.passage_seed_share > 1)
     return Status::InvalidArgument(
         "search.fact_seed_share and search.passage_seed_share must be at least 0 and sum to at "
         "most 1");
   if (c.search.titled_chunk_share < 0 || c.search.titled_chunk_share > 1 ||
-      c.search.min_name_specificity < 0 || c.search.min_name_specificity > 1)
+      c.search.min_name_specificity < 0 || c.search.min_name_specificity > 1 ||
+      c.search.anchored_specificity < 0 || c.search.anchored_specificity > 1)
     return Status::InvalidArgument(
-        "search.titled_chunk_share and search.min_name_specificity must be between 0 and 1");
+        "search.titled_chunk_share, search.min_name_specificity and search.anchored_specificity "
+        "must be between 0 and 1");
   if (c.search.context_budget_tokens < 100)
     return Status::InvalidArgument("search.context_budget_tokens must be at least 100");
   if (c.rerank.top_n < 1) return Status::InvalidArgument("rerank.top_n must be at least 1");

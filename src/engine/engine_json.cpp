@@ -178,6 +178,8 @@ json StatsObject(const RetrievalStats& s) {
           {"used_embeddings", s.used_embeddings},
           {"lexical_embeddings", s.lexical_embeddings},
           {"reranked", s.reranked},
+          {"graph_weight", s.graph_weight},
+          {"window_weight", s.window_weight},
           {"total_ms", static_cast<double>(s.total_time.count()) / 1000}};
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <future>
 #include <limits>
@@ -32,6 +33,26 @@ constexpr std::string_view kLog = "search";
 // Single-word names shorter than this match only when the question spells them with the same
 // case as the entity: "US" must not be found in "tell us".
 constexpr size_t kShortNameBytes = 4;
+
+// Byte classes of the sentence-window scan: letters, digits and every byte of a UTF-8
+// sequence are word bytes; ASCII letters lower-cased.
+constexpr std::array<bool, 256> kWordByte = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80;
+  }
+  return t;
+}();
+constexpr std::array<unsigned char, 256> kLower = [] {
+  std::array<unsigned char, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    t[c] = static_cast<unsigned char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  return t;
+}();
+
+// The sentence-window list: words without a sentence end count as a sentence this long.
+constexpr size_t kWindowSentenceWords = 40;
 
 std::chrono::microseconds Since(SteadyClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t);
@@ -104,6 +125,14 @@ Status CheckOptions(const RetrievalOptions& o) {
     return bad("fact_seed_share must be >= 0 and, with passage_seed_share, at most 1");
   }
   if (o.fact_sentences < 0) return bad("fact_sentences must not be negative");
+  if (!(o.passage_weight >= 0) || !std::isfinite(o.passage_weight)) {
+    return bad("passage_weight must be finite and >= 0");
+  }
+  if (o.passage_window_sentences < 1) return bad("passage_window_sentences must be at least 1");
+  if (o.passage_pool < 0) return bad("passage_pool must not be negative");
+  if (!(o.anchored_specificity >= 0 && o.anchored_specificity <= 1)) {
+    return bad("anchored_specificity must be within [0, 1]");
+  }
   if (o.max_embedding_seeds < 0 || o.passage_seeds < 0 || o.max_name_words < 0) {
     return bad("seed counts must not be negative");
   }
@@ -318,6 +347,14 @@ struct Retriever::Impl {
   Result<std::optional<int64_t>> EntityOfKey(const std::string& key) const;
   Result<std::vector<SeedEntity>> NamedSeeds(std::string_view question,
                                              const RetrievalOptions& o) const;
+  // The sentence-window list (RetrievalTuning::passage_weight): `pool` ranked by their best
+  // window of sentences.
+  struct Windows {
+    std::vector<std::string> ranking;  // the chunks that hold a question word, best first
+    double windows_per_chunk = 0;      // the pool's sentences per window, on average
+  };
+  Result<Windows> WindowRanking(std::string_view question, const std::vector<std::string>& pool,
+                                const RetrievalOptions& o) const;
   // Fact seeds from the best passages' sentences (RetrievalOptions::fact_seed_share).
   Result<std::vector<SeedEntity>> FactSeeds(const GraphData& g, std::string_view question,
                                             const std::vector<std::string>& passages,
@@ -569,6 +606,154 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(const GraphData& g,
   std::sort(out.begin(), out.end(), [](const SeedEntity& a, const SeedEntity& b) {
     return a.weight != b.weight ? a.weight > b.weight : a.entity_id < b.entity_id;
   });
+  return out;
+}
+
+Result<Retriever::Impl::Windows> Retriever::Impl::WindowRanking(
+    std::string_view question, const std::vector<std::string>& pool,
+    const RetrievalOptions& o) const {
+  Windows out;
+  if (pool.empty()) return out;
+  // The question's content words, each weighted by its specificity (normalised IDF); words in
+  // more than half of the chunks are left out, as the BM25 signal leaves them out.
+  std::vector<std::string> words;
+  {
+    std::unordered_set<std::string> seen;
+    for (auto& w : Words(question)) {
+      if (IsNonContentWord(w) || !seen.insert(w).second) continue;
+      words.push_back(std::move(w));
+    }
+  }
+  if (words.empty()) return out;
+  GRAG_ASSIGN_OR_RETURN(auto specs, WordSpecificities(words));
+  std::unordered_map<std::string, double> weight;  // stem -> weight
+  for (size_t k = 0; k < words.size(); ++k) {
+    if (specs[k].second <= 0 || 2 * specs[k].second > std::max<int64_t>(total_chunks, 1)) continue;
+    double& w = weight[Stem(words[k])];
+    w = std::max(w, specs[k].first);
+  }
+  if (weight.empty()) return out;
+  const auto window = static_cast<size_t>(o.passage_window_sentences);
+  std::vector<std::pair<double, size_t>> scored;  // best window, position in the pool
+  std::vector<std::string> keys;
+  std::vector<double> term_weight;
+  for (const auto& [k, w] : weight) {
+    keys.push_back(k);
+    term_weight.push_back(w);
+  }
+  std::vector<std::vector<uint32_t>> held;  // by sentence: the terms it holds
+  std::vector<double> window_score;
+  size_t sentences = 0;  // in the chunks read
+  size_t read = 0;
+  std::vector<uint32_t> count(keys.size());
+  std::array<bool, 256> first_letter{};
+  for (const auto& k : keys) first_letter[static_cast<unsigned char>(k[0])] = true;
+  std::string word;
+  // The term a word of the text stems to, if any. Most words share no first letters with any
+  // term and are not stemmed at all: a chunk is read in one pass, without the sentence
+  // splitter's and the normaliser's allocations.
+  auto match = [&](std::string w, std::vector<uint32_t>& into) {
+    for (uint32_t i = 0; i < keys.size(); ++i) {
+      const size_t n = std::min<size_t>(3, keys[i].size());
+      if (w.size() < n || w.compare(0, n, keys[i], 0, n) != 0) continue;
+      const std::string stem = Stem(w);
+      for (uint32_t j = i; j < keys.size(); ++j) {
+        if (keys[j] == stem && std::find(into.begin(), into.end(), j) == into.end()) {
+          into.push_back(j);
+        }
+      }
+      return;
+    }
+  };
+  for (size_t p = 0; p < pool.size(); ++p) {
+    GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(pool[p]));
+    if (!chunk) continue;
+    const std::string& text = chunk->text;
+    held.assign(1, {});
+    bool ascii = true;
+    size_t sentence_words = 0;  // words of the sentence being read
+    // A run of words without a sentence end (a table of contents, a list, a transcript
+    // without stops) counts as a sentence every kWindowSentenceWords words, so that a window
+    // stays a few sentences' worth of text.
+    auto count_word = [&] {
+      if (++sentence_words >= kWindowSentenceWords) {
+        held.emplace_back();
+        sentence_words = 0;
+      }
+    };
+    auto end_word = [&] {
+      if (word.empty()) return;
+      if (ascii) {
+        match(word, held.back());
+      } else {
+        for (auto& w : Words(word)) match(std::move(w), held.back());
+      }
+      word.clear();
+      ascii = true;
+      count_word();
+    };
+    for (size_t i = 0; i < text.size(); ++i) {
+      const auto ch = static_cast<unsigned char>(text[i]);
+      if (kWordByte[ch]) {
+        if (word.empty() && ch < 0x80 && !first_letter[kLower[ch]]) {
+          // No term starts with this letter: the word is skipped unread.
+          while (i + 1 < text.size() && kWordByte[static_cast<unsigned char>(text[i + 1])]) ++i;
+          count_word();
+          continue;
+        }
+        word += static_cast<char>(kLower[ch]);
+        ascii = ascii && ch < 0x80;
+        continue;
+      }
+      end_word();
+      const bool next_space = i + 1 < text.size() && (text[i + 1] == ' ' || text[i + 1] == '\n' ||
+                                                      text[i + 1] == '\t' || text[i + 1] == '\r');
+      if (((ch == '.' || ch == '!' || ch == '?') && next_space) ||
+          (ch == '\n' && i + 1 < text.size() && text[i + 1] == '\n')) {
+        if (sentence_words > 0) held.emplace_back();
+        sentence_words = 0;
+      }
+    }
+    end_word();
+    // A sliding window of `window` sentences: the distinct question words it holds, weighted.
+    std::fill(count.begin(), count.end(), 0);
+    double current = 0;
+    window_score.clear();  // by the window's last sentence
+    for (size_t i = 0; i < held.size(); ++i) {
+      for (uint32_t t : held[i]) {
+        if (count[t]++ == 0) current += term_weight[t];
+      }
+      if (i >= window) {
+        for (uint32_t t : held[i - window]) {
+          if (--count[t] == 0) current -= term_weight[t];
+        }
+      }
+      window_score.push_back(current);
+    }
+    size_t at = 0;
+    for (size_t i = 1; i < window_score.size(); ++i) {
+      if (window_score[i] > window_score[at]) at = i;
+    }
+    // A chunk's score: its best window and its best window apart from that one (an answer
+    // often takes two places of a passage: the definition, then the detail asked for).
+    double best = window_score.empty() ? 0.0 : window_score[at];
+    double second = 0;
+    for (size_t i = 0; i < window_score.size(); ++i) {
+      if (i + window <= at || i >= at + window) second = std::max(second, window_score[i]);
+    }
+    best += second;
+    if (best > 0) scored.emplace_back(best, p);
+    sentences += held.size();
+    ++read;
+  }
+  if (read > 0) {
+    out.windows_per_chunk =
+        static_cast<double>(sentences) / static_cast<double>(read) / static_cast<double>(window);
+  }
+  // Ties keep the pool's order (the first fusion's).
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first + 1e-12; });
+  for (const auto& [score, p] : scored) out.ranking.push_back(pool[p]);
   return out;
 }
 
@@ -891,12 +1076,55 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
             "no entity of the question was found by name or in the best passages: the graph "
             "signal counts less (search.unanchored_graph_weight)");
       }
-      ranked =
-          ReciprocalRankFusion({lists[0], lists[1], lists[2]},
-                               {lexical ? o.lexical_vector_weight : o.vector_weight, o.bm25_weight,
-                                graph_anchored ? o.graph_weight : o.unanchored_graph_weight},
-                               o.rrf_k);
-      break;
+      {
+        // The graph counts by how well its walk is anchored: the most specific name the
+        // question says (RetrievalTuning::anchored_specificity).
+        double anchor = 0;
+        for (const auto& s : named) anchor = std::max(anchor, s.specificity);
+        const double low = o.min_name_specificity;
+        const double high = std::max(o.anchored_specificity, low);
+        const double ramp =
+            high > low ? std::clamp((anchor - low) / (high - low), 0.0, 1.0) : anchor >= high;
+        const double graph_weight =
+            graph_anchored
+                ? o.unanchored_graph_weight + (o.graph_weight - o.unanchored_graph_weight) * ramp
+                : o.unanchored_graph_weight;
+        const std::vector<double> weights = {lexical ? o.lexical_vector_weight : o.vector_weight,
+                                             o.bm25_weight, graph_weight};
+        ranked = ReciprocalRankFusion({lists[0], lists[1], lists[2]}, weights, o.rrf_k);
+        stats.graph_weight = graph_weight;
+        if (o.passage_weight > 0 && o.passage_pool > 0 && !ranked.empty()) {
+          // The signals' best chunks, in the first fusion's order, ranked again by their best
+          // window of sentences, and that ranking fused in.
+          std::vector<std::string> pool;
+          std::unordered_set<std::string> in_pool;
+          const auto per = static_cast<size_t>(o.passage_pool);
+          for (const auto& list : lists) {
+            for (size_t r = 0; r < list.size() && r < per; ++r) in_pool.insert(list[r]);
+          }
+          for (const auto& [id, score] : ranked) {
+            if (in_pool.count(id)) pool.push_back(id);
+          }
+          const auto wt = SteadyClock::now();
+          GRAG_ASSIGN_OR_RETURN(Impl::Windows windows, im.WindowRanking(question, pool, o));
+          // A chunk of two windows or fewer is ranked by its words as well as by its windows
+          // (BM25 already does that); the window list counts in full from eight windows on.
+          const double long_units = std::clamp((windows.windows_per_chunk - 2.0) / 6.0, 0.0, 1.0);
+          Log(LogLevel::kDebug, kLog,
+              fmt::format("sentence windows: {} chunks in {} us, {:.1f} windows a chunk; graph "
+                          "weight {:.2f} (anchor {:.2f})",
+                          pool.size(), Since(wt).count(), windows.windows_per_chunk, graph_weight,
+                          anchor));
+          if (long_units > 0) {
+            std::vector<double> with = weights;
+            with.push_back(o.passage_weight * long_units);
+            stats.window_weight = with.back();
+            ranked = ReciprocalRankFusion({lists[0], lists[1], lists[2], windows.ranking}, with,
+                                          o.rrf_k);
+          }
+        }
+        break;
+      }
   }
   if (o.method == RetrievalMethod::kVector && lists[0].empty()) {
     result.diagnostics.push_back(

@@ -7,6 +7,8 @@
 // it.
 #pragma once
 
+#include <cstdint>
+
 namespace grag {
 
 struct RetrievalTuning {
@@ -27,9 +29,31 @@ struct RetrievalTuning {
   // the passages themselves. The walk then guesses; at 6 a guess from one loosely similar
   // description outranked the only passage both BM25 and vector put first.
   double unanchored_graph_weight = 1.0;
+  // Between the two, the graph counts by how specific the most specific name the question says
+  // is (its specificity, below): at min_name_specificity or less it gets
+  // unanchored_graph_weight, at this or more graph_weight, in between in proportion. A walk
+  // from "Shirley Temple" (in 2 of 994 passages: 0.87) knows where it goes; one from "Scrooge"
+  // (in most of a novel's 42 chunks: 0.04) or "skin cancer" (in 21 of a medical book's 199:
+  // 0.42) wanders, and there BM25's and the sentence windows' ranking is the better guide. 0.8,
+  // tuned with passage_weight on the even questions of bench/eval_shapes.py's sets (0.9 gave the
+  // same figures, 0.6 one point less on the medical book at BM25's characters).
+  double anchored_specificity = 0.8;
   // With the built-in lexical embedder the vector signal is a second keyword signal: it gets
   // this weight instead of vector_weight.
   double lexical_vector_weight = 0.5;
+  // Hybrid's sentence-window list: the best candidates of the three signals (passage_pool of
+  // each) ranked again by their two best windows of passage_window_sentences sentences, each
+  // window scored by the distinct question words it holds, weighted by their specificity. A
+  // chunk of 1,200 tokens is one BM25 unit, so a chunk that spreads the question's words over
+  // unrelated scenes ranks beside one that holds them in one place, the fact; the windows tell
+  // them apart. It counts in full when the candidates' chunks hold eight windows or more and
+  // not at all at two or fewer (short passages: BM25 already ranks them by their words). 12,
+  // tuned on the even questions of the medical and novel sets (bench/eval_shapes.py): evidence
+  // recall@5 +3 points on the medical book's, where 6 gave +0.5 and 24 the same as 12. 0: off.
+  double passage_weight = 12.0;
+  // Sentences per window (passage_weight); words without a sentence end count as a sentence
+  // every 40 words.
+  int64_t passage_window_sentences = 3;
 
   // ---- graph signal (personalised PageRank over entities and chunks)
   // Probability that the walk takes one more step (HippoRAG 2's 0.5).

@@ -70,6 +70,9 @@ struct RetrievalOptions : RetrievalTuning {
   // The best passages of each of the vector and BM25 signals that seed the walk
   // (RetrievalTuning::passage_seed_share).
   int passage_seeds = 5;
+  // The sentence-window list (RetrievalTuning::passage_weight) ranks this many of each
+  // signal's best chunks; the chunks' texts are read for it.
+  int passage_pool = 20;
   // Sentences per passage that may seed facts (RetrievalTuning::fact_seed_share).
   int fact_sentences = 2;
   // Longest entity name, in words, looked for in the question ("Flute Sonata in C major, BWV
@@ -130,6 +133,11 @@ struct RetrievalStats {
   bool lexical_embeddings = false;
   bool reranked = false;
   std::chrono::microseconds rerank_time{0};
+  // Hybrid: the graph's weight in the fusion, by how well the question anchors the walk
+  // (RetrievalTuning::anchored_specificity), and the sentence-window list's (passage_weight, by
+  // how many windows the candidates' chunks hold; 0: not used).
+  double graph_weight = 0;
+  double window_weight = 0;
 };
 
 struct RetrievalResult {
