@@ -675,7 +675,7 @@ void CountMentions(Store& store, Outcome& o) {
   auto r = store.RunReadOnlySql(
       "SELECT (SELECT count(*) FROM main.entity_mentions), (SELECT count(*) FROM "
       "main.relationship_mentions)",
-      1);
+      1, std::chrono::milliseconds(0));
   if (r.ok() && !r->rows.empty()) {
     o.mentions = r->rows[0][0].integer;
     o.relationship_mentions = r->rows[0][1].integer;
