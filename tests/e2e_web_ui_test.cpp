@@ -70,6 +70,21 @@ std::string Chromium(std::string& why_not) {
   return path;
 }
 
+// The book, indexed without a model, as a project at `root`: "" when done, else why not.
+std::string MakeBookProject(const std::string& grag, const std::string& root) {
+  return testing::MakeNoLlmProject(
+      grag, root, std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt");
+}
+
+// tests/tools/`tool` under node (the pinned npm packages), driving chromium at `base`; it prints
+// one JSON object.
+testing::CommandResult RunBrowserTool(const std::string& tool, const std::string& base,
+                                      const std::string& chromium) {
+  return RunCommand("NODE_PATH=" + ShellQuote(NodeModules()) + " node " +
+                    ShellQuote(std::string(GRAG_SOURCE_DIR) + "/tests/tools/" + tool) + " " +
+                    ShellQuote(base) + " " + ShellQuote(chromium));
+}
+
 TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
   std::string why_not;
   const std::string chromium_path = Chromium(why_not);
@@ -79,10 +94,7 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
   TempDir dir;
   const std::string root = dir / "carol";
   const std::string grag = ShellQuote(GRAG_BINARY);
-  ASSERT_EQ(
-      testing::MakeNoLlmProject(
-          grag, root, std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt"),
-      "");
+  ASSERT_EQ(MakeBookProject(grag, root), "");
 
   ServerProcess serve;
   ASSERT_TRUE(serve.Start(grag + " --root " + ShellQuote(root) +
@@ -202,18 +214,12 @@ TEST(E2eWebUiTest, APageOnAnotherOriginCannotWriteThroughTheBrowser) {
   TempDir dir;
   const std::string root = dir / "carol";
   const std::string grag = ShellQuote(GRAG_BINARY);
-  ASSERT_EQ(
-      testing::MakeNoLlmProject(
-          grag, root, std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt"),
-      "");
+  ASSERT_EQ(MakeBookProject(grag, root), "");
   ServerProcess serve;  // no API keys: the default
   ASSERT_TRUE(serve.Start(grag + " --root " + ShellQuote(root) + " --no-llm serve --port 0"))
       << serve.log();
   const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
-  auto run =
-      RunCommand("NODE_PATH=" + ShellQuote(NodeModules()) + " node " +
-                 ShellQuote(std::string(GRAG_SOURCE_DIR) + "/tests/tools/cross_origin_browser.js") +
-                 " " + ShellQuote(base) + " " + ShellQuote(chromium_path));
+  auto run = RunBrowserTool("cross_origin_browser.js", base, chromium_path);
   json out = json::parse(run.out, nullptr, false);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   ASSERT_TRUE(out.is_object()) << run.out;
@@ -242,18 +248,12 @@ TEST(E2eWebUiTest, TheApiReferenceRendersEveryRouteAndTriesOne) {
   TempDir dir;
   const std::string root = dir / "carol";
   const std::string grag = ShellQuote(GRAG_BINARY);
-  ASSERT_EQ(
-      testing::MakeNoLlmProject(
-          grag, root, std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt"),
-      "");
+  ASSERT_EQ(MakeBookProject(grag, root), "");
   ServerProcess serve;
   ASSERT_TRUE(serve.Start(grag + " --root " + ShellQuote(root) + " --no-llm serve --port 0"))
       << serve.log();
   const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
-  auto run =
-      RunCommand("NODE_PATH=" + ShellQuote(NodeModules()) + " node " +
-                 ShellQuote(std::string(GRAG_SOURCE_DIR) + "/tests/tools/api_docs_browser.js") +
-                 " " + ShellQuote(base) + " " + ShellQuote(chromium_path));
+  auto run = RunBrowserTool("api_docs_browser.js", base, chromium_path);
   json out = json::parse(run.out, nullptr, false);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   ASSERT_TRUE(out.is_object()) << run.out;

@@ -216,9 +216,10 @@ Result<ParsedExtraction> ParseExtractionReply(std::string_view reply) {
   return out;
 }
 
-Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& options,
-                                     std::string_view chunk_text) {
-  ChunkExtraction out;
+namespace {
+
+// The extraction prompt for `chunk_text`, as the first turn of extraction and of gleaning.
+ChatRequest ExtractionRequest(const ExtractorOptions& options, std::string_view chunk_text) {
   ChatRequest req;
   req.messages.push_back(
       {"user", FillPrompt(options.prompt, {{"entity_types", JoinTypes(options.entity_types)},
@@ -227,6 +228,15 @@ Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& o
   req.json_mode = options.json_mode;
   req.json_schema = std::string(kExtractionSchema);
   req.max_tokens = options.max_tokens;
+  return req;
+}
+
+}  // namespace
+
+Result<ChunkExtraction> ExtractChunk(ChatModel& model, const ExtractorOptions& options,
+                                     std::string_view chunk_text) {
+  ChunkExtraction out;
+  ChatRequest req = ExtractionRequest(options, chunk_text);
   std::string rejected;  // the last reply the validator refused (the call is synchronous)
   // The last reply the validator accepted, parsed: a reply is parsed once, not again after the
   // call (a cached reply is not validated, and is parsed after it).
@@ -301,14 +311,7 @@ double ExtractionYield(const ParsedExtraction& found, int64_t chunk_tokens) {
 Status GleanChunk(ChatModel& model, const ExtractorOptions& options, std::string_view chunk_text,
                   ChunkExtraction& so_far) {
   if (so_far.skipped) return Status::Ok();
-  ChatRequest req;
-  req.messages.push_back(
-      {"user", FillPrompt(options.prompt, {{"entity_types", JoinTypes(options.entity_types)},
-                                           {"chunk", std::string(chunk_text)}})});
-  req.role = ChatRole::kExtract;
-  req.json_mode = options.json_mode;
-  req.json_schema = std::string(kExtractionSchema);
-  req.max_tokens = options.max_tokens;
+  ChatRequest req = ExtractionRequest(options, chunk_text);
   req.validator = [](const std::string& content) {
     Result<ParsedExtraction> parsed = ParseExtractionReply(content);
     return parsed.ok() ? Status::Ok() : parsed.status();

@@ -302,12 +302,8 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
     // Without selective gleaning the chunk is done (gleaned as configured): it is committed
     // now, not with its window.
     if (glean_below <= 0) return finish(i, slot);
-    // The run's spend so far goes with the replies committed in the same window, so that a run
-    // killed before this chunk's window is decided still counts what it spent.
-    return run.store().WriteDeferred([&run]() -> Status {
-      run.FlushUsage();
-      return Status::Ok();
-    });
+    // Waits for its window; its reply's spend is in the run's record already (Run::RecordSpend).
+    return Status::Ok();
   };
   const size_t concurrency = static_cast<size_t>(LlmConcurrency(c));
   // A model that extracts nothing (a reasoning model's thoughts parsed as its answer, a prompt
