@@ -2,6 +2,8 @@
 // import files.
 #include "grag/export.h"
 
+#include "grag/utf8_sequence.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -415,67 +417,6 @@ Status WriteFile(const std::filesystem::path& path, const std::string& content) 
   return Status::Ok();
 }
 
-void AppendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// Decodes the UTF-8 sequence at s[i]; advances i. nullopt for an invalid sequence (i moves one
-// byte on).
-std::optional<uint32_t> NextCodePoint(std::string_view s, size_t& i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  int len = 0;
-  uint32_t cp = 0;
-  if (b0 < 0x80) {
-    ++i;
-    return b0;
-  } else if ((b0 & 0xE0) == 0xC0) {
-    len = 2;
-    cp = b0 & 0x1F;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    len = 3;
-    cp = b0 & 0x0F;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    len = 4;
-    cp = b0 & 0x07;
-  } else {
-    ++i;
-    return std::nullopt;
-  }
-  if (i + static_cast<size_t>(len) > s.size()) {
-    ++i;
-    return std::nullopt;
-  }
-  for (int k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-    if ((b & 0xC0) != 0x80) {
-      ++i;
-      return std::nullopt;
-    }
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    ++i;
-    return std::nullopt;
-  }
-  i += static_cast<size_t>(len);
-  return cp;
-}
-
 }  // namespace
 
 std::string_view ExportFormatName(ExportFormat format) {
@@ -515,15 +456,24 @@ std::string CsvField(std::string_view text) {
 }
 
 std::string XmlEscape(std::string_view text) {
+  // Well-formed UTF-8 sequences are copied as they are (no decode and re-encode); a byte that
+  // starts none is dropped, as are the characters XML 1.0 does not allow.
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
   while (i < text.size()) {
-    std::optional<uint32_t> cp = NextCodePoint(text, i);
-    if (!cp) continue;
-    const uint32_t c = *cp;
+    const unsigned char c = bytes[i];
+    if (c >= 0x80) {
+      const size_t len = Utf8SequenceLength(bytes, i, text.size());
+      // U+FFFE and U+FFFF (EF BF BE, EF BF BF) are not XML characters.
+      const bool non_char = len == 3 && c == 0xEF && bytes[i + 1] == 0xBF && bytes[i + 2] >= 0xBE;
+      if (len != 0 && !non_char) out.append(text.substr(i, len));
+      i += len == 0 ? 1 : len;
+      continue;
+    }
+    ++i;
     if (c < 0x20 && c != 0x9 && c != 0xA && c != 0xD) continue;
-    if (c == 0xFFFE || c == 0xFFFF) continue;
     switch (c) {
       case '&':
         out += "&amp;";
@@ -544,7 +494,7 @@ std::string XmlEscape(std::string_view text) {
         out += "&#13;";
         break;  // a literal CR would be normalised away by parsers
       default:
-        AppendUtf8(out, c);
+        out += static_cast<char>(c);
     }
   }
   return out;
