@@ -5,7 +5,7 @@ BUILD ?= build
 # The demo and benchmarks: optimised.
 RELEASE ?= build-release
 
-.PHONY: setup build release demo-build test demo bench install package format format-check clean
+.PHONY: setup build release demo-build test demo bench install package docs format format-check clean
 # Where `make install` puts grag (bin/, share/man/, share/*completion*/).
 PREFIX ?= /usr/local
 
@@ -46,6 +46,10 @@ demo: demo-build
 
 bench: release
 	bash scripts/bench.sh $(RELEASE)
+
+# The generated parts of docs/ (the settings list in docs/configuration.md), from the binary.
+docs: demo-build
+	bash scripts/gen_docs.sh $(RELEASE)/grag
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

@@ -11,7 +11,15 @@ Command AddConfigCommand(CLI::App& app, GlobalOptions& g) {
       "config", "Show every setting's value in force (defaults < grag.toml < environment < --set)");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print as JSON");
-  return {cmd, [json, &g]() {
+  auto reference = std::make_shared<bool>(false);
+  cmd->add_flag("--reference", *reference,
+                "Print every setting with its built-in default, environment variable and help "
+                "as Markdown (the generated part of docs/configuration.md), and stop");
+  return {cmd, [json, reference, &g]() {
+            if (*reference) {
+              std::cout << RenderSettingsReference();
+              return kExitOk;
+            }
             auto config = LoadProjectConfig(g);
             if (!config.ok()) return Fail(config.status());
             auto settings = ListSettings(*config);

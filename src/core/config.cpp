@@ -1091,4 +1091,36 @@ std::string RenderConfigFile(const Config& config) {
   return out;
 }
 
+std::string RenderSettingsReference() {
+  const Config defaults;
+  auto cell = [](std::string text) {
+    std::string out;
+    for (char ch : text) {
+      if (ch == '|') {
+        out += "\\|";
+      } else if (ch == '\n') {
+        out += ' ';
+      } else {
+        out += ch;
+      }
+    }
+    return out;
+  };
+  std::string out;
+  std::string section = "\x01";
+  for (const auto& s : ListSettings(defaults)) {
+    const auto dot = s.key.find('.');
+    const std::string sec = dot == std::string::npos ? "" : s.key.substr(0, dot);
+    if (sec != section) {
+      out += section == "\x01" ? "" : "\n";
+      out += sec.empty() ? "### Top level\n\n" : "### `[" + sec + "]`\n\n";
+      out += "| setting | default | env | meaning |\n|---|---|---|---|\n";
+      section = sec;
+    }
+    out += "| `" + s.key + "` | `" + cell(s.value_text) + "` | " +
+           (s.env.empty() ? "" : "`" + s.env + "`") + " | " + cell(s.help) + " |\n";
+  }
+  return out;
+}
+
 }  // namespace grag

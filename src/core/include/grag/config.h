@@ -311,4 +311,8 @@ Result<Config> LoadConfig(const std::string& root, const std::string& config_fil
 // The config file `grag init` writes: every setting, commented with its help and default.
 std::string RenderConfigFile(const Config& config);
 
+// Every setting with its built-in default, environment variable and help, as Markdown tables
+// by section: the generated part of docs/configuration.md (`grag config --reference`).
+std::string RenderSettingsReference();
+
 }  // namespace grag
