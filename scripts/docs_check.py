@@ -98,11 +98,25 @@ def command_lines(page):
             yield no, text
 
 
+def inline_commands(page):
+    """(line number, text) of each `grag ...` inline code span outside code blocks, with the
+    synopsis brackets and bars of docs/commands.md's table taken out."""
+    fenced = False
+    for no, line in enumerate(open(os.path.join(ROOT, page), encoding="utf-8"), 1):
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        for span in re.findall(r"`(grag [^`]+)`", line):
+            yield no, re.sub(r"[\[\]]|\\\||\|", " ", span)
+
+
 def check_commands(grag, page, errors):
     top = help_text(grag, [])
     commands = set(re.findall(r"^\s{2}([a-z][\w-]*)\s", top, re.M))
     global_flags = set(re.findall(r"(--[a-z][\w-]*)", top))
-    for no, text in command_lines(page):
+    for no, text in list(command_lines(page)) + list(inline_commands(page)):
         text = text.split("#", 1)[0]
         for sep in ("|", "&&", ";", ">", "<", "&"):
             text = text.split(sep, 1)[0]
@@ -120,6 +134,8 @@ def check_commands(grag, page, errors):
         if not words or words[0] in ("--help", "--version"):
             continue
         cmd = words[0]
+        if cmd not in commands and re.match(r"^[a-z][\w-]*$", cmd) and help_text(grag, [cmd]):
+            commands.add(cmd)  # a hidden command (grag manpage)
         if cmd not in commands:
             if re.match(r"^[a-z][\w-]*$", cmd):
                 errors.append(f"{page}:{no}: `grag {cmd}`: no such command")
