@@ -3,8 +3,9 @@
 
 - Every relative link ([text](path) or [text](path#anchor)) names a file or folder that exists,
   and an anchor names a heading of that page (GitHub's slugs).
-- Every `grag <command> ...` line of a shell code block names a command the binary has, and
-  each --flag on it is one that command (or the global options) takes.
+- Every `grag <command> ...` line of a shell code block (or inline code span) names a command
+  the binary has, and each --flag on it is one that command (or the global options) takes.
+- docs/cli.md is what `grag manpage --markdown` writes (`make docs` regenerates it).
 
 Usage: scripts/docs_check.py [path/to/grag]   (without a binary only the links are checked)
 """
@@ -167,6 +168,12 @@ def main():
             check_links(page, errors)
             if grag:
                 check_commands(grag, page, errors)
+    if grag:
+        cli = subprocess.run([grag, "manpage", "--markdown"], capture_output=True, text=True)
+        path = os.path.join(ROOT, "docs", "cli.md")
+        have = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+        if cli.returncode != 0 or cli.stdout != have:
+            errors.append("docs/cli.md is not what `grag manpage --markdown` writes: run `make docs`")
     for e in errors:
         print(e, file=sys.stderr)
     if errors:

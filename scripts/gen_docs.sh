@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Rewrites the generated parts of docs/ from the binary: the list of every setting in
-# docs/configuration.md (`grag config --reference`). tests/config_test.cpp fails when the page
-# and the settings table differ. Usage: scripts/gen_docs.sh [path/to/grag]
+# Rewrites the generated parts of docs/ from the binary: the CLI reference docs/cli.md
+# (`grag manpage --markdown`) and the list of every setting in docs/configuration.md
+# (`grag config --reference`). The docs_check and config_test tests fail when they differ.
+# Usage: scripts/gen_docs.sh [path/to/grag]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GRAG="${1:-build-release/grag}"
@@ -20,3 +21,8 @@ if new != page:
     print("docs/configuration.md: settings list regenerated")
 PY
 rm -f /tmp/grag-settings-reference.$$
+"$GRAG" manpage --markdown > docs/cli.md.new
+if cmp -s docs/cli.md.new docs/cli.md; then rm docs/cli.md.new; else
+  mv docs/cli.md.new docs/cli.md
+  echo "docs/cli.md regenerated"
+fi
