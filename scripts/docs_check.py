@@ -5,15 +5,18 @@
   and an anchor names a heading of that page (GitHub's slugs).
 - Every `grag <command> ...` line of a shell code block (or inline code span) names a command
   the binary has, and each --flag on it is one that command (or the global options) takes.
-- docs/cli.md is what `grag manpage --markdown` writes (`make docs` regenerates it).
+- docs/cli.md is what `grag manpage --markdown` writes, docs/http-api.md what
+  scripts/openapi_md.py makes of `grag serve --openapi` (`make docs` regenerates both).
 
 Usage: scripts/docs_check.py [path/to/grag]   (without a binary only the links are checked)
 """
+import json
 import os
 import re
 import shlex
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PAGES = ["README.md", "CHANGELOG.md", "bench/RESULTS.md"] + sorted(
@@ -174,6 +177,17 @@ def main():
         have = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
         if cli.returncode != 0 or cli.stdout != have:
             errors.append("docs/cli.md is not what `grag manpage --markdown` writes: run `make docs`")
+        with tempfile.TemporaryDirectory() as empty:  # a project-less folder: defaults only
+            api = subprocess.run([os.path.abspath(grag), "serve", "--openapi"], cwd=empty,
+                                 capture_output=True, text=True)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import openapi_md
+        path = os.path.join(ROOT, "docs", "http-api.md")
+        have = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+        if api.returncode != 0:
+            errors.append(f"`grag serve --openapi` failed: {api.stderr.strip()}")
+        elif openapi_md.render(json.loads(api.stdout)) != have:
+            errors.append("docs/http-api.md is not what `grag serve --openapi` gives: run `make docs`")
     for e in errors:
         print(e, file=sys.stderr)
     if errors:

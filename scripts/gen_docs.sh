@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Rewrites the generated parts of docs/ from the binary: the CLI reference docs/cli.md
-# (`grag manpage --markdown`) and the list of every setting in docs/configuration.md
+# (`grag manpage --markdown`), the HTTP API reference docs/http-api.md (`grag serve --openapi`
+# rendered by scripts/openapi_md.py) and the list of every setting in docs/configuration.md
 # (`grag config --reference`). The docs_check and config_test tests fail when they differ.
 # Usage: scripts/gen_docs.sh [path/to/grag]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-GRAG="${1:-build-release/grag}"
+GRAG="$(realpath "${1:-build-release/grag}")"
 "$GRAG" config --reference > /tmp/grag-settings-reference.$$
 python3 - docs/configuration.md /tmp/grag-settings-reference.$$ <<'PY'
 import sys
@@ -21,6 +22,12 @@ if new != page:
     print("docs/configuration.md: settings list regenerated")
 PY
 rm -f /tmp/grag-settings-reference.$$
+(cd "$(mktemp -d)" && "$GRAG" serve --openapi) | python3 scripts/openapi_md.py \
+  > docs/http-api.md.new
+if cmp -s docs/http-api.md.new docs/http-api.md; then rm docs/http-api.md.new; else
+  mv docs/http-api.md.new docs/http-api.md
+  echo "docs/http-api.md regenerated"
+fi
 "$GRAG" manpage --markdown > docs/cli.md.new
 if cmp -s docs/cli.md.new docs/cli.md; then rm docs/cli.md.new; else
   mv docs/cli.md.new docs/cli.md

@@ -242,6 +242,16 @@ TEST_F(E2eServerTest, AnswersLikeTheCliAndDescribesItself) {
     EXPECT_TRUE(api["paths"].contains(path)) << path;
   }
   EXPECT_TRUE(api["paths"]["/v1/documents/{id}"].contains("delete"));
+  // Every operation's responses are Response Objects (a description each), as OpenAPI 3.0 has
+  // them: an error response was once written as an array.
+  for (const auto& [path, ops] : api["paths"].items()) {
+    for (const auto& [method, op] : ops.items()) {
+      for (const auto& [code, response] : op["responses"].items()) {
+        ASSERT_TRUE(response.is_object()) << method << " " << path << " " << code;
+        EXPECT_TRUE(response.contains("description")) << method << " " << path << " " << code;
+      }
+    }
+  }
 
   EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
 }

@@ -26,6 +26,7 @@ namespace {
 struct ServeOpts {
   std::optional<std::string> host;
   std::optional<int64_t> port;
+  bool openapi = false;
 };
 
 #ifndef GRAG_CLI_SERVER
@@ -59,6 +60,8 @@ Command AddServeCommand(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--host", o->host, "Address to listen on (default server.host, 127.0.0.1)");
   cmd->add_option("--port", o->port, "TCP port (default server.port, 8080; 0: any free port)")
       ->check(CLI::Range(int64_t{0}, int64_t{65535}));
+  cmd->add_flag("--openapi", o->openapi,
+                "Print the API's OpenAPI document (what GET /openapi.json returns) and stop");
 #ifndef GRAG_CLI_SERVER
   // The options stay alive with the command: CLI11 writes --host and --port into *o.
   return {cmd, [o, &g]() { return ExecServeBinary(g.argv); }};
@@ -68,6 +71,12 @@ Command AddServeCommand(CLI::App& app, GlobalOptions& g) {
             if (!config.ok()) return Fail(config.status());
             if (o->host) config->server.host = *o->host;
             if (o->port) config->server.port = *o->port;
+            if (o->openapi) {
+              auto server = Server::Create(*config);
+              if (!server.ok()) return Fail(server.status());
+              std::cout << (*server)->OpenApiJson() << "\n";
+              return kExitOk;
+            }
             // Signals are taken by one thread (sigwait), never by a handler: Shutdown is not
             // async-signal-safe. Blocked before any other thread exists, so all inherit it.
             sigset_t signals;

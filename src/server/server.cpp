@@ -1238,9 +1238,8 @@ std::string Server::Impl::OpenApi() const {
     op["responses"] = {
         {"200", {{"description", r.response}}},
         {"default",
-         {{"description",
-           "error",
-           {"content", {{kJson, {{"schema", {{"$ref", "#/components/schemas/Error"}}}}}}}}}}};
+         {{"description", "error"},
+          {"content", {{kJson, {{"schema", {{"$ref", "#/components/schemas/Error"}}}}}}}}}};
     op["security"] = r.auth ? json::array({{{"bearer", json::array()}}}) : json::array();
     std::string m = r.method;
     for (auto& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
