@@ -963,76 +963,120 @@ BatchOutcome Adjudicate(ChatModel& model, const ResolveInput& input, const Resol
   return out;
 }
 
-Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOptions& options,
-                                  EmbeddingModel* embedder, ChatModel* adjudicator) {
-  const size_t n = input.entities.size();
-  auto check = [n](const std::vector<std::pair<size_t, size_t>>& v, const char* what) -> Status {
-    for (const auto& [a, b] : v) {
-      if (a >= n || b >= n) {
-        return Status::InvalidArgument(
-            fmt::format("{}: entity index {} out of range ({} entities)", what, std::max(a, b), n));
+// One resolution run: the candidate pairs, scored, banded, judged and clustered, one step per
+// method, each reading and updating what the steps before it decided.
+class Resolution {
+ public:
+  Resolution(const ResolveInput& input, const ResolveOptions& options, EmbeddingModel* embedder,
+             ChatModel* judge)
+      : input_(input),
+        options_(options),
+        embedder_(embedder),
+        judge_(judge),
+        n_(input.entities.size()),
+        llm_(judge != nullptr),
+        merge_t_(llm_ ? options.merge_threshold : options.no_llm_merge_threshold),
+        adj_t_(llm_ ? options.adjudicate_threshold : merge_t_),
+        low_t_(std::min({merge_t_, adj_t_, options.adjudicate_threshold})),
+        nw_(std::max(0.0, options.name_weight)),
+        ew_(embedder != nullptr ? std::max(0.0, options.embedding_weight) : 0.0) {}
+
+  Result<ResolveResult> Run() {
+    GRAG_RETURN_IF_ERROR(CheckLinks());
+    for (const auto& e : input_.entities) result_.stats.fresh += e.fresh ? 1 : 0;
+    prep_ = Prepare(input_, options_);
+    result_.stats.pairs_compared = static_cast<int64_t>(cands().size());
+    if (ew_ > 0) GRAG_RETURN_IF_ERROR(ScoreWithDescriptions());
+    for (auto& c : cands()) {
+      if (!c.has_cosine) c.score = c.info.name;
+    }
+    Band();
+    FindFits();
+    if (llm_) {
+      SendFitConflictsToTheJudge();
+      CapTheJudge();
+      GRAG_RETURN_IF_ERROR(AskTheJudge());
+    }
+    for (size_t k = 0; k < cands().size(); ++k) {
+      if (decision_[k] == kMerge && methods_[k] == ResolveMethod::kLlm &&
+          cands()[k].info.conflict) {
+        approved_.insert(PairKey(cands()[k].a, cands()[k].b));
       }
     }
-    return Status::Ok();
-  };
-  GRAG_RETURN_IF_ERROR(check(input.must_link, "must_link"));
-  GRAG_RETURN_IF_ERROR(check(input.cannot_link, "cannot_link"));
-  for (const auto& l : input.prior_links) {
-    if (l.a >= n || l.b >= n)
-      return Status::InvalidArgument("prior link: entity index out of range");
+    if (llm_) {
+      KeepJudgedFitConflictsApart();
+    } else {
+      JoinShortNamesToTheirBestFit();
+    }
+    Cluster();
+    ChooseCanonical();
+    return std::move(result_);
   }
 
-  ResolveResult result;
-  for (const auto& e : input.entities) result.stats.fresh += e.fresh ? 1 : 0;
+ private:
+  enum Decision : uint8_t { kApart, kMerge, kAsk };
 
-  Prepared prep = Prepare(input, options);
-  auto& cands = prep.candidates;
-  result.stats.pairs_compared = static_cast<int64_t>(cands.size());
+  std::vector<Candidate>& cands() { return prep_.candidates; }
 
-  const bool llm = adjudicator != nullptr;
-  const double merge_t = llm ? options.merge_threshold : options.no_llm_merge_threshold;
-  const double adj_t = llm ? options.adjudicate_threshold : merge_t;
-  const double low_t = std::min({merge_t, adj_t, options.adjudicate_threshold});
-  const double nw = std::max(0.0, options.name_weight);
-  const double ew = embedder != nullptr ? std::max(0.0, options.embedding_weight) : 0.0;
+  Status CheckLinks() const {
+    auto check = [this](const std::vector<std::pair<size_t, size_t>>& v,
+                        const char* what) -> Status {
+      for (const auto& [a, b] : v) {
+        if (a >= n_ || b >= n_) {
+          return Status::InvalidArgument(fmt::format(
+              "{}: entity index {} out of range ({} entities)", what, std::max(a, b), n_));
+        }
+      }
+      return Status::Ok();
+    };
+    GRAG_RETURN_IF_ERROR(check(input_.must_link, "must_link"));
+    GRAG_RETURN_IF_ERROR(check(input_.cannot_link, "cannot_link"));
+    for (const auto& l : input_.prior_links) {
+      if (l.a >= n_ || l.b >= n_)
+        return Status::InvalidArgument("prior link: entity index out of range");
+    }
+    return Status::Ok();
+  }
 
-  // ---- embeddings of the descriptions in pairs that could reach a band ----
-  if (ew > 0) {
-    std::vector<char> need(n, 0);
-    for (const auto& c : cands) {
-      if (c.info.conflict && !(llm && Judgeable(c))) continue;
-      if ((nw * c.info.name + ew) / (nw + ew) < low_t && !(llm && AlwaysAsk(c))) continue;
+  // Embeddings of the descriptions in pairs that could reach a band, and each such pair's score
+  // from its name similarity and description cosine.
+  Status ScoreWithDescriptions() {
+    std::vector<char> need(n_, 0);
+    for (const auto& c : cands()) {
+      if (c.info.conflict && !(llm_ && Judgeable(c))) continue;
+      if ((nw_ * c.info.name + ew_) / (nw_ + ew_) < low_t_ && !(llm_ && AlwaysAsk(c))) continue;
       need[c.a] = need[c.b] = 1;
     }
     std::vector<size_t> ids;
-    for (size_t i = 0; i < n; ++i) {
-      if (need[i] && !input.entities[i].description.empty()) ids.push_back(i);
+    for (size_t i = 0; i < n_; ++i) {
+      if (need[i] && !input_.entities[i].description.empty()) ids.push_back(i);
     }
     std::sort(ids.begin(), ids.end(),
-              [&](size_t x, size_t y) { return prep.rank[x] < prep.rank[y]; });
-    std::vector<std::vector<float>> vecs(n);
-    const size_t batch = std::max<size_t>(1, options.embedding_batch);
+              [&](size_t x, size_t y) { return prep_.rank[x] < prep_.rank[y]; });
+    std::vector<std::vector<float>> vecs(n_);
+    const size_t batch = std::max<size_t>(1, options_.embedding_batch);
     for (size_t s = 0; s < ids.size(); s += batch) {
       std::vector<std::string> texts;
       for (size_t k = s; k < std::min(ids.size(), s + batch); ++k) {
-        texts.push_back(Truncate(input.entities[ids[k]].description, options.max_embedding_chars));
+        texts.push_back(
+            Truncate(input_.entities[ids[k]].description, options_.max_embedding_chars));
       }
-      auto r = embedder->Embed(texts);
+      auto r = embedder_->Embed(texts);
       if (!r.ok()) return r.status().WithContext("entity resolution: embedding descriptions");
       if (r->vectors.size() != texts.size()) {
         return Status::Internal(
             "entity resolution: the embedder returned a wrong number of vectors");
       }
       for (size_t k = 0; k < texts.size(); ++k) vecs[ids[s + k]] = std::move(r->vectors[k]);
-      result.stats.embedded += static_cast<int64_t>(texts.size());
+      result_.stats.embedded += static_cast<int64_t>(texts.size());
     }
-    double low = options.cosine_low, high = options.cosine_high;
+    double low = options_.cosine_low, high = options_.cosine_high;
     if (low < 0 || high < 0) {
-      const bool lexical = IsLexicalEmbeddingModel(embedder->model());
+      const bool lexical = IsLexicalEmbeddingModel(embedder_->model());
       low = lexical ? 0.05 : 0.3;
       high = lexical ? 0.4 : 0.85;
     }
-    for (auto& c : cands) {
+    for (auto& c : cands()) {
       const auto& va = vecs[c.a];
       const auto& vb = vecs[c.b];
       if (va.empty() || vb.empty() || va.size() != vb.size()) continue;
@@ -1045,364 +1089,395 @@ Result<ResolveResult> ResolveImpl(const ResolveInput& input, const ResolveOption
       if (na <= 0 || nb <= 0) continue;
       c.cosine = dot / std::sqrt(na * nb);
       c.has_cosine = true;
-      c.score = (nw * c.info.name + ew * CalibratedCosine(c.cosine, low, high)) / (nw + ew);
+      c.score = (nw_ * c.info.name + ew_ * CalibratedCosine(c.cosine, low, high)) / (nw_ + ew_);
     }
-  }
-  for (auto& c : cands) {
-    if (!c.has_cosine) c.score = c.info.name;
+    return Status::Ok();
   }
 
-  // ---- bands ----
-  enum Decision : uint8_t { kApart, kMerge, kAsk };
-  std::vector<uint8_t> decision(cands.size(), kApart);
-  std::vector<std::string> reasons(cands.size());
-  std::vector<ResolveMethod> methods(cands.size(), ResolveMethod::kSimilarity);
-  std::vector<const Candidate*> ask;
-  std::vector<size_t> ask_index;
-  for (size_t k = 0; k < cands.size(); ++k) {
-    const auto& c = cands[k];
-    if (c.info.conflict) {
-      if (llm && Judgeable(c) && (AlwaysAsk(c) || c.score >= adj_t)) {
-        decision[k] = kAsk;
-        ask.push_back(&c);
-        ask_index.push_back(k);
-      } else if (c.score >= low_t) {
-        ++result.stats.guarded;
+  void Ask(size_t k) {
+    decision_[k] = kAsk;
+    ask_index_.push_back(k);
+  }
+
+  // Each pair merged on its score, sent to the judge, or left apart.
+  void Band() {
+    decision_.assign(cands().size(), kApart);
+    reasons_.assign(cands().size(), "");
+    methods_.assign(cands().size(), ResolveMethod::kSimilarity);
+    for (size_t k = 0; k < cands().size(); ++k) {
+      const auto& c = cands()[k];
+      if (c.info.conflict) {
+        if (llm_ && Judgeable(c) && (AlwaysAsk(c) || c.score >= adj_t_)) {
+          Ask(k);
+        } else if (c.score >= low_t_) {
+          ++result_.stats.guarded;
+        }
+        continue;
       }
-      continue;
-    }
-    const Route route = RouteOf(c, prep);
-    if (c.score >= merge_t && route == kByScore) {
-      decision[k] = kMerge;
-      if (c.info.name >= 0.999 && c.has_cosine) {
-        methods[k] = ResolveMethod::kRule;
-        reasons[k] = fmt::format("same name, descriptions agree (score {:.2f})", c.score);
-      } else {
-        reasons[k] = fmt::format("similar (name {:.2f}, score {:.2f})", c.info.name, c.score);
+      const Route route = RouteOf(c, prep_);
+      if (c.score >= merge_t_ && route == kByScore) {
+        decision_[k] = kMerge;
+        if (c.info.name >= 0.999 && c.has_cosine) {
+          methods_[k] = ResolveMethod::kRule;
+          reasons_[k] = fmt::format("same name, descriptions agree (score {:.2f})", c.score);
+        } else {
+          reasons_[k] = fmt::format("similar (name {:.2f}, score {:.2f})", c.info.name, c.score);
+        }
+      } else if (llm_ && (AlwaysAsk(c) || (route != kNotJoined &&
+                                           (c.score >= adj_t_ ||
+                                            c.info.name >= options_.adjudicate_name_threshold)))) {
+        Ask(k);
       }
-    } else if (llm && (AlwaysAsk(c) ||
-                       (route != kNotJoined &&
-                        (c.score >= adj_t || c.info.name >= options.adjudicate_name_threshold)))) {
-      decision[k] = kAsk;
-      ask.push_back(&c);
-      ask_index.push_back(k);
     }
   }
 
-  // Pairs the judge joined: their name conflicts (soft ones, or different words of names that a
-  // description links) no longer keep their clusters apart.
-  std::unordered_set<uint64_t> approved;
-  auto conflicting = [&](size_t u, size_t v) {
-    return Compare(prep.forms[u], prep.forms[v]).conflict.has_value() &&
-           approved.count(PairKey(u, v)) == 0;
-  };
-  std::vector<std::vector<std::pair<size_t, size_t>>> fits(n);  // entity -> (other, cand)
-  for (size_t k = 0; k < cands.size(); ++k) {
-    const auto& c = cands[k];
-    if (c.info.conflict || (c.score < std::min(adj_t, options.adjudicate_threshold) &&
-                            c.info.name < options.adjudicate_name_threshold)) {
-      continue;
+  // Two entities whose names conflict, unless the judge joined that very pair: its name
+  // conflict (a soft one, or different words of names a description links) no longer keeps
+  // their clusters apart.
+  bool Conflicting(size_t u, size_t v) const {
+    return Compare(prep_.forms[u], prep_.forms[v]).conflict.has_value() &&
+           approved_.count(PairKey(u, v)) == 0;
+  }
+
+  // fits_[x]: the longer names (other entity, candidate) that short name x fits inside.
+  void FindFits() {
+    fits_.assign(n_, {});
+    for (size_t k = 0; k < cands().size(); ++k) {
+      const auto& c = cands()[k];
+      if (c.info.conflict || (c.score < std::min(adj_t_, options_.adjudicate_threshold) &&
+                              c.info.name < options_.adjudicate_name_threshold)) {
+        continue;
+      }
+      const size_t ca = prep_.forms[c.a].content.size(), cb = prep_.forms[c.b].content.size();
+      if (c.info.a_in_b && !c.info.b_in_a && ca < cb + (prep_.forms[c.a].acronym.empty() ? 0 : 9)) {
+        fits_[c.a].push_back({c.b, k});
+      } else if (c.info.b_in_a && !c.info.a_in_b) {
+        fits_[c.b].push_back({c.a, k});
+      }
     }
-    const size_t ca = prep.forms[c.a].content.size(), cb = prep.forms[c.b].content.size();
-    if (c.info.a_in_b && !c.info.b_in_a && ca < cb + (prep.forms[c.a].acronym.empty() ? 0 : 9)) {
-      fits[c.a].push_back({c.b, k});
-    } else if (c.info.b_in_a && !c.info.a_in_b) {
-      fits[c.b].push_back({c.a, k});
+    for (auto& f : fits_) {
+      std::sort(f.begin(), f.end(), [&](const auto& u, const auto& v) {
+        return prep_.rank[u.first] < prep_.rank[v.first];
+      });
     }
   }
-  for (auto& f : fits) {
-    std::sort(f.begin(), f.end(), [&](const auto& u, const auto& v) {
-      return prep.rank[u.first] < prep.rank[v.first];
-    });
-  }
-  // ---- a short name that fits several entities that stay apart joins none of them ----
-  // Without a judge: all of them stay apart. With one: the judge sees each such pair (none is
-  // joined on its score alone), and the short name stays apart only when the judge joins it
-  // to two entities that must stay apart.
-  auto fit_conflict = [&](const std::vector<std::pair<size_t, size_t>>& f, bool only_merged) {
-    if (f.size() > options.max_fits) return true;
+
+  // A short name that fits several entities that stay apart joins none of them. Without a
+  // judge: all of them stay apart. With one: the judge sees each such pair (none is joined on
+  // its score alone), and the short name stays apart only when the judge joins it to two
+  // entities that must stay apart.
+  bool FitConflict(const std::vector<std::pair<size_t, size_t>>& f, bool only_merged) const {
+    if (f.size() > options_.max_fits) return true;
     for (size_t u = 0; u < f.size(); ++u) {
-      if (only_merged && decision[f[u].second] != kMerge) continue;
+      if (only_merged && decision_[f[u].second] != kMerge) continue;
       for (size_t v = u + 1; v < f.size(); ++v) {
-        if (only_merged && decision[f[v].second] != kMerge) continue;
-        if (conflicting(f[u].first, f[v].first)) return true;
+        if (only_merged && decision_[f[v].second] != kMerge) continue;
+        if (Conflicting(f[u].first, f[v].first)) return true;
       }
     }
     return false;
-  };
-  if (llm) {
-    for (size_t x = 0; x < n; ++x) {
-      if (fits[x].size() < 2 || !fit_conflict(fits[x], false)) continue;
-      for (const auto& [other, k] : fits[x]) {
+  }
+
+  void SendFitConflictsToTheJudge() {
+    for (size_t x = 0; x < n_; ++x) {
+      if (fits_[x].size() < 2 || !FitConflict(fits_[x], false)) continue;
+      for (const auto& [other, k] : fits_[x]) {
         (void)other;
-        if (decision[k] != kMerge) continue;
-        decision[k] = kAsk;
-        ask_index.push_back(k);
+        if (decision_[k] != kMerge) continue;
+        Ask(k);
       }
     }
-    std::sort(ask_index.begin(),
-              ask_index.end());  // candidate order: batches independent of input order
-    ask.clear();
-    for (size_t k : ask_index) ask.push_back(&cands[k]);
+    // Candidate order: batches independent of input order.
+    std::sort(ask_index_.begin(), ask_index_.end());
   }
-  // ---- what the judge is not asked ----
+
   // The judge's calls are capped (ResolveOptions::max_judge_calls): on a realistic extraction
   // the pairs grow faster than the duplicates. The most similar pairs go first (they are the
   // likely duplicates), then those of the most frequent names; the ones left stay apart, as
   // without a judge. Logged, with how many of them are two names seen in one chunk each (a
   // verdict on those moves a mention or two). Putting such pairs last lost more right merges
   // on the book replay than it saved (bench/RESULTS.md).
-  if (llm && !ask_index.empty() && options.max_judge_calls >= 0) {
-    const size_t bs = std::max<size_t>(1, options.adjudication_batch);
-    const size_t room = static_cast<size_t>(std::max<int64_t>(1, options.max_judge_calls)) * bs;
-    std::vector<size_t> judged = ask_index, by_rule;
+  void CapTheJudge() {
+    if (ask_index_.empty() || options_.max_judge_calls < 0) return;
+    const size_t bs = std::max<size_t>(1, options_.adjudication_batch);
+    const size_t room = static_cast<size_t>(std::max<int64_t>(1, options_.max_judge_calls)) * bs;
+    std::vector<size_t> judged = ask_index_, by_rule;
     auto single = [&](size_t k) {
-      const ResolveEntity& ea = input.entities[cands[k].a];
-      const ResolveEntity& eb = input.entities[cands[k].b];
+      const ResolveEntity& ea = input_.entities[cands()[k].a];
+      const ResolveEntity& eb = input_.entities[cands()[k].b];
       return ea.frequency <= 1 && eb.frequency <= 1 && ea.contexts.size() == 1 &&
              eb.contexts.size() == 1;
     };
     if (judged.size() > room) {
       auto weight = [&](size_t k) {
-        return std::min(input.entities[cands[k].a].frequency, input.entities[cands[k].b].frequency);
+        return std::min(input_.entities[cands()[k].a].frequency,
+                        input_.entities[cands()[k].b].frequency);
       };
       std::stable_sort(judged.begin(), judged.end(), [&](size_t x, size_t y) {
-        if (cands[x].score != cands[y].score) return cands[x].score > cands[y].score;
+        if (cands()[x].score != cands()[y].score) return cands()[x].score > cands()[y].score;
         return weight(x) > weight(y);
       });
       by_rule.assign(judged.begin() + static_cast<std::ptrdiff_t>(room), judged.end());
       judged.resize(room);
       std::sort(judged.begin(), judged.end());
-      for (size_t k : by_rule) result.stats.not_judged_single += single(k) ? 1 : 0;
-      result.stats.not_judged_capped = static_cast<int64_t>(by_rule.size());
+      for (size_t k : by_rule) result_.stats.not_judged_single += single(k) ? 1 : 0;
+      result_.stats.not_judged_capped = static_cast<int64_t>(by_rule.size());
     }
     // Without a judge these pairs stay apart: the ones that could merge on their score alone
     // were merged above, and those here that score higher are short names fitting several
     // entities, which stay apart without a judge.
-    for (size_t k : by_rule) decision[k] = kApart;
+    for (size_t k : by_rule) decision_[k] = kApart;
     if (!by_rule.empty()) {
       Log(LogLevel::kInfo, "resolve",
           fmt::format("the judge's cap of {} calls (resolution.max_judge_share) left {} "
                       "candidate pairs apart unjudged ({} of them of two names seen in one chunk "
                       "each)",
-                      std::max<int64_t>(1, options.max_judge_calls), by_rule.size(),
-                      result.stats.not_judged_single));
+                      std::max<int64_t>(1, options_.max_judge_calls), by_rule.size(),
+                      result_.stats.not_judged_single));
     }
-    ask_index = std::move(judged);
-    ask.clear();
-    for (size_t k : ask_index) ask.push_back(&cands[k]);
+    ask_index_ = std::move(judged);
   }
-  // ---- adjudication (batches in candidate order, which is the canonical rank order) ----
-  if (llm && !ask.empty()) {
-    const size_t bs = std::max<size_t>(1, options.adjudication_batch);
+
+  // Adjudication: batches in candidate order, which is the canonical rank order.
+  Status AskTheJudge() {
+    if (ask_index_.empty()) return Status::Ok();
+    std::vector<const Candidate*> ask;
+    for (size_t k : ask_index_) ask.push_back(&cands()[k]);
+    const size_t bs = std::max<size_t>(1, options_.adjudication_batch);
     const size_t batches = (ask.size() + bs - 1) / bs;
     std::vector<BatchOutcome> outcomes(batches);
-    ParallelFor(batches, static_cast<size_t>(std::max(1, options.llm_concurrency)), [&](size_t b) {
+    ParallelFor(batches, static_cast<size_t>(std::max(1, options_.llm_concurrency)), [&](size_t b) {
       std::vector<const Candidate*> batch(
           ask.begin() + static_cast<std::ptrdiff_t>(b * bs),
           ask.begin() + static_cast<std::ptrdiff_t>(std::min(ask.size(), (b + 1) * bs)));
       try {
-        outcomes[b] = Adjudicate(*adjudicator, input, options, batch);
+        outcomes[b] = Adjudicate(*judge_, input_, options_, batch);
       } catch (const std::exception& ex) {
         outcomes[b].error = Status::Internal(std::string("entity resolution: ") + ex.what());
       }
     });
     for (size_t b = 0; b < batches; ++b) {
-      result.stats.llm_calls += outcomes[b].calls;
+      result_.stats.llm_calls += outcomes[b].calls;
       if (!outcomes[b].error.ok()) {
         return outcomes[b].error.WithContext("entity resolution: adjudication");
       }
     }
-    result.stats.adjudicated = static_cast<int64_t>(ask.size());
+    result_.stats.adjudicated = static_cast<int64_t>(ask.size());
     for (size_t q = 0; q < ask.size(); ++q) {
-      const size_t k = ask_index[q];
+      const size_t k = ask_index_[q];
       const auto& verdicts = outcomes[q / bs].verdicts;
       auto it = verdicts.find(q % bs + 1);
       if (it != verdicts.end() && it->second.same) {
-        decision[k] = kMerge;
-        methods[k] = ResolveMethod::kLlm;
-        reasons[k] = it->second.reason.empty() ? "the LLM judged them the same" : it->second.reason;
+        decision_[k] = kMerge;
+        methods_[k] = ResolveMethod::kLlm;
+        reasons_[k] =
+            it->second.reason.empty() ? "the LLM judged them the same" : it->second.reason;
       } else {
-        decision[k] = kApart;
+        decision_[k] = kApart;
       }
     }
+    return Status::Ok();
   }
-  for (size_t k = 0; k < cands.size(); ++k) {
-    if (decision[k] == kMerge && methods[k] == ResolveMethod::kLlm && cands[k].info.conflict) {
-      approved.insert(PairKey(cands[k].a, cands[k].b));
-    }
-  }
-  if (llm) {
-    for (size_t x = 0; x < n; ++x) {
-      auto& f = fits[x];
-      if (f.size() < 2 || !fit_conflict(f, true)) continue;
+
+  void KeepJudgedFitConflictsApart() {
+    for (size_t x = 0; x < n_; ++x) {
+      auto& f = fits_[x];
+      if (f.size() < 2 || !FitConflict(f, true)) continue;
       for (const auto& [other, k] : f) {
         (void)other;
-        if (decision[k] == kMerge) ++result.stats.guarded;
-        decision[k] = kApart;
+        if (decision_[k] == kMerge) ++result_.stats.guarded;
+        decision_[k] = kApart;
       }
     }
-  } else {
-    // Without a judge, a short name whose fits do not firmly conflict with one another (an age
-    // word or an "X of Y" extension is a soft conflict: "Old Jacob Marley", "Ghost of Jacob
-    // Marley") joins its best fit: the fit whose extra words are proper words, on the name
-    // alone, highest score first, then the most frequent ("Marley" -> "Jacob Marley"). Fits
-    // that firmly conflict ("Smith": John and Jane Smith) keep the short name apart from all.
-    // A fit whose extra words the extractor glued on ("Whereat Scrooge": a word seen only at a
-    // sentence start; "Scrooge Scrooge": the short name again) is not another entity.
-    for (size_t x = 0; x < n; ++x) {
-      auto& f = fits[x];
+  }
+
+  // Without a judge, a short name whose fits do not firmly conflict with one another (an age
+  // word or an "X of Y" extension is a soft conflict: "Old Jacob Marley", "Ghost of Jacob
+  // Marley") joins its best fit: the fit whose extra words are proper words, on the name
+  // alone, highest score first, then the most frequent ("Marley" -> "Jacob Marley"). Fits
+  // that firmly conflict ("Smith": John and Jane Smith) keep the short name apart from all.
+  // A fit whose extra words the extractor glued on ("Whereat Scrooge": a word seen only at a
+  // sentence start; "Scrooge Scrooge": the short name again) is not another entity.
+  void JoinShortNamesToTheirBestFit() {
+    for (size_t x = 0; x < n_; ++x) {
+      auto& f = fits_[x];
       if (f.empty()) continue;
       std::vector<std::pair<size_t, size_t>> real;
       for (const auto& fit : f) {
-        if (!SpuriousFit(cands[fit.second], x, prep)) real.push_back(fit);
+        if (!SpuriousFit(cands()[fit.second], x, prep_)) real.push_back(fit);
       }
-      bool hard = real.size() > options.max_fits;
+      bool hard = real.size() > options_.max_fits;
       for (size_t u = 0; u < real.size() && !hard; ++u) {
         for (size_t v = u + 1; v < real.size() && !hard; ++v) {
-          hard =
-              Compare(prep.forms[real[u].first], prep.forms[real[v].first]).severity >= kNameWords;
+          hard = Compare(prep_.forms[real[u].first], prep_.forms[real[v].first]).severity >=
+                 kNameWords;
         }
       }
       if (hard) {
         for (const auto& [other, k] : f) {
           (void)other;
-          if (decision[k] == kMerge) ++result.stats.guarded;
-          decision[k] = kApart;
+          if (decision_[k] == kMerge) ++result_.stats.guarded;
+          decision_[k] = kApart;
         }
         continue;
       }
-      if (prep.generic[x]) continue;
-      size_t best = cands.size(), best_other = 0;
+      if (prep_.generic[x]) continue;
+      size_t best = cands().size(), best_other = 0;
       for (const auto& [other, k] : real) {
-        if (!ProperExtension(cands[k], prep) || RouteOf(cands[k], prep) != kByScore) continue;
-        if (!ShareContext(input.entities[x], input.entities[other])) continue;
+        if (!ProperExtension(cands()[k], prep_) || RouteOf(cands()[k], prep_) != kByScore) {
+          continue;
+        }
+        if (!ShareContext(input_.entities[x], input_.entities[other])) continue;
         const bool better =
-            best == cands.size() || cands[k].score > cands[best].score ||
-            (cands[k].score == cands[best].score &&
-             (input.entities[other].frequency > input.entities[best_other].frequency ||
-              (input.entities[other].frequency == input.entities[best_other].frequency &&
-               prep.rank[other] < prep.rank[best_other])));
+            best == cands().size() || cands()[k].score > cands()[best].score ||
+            (cands()[k].score == cands()[best].score &&
+             (input_.entities[other].frequency > input_.entities[best_other].frequency ||
+              (input_.entities[other].frequency == input_.entities[best_other].frequency &&
+               prep_.rank[other] < prep_.rank[best_other])));
         if (better) {
           best = k;
           best_other = other;
         }
       }
-      if (best == cands.size() || decision[best] == kMerge) continue;
-      decision[best] = kMerge;
-      reasons[best] = fmt::format("a short name's best fit (name {:.2f}, score {:.2f})",
-                                  cands[best].info.name, cands[best].score);
+      if (best == cands().size() || decision_[best] == kMerge) continue;
+      decision_[best] = kMerge;
+      reasons_[best] = fmt::format("a short name's best fit (name {:.2f}, score {:.2f})",
+                                   cands()[best].info.name, cands()[best].score);
     }
   }
 
-  // ---- clusters: user links, prior links, then new links best first ----
-  Clusters cl(n);
-  std::unordered_set<uint64_t> cannot;
-  for (const auto& [a, b] : input.cannot_link) cannot.insert(PairKey(a, b));
-  auto crosses_cannot = [&](size_t a, size_t b) {
-    if (cannot.empty()) return false;
-    for (size_t u : cl.members[cl.Find(a)]) {
-      for (size_t v : cl.members[cl.Find(b)]) {
-        if (cannot.count(PairKey(u, v))) return true;
-      }
-    }
-    return false;
-  };
-  auto ordered_pairs = [&](std::vector<std::pair<size_t, size_t>> v) {
-    for (auto& p : v) {
-      if (prep.rank[p.first] > prep.rank[p.second]) std::swap(p.first, p.second);
-    }
-    std::sort(v.begin(), v.end(), [&](const auto& x, const auto& y) {
-      return std::make_pair(prep.rank[x.first], prep.rank[x.second]) <
-             std::make_pair(prep.rank[y.first], prep.rank[y.second]);
-    });
-    return v;
-  };
-  for (const auto& [a, b] : ordered_pairs(input.must_link)) {
-    if (cl.Find(a) != cl.Find(b) && !crosses_cannot(a, b)) cl.Union(a, b);
-  }
-  {
-    std::vector<std::pair<size_t, size_t>> prior;
-    for (const auto& l : input.prior_links) prior.push_back({l.a, l.b});
-    for (const auto& [a, b] : ordered_pairs(prior)) {
-      if (cl.Find(a) != cl.Find(b) && !crosses_cannot(a, b)) cl.Union(a, b);
-    }
-  }
-  std::vector<size_t> merges;
-  for (size_t k = 0; k < cands.size(); ++k) {
-    if (decision[k] == kMerge) merges.push_back(k);
-  }
-  std::sort(merges.begin(), merges.end(), [&](size_t x, size_t y) {
-    if (cands[x].score != cands[y].score) return cands[x].score > cands[y].score;
-    return x < y;  // candidates are in rank order
-  });
-  for (size_t k : merges) {
-    const auto& c = cands[k];
-    const size_t ra = cl.Find(c.a), rb = cl.Find(c.b);
-    if (ra == rb) continue;
-    bool blocked = crosses_cannot(c.a, c.b);
-    for (size_t u : cl.members[ra]) {
-      if (blocked) break;
-      for (size_t v : cl.members[rb]) {
-        if ((u == c.a && v == c.b) || (u == c.b && v == c.a)) continue;
-        if (conflicting(u, v)) {
-          blocked = true;
-          break;
+  // Clusters: user links, prior links, then new links best first; a link is refused when it
+  // would put a cannot-link pair, or two conflicting names, in one cluster.
+  void Cluster() {
+    clusters_ = Clusters(n_);
+    Clusters& cl = clusters_;
+    std::unordered_set<uint64_t> cannot;
+    for (const auto& [a, b] : input_.cannot_link) cannot.insert(PairKey(a, b));
+    auto crosses_cannot = [&](size_t a, size_t b) {
+      if (cannot.empty()) return false;
+      for (size_t u : cl.members[cl.Find(a)]) {
+        for (size_t v : cl.members[cl.Find(b)]) {
+          if (cannot.count(PairKey(u, v))) return true;
         }
       }
-    }
-    if (blocked) {
-      ++result.stats.guarded;
-      continue;
-    }
-    cl.Union(c.a, c.b);
-    ResolveLink link;
-    link.a = prep.rank[c.a] < prep.rank[c.b] ? c.a : c.b;
-    link.b = link.a == c.a ? c.b : c.a;
-    link.score = c.score;
-    link.method = methods[k];
-    link.reason = reasons[k];
-    result.links.push_back(std::move(link));
-  }
-  result.stats.merged = static_cast<int64_t>(result.links.size());
-
-  // ---- canonical member: the most complete spelling among the reasonably frequent ----
-  std::vector<size_t> canonical(n, 0);
-  for (size_t r = 0; r < n; ++r) {
-    if (cl.Find(r) != r) continue;
-    const auto& members = cl.members[r];
-    int64_t max_freq = 0;
-    for (size_t m : members) max_freq = std::max(max_freq, input.entities[m].frequency);
-    const int64_t floor = std::max<int64_t>(1, max_freq / 4);
-    size_t best = members[0];
-    auto better = [&](size_t x, size_t y) {  // is x a better canonical than y?
-      const auto& ex = input.entities[x];
-      const auto& ey = input.entities[y];
-      const bool fx = ex.frequency >= floor || max_freq == 0,
-                 fy = ey.frequency >= floor || max_freq == 0;
-      if (fx != fy) return fx;
-      const size_t tx = prep.forms[x].content.size(), ty = prep.forms[y].content.size();
-      if (tx != ty) return tx > ty;
-      if (prep.forms[x].words != prep.forms[y].words)
-        return prep.forms[x].words > prep.forms[y].words;
-      if (ex.frequency != ey.frequency) return ex.frequency > ey.frequency;
-      return prep.rank[x] < prep.rank[y];
+      return false;
     };
-    for (size_t m : members) {
-      if (better(m, best)) best = m;
+    auto ordered_pairs = [&](std::vector<std::pair<size_t, size_t>> v) {
+      for (auto& p : v) {
+        if (prep_.rank[p.first] > prep_.rank[p.second]) std::swap(p.first, p.second);
+      }
+      std::sort(v.begin(), v.end(), [&](const auto& x, const auto& y) {
+        return std::make_pair(prep_.rank[x.first], prep_.rank[x.second]) <
+               std::make_pair(prep_.rank[y.first], prep_.rank[y.second]);
+      });
+      return v;
+    };
+    for (const auto& [a, b] : ordered_pairs(input_.must_link)) {
+      if (cl.Find(a) != cl.Find(b) && !crosses_cannot(a, b)) cl.Union(a, b);
     }
-    for (size_t m : members) canonical[m] = best;
+    {
+      std::vector<std::pair<size_t, size_t>> prior;
+      for (const auto& l : input_.prior_links) prior.push_back({l.a, l.b});
+      for (const auto& [a, b] : ordered_pairs(prior)) {
+        if (cl.Find(a) != cl.Find(b) && !crosses_cannot(a, b)) cl.Union(a, b);
+      }
+    }
+    std::vector<size_t> merges;
+    for (size_t k = 0; k < cands().size(); ++k) {
+      if (decision_[k] == kMerge) merges.push_back(k);
+    }
+    std::sort(merges.begin(), merges.end(), [&](size_t x, size_t y) {
+      if (cands()[x].score != cands()[y].score) return cands()[x].score > cands()[y].score;
+      return x < y;  // candidates are in rank order
+    });
+    for (size_t k : merges) {
+      const auto& c = cands()[k];
+      const size_t ra = cl.Find(c.a), rb = cl.Find(c.b);
+      if (ra == rb) continue;
+      bool blocked = crosses_cannot(c.a, c.b);
+      for (size_t u : cl.members[ra]) {
+        if (blocked) break;
+        for (size_t v : cl.members[rb]) {
+          if ((u == c.a && v == c.b) || (u == c.b && v == c.a)) continue;
+          if (Conflicting(u, v)) {
+            blocked = true;
+            break;
+          }
+        }
+      }
+      if (blocked) {
+        ++result_.stats.guarded;
+        continue;
+      }
+      cl.Union(c.a, c.b);
+      ResolveLink link;
+      link.a = prep_.rank[c.a] < prep_.rank[c.b] ? c.a : c.b;
+      link.b = link.a == c.a ? c.b : c.a;
+      link.score = c.score;
+      link.method = methods_[k];
+      link.reason = reasons_[k];
+      result_.links.push_back(std::move(link));
+    }
+    result_.stats.merged = static_cast<int64_t>(result_.links.size());
   }
-  result.canonical = std::move(canonical);
-  return result;
-}
+
+  // Each cluster's canonical member: the most complete spelling among the reasonably frequent.
+  void ChooseCanonical() {
+    Clusters& cl = clusters_;
+    std::vector<size_t> canonical(n_, 0);
+    for (size_t r = 0; r < n_; ++r) {
+      if (cl.Find(r) != r) continue;
+      const auto& members = cl.members[r];
+      int64_t max_freq = 0;
+      for (size_t m : members) max_freq = std::max(max_freq, input_.entities[m].frequency);
+      const int64_t floor = std::max<int64_t>(1, max_freq / 4);
+      size_t best = members[0];
+      auto better = [&](size_t x, size_t y) {  // is x a better canonical than y?
+        const auto& ex = input_.entities[x];
+        const auto& ey = input_.entities[y];
+        const bool fx = ex.frequency >= floor || max_freq == 0,
+                   fy = ey.frequency >= floor || max_freq == 0;
+        if (fx != fy) return fx;
+        const size_t tx = prep_.forms[x].content.size(), ty = prep_.forms[y].content.size();
+        if (tx != ty) return tx > ty;
+        if (prep_.forms[x].words != prep_.forms[y].words)
+          return prep_.forms[x].words > prep_.forms[y].words;
+        if (ex.frequency != ey.frequency) return ex.frequency > ey.frequency;
+        return prep_.rank[x] < prep_.rank[y];
+      };
+      for (size_t m : members) {
+        if (better(m, best)) best = m;
+      }
+      for (size_t m : members) canonical[m] = best;
+    }
+    result_.canonical = std::move(canonical);
+  }
+
+  const ResolveInput& input_;
+  const ResolveOptions& options_;
+  EmbeddingModel* embedder_;
+  ChatModel* judge_;
+  const size_t n_;
+  const bool llm_;
+  const double merge_t_, adj_t_, low_t_;  // thresholds: merge, ask the judge, lowest band
+  const double nw_, ew_;                  // weights of name similarity and description cosine
+  Prepared prep_;
+  ResolveResult result_;
+  std::vector<uint8_t> decision_;  // per candidate: a Decision
+  std::vector<std::string> reasons_;
+  std::vector<ResolveMethod> methods_;
+  std::vector<size_t> ask_index_;                             // candidates for the judge
+  std::unordered_set<uint64_t> approved_;                     // conflicts the judge joined
+  std::vector<std::vector<std::pair<size_t, size_t>>> fits_;  // short name -> (other, cand)
+  Clusters clusters_{0};
+};
 
 }  // namespace
 
 Result<ResolveResult> ResolveEntities(const ResolveInput& input, const ResolveOptions& options,
                                       EmbeddingModel* embedder, ChatModel* adjudicator) {
   try {
-    return ResolveImpl(input, options, embedder, adjudicator);
+    return Resolution(input, options, embedder, adjudicator).Run();
   } catch (const std::exception& ex) {
     return Status::Internal(std::string("entity resolution: ") + ex.what());
   }
