@@ -813,10 +813,17 @@ PairInfo Compare(const NameForm& A, const NameForm& B) {
 
 namespace {
 
-PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
-  PairInfo p;
-  // ---- similarity ----
-  const Alignment al = Align(A, B);
+// How two names' words line up, and what CompareNames derives from it first.
+struct Measured {
+  Alignment al;
+  double cover_a = 0, cover_b = 0;  // share of each name's content words matched
+  bool acronym_match = false;       // one name is the other's acronym
+};
+
+// Similarity and containment: p.name, a_in_b / b_in_a, and the containment's details.
+Measured Measure(const NameForm& A, const NameForm& B, PairInfo& p) {
+  Measured m{Align(A, B)};
+  const Alignment& al = m.al;
   const double na = static_cast<double>(std::max<size_t>(1, al.na));
   const double nb = static_cast<double>(std::max<size_t>(1, al.nb));
   const double cover_a = al.wa / na, cover_b = al.wb / nb;
@@ -903,16 +910,26 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
   }
   p.same_words = A.joined == B.joined;
 
-  // ---- guards ----
+  m.cover_a = cover_a;
+  m.cover_b = cover_b;
+  m.acronym_match = acronym_match;
+  return m;
+}
+
+// Conflicts no similarity overrides (types, gender honorifics, generations): true when one
+// ends the comparison. A female honorific against none is left as a soft conflict.
+bool FirmConflict(const NameForm& A, const NameForm& B, const Measured& m, bool check_types,
+                  PairInfo& p) {
+  const Alignment& al = m.al;
   if (check_types && !TypesCompatible(A, B)) {
     p.conflict = "types differ";
     p.severity = kStrict;
-    return p;
+    return true;
   }
   if (A.gender != 0 && B.gender != 0 && A.gender != B.gender) {
     p.conflict = "honorifics differ";
     p.severity = kStrict;
-    return p;
+    return true;
   }
   // A female honorific against a name without one ("Mrs. Fezziwig" / "Fezziwig"): often the
   // wife, a daughter or a sister of the man. For the judge (a firmer conflict found below wins).
@@ -932,11 +949,16 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
     if ((!ga.empty() && !gb.empty() && ga != gb) || (senior(ga) != senior(gb))) {
       p.conflict = "generations differ";
       p.severity = kStrict;
-      return p;
+      return true;
     }
   }
-  if (acronym_match || A.joined == B.joined) return p;
-  // Numbers.
+  return false;
+}
+
+// Numbers, versions and editions that differ: true when they do (a strict conflict).
+bool NumberConflict(const NameForm& A, const NameForm& B, const Measured& m, PairInfo& p) {
+  const Alignment& al = m.al;
+  const double cover_a = m.cover_a, cover_b = m.cover_b;
   std::vector<int> nums_a, nums_b;
   for (size_t c : A.content)
     if (A.tokens[c].number != 0) nums_a.push_back(A.tokens[c].number);
@@ -948,7 +970,7 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
   if (!sa.empty() && !sb.empty() && sa != sb) {
     p.conflict = "numbers differ";
     p.severity = kStrict;
-    return p;
+    return true;
   }
   if (sa.empty() != sb.empty() && al.matches > 0) {
     // "Windows" / "Windows 10": the name without a number is all inside the numbered one.
@@ -956,7 +978,7 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
     if (base_inside) {
       p.conflict = "versions differ";
       p.severity = kStrict;
-      return p;
+      return true;
     }
   }
   // Editions: equal version numbers, but one name goes on after its last number
@@ -981,12 +1003,16 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
     if (tail_after_number(A, ma) != tail_after_number(B, mb)) {
       p.conflict = "editions differ";
       p.severity = kStrict;
-      return p;
+      return true;
     }
   }
-  if (al.matches == 0) return p;
-  std::optional<std::string> soft;  // a soft conflict, reported when no firmer one follows
-  // Possession: "Scrooge" / "Scrooge's clerk".
+  return false;
+}
+
+// One name a possession of the other ("Scrooge" / "Scrooge's clerk"): true when so; a spouse
+// role against an honorific name is noted in `soft` for the judge instead.
+bool PossessionConflict(const NameForm& A, const NameForm& B, const Alignment& al,
+                        std::optional<std::string>& soft, PairInfo& p) {
   for (size_t m = 0; m < al.pairs.size(); ++m) {
     const auto [ia, ib] = al.pairs[m];
     // Both names go on with matched words ("Bob Cratchit's family" / "Cratchit family"): the
@@ -1012,12 +1038,17 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
         }
         p.conflict = "one is a possession of the other";
         p.severity = kNameWords;
-        return p;
+        return true;
       }
     }
   }
-  // Substitutions: a gap where both names have unmatched words ("John" / "Jane" Smith,
-  // "Ghost of Christmas Past" / "Present", "Bank of America" / "England").
+  return false;
+}
+
+// Substitutions: a gap where both names have unmatched words ("John" / "Jane" Smith,
+// "Ghost of Christmas Past" / "Present", "Bank of America" / "England").
+bool SubstitutionConflict(const NameForm& A, const NameForm& B, const Alignment& al,
+                          std::optional<std::string>& soft, PairInfo& p) {
   size_t pa = 0, pb = 0;
   for (size_t k = 0; k <= al.pairs.size(); ++k) {
     const size_t ea = k < al.pairs.size() ? al.pairs[k].first : al.na;
@@ -1046,7 +1077,7 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
         const bool person = (A.person || B.person);
         p.conflict = person && k == 0 ? "given names differ" : "distinctive words differ";
         p.severity = kNameWords;
-        return p;
+        return true;
       }
     }
     if (k < al.pairs.size()) {
@@ -1054,6 +1085,19 @@ PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
       pb = al.spans[k].second;
     }
   }
+  return false;
+}
+
+PairInfo CompareNames(const NameForm& A, const NameForm& B, bool check_types) {
+  PairInfo p;
+  const Measured m = Measure(A, B, p);
+  if (FirmConflict(A, B, m, check_types, p)) return p;
+  if (m.acronym_match || A.joined == B.joined) return p;
+  if (NumberConflict(A, B, m, p)) return p;
+  if (m.al.matches == 0) return p;
+  std::optional<std::string> soft;  // a soft conflict, reported when no firmer one follows
+  if (PossessionConflict(A, B, m.al, soft, p)) return p;
+  if (SubstitutionConflict(A, B, m.al, soft, p)) return p;
   // Two full person names that share only the given name ("Robert Johnson" / "Robert Jackson")
   // are caught above; a short name against a full one is not a conflict.
   if (soft) {
