@@ -384,29 +384,12 @@ std::set<std::string> AcronymWords(std::string_view name) {
   return out;
 }
 
-}  // namespace
-
-NameForm ParseName(std::string_view name, std::string_view type) {
-  NameForm f;
-  f.type = LowerAscii(type);
-  f.person = f.type == "person";
-  f.aside = name.find('(') != std::string_view::npos;
-  const std::string folded = Fold(name);
-  const std::set<std::string> acronym_words = AcronymWords(name);
-  // Whether the whole original name is upper-case (then every short word looks like an acronym;
-  // only dotted or mixed-case ones count).
-  bool all_caps = true;
-  int letters = 0;
-  for (char c : name) {
-    if (IsLowerAscii(c)) all_caps = false;
-    if (IsAsciiAlpha(c)) ++letters;
-  }
-  all_caps = all_caps && letters > 0;
-
-  // 1. Raw words: runs of letters/digits; "'s" / "s'" mark the word possessive; an apostrophe
-  // between letters joins ("o'brien"); letter/digit boundaries split ("win10", "4o").
+// 1. Raw words: runs of letters/digits; "'s" / "s'" mark the word possessive; an apostrophe
+// between letters joins ("o'brien"); letter/digit boundaries split ("win10", "4o").
+// dotted[k]: raw word k ended with a '.' directly (initials).
+std::vector<RawWord> RawWords(const std::string& folded, std::vector<bool>* dotted_out) {
+  std::vector<bool>& dotted = *dotted_out;
   std::vector<RawWord> raw;
-  std::vector<bool> dotted;  // the word ended with a '.' directly (initials)
   std::string cur;
   auto flush = [&](bool possessive, bool dot) {
     if (cur.empty()) return;
@@ -445,7 +428,13 @@ NameForm ParseName(std::string_view name, std::string_view type) {
   }
   flush(false, false);
 
-  // 2. Merge runs of single letters ("i b m" -> "ibm", "h w" -> "hw").
+  return raw;
+}
+
+// 2. Runs of single letters merged ("i b m" -> "ibm", "h w" -> "hw"), and which words are
+// acronyms.
+std::vector<RawWord> MergeInitials(const std::vector<RawWord>& raw, const std::vector<bool>& dotted,
+                                   const std::set<std::string>& acronym_words, bool all_caps) {
   bool has_initials = false;
   for (size_t k = 0; k + 1 < raw.size(); ++k) {
     if (raw[k].text.size() == 1 && raw[k + 1].text.size() == 1 && !IsDigit(raw[k].text[0]) &&
@@ -485,7 +474,13 @@ NameForm ParseName(std::string_view name, std::string_view type) {
     words[1].acronym = true;  // "the FTC", "THE FTC"
   }
 
-  // 3. Strip leading articles and honorifics, trailing legal suffixes (keep at least one word).
+  return words;
+}
+
+// 3. Tokens: leading articles and honorifics stripped (remembered in f), trailing legal
+// suffixes too (at least one word kept), numbers valued, stop words marked; f's content.
+void BuildTokens(const std::vector<RawWord>& words, std::string_view name, bool all_caps,
+                 NameForm& f) {
   size_t b = 0, e = words.size();
   while (e - b > 1) {
     const std::string& w = words[b].text;
@@ -570,8 +565,10 @@ NameForm ParseName(std::string_view name, std::string_view type) {
       f.joined += f.tokens[k].text;
     }
   }
+}
 
-  // 4. Acronym forms.
+// 4. Acronym forms: the name as one acronym, and the initials of the full name.
+void AcronymForms(NameForm& f) {
   if (f.content.size() == 1 && f.tokens[f.content[0]].acronym)
     f.acronym = f.tokens[f.content[0]].text;
   if (f.content.size() >= 2) {
@@ -593,6 +590,30 @@ NameForm ParseName(std::string_view name, std::string_view type) {
     std::sort(f.initials.begin(), f.initials.end());
     f.initials.erase(std::unique(f.initials.begin(), f.initials.end()), f.initials.end());
   }
+}
+
+}  // namespace
+
+NameForm ParseName(std::string_view name, std::string_view type) {
+  NameForm f;
+  f.type = LowerAscii(type);
+  f.person = f.type == "person";
+  f.aside = name.find('(') != std::string_view::npos;
+  const std::string folded = Fold(name);
+  const std::set<std::string> acronym_words = AcronymWords(name);
+  // Whether the whole original name is upper-case (then every short word looks like an acronym;
+  // only dotted or mixed-case ones count).
+  bool all_caps = true;
+  int letters = 0;
+  for (char c : name) {
+    if (IsLowerAscii(c)) all_caps = false;
+    if (IsAsciiAlpha(c)) ++letters;
+  }
+  all_caps = all_caps && letters > 0;
+  std::vector<bool> dotted;
+  const std::vector<RawWord> raw = RawWords(folded, &dotted);
+  BuildTokens(MergeInitials(raw, dotted, acronym_words, all_caps), name, all_caps, f);
+  AcronymForms(f);
   return f;
 }
 
