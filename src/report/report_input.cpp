@@ -128,62 +128,36 @@ Result<ReportGraph> LoadGraph(Store& store, const Tokenizer& tokenizer, int work
   return g;
 }
 
-ReportInput BuildReportInput(const ReportGraph& graph, const CommunityRecord& community,
-                             const ChildReports& reports, const Tokenizer& tokenizer,
-                             const ReportOptions& options, std::string_view model_name) {
-  ReportInput in;
-  in.community_id = community.id;
-  in.level = community.level;
-  const int64_t budget = options.max_context_tokens;
+namespace {
 
-  // ---- the community's own rows, ranked
-  std::vector<const GraphEntity*> members;
-  std::unordered_set<int64_t> member_set;
-  for (int64_t id : community.entity_ids) {
-    auto it = graph.entity_index.find(id);
-    if (it != graph.entity_index.end() && member_set.insert(id).second) {
-      members.push_back(&graph.entities[it->second]);
-    }
+// One community's report input, built in steps: its rows ranked, the child reports that may
+// stand in for rows, the selection within the budget, then the prompt and its hash.
+class InputBuilder {
+ public:
+  InputBuilder(const ReportGraph& graph, const CommunityRecord& community,
+               const ChildReports& reports, const Tokenizer& tokenizer,
+               const ReportOptions& options)
+      : graph_(graph),
+        community_(community),
+        reports_(reports),
+        tokenizer_(tokenizer),
+        options_(options),
+        budget_(options.max_context_tokens) {}
+
+  ReportInput Build(std::string_view model_name) {
+    in_.community_id = community_.id;
+    in_.level = community_.level;
+    RankRows();
+    CountRows();
+    if (full_ > budget_) RankChildren();
+    Choose();
+    Write();
+    Hash(model_name);
+    return std::move(in_);
   }
-  std::sort(members.begin(), members.end(), [](const GraphEntity* a, const GraphEntity* b) {
-    if (a->degree != b->degree) return a->degree > b->degree;
-    if (a->name != b->name) return a->name < b->name;
-    return a->id < b->id;
-  });
-  std::vector<const GraphRelationship*> internal;
-  for (const GraphEntity* m : members) {
-    auto it = graph.relationships_from.find(m->id);
-    if (it == graph.relationships_from.end()) continue;
-    for (size_t r : it->second) {
-      const GraphRelationship& rel = graph.relationships[r];
-      if (member_set.count(rel.source_id) != 0 && member_set.count(rel.target_id) != 0) {
-        internal.push_back(&rel);
-      }
-    }
-  }
-  std::sort(internal.begin(), internal.end(),
-            [](const GraphRelationship* a, const GraphRelationship* b) {
-              if (a->combined_degree != b->combined_degree) {
-                return a->combined_degree > b->combined_degree;
-              }
-              if (a->weight != b->weight) return a->weight > b->weight;
-              return a->id < b->id;
-            });
-  in.entities_total = static_cast<int64_t>(members.size());
-  in.relationships_total = static_cast<int64_t>(internal.size());
 
-  // Local ids run from 1; every row is charged the tokens of the largest id, an upper bound.
-  const int64_t id_tokens_e = Count(tokenizer, std::to_string(std::max<size_t>(members.size(), 1)));
-  const int64_t id_tokens_r =
-      Count(tokenizer, std::to_string(std::max<size_t>(internal.size(), 1)));
-  auto cost_e = [&](size_t i) { return id_tokens_e + members[i]->row.body_tokens; };
-  auto cost_r = [&](size_t i) { return id_tokens_r + internal[i]->row.body_tokens; };
-  const int64_t headers = Count(tokenizer, kEntityHeader) + Count(tokenizer, kRelationshipHeader);
-  int64_t full = headers;
-  for (size_t i = 0; i < members.size(); ++i) full += cost_e(i);
-  for (size_t i = 0; i < internal.size(); ++i) full += cost_r(i);
-
-  // ---- children with reports, most tokens of rows first
+ private:
+  // A child community whose report may stand in for its rows.
   struct Child {
     int64_t id = 0;
     const ChildReport* report = nullptr;
@@ -191,183 +165,298 @@ ReportInput BuildReportInput(const ReportGraph& graph, const CommunityRecord& co
     int64_t block_tokens = 0;
     int64_t raw_tokens = 0;  // of the rows it stands in for
   };
-  std::vector<Child> kids;
-  std::unordered_map<int64_t, size_t> child_of;  // member entity id -> index into kids
-  const auto children_it = graph.children.find(community.id);
-  if (full > budget && children_it != graph.children.end()) {
-    for (int64_t child_id : children_it->second) {
-      auto rep = reports.find(child_id);
-      auto rec = graph.community_index.find(child_id);
-      if (rep == reports.end() || rep->second.full_content.empty() ||
-          rec == graph.community_index.end()) {
-        continue;
-      }
-      kids.push_back(Child{child_id, &rep->second, {}, 0, 0});
-      for (int64_t e : graph.communities[rec->second].entity_ids) {
-        if (member_set.count(e) != 0) child_of.emplace(e, kids.size() - 1);
-      }
-    }
-    for (size_t i = 0; i < members.size(); ++i) {
-      auto it = child_of.find(members[i]->id);
-      if (it != child_of.end()) kids[it->second].raw_tokens += cost_e(i);
-    }
-    for (size_t i = 0; i < internal.size(); ++i) {
-      auto s = child_of.find(internal[i]->source_id);
-      auto t = child_of.find(internal[i]->target_id);
-      if (s != child_of.end() && t != child_of.end() && s->second == t->second) {
-        kids[s->second].raw_tokens += cost_r(i);
-      }
-    }
-    // Stable order before the ranking so that the member -> child map can be rebuilt after it.
-    std::vector<size_t> order(kids.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      if (kids[a].raw_tokens != kids[b].raw_tokens) return kids[a].raw_tokens > kids[b].raw_tokens;
-      return kids[a].id < kids[b].id;
-    });
-    std::vector<Child> ranked;
-    std::vector<size_t> new_index(kids.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      new_index[order[i]] = i;
-      ranked.push_back(std::move(kids[order[i]]));
-    }
-    kids = std::move(ranked);
-    for (auto& [entity, index] : child_of) index = new_index[index];
-    for (size_t k = 0; k < kids.size(); ++k) {
-      kids[k].block = "-----Report R" + std::to_string(k + 1) + "-----\n" +
-                      kids[k].report->full_content + "\n\n";
-      kids[k].block_tokens = Count(tokenizer, kids[k].block);
-    }
+
+  int64_t CostE(size_t i) const { return id_tokens_e_ + members_[i]->row.body_tokens; }
+  int64_t CostR(size_t i) const { return id_tokens_r_ + internal_[i]->row.body_tokens; }
+
+  // Whether a child report in the selection stands in for this entity / relationship.
+  bool Covered(int64_t entity_id) const {
+    auto it = child_of_.find(entity_id);
+    return it != child_of_.end() && it->second < covered_children_;
+  }
+  bool CoveredRelationship(const GraphRelationship& r) const {
+    auto s = child_of_.find(r.source_id);
+    auto t = child_of_.find(r.target_id);
+    return s != child_of_.end() && t != child_of_.end() && s->second == t->second &&
+           s->second < covered_children_;
   }
 
-  // ---- choose what goes in
-  Selection sel;
-  size_t covered_children = 0;  // kids[0, covered_children) stand in for their rows
-  auto covered = [&](int64_t entity_id) {
-    auto it = child_of.find(entity_id);
-    return it != child_of.end() && it->second < covered_children;
-  };
-  auto covered_relationship = [&](const GraphRelationship& r) {
-    auto s = child_of.find(r.source_id);
-    auto t = child_of.find(r.target_id);
-    return s != child_of.end() && t != child_of.end() && s->second == t->second &&
-           s->second < covered_children;
-  };
-  const int64_t reports_overhead =
-      Count(tokenizer, kReportsIntro) + Count(tokenizer, kEntitiesLabel);
-  bool fits = full <= budget;
-  if (!fits && !kids.empty()) {
-    int64_t total = full + reports_overhead;
-    for (size_t k = 0; k < kids.size() && !fits; ++k) {
-      total += kids[k].block_tokens - kids[k].raw_tokens;
-      if (total <= budget) {
-        fits = true;
-        covered_children = k + 1;
+  // The community's own rows, ranked: members by degree, internal relationships by combined
+  // degree and weight.
+  void RankRows() {
+    const ReportGraph& graph = graph_;
+    const CommunityRecord& community = community_;
+    auto& members = members_;
+    auto& member_set = member_set_;
+    auto& internal = internal_;
+    for (int64_t id : community.entity_ids) {
+      auto it = graph.entity_index.find(id);
+      if (it != graph.entity_index.end() && member_set.insert(id).second) {
+        members.push_back(&graph.entities[it->second]);
       }
     }
-  }
-  if (fits) {
-    for (size_t i = 0; i < members.size(); ++i) {
-      if (!covered(members[i]->id)) sel.entities.push_back(i);
-    }
-    for (size_t i = 0; i < internal.size(); ++i) {
-      if (!covered_relationship(*internal[i])) sel.relationships.push_back(i);
-    }
-  } else {
-    // Too long even with every child's report: the largest children's reports as far as they
-    // fit, then the rows that are left, by rank.
-    sel.truncated = true;
-    int64_t used = headers;
-    if (!kids.empty() && used + reports_overhead + kids[0].block_tokens <= budget) {
-      used += reports_overhead;
-      while (covered_children < kids.size() &&
-             used + kids[covered_children].block_tokens <= budget) {
-        used += kids[covered_children].block_tokens;
-        ++covered_children;
-      }
-    }
-    std::vector<bool> listed(members.size(), false);
-    std::unordered_map<int64_t, size_t> rank_of;  // entity id -> index into members
-    for (size_t i = 0; i < members.size(); ++i) rank_of.emplace(members[i]->id, i);
-    // Relationships by rank, each with the endpoints not listed yet (Microsoft's order), so
-    // every listed relationship's entities are there to read.
-    for (size_t i = 0; i < internal.size(); ++i) {
-      if (covered_relationship(*internal[i])) continue;
-      int64_t need = cost_r(i);
-      std::vector<size_t> ends;
-      for (int64_t end : {internal[i]->source_id, internal[i]->target_id}) {
-        const size_t e = rank_of.at(end);
-        if (!listed[e] && !covered(end)) {
-          need += cost_e(e);
-          ends.push_back(e);
+    std::sort(members.begin(), members.end(), [](const GraphEntity* a, const GraphEntity* b) {
+      if (a->degree != b->degree) return a->degree > b->degree;
+      if (a->name != b->name) return a->name < b->name;
+      return a->id < b->id;
+    });
+    for (const GraphEntity* m : members) {
+      auto it = graph.relationships_from.find(m->id);
+      if (it == graph.relationships_from.end()) continue;
+      for (size_t r : it->second) {
+        const GraphRelationship& rel = graph.relationships[r];
+        if (member_set.count(rel.source_id) != 0 && member_set.count(rel.target_id) != 0) {
+          internal.push_back(&rel);
         }
       }
-      if (used + need > budget) break;
-      used += need;
-      sel.relationships.push_back(i);
-      for (size_t e : ends) listed[e] = true;
     }
-    for (size_t i = 0; i < members.size(); ++i) {
-      if (listed[i] || covered(members[i]->id)) continue;
-      if (used + cost_e(i) > budget) break;
-      used += cost_e(i);
-      listed[i] = true;
-    }
-    for (size_t i = 0; i < members.size(); ++i) {
-      if (listed[i]) sel.entities.push_back(i);
+    std::sort(internal.begin(), internal.end(),
+              [](const GraphRelationship* a, const GraphRelationship* b) {
+                if (a->combined_degree != b->combined_degree) {
+                  return a->combined_degree > b->combined_degree;
+                }
+                if (a->weight != b->weight) return a->weight > b->weight;
+                return a->id < b->id;
+              });
+    in_.entities_total = static_cast<int64_t>(members.size());
+    in_.relationships_total = static_cast<int64_t>(internal.size());
+  }
+
+  // Every row's tokens, and the whole community's (full_).
+  void CountRows() {
+    const Tokenizer& tokenizer = tokenizer_;
+    // Local ids run from 1; every row is charged the tokens of the largest id, an upper bound.
+    id_tokens_e_ = Count(tokenizer, std::to_string(std::max<size_t>(members_.size(), 1)));
+    id_tokens_r_ = Count(tokenizer, std::to_string(std::max<size_t>(internal_.size(), 1)));
+    headers_ = Count(tokenizer, kEntityHeader) + Count(tokenizer, kRelationshipHeader);
+    full_ = headers_;
+    for (size_t i = 0; i < members_.size(); ++i) full_ += CostE(i);
+    for (size_t i = 0; i < internal_.size(); ++i) full_ += CostR(i);
+  }
+
+  // Children with reports, most tokens of rows first.
+  void RankChildren() {
+    const ReportGraph& graph = graph_;
+    auto& kids = kids_;
+    auto& child_of = child_of_;
+    const auto& members = members_;
+    const auto& internal = internal_;
+    const Tokenizer& tokenizer = tokenizer_;
+    const auto children_it = graph.children.find(community_.id);
+    if (children_it != graph.children.end()) {
+      for (int64_t child_id : children_it->second) {
+        auto rep = reports_.find(child_id);
+        auto rec = graph.community_index.find(child_id);
+        if (rep == reports_.end() || rep->second.full_content.empty() ||
+            rec == graph.community_index.end()) {
+          continue;
+        }
+        kids.push_back(Child{child_id, &rep->second, {}, 0, 0});
+        for (int64_t e : graph.communities[rec->second].entity_ids) {
+          if (member_set_.count(e) != 0) child_of.emplace(e, kids.size() - 1);
+        }
+      }
+      for (size_t i = 0; i < members.size(); ++i) {
+        auto it = child_of.find(members[i]->id);
+        if (it != child_of.end()) kids[it->second].raw_tokens += CostE(i);
+      }
+      for (size_t i = 0; i < internal.size(); ++i) {
+        auto s = child_of.find(internal[i]->source_id);
+        auto t = child_of.find(internal[i]->target_id);
+        if (s != child_of.end() && t != child_of.end() && s->second == t->second) {
+          kids[s->second].raw_tokens += CostR(i);
+        }
+      }
+      // Stable order before the ranking so that the member -> child map can be rebuilt after it.
+      std::vector<size_t> order(kids.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        if (kids[a].raw_tokens != kids[b].raw_tokens)
+          return kids[a].raw_tokens > kids[b].raw_tokens;
+        return kids[a].id < kids[b].id;
+      });
+      std::vector<Child> ranked;
+      std::vector<size_t> new_index(kids.size());
+      for (size_t i = 0; i < order.size(); ++i) {
+        new_index[order[i]] = i;
+        ranked.push_back(std::move(kids[order[i]]));
+      }
+      kids = std::move(ranked);
+      for (auto& [entity, index] : child_of) index = new_index[index];
+      for (size_t k = 0; k < kids.size(); ++k) {
+        kids[k].block = "-----Report R" + std::to_string(k + 1) + "-----\n" +
+                        kids[k].report->full_content + "\n\n";
+        kids[k].block_tokens = Count(tokenizer, kids[k].block);
+      }
     }
   }
-  for (size_t k = 0; k < covered_children; ++k) sel.children.push_back(k);
 
-  // ---- write the values; the exact count confirms the row arithmetic (and trims if a future
-  // tokenizer ever broke it)
-  auto render = [&] {
-    std::string e;
-    if (!sel.children.empty()) {
-      e += kReportsIntro;
-      for (size_t k : sel.children) e += kids[k].block;
-      e += kEntitiesLabel;
+  // What goes in: every row when it fits; else child reports in place of their rows, the
+  // largest first, until it fits; else as many reports, then rows by rank, as fit.
+  void Choose() {
+    const Tokenizer& tokenizer = tokenizer_;
+    const auto& kids = kids_;
+    const auto& members = members_;
+    const auto& internal = internal_;
+    const int64_t budget = budget_;
+    Selection& sel = sel_;
+    size_t& covered_children = covered_children_;
+    const int64_t reports_overhead =
+        Count(tokenizer, kReportsIntro) + Count(tokenizer, kEntitiesLabel);
+    bool fits = full_ <= budget;
+    if (!fits && !kids.empty()) {
+      int64_t total = full_ + reports_overhead;
+      for (size_t k = 0; k < kids.size() && !fits; ++k) {
+        total += kids[k].block_tokens - kids[k].raw_tokens;
+        if (total <= budget) {
+          fits = true;
+          covered_children = k + 1;
+        }
+      }
     }
-    e += kEntityHeader;
-    in.entity_names.clear();
-    for (size_t i : sel.entities) {
-      in.entity_names.push_back(members[i]->name);
-      e += std::to_string(in.entity_names.size()) + members[i]->row.body;
-    }
-    std::string r(kRelationshipHeader);
-    int64_t n = 0;
-    for (size_t i : sel.relationships) r += std::to_string(++n) + internal[i]->row.body;
-    in.entities = std::move(e);
-    in.relationships = std::move(r);
-    in.context_tokens = Count(tokenizer, in.entities) + Count(tokenizer, in.relationships);
-  };
-  render();
-  while (in.context_tokens > budget && (!sel.relationships.empty() || !sel.entities.empty())) {
-    if (!sel.relationships.empty()) {
-      sel.relationships.pop_back();
+    if (fits) {
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (!Covered(members[i]->id)) sel.entities.push_back(i);
+      }
+      for (size_t i = 0; i < internal.size(); ++i) {
+        if (!CoveredRelationship(*internal[i])) sel.relationships.push_back(i);
+      }
     } else {
-      sel.entities.pop_back();
+      // Too long even with every child's report: the largest children's reports as far as they
+      // fit, then the rows that are left, by rank.
+      sel.truncated = true;
+      int64_t used = headers_;
+      if (!kids.empty() && used + reports_overhead + kids[0].block_tokens <= budget) {
+        used += reports_overhead;
+        while (covered_children < kids.size() &&
+               used + kids[covered_children].block_tokens <= budget) {
+          used += kids[covered_children].block_tokens;
+          ++covered_children;
+        }
+      }
+      std::vector<bool> listed(members.size(), false);
+      std::unordered_map<int64_t, size_t> rank_of;  // entity id -> index into members
+      for (size_t i = 0; i < members.size(); ++i) rank_of.emplace(members[i]->id, i);
+      // Relationships by rank, each with the endpoints not listed yet (Microsoft's order), so
+      // every listed relationship's entities are there to read.
+      for (size_t i = 0; i < internal.size(); ++i) {
+        if (CoveredRelationship(*internal[i])) continue;
+        int64_t need = CostR(i);
+        std::vector<size_t> ends;
+        for (int64_t end : {internal[i]->source_id, internal[i]->target_id}) {
+          const size_t e = rank_of.at(end);
+          if (!listed[e] && !Covered(end)) {
+            need += CostE(e);
+            ends.push_back(e);
+          }
+        }
+        if (used + need > budget) break;
+        used += need;
+        sel.relationships.push_back(i);
+        for (size_t e : ends) listed[e] = true;
+      }
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (listed[i] || Covered(members[i]->id)) continue;
+        if (used + CostE(i) > budget) break;
+        used += CostE(i);
+        listed[i] = true;
+      }
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (listed[i]) sel.entities.push_back(i);
+      }
     }
-    sel.truncated = true;
+    for (size_t k = 0; k < covered_children; ++k) sel.children.push_back(k);
+  }
+
+  // The values; the exact count confirms the row arithmetic (and trims if a future tokenizer
+  // ever broke it).
+  void Write() {
+    const Tokenizer& tokenizer = tokenizer_;
+    const auto& kids = kids_;
+    const auto& members = members_;
+    const auto& internal = internal_;
+    const int64_t budget = budget_;
+    Selection& sel = sel_;
+    ReportInput& in = in_;
+    const ReportOptions& options = options_;
+    auto render = [&] {
+      std::string e;
+      if (!sel.children.empty()) {
+        e += kReportsIntro;
+        for (size_t k : sel.children) e += kids[k].block;
+        e += kEntitiesLabel;
+      }
+      e += kEntityHeader;
+      in.entity_names.clear();
+      for (size_t i : sel.entities) {
+        in.entity_names.push_back(members[i]->name);
+        e += std::to_string(in.entity_names.size()) + members[i]->row.body;
+      }
+      std::string r(kRelationshipHeader);
+      int64_t n = 0;
+      for (size_t i : sel.relationships) r += std::to_string(++n) + internal[i]->row.body;
+      in.entities = std::move(e);
+      in.relationships = std::move(r);
+      in.context_tokens = Count(tokenizer, in.entities) + Count(tokenizer, in.relationships);
+    };
     render();
-  }
-  in.entities_listed = static_cast<int64_t>(sel.entities.size());
-  in.relationships_listed = static_cast<int64_t>(sel.relationships.size());
-  in.truncated = sel.truncated;
-  for (size_t k : sel.children) in.child_reports_used.push_back(kids[k].id);
+    while (in.context_tokens > budget && (!sel.relationships.empty() || !sel.entities.empty())) {
+      if (!sel.relationships.empty()) {
+        sel.relationships.pop_back();
+      } else {
+        sel.entities.pop_back();
+      }
+      sel.truncated = true;
+      render();
+    }
+    in.entities_listed = static_cast<int64_t>(sel.entities.size());
+    in.relationships_listed = static_cast<int64_t>(sel.relationships.size());
+    in.truncated = sel.truncated;
+    for (size_t k : sel.children) in.child_reports_used.push_back(kids[k].id);
 
-  in.prompt =
-      FillPrompt(options.prompt, {{"entities", in.entities}, {"relationships", in.relationships}});
-  if (!options.json_instruction.empty()) {
-    if (!in.prompt.empty() && in.prompt.back() != '\n') in.prompt += '\n';
-    in.prompt += "\n" + options.json_instruction;
+    in.prompt = FillPrompt(options.prompt,
+                           {{"entities", in.entities}, {"relationships", in.relationships}});
+    if (!options.json_instruction.empty()) {
+      if (!in.prompt.empty() && in.prompt.back() != '\n') in.prompt += '\n';
+      in.prompt += "\n" + options.json_instruction;
+    }
   }
 
-  Hasher h;
-  h.Add(kHashVersion).Add(model_name).Add(in.prompt);
-  for (size_t k : sel.children) h.Add(std::to_string(kids[k].id)).Add(kids[k].report->input_hash);
-  in.input_hash = h.HexDigest();
-  return in;
+  void Hash(std::string_view model_name) {
+    const auto& kids = kids_;
+    const Selection& sel = sel_;
+    ReportInput& in = in_;
+    Hasher h;
+    h.Add(kHashVersion).Add(model_name).Add(in.prompt);
+    for (size_t k : sel.children) h.Add(std::to_string(kids[k].id)).Add(kids[k].report->input_hash);
+    in.input_hash = h.HexDigest();
+  }
+
+  const ReportGraph& graph_;
+  const CommunityRecord& community_;
+  const ChildReports& reports_;
+  const Tokenizer& tokenizer_;
+  const ReportOptions& options_;
+  const int64_t budget_;
+  ReportInput in_;
+  std::vector<const GraphEntity*> members_;
+  std::unordered_set<int64_t> member_set_;
+  std::vector<const GraphRelationship*> internal_;
+  int64_t id_tokens_e_ = 0, id_tokens_r_ = 0;  // local ids run from 1: the largest's tokens
+  int64_t headers_ = 0;                        // tokens of the two table headers
+  int64_t full_ = 0;                           // tokens of every row with the headers
+  std::vector<Child> kids_;
+  std::unordered_map<int64_t, size_t> child_of_;  // member entity id -> index into kids_
+  Selection sel_;
+  size_t covered_children_ = 0;  // kids_[0, covered_children_) stand in for their rows
+};
+
+}  // namespace
+
+ReportInput BuildReportInput(const ReportGraph& graph, const CommunityRecord& community,
+                             const ChildReports& reports, const Tokenizer& tokenizer,
+                             const ReportOptions& options, std::string_view model_name) {
+  return InputBuilder(graph, community, reports, tokenizer, options).Build(model_name);
 }
 
 }  // namespace grag::report_internal
