@@ -377,3 +377,33 @@ TEST(ConfigReferenceTest, ListsEverySettingWithItsDefaultAndEnv) {
 
 }  // namespace
 }  // namespace grag
+
+namespace grag {
+namespace {
+
+// The settings table is the one declaration: every row reaches grag.toml (as `grag init`
+// writes it), --set, its environment variable and the docs' list, with no second list to keep.
+TEST(ConfigReferenceTest, EverySettingReachesEveryWayOfSettingIt) {
+  const Config defaults;
+  const std::string file = RenderConfigFile(defaults);
+  const std::string reference = RenderSettingsReference();
+  for (const SettingInfo& s : ListSettings(defaults)) {
+    const size_t dot = s.key.find('.');
+    const std::string name = dot == std::string::npos ? s.key : s.key.substr(dot + 1);
+    EXPECT_NE(file.find("# " + name + " = " + s.value_text + "\n"), std::string::npos) << s.key;
+    EXPECT_NE(reference.find("| `" + s.key + "` | `"), std::string::npos) << s.key;
+    if (s.value_text.starts_with("[") || s.value_text.starts_with("{")) continue;  // lists
+    std::string raw = s.value_text;
+    if (raw.size() >= 2 && raw.front() == '"') raw = raw.substr(1, raw.size() - 2);
+    Config c;
+    EXPECT_TRUE(ApplySetting(c, s.key, raw).ok()) << s.key << " = " << raw;
+    if (!s.env.empty()) {
+      TempDir dir;
+      auto loaded = LoadConfig(dir.path().string(), "", FakeEnv({{s.env, raw}}));
+      ASSERT_TRUE(loaded.ok()) << s.env << "=" << raw << ": " << loaded.status().ToString();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace grag
