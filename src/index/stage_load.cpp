@@ -201,70 +201,95 @@ Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks
 // counted in the plan and, with a run (not when only planning), written by batches, so that no
 // more of the input than one batch is held at once. The plan is complete once the input has
 // been read; the run gets it then, before any document is removed and before any model call.
-Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
-                 const ExtractorId& extractor, const std::atomic<bool>* cancel, Run* run,
-                 IndexPlan& plan, LoadSummary& s) {
-  GRAG_ASSIGN_OR_RETURN(const std::vector<DocumentInfo> stored, store.ListDocuments());
-  std::map<std::string, const DocumentInfo*> stored_by_id;
-  for (const auto& d : stored) stored_by_id.emplace(d.id, &d);
-  std::vector<std::string> to_remove;  // document ids
-  for (const auto& id : request.remove) {
-    if (!stored_by_id.count(id)) {
-      return Status::NotFound("no document \"" + id +
-                              "\" in the index (`grag stats --documents` lists them)");
-    }
-    to_remove.push_back(id);
-  }
-  const bool whole_input = request.paths.empty() && request.remove.empty();
-  std::vector<std::string> paths = request.paths;
-  if (whole_input) {
-    const std::string input = c.Resolve(c.input.dir);
-    std::error_code ec;
-    if (!std::filesystem::is_directory(input, ec)) {
-      return Status::NotFound("input folder " + input +
-                              " does not exist: put documents there or name files to index");
-    }
-    paths.push_back(input);
-  }
-  std::optional<DocumentReader> reader;
-  if (!paths.empty()) {
-    GRAG_ASSIGN_OR_RETURN(DocumentReader opened, DocumentReader::Open(paths, LoadOptionsFor(c)));
-    reader.emplace(std::move(opened));
+class InputLoader {
+ public:
+  InputLoader(const Config& c, const IndexRequest& request, Store& store,
+              const ExtractorId& extractor, const std::atomic<bool>* cancel, Run* run,
+              IndexPlan& plan, LoadSummary& s)
+      : c_(c),
+        request_(request),
+        store_(store),
+        extractor_(extractor),
+        cancel_(cancel),
+        run_(run),
+        plan_(plan),
+        s_(s),
+        copts_(ChunkOptionsFor(c)),
+        settings_(ChunkSettings(copts_)) {}
+
+  Status Load() {
+    GRAG_RETURN_IF_ERROR(Open());
+    GRAG_RETURN_IF_ERROR(ReadDocuments());
+    issues_ = reader_ ? reader_->TakeIssues() : std::vector<LoadIssue>{};
+    skipped_ =
+        std::count_if(issues_.begin(), issues_.end(), [](const LoadIssue& i) { return i.skipped; });
+    GRAG_RETURN_IF_ERROR(FailWhenNothingWasRead());
+    FindDocumentsGoneFromFolders();
+    GRAG_RETURN_IF_ERROR(CompletePlan());
+    if (run_ == nullptr) return Status::Ok();
+    return Apply();
   }
 
-  const ChunkOptions copts = ChunkOptionsFor(c);
-  // A document stored as it is read now, chunked under these settings, keeps its chunks as
-  // they are; any other is chunked again (unchanged chunks keep their ids and extraction).
-  const std::string settings = ChunkSettings(copts);
-  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_settings,
-                        store.GetMeta(kChunkSettingsKey));
-  const bool settings_unchanged = stored_settings && *stored_settings == settings;
-  // The chunks an earlier run stored but did not get to (or skipped), as they were before this
-  // run wrote anything.
-  GRAG_ASSIGN_OR_RETURN(const std::vector<std::string> pending,
-                        store.ChunksNeedingExtraction(extractor));
-  const std::set<std::string> pending_set(pending.begin(), pending.end());
+ private:
+  int64_t Total() const {
+    return seen_ + static_cast<int64_t>((reader_ ? reader_->Remaining() : 0) + to_remove_.size());
+  }
 
-  int64_t tokens_to_extract = 0;  // tokens of the chunks to extract (for the estimate)
-  NameCounter names;              // the names they hold, roughly (for the estimate)
-  int64_t seen = 0;               // documents read
-  int64_t done = 0;               // documents settled or written, then documents removed
-  auto total = [&] {
-    return seen + static_cast<int64_t>((reader ? reader->Remaining() : 0) + to_remove.size());
-  };
-  // Documents go in by batches, a transaction each: a commit per document cost more than
-  // chunking it (each writes its pages and a full-text segment again). A run stopped mid-batch
-  // reads that batch again next time, which costs no model call; progress counts a document only
-  // once its batch is committed.
-  constexpr size_t kBatchDocuments = 64;
-  constexpr size_t kBatchBytes = size_t{4} << 20;
-  std::vector<ToWrite> batch;
-  size_t batch_bytes = 0;
-  auto write_batch = [&]() -> Status {
+  // The stored documents, the removals asked for, the input to read and the chunk settings in
+  // force against those the stored chunks were cut with.
+  Status Open() {
+    const Config& c = c_;
+    const IndexRequest& request = request_;
+    Store& store = store_;
+    GRAG_ASSIGN_OR_RETURN(stored_, store.ListDocuments());
+    const auto& stored = stored_;
+    auto& stored_by_id = stored_by_id_;
+    auto& to_remove = to_remove_;
+    auto& paths = paths_;
+    for (const auto& d : stored) stored_by_id.emplace(d.id, &d);
+    for (const auto& id : request.remove) {
+      if (!stored_by_id.count(id)) {
+        return Status::NotFound("no document \"" + id +
+                                "\" in the index (`grag stats --documents` lists them)");
+      }
+      to_remove.push_back(id);
+    }
+    whole_input_ = request.paths.empty() && request.remove.empty();
+    paths = request.paths;
+    if (whole_input_) {
+      const std::string input = c.Resolve(c.input.dir);
+      std::error_code ec;
+      if (!std::filesystem::is_directory(input, ec)) {
+        return Status::NotFound("input folder " + input +
+                                " does not exist: put documents there or name files to index");
+      }
+      paths.push_back(input);
+    }
+    if (!paths.empty()) {
+      GRAG_ASSIGN_OR_RETURN(DocumentReader opened, DocumentReader::Open(paths, LoadOptionsFor(c)));
+      reader_.emplace(std::move(opened));
+    }
+
+    GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_settings,
+                          store.GetMeta(kChunkSettingsKey));
+    settings_unchanged_ = stored_settings && *stored_settings == settings_;
+    // The chunks an earlier run stored but did not get to (or skipped), as they were before this
+    // run wrote anything.
+    GRAG_ASSIGN_OR_RETURN(pending_, store.ChunksNeedingExtraction(extractor_));
+    pending_set_ = std::set<std::string>(pending_.begin(), pending_.end());
+    return Status::Ok();
+  }
+
+  // Writes the batch read so far (nothing when only planning), one transaction.
+  Status WriteBatch() {
+    Store& store = store_;
+    Run* run = run_;
+    LoadSummary& s = s_;
+    auto& batch = batch_;
     if (batch.empty()) return Status::Ok();
     if (run == nullptr) {  // only planning
       batch.clear();
-      batch_bytes = 0;
+      batch_bytes_ = 0;
       return Status::Ok();
     }
     if (run->cancelled()) return Status::Cancelled("interrupted");
@@ -279,7 +304,7 @@ Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
       GRAG_RETURN_IF_ERROR(tx.Commit());
     }
     batch.clear();
-    batch_bytes = 0;
+    batch_bytes_ = 0;
     for (const auto& [change, cc] : changes) {
       switch (change) {
         case DocumentChange::kAdded:
@@ -294,204 +319,285 @@ Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
       }
       s.chunks_added += cc.added;
       s.chunks_removed += cc.removed;
-      run->Progress("load", ++done, total());
+      run->Progress("load", ++done_, Total());
     }
     return Status::Ok();
-  };
-
-  std::set<std::string> present;   // ids of the documents read
-  std::set<std::string> sources;   // source files that gave documents
-  std::set<std::string> reloaded;  // documents chunked again (kept only with pending chunks)
-  while (reader) {
-    if (cancel != nullptr && cancel->load()) return Status::Cancelled("interrupted");
-    std::optional<Document> next = reader->Next();
-    if (!next) break;
-    Document& doc = *next;
-    ++seen;
-    present.insert(doc.id);
-    sources.insert(doc.source_path);
-    auto it = stored_by_id.find(doc.id);
-    const bool is_stored = it != stored_by_id.end();
-    const bool changed = is_stored && it->second->content_hash != doc.content_hash;
-    if (!is_stored) {
-      plan.documents_added.push_back(doc.id);
-    } else if (changed) {
-      plan.documents_changed.push_back(doc.id);
-    } else {
-      ++plan.documents_unchanged;
-    }
-    if (settings_unchanged && is_stored && !changed && it->second->title == doc.title &&
-        it->second->source_path == doc.source_path) {
-      // Settled: no write.
-      if (run != nullptr) {
-        ++s.documents_unchanged;
-        run->Progress("load", ++done, total());
-      }
-      continue;
-    }
-    if (!pending.empty()) reloaded.insert(doc.id);
-    GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, ChunkRecords(doc, copts));
-    // A chunk is extracted unless it is stored (under this document: its id depends on the
-    // document's) and extracted already.
-    std::set<std::string> old;
-    if (is_stored) {
-      GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> stored_chunks, store.ListChunks(doc.id));
-      for (auto& ch : stored_chunks) old.insert(std::move(ch.id));
-    }
-    std::set<std::string> now;
-    for (const auto& ch : chunks) {
-      now.insert(ch.id);
-      if (!old.count(ch.id) || pending_set.count(ch.id)) {
-        ++plan.chunks_to_extract;
-        tokens_to_extract += ch.n_tokens;
-        names.Add(ch.text);
-      }
-    }
-    if (changed) {
-      for (const auto& id : old) plan.chunks_removed += now.count(id) ? 0 : 1;
-    }
-    batch_bytes += doc.text.size();
-    batch.push_back({std::move(doc), std::move(chunks)});
-    if (batch.size() >= kBatchDocuments || batch_bytes >= kBatchBytes) {
-      GRAG_RETURN_IF_ERROR(write_batch());
-    }
   }
-  GRAG_RETURN_IF_ERROR(write_batch());
 
-  std::vector<LoadIssue> issues = reader ? reader->TakeIssues() : std::vector<LoadIssue>{};
-  const auto skipped =
-      std::count_if(issues.begin(), issues.end(), [](const LoadIssue& i) { return i.skipped; });
-  if (seen == 0 && skipped > 0) {
-    // Nothing to index and something went wrong: a failure, not an empty success. Nothing is
-    // removed either (and nothing was written).
-    std::string first = issues.front().path + ": " + issues.front().message;
-    for (const auto& i : issues) {
-      if (i.skipped) {
-        first = i.path + ": " + i.message;
-        break;
+  // Each document read, compared with the stored one, counted in the plan and, unless settled,
+  // chunked and written by batches.
+  Status ReadDocuments() {
+    Store& store = store_;
+    IndexPlan& plan = plan_;
+    const auto& pending = pending_;
+    const auto& pending_set = pending_set_;
+    while (reader_) {
+      if (cancel_ != nullptr && cancel_->load()) return Status::Cancelled("interrupted");
+      std::optional<Document> next = reader_->Next();
+      if (!next) break;
+      Document& doc = *next;
+      ++seen_;
+      present_.insert(doc.id);
+      sources_.insert(doc.source_path);
+      auto it = stored_by_id_.find(doc.id);
+      const bool is_stored = it != stored_by_id_.end();
+      const bool changed = is_stored && it->second->content_hash != doc.content_hash;
+      if (!is_stored) {
+        plan.documents_added.push_back(doc.id);
+      } else if (changed) {
+        plan.documents_changed.push_back(doc.id);
+      } else {
+        ++plan.documents_unchanged;
+      }
+      if (settings_unchanged_ && is_stored && !changed && it->second->title == doc.title &&
+          it->second->source_path == doc.source_path) {
+        // Settled: no write.
+        if (run_ != nullptr) {
+          ++s_.documents_unchanged;
+          run_->Progress("load", ++done_, Total());
+        }
+        continue;
+      }
+      if (!pending.empty()) reloaded_.insert(doc.id);
+      GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, ChunkRecords(doc, copts_));
+      // A chunk is extracted unless it is stored (under this document: its id depends on the
+      // document's) and extracted already.
+      std::set<std::string> old;
+      if (is_stored) {
+        GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> stored_chunks, store.ListChunks(doc.id));
+        for (auto& ch : stored_chunks) old.insert(std::move(ch.id));
+      }
+      std::set<std::string> now;
+      for (const auto& ch : chunks) {
+        now.insert(ch.id);
+        if (!old.count(ch.id) || pending_set.count(ch.id)) {
+          ++plan.chunks_to_extract;
+          tokens_to_extract_ += ch.n_tokens;
+          names_.Add(ch.text);
+        }
+      }
+      if (changed) {
+        for (const auto& id : old) plan.chunks_removed += now.count(id) ? 0 : 1;
+      }
+      batch_bytes_ += doc.text.size();
+      batch_.push_back({std::move(doc), std::move(chunks)});
+      if (batch_.size() >= kBatchDocuments || batch_bytes_ >= kBatchBytes) {
+        GRAG_RETURN_IF_ERROR(WriteBatch());
       }
     }
-    return Status::IoError("no input file could be read (" + std::to_string(skipped) +
-                           (skipped == 1 ? " problem" : " problems") + "; first: " + first + ")");
+    return WriteBatch();
+  }
+
+  // Nothing to index and something went wrong: a failure, not an empty success. Nothing is
+  // removed either (and nothing was written).
+  Status FailWhenNothingWasRead() const {
+    const auto& issues = issues_;
+    const auto skipped = skipped_;
+    if (seen_ == 0 && skipped > 0) {
+      std::string first = issues.front().path + ": " + issues.front().message;
+      for (const auto& i : issues) {
+        if (i.skipped) {
+          first = i.path + ": " + i.message;
+          break;
+        }
+      }
+      return Status::IoError("no input file could be read (" + std::to_string(skipped) +
+                             (skipped == 1 ? " problem" : " problems") + "; first: " + first + ")");
+    }
+    return Status::Ok();
   }
 
   // Folders are synchronised: a stored document that came from a folder being indexed and whose
   // file is gone from it leaves the index; so does a record gone from a file that was read
   // cleanly. A document whose file is still there but could not be read this time (unreadable,
   // invalid UTF-8, a bad record) is kept: a transient problem must never delete work.
-  std::vector<std::string> folders;
-  if (request.sync_folders || whole_input) {
-    for (const auto& p : paths) {
-      std::error_code ec;
-      if (std::filesystem::is_directory(p, ec)) folders.push_back(p);
-    }
-  }
-  if (!folders.empty()) {
-    const std::string root = c.root;
-    std::set<std::string> troubled;  // source files with a problem this run
-    for (const auto& issue : issues) {
-      if (issue.skipped) troubled.insert(issue.source_path);
-    }
-    // Source files that gave documents and no problem.
-    std::set<std::string> read_cleanly;
-    for (const auto& source : sources) {
-      if (!troubled.count(source)) read_cleanly.insert(source);
-    }
-    const std::string input_dir = c.Resolve(c.input.dir);
-    for (const auto& d : stored) {
-      if (present.count(d.id)) continue;
-      if (std::find(to_remove.begin(), to_remove.end(), d.id) != to_remove.end()) continue;
-      // The stored source path is relative to the project root. Indexes written before that may
-      // hold one relative to another working directory; for a plain file the id (its path
-      // relative to the input folder) locates it too. A record's id says nothing about its file:
-      // it is judged by the stored path alone, and kept when that does not lead anywhere.
-      const std::string stored_file = ResolveSourcePath(d.source_path, root);
-      const std::string source = SourcePathFor(stored_file, root);
-      std::vector<std::string> candidates = {stored_file};
-      const bool plain_file = d.id.find('#') == std::string::npos &&
-                              d.id == d.source_path.substr(d.source_path.size() >= d.id.size()
-                                                               ? d.source_path.size() - d.id.size()
-                                                               : 0);
-      if (plain_file) {
-        candidates.push_back(
-            (std::filesystem::path(input_dir) / d.id).lexically_normal().generic_string());
-      }
-      bool under = false;
-      bool file_exists = false;
-      for (const auto& file : candidates) {
-        for (const auto& f : folders) under = under || IsUnderFolder(file, f);
+  void FindDocumentsGoneFromFolders() {
+    const Config& c = c_;
+    const auto& issues = issues_;
+    const auto& stored = stored_;
+    auto& to_remove = to_remove_;
+    std::vector<std::string> folders;
+    if (request_.sync_folders || whole_input_) {
+      for (const auto& p : paths_) {
         std::error_code ec;
-        file_exists = file_exists || std::filesystem::exists(file, ec);
+        if (std::filesystem::is_directory(p, ec)) folders.push_back(p);
       }
-      if (!under) continue;
-      if (troubled.count(source)) {
-        Log(LogLevel::kWarn, "load",
-            "kept " + d.id + ": its file " + d.source_path + " could not be read this run");
-        continue;
+    }
+    if (!folders.empty()) {
+      const std::string root = c.root;
+      std::set<std::string> troubled;  // source files with a problem this run
+      for (const auto& issue : issues) {
+        if (issue.skipped) troubled.insert(issue.source_path);
       }
-      const bool gone = !file_exists || read_cleanly.count(source) > 0;
-      if (gone) {
-        to_remove.push_back(d.id);
-      } else {
-        Log(LogLevel::kWarn, "load",
-            "kept " + d.id + ": its file " + d.source_path +
-                " is still there but gave no document");
+      // Source files that gave documents and no problem.
+      std::set<std::string> read_cleanly;
+      for (const auto& source : sources_) {
+        if (!troubled.count(source)) read_cleanly.insert(source);
+      }
+      const std::string input_dir = c.Resolve(c.input.dir);
+      for (const auto& d : stored) {
+        if (present_.count(d.id)) continue;
+        if (std::find(to_remove.begin(), to_remove.end(), d.id) != to_remove.end()) continue;
+        // The stored source path is relative to the project root. Indexes written before that may
+        // hold one relative to another working directory; for a plain file the id (its path
+        // relative to the input folder) locates it too. A record's id says nothing about its file:
+        // it is judged by the stored path alone, and kept when that does not lead anywhere.
+        const std::string stored_file = ResolveSourcePath(d.source_path, root);
+        const std::string source = SourcePathFor(stored_file, root);
+        std::vector<std::string> candidates = {stored_file};
+        const bool plain_file =
+            d.id.find('#') == std::string::npos &&
+            d.id == d.source_path.substr(d.source_path.size() >= d.id.size()
+                                             ? d.source_path.size() - d.id.size()
+                                             : 0);
+        if (plain_file) {
+          candidates.push_back(
+              (std::filesystem::path(input_dir) / d.id).lexically_normal().generic_string());
+        }
+        bool under = false;
+        bool file_exists = false;
+        for (const auto& file : candidates) {
+          for (const auto& f : folders) under = under || IsUnderFolder(file, f);
+          std::error_code ec;
+          file_exists = file_exists || std::filesystem::exists(file, ec);
+        }
+        if (!under) continue;
+        if (troubled.count(source)) {
+          Log(LogLevel::kWarn, "load",
+              "kept " + d.id + ": its file " + d.source_path + " could not be read this run");
+          continue;
+        }
+        const bool gone = !file_exists || read_cleanly.count(source) > 0;
+        if (gone) {
+          to_remove.push_back(d.id);
+        } else {
+          Log(LogLevel::kWarn, "load",
+              "kept " + d.id + ": its file " + d.source_path +
+                  " is still there but gave no document");
+        }
       }
     }
   }
 
-  plan.load_issues = issues;
-  const std::set<std::string> removed(to_remove.begin(), to_remove.end());
-  for (const auto& id : to_remove) {
-    plan.documents_removed.push_back(id);
-    auto it = stored_by_id.find(id);
-    plan.chunks_removed += it != stored_by_id.end() ? it->second->chunk_count : 0;
-  }
-  // Chunks an earlier run stored but did not get to (or skipped), in documents not chunked now
-  // (not read, or settled): only the pending chunks are read, to learn their document. Those of
-  // documents chunked now may have been replaced already; they are not counted here anyway.
-  if (reloaded.size() < stored_by_id.size()) {
-    for (const auto& id : pending) {
-      GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(id));
-      if (chunk && !reloaded.count(chunk->document_id) && !removed.count(chunk->document_id)) {
-        ++plan.chunks_to_extract;
-        tokens_to_extract += chunk->n_tokens;
-        names.Add(chunk->text);
+  // The removals in the plan, the pending chunks of documents not chunked now, and the
+  // estimate of the calls.
+  Status CompletePlan() {
+    const Config& c = c_;
+    Store& store = store_;
+    IndexPlan& plan = plan_;
+    const auto& issues = issues_;
+    const auto& to_remove = to_remove_;
+    const auto& stored_by_id = stored_by_id_;
+    plan.load_issues = issues;
+    const std::set<std::string> removed(to_remove.begin(), to_remove.end());
+    for (const auto& id : to_remove) {
+      plan.documents_removed.push_back(id);
+      auto it = stored_by_id.find(id);
+      plan.chunks_removed += it != stored_by_id.end() ? it->second->chunk_count : 0;
+    }
+    // Chunks an earlier run stored but did not get to (or skipped), in documents not chunked now
+    // (not read, or settled): only the pending chunks are read, to learn their document. Those of
+    // documents chunked now may have been replaced already; they are not counted here anyway.
+    if (reloaded_.size() < stored_by_id.size()) {
+      for (const auto& id : pending_) {
+        GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(id));
+        if (chunk && !reloaded_.count(chunk->document_id) && !removed.count(chunk->document_id)) {
+          ++plan.chunks_to_extract;
+          tokens_to_extract_ += chunk->n_tokens;
+          names_.Add(chunk->text);
+        }
       }
     }
-  }
-  plan.extraction_calls_max =
-      extractor.kind == ExtractorKind::kLlm
-          ? plan.chunks_to_extract * (1 + std::max<int64_t>(0, c.extraction.gleanings))
-          : 0;
-  if (extractor.kind == ExtractorKind::kLlm && plan.chunks_to_extract > 0) {
-    GRAG_ASSIGN_OR_RETURN(plan.estimate, EstimateCalls(store, c, plan.chunks_to_extract,
-                                                       tokens_to_extract, names.distinct()));
-  }
-  if (run == nullptr) return Status::Ok();
-
-  s.load_issues = std::move(issues);
-  for (const auto& issue : s.load_issues) {
-    Log(issue.skipped ? LogLevel::kWarn : LogLevel::kInfo, "load",
-        issue.path + ": " + issue.message);
-  }
-  run->Plan(plan);
-  for (const auto& id : to_remove) {
-    GRAG_ASSIGN_OR_RETURN(bool was_removed, store.DeleteDocument(id));
-    if (was_removed) {
-      ++s.documents_removed;
-      s.chunks_removed += stored_by_id.at(id)->chunk_count;
-      Log(LogLevel::kInfo, "index", "removed " + id);
+    plan.extraction_calls_max =
+        extractor_.kind == ExtractorKind::kLlm
+            ? plan.chunks_to_extract * (1 + std::max<int64_t>(0, c.extraction.gleanings))
+            : 0;
+    if (extractor_.kind == ExtractorKind::kLlm && plan.chunks_to_extract > 0) {
+      GRAG_ASSIGN_OR_RETURN(plan.estimate, EstimateCalls(store, c, plan.chunks_to_extract,
+                                                         tokens_to_extract_, names_.distinct()));
     }
-    run->Progress("load", ++done, total());
+    return Status::Ok();
   }
-  // Recorded only when every document is chunked under them by this run: a file that could not
-  // be read this time keeps chunks cut under the old ones.
-  if (whole_input && !settings_unchanged && skipped == 0) {
-    GRAG_RETURN_IF_ERROR(store.SetMeta(kChunkSettingsKey, settings));
+
+  // With a run: the plan announced, the documents removed, the chunk settings recorded.
+  Status Apply() {
+    Store& store = store_;
+    LoadSummary& s = s_;
+    Run* run = run_;
+    auto& issues = issues_;
+    const auto& to_remove = to_remove_;
+    const auto& stored_by_id = stored_by_id_;
+    s.load_issues = std::move(issues);
+    for (const auto& issue : s.load_issues) {
+      Log(issue.skipped ? LogLevel::kWarn : LogLevel::kInfo, "load",
+          issue.path + ": " + issue.message);
+    }
+    run->Plan(plan_);
+    for (const auto& id : to_remove) {
+      GRAG_ASSIGN_OR_RETURN(bool was_removed, store.DeleteDocument(id));
+      if (was_removed) {
+        ++s.documents_removed;
+        s.chunks_removed += stored_by_id.at(id)->chunk_count;
+        Log(LogLevel::kInfo, "index", "removed " + id);
+      }
+      run->Progress("load", ++done_, Total());
+    }
+    // Recorded only when every document is chunked under them by this run: a file that could not
+    // be read this time keeps chunks cut under the old ones.
+    if (whole_input_ && !settings_unchanged_ && skipped_ == 0) {
+      GRAG_RETURN_IF_ERROR(store.SetMeta(kChunkSettingsKey, settings_));
+    }
+    GRAG_ASSIGN_OR_RETURN(s.chunks, store.CountChunks());
+    return Status::Ok();
   }
-  GRAG_ASSIGN_OR_RETURN(s.chunks, store.CountChunks());
-  return Status::Ok();
+
+  // Documents go in by batches, a transaction each: a commit per document cost more than
+  // chunking it (each writes its pages and a full-text segment again). A run stopped mid-batch
+  // reads that batch again next time, which costs no model call; progress counts a document
+  // only once its batch is committed.
+  static constexpr size_t kBatchDocuments = 64;
+  static constexpr size_t kBatchBytes = size_t{4} << 20;
+
+  const Config& c_;
+  const IndexRequest& request_;
+  Store& store_;
+  const ExtractorId& extractor_;
+  const std::atomic<bool>* cancel_;
+  Run* run_;
+  IndexPlan& plan_;
+  LoadSummary& s_;
+  const ChunkOptions copts_;
+  // A document stored as it is read now, chunked under these settings, keeps its chunks as
+  // they are; any other is chunked again (unchanged chunks keep their ids and extraction).
+  const std::string settings_;
+  bool settings_unchanged_ = false;
+  bool whole_input_ = false;
+  std::vector<DocumentInfo> stored_;
+  std::map<std::string, const DocumentInfo*> stored_by_id_;
+  std::vector<std::string> to_remove_;  // document ids
+  std::vector<std::string> paths_;
+  std::optional<DocumentReader> reader_;
+  // The chunks an earlier run stored but did not get to (or skipped), as they were before
+  // this run wrote anything.
+  std::vector<std::string> pending_;
+  std::set<std::string> pending_set_;
+  int64_t tokens_to_extract_ = 0;  // tokens of the chunks to extract (for the estimate)
+  NameCounter names_;              // the names they hold, roughly (for the estimate)
+  int64_t seen_ = 0;               // documents read
+  int64_t done_ = 0;               // documents settled or written, then documents removed
+  std::vector<ToWrite> batch_;
+  size_t batch_bytes_ = 0;
+  std::set<std::string> present_;   // ids of the documents read
+  std::set<std::string> sources_;   // source files that gave documents
+  std::set<std::string> reloaded_;  // documents chunked again (kept only with pending chunks)
+  std::vector<LoadIssue> issues_;
+  int64_t skipped_ = 0;  // issues that left a file or record out
+};
+
+Status LoadInput(const Config& c, const IndexRequest& request, Store& store,
+                 const ExtractorId& extractor, const std::atomic<bool>* cancel, Run* run,
+                 IndexPlan& plan, LoadSummary& s) {
+  return InputLoader(c, request, store, extractor, cancel, run, plan, s).Load();
 }
 
 }  // namespace
