@@ -54,14 +54,19 @@ def strip_code(line):
     return re.sub(r"`[^`]*`", "", line)
 
 
-def check_links(page, errors):
+def prose_lines(page):
+    """(line number, line) of the page outside fenced code blocks."""
     fenced = False
     for no, line in enumerate(open(os.path.join(ROOT, page), encoding="utf-8"), 1):
         if FENCE.match(line):
             fenced = not fenced
             continue
-        if fenced:
-            continue
+        if not fenced:
+            yield no, line
+
+
+def check_links(page, errors):
+    for no, line in prose_lines(page):
         for target in LINK.findall(strip_code(line)):
             if re.match(r"^[a-z]+:", target):  # http:, https:, mailto:
                 continue
@@ -105,13 +110,7 @@ def command_lines(page):
 def inline_commands(page):
     """(line number, text) of each `grag ...` inline code span outside code blocks, with the
     synopsis brackets and bars of docs/commands.md's table taken out."""
-    fenced = False
-    for no, line in enumerate(open(os.path.join(ROOT, page), encoding="utf-8"), 1):
-        if FENCE.match(line):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
+    for no, line in prose_lines(page):
         for span in re.findall(r"`(grag [^`]+)`", line):
             yield no, re.sub(r"[\[\]]|\\\||\|", " ", span)
 

@@ -238,88 +238,78 @@ class InputLoader {
   // The stored documents, the removals asked for, the input to read and the chunk settings in
   // force against those the stored chunks were cut with.
   Status Open() {
-    const Config& c = c_;
-    const IndexRequest& request = request_;
-    Store& store = store_;
-    GRAG_ASSIGN_OR_RETURN(stored_, store.ListDocuments());
-    const auto& stored = stored_;
-    auto& stored_by_id = stored_by_id_;
-    auto& to_remove = to_remove_;
-    auto& paths = paths_;
-    for (const auto& d : stored) stored_by_id.emplace(d.id, &d);
-    for (const auto& id : request.remove) {
-      if (!stored_by_id.count(id)) {
+    GRAG_ASSIGN_OR_RETURN(stored_, store_.ListDocuments());
+    for (const auto& d : stored_) stored_by_id_.emplace(d.id, &d);
+    for (const auto& id : request_.remove) {
+      if (!stored_by_id_.count(id)) {
         return Status::NotFound("no document \"" + id +
                                 "\" in the index (`grag stats --documents` lists them)");
       }
-      to_remove.push_back(id);
+      to_remove_.push_back(id);
     }
-    whole_input_ = request.paths.empty() && request.remove.empty();
-    paths = request.paths;
+    whole_input_ = request_.paths.empty() && request_.remove.empty();
+    paths_ = request_.paths;
     if (whole_input_) {
-      const std::string input = c.Resolve(c.input.dir);
+      const std::string input = c_.Resolve(c_.input.dir);
       std::error_code ec;
       if (!std::filesystem::is_directory(input, ec)) {
         return Status::NotFound("input folder " + input +
                                 " does not exist: put documents there or name files to index");
       }
-      paths.push_back(input);
+      paths_.push_back(input);
     }
-    if (!paths.empty()) {
-      GRAG_ASSIGN_OR_RETURN(DocumentReader opened, DocumentReader::Open(paths, LoadOptionsFor(c)));
+    if (!paths_.empty()) {
+      GRAG_ASSIGN_OR_RETURN(DocumentReader opened,
+                            DocumentReader::Open(paths_, LoadOptionsFor(c_)));
       reader_.emplace(std::move(opened));
     }
 
     GRAG_ASSIGN_OR_RETURN(std::optional<std::string> stored_settings,
-                          store.GetMeta(kChunkSettingsKey));
+                          store_.GetMeta(kChunkSettingsKey));
     settings_unchanged_ = stored_settings && *stored_settings == settings_;
-    // The chunks an earlier run stored but did not get to (or skipped), as they were before this
+    // The chunks an earlier run stored_ but did not get to (or skipped), as they were before this
     // run wrote anything.
-    GRAG_ASSIGN_OR_RETURN(pending_, store.ChunksNeedingExtraction(extractor_));
+    GRAG_ASSIGN_OR_RETURN(pending_, store_.ChunksNeedingExtraction(extractor_));
     pending_set_ = std::set<std::string>(pending_.begin(), pending_.end());
     return Status::Ok();
   }
 
   // Writes the batch read so far (nothing when only planning), one transaction.
   Status WriteBatch() {
-    Store& store = store_;
-    Run* run = run_;
-    LoadSummary& s = s_;
-    auto& batch = batch_;
-    if (batch.empty()) return Status::Ok();
-    if (run == nullptr) {  // only planning
-      batch.clear();
+    if (batch_.empty()) return Status::Ok();
+    if (run_ == nullptr) {  // only planning
+      batch_.clear();
       batch_bytes_ = 0;
       return Status::Ok();
     }
-    if (run->cancelled()) return Status::Cancelled("interrupted");
+    if (run_->cancelled()) return Status::Cancelled("interrupted");
     std::vector<std::pair<DocumentChange, ChunkChanges>> changes;
     {
-      GRAG_ASSIGN_OR_RETURN(Transaction tx, store.BeginAllOrNothing());
-      for (const ToWrite& w : batch) {
-        GRAG_ASSIGN_OR_RETURN(DocumentChange change, store.UpsertDocument(w.doc));
-        GRAG_ASSIGN_OR_RETURN(ChunkChanges cc, store.ReplaceDocumentChunks(w.doc.id, w.chunks));
+      GRAG_ASSIGN_OR_RETURN(Transaction tx, store_.BeginAllOrNothing());
+      for (const ToWrite& w : batch_) {
+        GRAG_ASSIGN_OR_RETURN(DocumentChange change, store_.UpsertDocument(w.doc));
+        GRAG_ASSIGN_OR_RETURN(ChunkChanges cc, store_.ReplaceDocumentChunks(w.doc.id, w.chunks));
         changes.emplace_back(change, cc);
       }
       GRAG_RETURN_IF_ERROR(tx.Commit());
     }
-    batch.clear();
+    batch_.clear();
     batch_bytes_ = 0;
     for (const auto& [change, cc] : changes) {
       switch (change) {
         case DocumentChange::kAdded:
-          ++s.documents_added;
+          ++s_.documents_added;
           break;
         case DocumentChange::kChanged:
-          ++s.documents_changed;
+          ++s_.documents_changed;
           break;
         case DocumentChange::kUnchanged:
-          ++s.documents_unchanged;
+          ++s_.documents_unchanged;
           break;
       }
-      s.chunks_added += cc.added;
-      s.chunks_removed += cc.removed;
-      run->Progress("load", ++done_, Total());
+      s_.chunks_added += cc.added;
+      s_.chunks_removed += cc.removed;
+      run_->Progress("load", ++done_, Total());
     }
     return Status::Ok();
   }
@@ -327,10 +317,6 @@ class InputLoader {
   // Each document read, compared with the stored one, counted in the plan and, unless settled,
   // chunked and written by batches.
   Status ReadDocuments() {
-    Store& store = store_;
-    IndexPlan& plan = plan_;
-    const auto& pending = pending_;
-    const auto& pending_set = pending_set_;
     while (reader_) {
       if (cancel_ != nullptr && cancel_->load()) return Status::Cancelled("interrupted");
       std::optional<Document> next = reader_->Next();
@@ -343,11 +329,11 @@ class InputLoader {
       const bool is_stored = it != stored_by_id_.end();
       const bool changed = is_stored && it->second->content_hash != doc.content_hash;
       if (!is_stored) {
-        plan.documents_added.push_back(doc.id);
+        plan_.documents_added.push_back(doc.id);
       } else if (changed) {
-        plan.documents_changed.push_back(doc.id);
+        plan_.documents_changed.push_back(doc.id);
       } else {
-        ++plan.documents_unchanged;
+        ++plan_.documents_unchanged;
       }
       if (settings_unchanged_ && is_stored && !changed && it->second->title == doc.title &&
           it->second->source_path == doc.source_path) {
@@ -358,26 +344,26 @@ class InputLoader {
         }
         continue;
       }
-      if (!pending.empty()) reloaded_.insert(doc.id);
+      if (!pending_.empty()) reloaded_.insert(doc.id);
       GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> chunks, ChunkRecords(doc, copts_));
       // A chunk is extracted unless it is stored (under this document: its id depends on the
       // document's) and extracted already.
       std::set<std::string> old;
       if (is_stored) {
-        GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> stored_chunks, store.ListChunks(doc.id));
+        GRAG_ASSIGN_OR_RETURN(std::vector<ChunkRecord> stored_chunks, store_.ListChunks(doc.id));
         for (auto& ch : stored_chunks) old.insert(std::move(ch.id));
       }
       std::set<std::string> now;
       for (const auto& ch : chunks) {
         now.insert(ch.id);
-        if (!old.count(ch.id) || pending_set.count(ch.id)) {
-          ++plan.chunks_to_extract;
+        if (!old.count(ch.id) || pending_set_.count(ch.id)) {
+          ++plan_.chunks_to_extract;
           tokens_to_extract_ += ch.n_tokens;
           names_.Add(ch.text);
         }
       }
       if (changed) {
-        for (const auto& id : old) plan.chunks_removed += now.count(id) ? 0 : 1;
+        for (const auto& id : old) plan_.chunks_removed += now.count(id) ? 0 : 1;
       }
       batch_bytes_ += doc.text.size();
       batch_.push_back({std::move(doc), std::move(chunks)});
@@ -391,18 +377,17 @@ class InputLoader {
   // Nothing to index and something went wrong: a failure, not an empty success. Nothing is
   // removed either (and nothing was written).
   Status FailWhenNothingWasRead() const {
-    const auto& issues = issues_;
-    const auto skipped = skipped_;
-    if (seen_ == 0 && skipped > 0) {
-      std::string first = issues.front().path + ": " + issues.front().message;
-      for (const auto& i : issues) {
+    if (seen_ == 0 && skipped_ > 0) {
+      std::string first = issues_.front().path + ": " + issues_.front().message;
+      for (const auto& i : issues_) {
         if (i.skipped) {
           first = i.path + ": " + i.message;
           break;
         }
       }
-      return Status::IoError("no input file could be read (" + std::to_string(skipped) +
-                             (skipped == 1 ? " problem" : " problems") + "; first: " + first + ")");
+      return Status::IoError("no input file could be read (" + std::to_string(skipped_) +
+                             (skipped_ == 1 ? " problem" : " problems") + "; first: " + first +
+                             ")");
     }
     return Status::Ok();
   }
@@ -412,10 +397,6 @@ class InputLoader {
   // cleanly. A document whose file is still there but could not be read this time (unreadable,
   // invalid UTF-8, a bad record) is kept: a transient problem must never delete work.
   void FindDocumentsGoneFromFolders() {
-    const Config& c = c_;
-    const auto& issues = issues_;
-    const auto& stored = stored_;
-    auto& to_remove = to_remove_;
     std::vector<std::string> folders;
     if (request_.sync_folders || whole_input_) {
       for (const auto& p : paths_) {
@@ -424,9 +405,9 @@ class InputLoader {
       }
     }
     if (!folders.empty()) {
-      const std::string root = c.root;
+      const std::string root = c_.root;
       std::set<std::string> troubled;  // source files with a problem this run
-      for (const auto& issue : issues) {
+      for (const auto& issue : issues_) {
         if (issue.skipped) troubled.insert(issue.source_path);
       }
       // Source files that gave documents and no problem.
@@ -434,14 +415,14 @@ class InputLoader {
       for (const auto& source : sources_) {
         if (!troubled.count(source)) read_cleanly.insert(source);
       }
-      const std::string input_dir = c.Resolve(c.input.dir);
-      for (const auto& d : stored) {
+      const std::string input_dir = c_.Resolve(c_.input.dir);
+      for (const auto& d : stored_) {
         if (present_.count(d.id)) continue;
-        if (std::find(to_remove.begin(), to_remove.end(), d.id) != to_remove.end()) continue;
-        // The stored source path is relative to the project root. Indexes written before that may
+        if (std::find(to_remove_.begin(), to_remove_.end(), d.id) != to_remove_.end()) continue;
+        // The stored_ source path is relative to the project root. Indexes written before that may
         // hold one relative to another working directory; for a plain file the id (its path
         // relative to the input folder) locates it too. A record's id says nothing about its file:
-        // it is judged by the stored path alone, and kept when that does not lead anywhere.
+        // it is judged by the stored_ path alone, and kept when that does not lead anywhere.
         const std::string stored_file = ResolveSourcePath(d.source_path, root);
         const std::string source = SourcePathFor(stored_file, root);
         std::vector<std::string> candidates = {stored_file};
@@ -469,7 +450,7 @@ class InputLoader {
         }
         const bool gone = !file_exists || read_cleanly.count(source) > 0;
         if (gone) {
-          to_remove.push_back(d.id);
+          to_remove_.push_back(d.id);
         } else {
           Log(LogLevel::kWarn, "load",
               "kept " + d.id + ": its file " + d.source_path +
@@ -482,72 +463,60 @@ class InputLoader {
   // The removals in the plan, the pending chunks of documents not chunked now, and the
   // estimate of the calls.
   Status CompletePlan() {
-    const Config& c = c_;
-    Store& store = store_;
-    IndexPlan& plan = plan_;
-    const auto& issues = issues_;
-    const auto& to_remove = to_remove_;
-    const auto& stored_by_id = stored_by_id_;
-    plan.load_issues = issues;
-    const std::set<std::string> removed(to_remove.begin(), to_remove.end());
-    for (const auto& id : to_remove) {
-      plan.documents_removed.push_back(id);
-      auto it = stored_by_id.find(id);
-      plan.chunks_removed += it != stored_by_id.end() ? it->second->chunk_count : 0;
+    plan_.load_issues = issues_;
+    const std::set<std::string> removed(to_remove_.begin(), to_remove_.end());
+    for (const auto& id : to_remove_) {
+      plan_.documents_removed.push_back(id);
+      auto it = stored_by_id_.find(id);
+      plan_.chunks_removed += it != stored_by_id_.end() ? it->second->chunk_count : 0;
     }
     // Chunks an earlier run stored but did not get to (or skipped), in documents not chunked now
     // (not read, or settled): only the pending chunks are read, to learn their document. Those of
     // documents chunked now may have been replaced already; they are not counted here anyway.
-    if (reloaded_.size() < stored_by_id.size()) {
+    if (reloaded_.size() < stored_by_id_.size()) {
       for (const auto& id : pending_) {
-        GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(id));
+        GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store_.GetChunk(id));
         if (chunk && !reloaded_.count(chunk->document_id) && !removed.count(chunk->document_id)) {
-          ++plan.chunks_to_extract;
+          ++plan_.chunks_to_extract;
           tokens_to_extract_ += chunk->n_tokens;
           names_.Add(chunk->text);
         }
       }
     }
-    plan.extraction_calls_max =
+    plan_.extraction_calls_max =
         extractor_.kind == ExtractorKind::kLlm
-            ? plan.chunks_to_extract * (1 + std::max<int64_t>(0, c.extraction.gleanings))
+            ? plan_.chunks_to_extract * (1 + std::max<int64_t>(0, c_.extraction.gleanings))
             : 0;
-    if (extractor_.kind == ExtractorKind::kLlm && plan.chunks_to_extract > 0) {
-      GRAG_ASSIGN_OR_RETURN(plan.estimate, EstimateCalls(store, c, plan.chunks_to_extract,
-                                                         tokens_to_extract_, names_.distinct()));
+    if (extractor_.kind == ExtractorKind::kLlm && plan_.chunks_to_extract > 0) {
+      GRAG_ASSIGN_OR_RETURN(plan_.estimate, EstimateCalls(store_, c_, plan_.chunks_to_extract,
+                                                          tokens_to_extract_, names_.distinct()));
     }
     return Status::Ok();
   }
 
   // With a run: the plan announced, the documents removed, the chunk settings recorded.
   Status Apply() {
-    Store& store = store_;
-    LoadSummary& s = s_;
-    Run* run = run_;
-    auto& issues = issues_;
-    const auto& to_remove = to_remove_;
-    const auto& stored_by_id = stored_by_id_;
-    s.load_issues = std::move(issues);
-    for (const auto& issue : s.load_issues) {
+    s_.load_issues = std::move(issues_);
+    for (const auto& issue : s_.load_issues) {
       Log(issue.skipped ? LogLevel::kWarn : LogLevel::kInfo, "load",
           issue.path + ": " + issue.message);
     }
-    run->Plan(plan_);
-    for (const auto& id : to_remove) {
-      GRAG_ASSIGN_OR_RETURN(bool was_removed, store.DeleteDocument(id));
+    run_->Plan(plan_);
+    for (const auto& id : to_remove_) {
+      GRAG_ASSIGN_OR_RETURN(bool was_removed, store_.DeleteDocument(id));
       if (was_removed) {
-        ++s.documents_removed;
-        s.chunks_removed += stored_by_id.at(id)->chunk_count;
+        ++s_.documents_removed;
+        s_.chunks_removed += stored_by_id_.at(id)->chunk_count;
         Log(LogLevel::kInfo, "index", "removed " + id);
       }
-      run->Progress("load", ++done_, Total());
+      run_->Progress("load", ++done_, Total());
     }
-    // Recorded only when every document is chunked under them by this run: a file that could not
+    // Recorded only when every document is chunked under them by this run_: a file that could not
     // be read this time keeps chunks cut under the old ones.
     if (whole_input_ && !settings_unchanged_ && skipped_ == 0) {
-      GRAG_RETURN_IF_ERROR(store.SetMeta(kChunkSettingsKey, settings_));
+      GRAG_RETURN_IF_ERROR(store_.SetMeta(kChunkSettingsKey, settings_));
     }
-    GRAG_ASSIGN_OR_RETURN(s.chunks, store.CountChunks());
+    GRAG_ASSIGN_OR_RETURN(s_.chunks, store_.CountChunks());
     return Status::Ok();
   }
 

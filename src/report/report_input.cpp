@@ -184,33 +184,28 @@ class InputBuilder {
   // The community's own rows, ranked: members by degree, internal relationships by combined
   // degree and weight.
   void RankRows() {
-    const ReportGraph& graph = graph_;
-    const CommunityRecord& community = community_;
-    auto& members = members_;
-    auto& member_set = member_set_;
-    auto& internal = internal_;
-    for (int64_t id : community.entity_ids) {
-      auto it = graph.entity_index.find(id);
-      if (it != graph.entity_index.end() && member_set.insert(id).second) {
-        members.push_back(&graph.entities[it->second]);
+    for (int64_t id : community_.entity_ids) {
+      auto it = graph_.entity_index.find(id);
+      if (it != graph_.entity_index.end() && member_set_.insert(id).second) {
+        members_.push_back(&graph_.entities[it->second]);
       }
     }
-    std::sort(members.begin(), members.end(), [](const GraphEntity* a, const GraphEntity* b) {
+    std::sort(members_.begin(), members_.end(), [](const GraphEntity* a, const GraphEntity* b) {
       if (a->degree != b->degree) return a->degree > b->degree;
       if (a->name != b->name) return a->name < b->name;
       return a->id < b->id;
     });
-    for (const GraphEntity* m : members) {
-      auto it = graph.relationships_from.find(m->id);
-      if (it == graph.relationships_from.end()) continue;
+    for (const GraphEntity* m : members_) {
+      auto it = graph_.relationships_from.find(m->id);
+      if (it == graph_.relationships_from.end()) continue;
       for (size_t r : it->second) {
-        const GraphRelationship& rel = graph.relationships[r];
-        if (member_set.count(rel.source_id) != 0 && member_set.count(rel.target_id) != 0) {
-          internal.push_back(&rel);
+        const GraphRelationship& rel = graph_.relationships[r];
+        if (member_set_.count(rel.source_id) != 0 && member_set_.count(rel.target_id) != 0) {
+          internal_.push_back(&rel);
         }
       }
     }
-    std::sort(internal.begin(), internal.end(),
+    std::sort(internal_.begin(), internal_.end(),
               [](const GraphRelationship* a, const GraphRelationship* b) {
                 if (a->combined_degree != b->combined_degree) {
                   return a->combined_degree > b->combined_degree;
@@ -218,17 +213,16 @@ class InputBuilder {
                 if (a->weight != b->weight) return a->weight > b->weight;
                 return a->id < b->id;
               });
-    in_.entities_total = static_cast<int64_t>(members.size());
-    in_.relationships_total = static_cast<int64_t>(internal.size());
+    in_.entities_total = static_cast<int64_t>(members_.size());
+    in_.relationships_total = static_cast<int64_t>(internal_.size());
   }
 
   // Every row's tokens, and the whole community's (full_).
   void CountRows() {
-    const Tokenizer& tokenizer = tokenizer_;
     // Local ids run from 1; every row is charged the tokens of the largest id, an upper bound.
-    id_tokens_e_ = Count(tokenizer, std::to_string(std::max<size_t>(members_.size(), 1)));
-    id_tokens_r_ = Count(tokenizer, std::to_string(std::max<size_t>(internal_.size(), 1)));
-    headers_ = Count(tokenizer, kEntityHeader) + Count(tokenizer, kRelationshipHeader);
+    id_tokens_e_ = Count(tokenizer_, std::to_string(std::max<size_t>(members_.size(), 1)));
+    id_tokens_r_ = Count(tokenizer_, std::to_string(std::max<size_t>(internal_.size(), 1)));
+    headers_ = Count(tokenizer_, kEntityHeader) + Count(tokenizer_, kRelationshipHeader);
     full_ = headers_;
     for (size_t i = 0; i < members_.size(); ++i) full_ += CostE(i);
     for (size_t i = 0; i < internal_.size(); ++i) full_ += CostR(i);
@@ -236,57 +230,51 @@ class InputBuilder {
 
   // Children with reports, most tokens of rows first.
   void RankChildren() {
-    const ReportGraph& graph = graph_;
-    auto& kids = kids_;
-    auto& child_of = child_of_;
-    const auto& members = members_;
-    const auto& internal = internal_;
-    const Tokenizer& tokenizer = tokenizer_;
-    const auto children_it = graph.children.find(community_.id);
-    if (children_it != graph.children.end()) {
+    const auto children_it = graph_.children.find(community_.id);
+    if (children_it != graph_.children.end()) {
       for (int64_t child_id : children_it->second) {
         auto rep = reports_.find(child_id);
-        auto rec = graph.community_index.find(child_id);
+        auto rec = graph_.community_index.find(child_id);
         if (rep == reports_.end() || rep->second.full_content.empty() ||
-            rec == graph.community_index.end()) {
+            rec == graph_.community_index.end()) {
           continue;
         }
-        kids.push_back(Child{child_id, &rep->second, {}, 0, 0});
-        for (int64_t e : graph.communities[rec->second].entity_ids) {
-          if (member_set_.count(e) != 0) child_of.emplace(e, kids.size() - 1);
+        kids_.push_back(Child{child_id, &rep->second, {}, 0, 0});
+        for (int64_t e : graph_.communities[rec->second].entity_ids) {
+          if (member_set_.count(e) != 0) child_of_.emplace(e, kids_.size() - 1);
         }
       }
-      for (size_t i = 0; i < members.size(); ++i) {
-        auto it = child_of.find(members[i]->id);
-        if (it != child_of.end()) kids[it->second].raw_tokens += CostE(i);
+      for (size_t i = 0; i < members_.size(); ++i) {
+        auto it = child_of_.find(members_[i]->id);
+        if (it != child_of_.end()) kids_[it->second].raw_tokens += CostE(i);
       }
-      for (size_t i = 0; i < internal.size(); ++i) {
-        auto s = child_of.find(internal[i]->source_id);
-        auto t = child_of.find(internal[i]->target_id);
-        if (s != child_of.end() && t != child_of.end() && s->second == t->second) {
-          kids[s->second].raw_tokens += CostR(i);
+      for (size_t i = 0; i < internal_.size(); ++i) {
+        auto s = child_of_.find(internal_[i]->source_id);
+        auto t = child_of_.find(internal_[i]->target_id);
+        if (s != child_of_.end() && t != child_of_.end() && s->second == t->second) {
+          kids_[s->second].raw_tokens += CostR(i);
         }
       }
       // Stable order before the ranking so that the member -> child map can be rebuilt after it.
-      std::vector<size_t> order(kids.size());
+      std::vector<size_t> order(kids_.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        if (kids[a].raw_tokens != kids[b].raw_tokens)
-          return kids[a].raw_tokens > kids[b].raw_tokens;
-        return kids[a].id < kids[b].id;
+        if (kids_[a].raw_tokens != kids_[b].raw_tokens)
+          return kids_[a].raw_tokens > kids_[b].raw_tokens;
+        return kids_[a].id < kids_[b].id;
       });
       std::vector<Child> ranked;
-      std::vector<size_t> new_index(kids.size());
+      std::vector<size_t> new_index(kids_.size());
       for (size_t i = 0; i < order.size(); ++i) {
         new_index[order[i]] = i;
-        ranked.push_back(std::move(kids[order[i]]));
+        ranked.push_back(std::move(kids_[order[i]]));
       }
-      kids = std::move(ranked);
-      for (auto& [entity, index] : child_of) index = new_index[index];
-      for (size_t k = 0; k < kids.size(); ++k) {
-        kids[k].block = "-----Report R" + std::to_string(k + 1) + "-----\n" +
-                        kids[k].report->full_content + "\n\n";
-        kids[k].block_tokens = Count(tokenizer, kids[k].block);
+      kids_ = std::move(ranked);
+      for (auto& [entity, index] : child_of_) index = new_index[index];
+      for (size_t k = 0; k < kids_.size(); ++k) {
+        kids_[k].block = "-----Report R" + std::to_string(k + 1) + "-----\n" +
+                         kids_[k].report->full_content + "\n\n";
+        kids_[k].block_tokens = Count(tokenizer_, kids_[k].block);
       }
     }
   }
@@ -294,142 +282,126 @@ class InputBuilder {
   // What goes in: every row when it fits; else child reports in place of their rows, the
   // largest first, until it fits; else as many reports, then rows by rank, as fit.
   void Choose() {
-    const Tokenizer& tokenizer = tokenizer_;
-    const auto& kids = kids_;
-    const auto& members = members_;
-    const auto& internal = internal_;
-    const int64_t budget = budget_;
-    Selection& sel = sel_;
-    size_t& covered_children = covered_children_;
     const int64_t reports_overhead =
-        Count(tokenizer, kReportsIntro) + Count(tokenizer, kEntitiesLabel);
-    bool fits = full_ <= budget;
-    if (!fits && !kids.empty()) {
+        Count(tokenizer_, kReportsIntro) + Count(tokenizer_, kEntitiesLabel);
+    bool fits = full_ <= budget_;
+    if (!fits && !kids_.empty()) {
       int64_t total = full_ + reports_overhead;
-      for (size_t k = 0; k < kids.size() && !fits; ++k) {
-        total += kids[k].block_tokens - kids[k].raw_tokens;
-        if (total <= budget) {
+      for (size_t k = 0; k < kids_.size() && !fits; ++k) {
+        total += kids_[k].block_tokens - kids_[k].raw_tokens;
+        if (total <= budget_) {
           fits = true;
-          covered_children = k + 1;
+          covered_children_ = k + 1;
         }
       }
     }
     if (fits) {
-      for (size_t i = 0; i < members.size(); ++i) {
-        if (!Covered(members[i]->id)) sel.entities.push_back(i);
+      for (size_t i = 0; i < members_.size(); ++i) {
+        if (!Covered(members_[i]->id)) sel_.entities.push_back(i);
       }
-      for (size_t i = 0; i < internal.size(); ++i) {
-        if (!CoveredRelationship(*internal[i])) sel.relationships.push_back(i);
+      for (size_t i = 0; i < internal_.size(); ++i) {
+        if (!CoveredRelationship(*internal_[i])) sel_.relationships.push_back(i);
       }
     } else {
       // Too long even with every child's report: the largest children's reports as far as they
       // fit, then the rows that are left, by rank.
-      sel.truncated = true;
+      sel_.truncated = true;
       int64_t used = headers_;
-      if (!kids.empty() && used + reports_overhead + kids[0].block_tokens <= budget) {
+      if (!kids_.empty() && used + reports_overhead + kids_[0].block_tokens <= budget_) {
         used += reports_overhead;
-        while (covered_children < kids.size() &&
-               used + kids[covered_children].block_tokens <= budget) {
-          used += kids[covered_children].block_tokens;
-          ++covered_children;
+        while (covered_children_ < kids_.size() &&
+               used + kids_[covered_children_].block_tokens <= budget_) {
+          used += kids_[covered_children_].block_tokens;
+          ++covered_children_;
         }
       }
-      std::vector<bool> listed(members.size(), false);
-      std::unordered_map<int64_t, size_t> rank_of;  // entity id -> index into members
-      for (size_t i = 0; i < members.size(); ++i) rank_of.emplace(members[i]->id, i);
+      std::vector<bool> listed(members_.size(), false);
+      std::unordered_map<int64_t, size_t> rank_of;  // entity id -> index into members_
+      for (size_t i = 0; i < members_.size(); ++i) rank_of.emplace(members_[i]->id, i);
       // Relationships by rank, each with the endpoints not listed yet (Microsoft's order), so
       // every listed relationship's entities are there to read.
-      for (size_t i = 0; i < internal.size(); ++i) {
-        if (CoveredRelationship(*internal[i])) continue;
+      for (size_t i = 0; i < internal_.size(); ++i) {
+        if (CoveredRelationship(*internal_[i])) continue;
         int64_t need = CostR(i);
         std::vector<size_t> ends;
-        for (int64_t end : {internal[i]->source_id, internal[i]->target_id}) {
+        for (int64_t end : {internal_[i]->source_id, internal_[i]->target_id}) {
           const size_t e = rank_of.at(end);
           if (!listed[e] && !Covered(end)) {
             need += CostE(e);
             ends.push_back(e);
           }
         }
-        if (used + need > budget) break;
+        if (used + need > budget_) break;
         used += need;
-        sel.relationships.push_back(i);
+        sel_.relationships.push_back(i);
         for (size_t e : ends) listed[e] = true;
       }
-      for (size_t i = 0; i < members.size(); ++i) {
-        if (listed[i] || Covered(members[i]->id)) continue;
-        if (used + CostE(i) > budget) break;
+      for (size_t i = 0; i < members_.size(); ++i) {
+        if (listed[i] || Covered(members_[i]->id)) continue;
+        if (used + CostE(i) > budget_) break;
         used += CostE(i);
         listed[i] = true;
       }
-      for (size_t i = 0; i < members.size(); ++i) {
-        if (listed[i]) sel.entities.push_back(i);
+      for (size_t i = 0; i < members_.size(); ++i) {
+        if (listed[i]) sel_.entities.push_back(i);
       }
     }
-    for (size_t k = 0; k < covered_children; ++k) sel.children.push_back(k);
+    for (size_t k = 0; k < covered_children_; ++k) sel_.children.push_back(k);
   }
 
   // The values; the exact count confirms the row arithmetic (and trims if a future tokenizer
   // ever broke it).
   void Write() {
-    const Tokenizer& tokenizer = tokenizer_;
-    const auto& kids = kids_;
-    const auto& members = members_;
-    const auto& internal = internal_;
-    const int64_t budget = budget_;
-    Selection& sel = sel_;
-    ReportInput& in = in_;
-    const ReportOptions& options = options_;
     auto render = [&] {
       std::string e;
-      if (!sel.children.empty()) {
+      if (!sel_.children.empty()) {
         e += kReportsIntro;
-        for (size_t k : sel.children) e += kids[k].block;
+        for (size_t k : sel_.children) e += kids_[k].block;
         e += kEntitiesLabel;
       }
       e += kEntityHeader;
-      in.entity_names.clear();
-      for (size_t i : sel.entities) {
-        in.entity_names.push_back(members[i]->name);
-        e += std::to_string(in.entity_names.size()) + members[i]->row.body;
+      in_.entity_names.clear();
+      for (size_t i : sel_.entities) {
+        in_.entity_names.push_back(members_[i]->name);
+        e += std::to_string(in_.entity_names.size()) + members_[i]->row.body;
       }
       std::string r(kRelationshipHeader);
       int64_t n = 0;
-      for (size_t i : sel.relationships) r += std::to_string(++n) + internal[i]->row.body;
-      in.entities = std::move(e);
-      in.relationships = std::move(r);
-      in.context_tokens = Count(tokenizer, in.entities) + Count(tokenizer, in.relationships);
+      for (size_t i : sel_.relationships) r += std::to_string(++n) + internal_[i]->row.body;
+      in_.entities = std::move(e);
+      in_.relationships = std::move(r);
+      in_.context_tokens = Count(tokenizer_, in_.entities) + Count(tokenizer_, in_.relationships);
     };
     render();
-    while (in.context_tokens > budget && (!sel.relationships.empty() || !sel.entities.empty())) {
-      if (!sel.relationships.empty()) {
-        sel.relationships.pop_back();
+    while (in_.context_tokens > budget_ &&
+           (!sel_.relationships.empty() || !sel_.entities.empty())) {
+      if (!sel_.relationships.empty()) {
+        sel_.relationships.pop_back();
       } else {
-        sel.entities.pop_back();
+        sel_.entities.pop_back();
       }
-      sel.truncated = true;
+      sel_.truncated = true;
       render();
     }
-    in.entities_listed = static_cast<int64_t>(sel.entities.size());
-    in.relationships_listed = static_cast<int64_t>(sel.relationships.size());
-    in.truncated = sel.truncated;
-    for (size_t k : sel.children) in.child_reports_used.push_back(kids[k].id);
+    in_.entities_listed = static_cast<int64_t>(sel_.entities.size());
+    in_.relationships_listed = static_cast<int64_t>(sel_.relationships.size());
+    in_.truncated = sel_.truncated;
+    for (size_t k : sel_.children) in_.child_reports_used.push_back(kids_[k].id);
 
-    in.prompt = FillPrompt(options.prompt,
-                           {{"entities", in.entities}, {"relationships", in.relationships}});
-    if (!options.json_instruction.empty()) {
-      if (!in.prompt.empty() && in.prompt.back() != '\n') in.prompt += '\n';
-      in.prompt += "\n" + options.json_instruction;
+    in_.prompt = FillPrompt(options_.prompt,
+                            {{"entities", in_.entities}, {"relationships", in_.relationships}});
+    if (!options_.json_instruction.empty()) {
+      if (!in_.prompt.empty() && in_.prompt.back() != '\n') in_.prompt += '\n';
+      in_.prompt += "\n" + options_.json_instruction;
     }
   }
 
   void Hash(std::string_view model_name) {
-    const auto& kids = kids_;
-    const Selection& sel = sel_;
-    ReportInput& in = in_;
     Hasher h;
-    h.Add(kHashVersion).Add(model_name).Add(in.prompt);
-    for (size_t k : sel.children) h.Add(std::to_string(kids[k].id)).Add(kids[k].report->input_hash);
-    in.input_hash = h.HexDigest();
+    h.Add(kHashVersion).Add(model_name).Add(in_.prompt);
+    for (size_t k : sel_.children)
+      h.Add(std::to_string(kids_[k].id)).Add(kids_[k].report->input_hash);
+    in_.input_hash = h.HexDigest();
   }
 
   const ReportGraph& graph_;
