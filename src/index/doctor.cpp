@@ -11,6 +11,7 @@
 #include "grag/nlp_extract.h"
 #include "grag/prompts.h"
 #include "grag/tokenizer.h"
+#include "grag/words.h"
 
 namespace grag {
 namespace {
@@ -33,14 +34,6 @@ int64_t Millis(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                since)
       .count();
-}
-
-std::string Excerpt(std::string_view text, size_t max) {
-  std::string out(text.substr(0, max));
-  while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
-  if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
-  if (text.size() > max) out += "...";
-  return out;
 }
 
 // What a failed request says about the endpoint.
@@ -122,7 +115,7 @@ DoctorProbe Ask(std::string name, std::string base_url, ChatModel& chat, ChatReq
   p.reasoning_tokens = r.reasoning_tokens;
   p.thinking_seen = r.reasoning_tokens > 0;
   p.finish_reason = r.finish_reason;
-  p.reply_excerpt = Excerpt(r.content, 300);
+  p.reply_excerpt = ShortenAtWord(r.content, 300);
   return p;
 }
 

@@ -12,6 +12,7 @@
 #include "grag/hash.h"
 #include "grag/log.h"
 #include "grag/nlp_extract.h"
+#include "grag/words.h"
 #include "grag/parallel.h"
 #include "grag/prompts.h"
 
@@ -178,14 +179,9 @@ class EmptyWatch {
   }
 
  private:
+  // On one line, cut at a word (never inside a character), quoted.
   static std::string Excerpt(std::string_view text, size_t max) {
-    std::string out;
-    for (char ch : text.substr(0, max)) out += (ch == '\n' || ch == '\r') ? ' ' : ch;
-    // Not mid-character.
-    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
-    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
-    if (text.size() > max) out += "...";
-    return "\"" + out + "\"";
+    return "\"" + ShortenAtWord(text, max) + "\"";
   }
 
   mutable std::mutex mu_;
