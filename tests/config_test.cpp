@@ -1,5 +1,6 @@
 // Settings: defaults < config file < environment < flags; clear errors; the init file round-trips.
 #include "grag/config.h"
+#include "grag/drift_search.h"
 #include "grag/merge.h"
 #include "grag/report.h"
 #include "grag/llm.h"
@@ -153,7 +154,7 @@ TEST(PromptsTest, DefaultsAreSeedPromptsAndFilesOverride) {
   p = LoadPrompt(dir.path().string(), PromptId::kGlobalMap);
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("{{question}}"), std::string::npos);
-  EXPECT_EQ(AllPrompts().size(), 8u);
+  EXPECT_EQ(AllPrompts().size(), 12u);
 }
 
 }  // namespace
@@ -186,6 +187,38 @@ TEST(ConfigTest, SearchDefaultsAreTheRetrievalDefaults) {
   bad = Config{};
   bad.search.damping = 1.0;
   EXPECT_EQ(ValidateConfig(bad).code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(ConfigTest, DriftDefaultsAreTheDriftSearchDefaults) {
+  const DriftConfig c;
+  const DriftSearchOptions o;
+  EXPECT_EQ(c.hyde, o.hyde);
+  EXPECT_EQ(c.primer_top_k, o.primer_top_k);
+  EXPECT_EQ(c.primer_folds, o.primer_folds);
+  EXPECT_EQ(c.primer_fold_tokens, o.primer_fold_tokens);
+  EXPECT_EQ(c.followups_per_answer, o.followups_per_answer);
+  EXPECT_EQ(c.depth, o.depth);
+  EXPECT_EQ(c.breadth, o.breadth);
+  EXPECT_EQ(c.depth_decay, o.depth_decay);
+  EXPECT_EQ(c.min_parent_score, o.min_parent_score);
+  EXPECT_EQ(c.max_calls, o.max_calls);
+  EXPECT_EQ(c.local_budget_tokens, o.local.context_budget_tokens);
+  EXPECT_EQ(c.local_chunk_share, o.local.chunk_share);
+  EXPECT_EQ(c.local_relationship_share, o.local.relationship_share);
+  EXPECT_EQ(c.local_report_share, o.local.report_share);
+  EXPECT_EQ(c.reduce_budget_tokens, o.reduce_budget_tokens);
+  EXPECT_EQ(c.reply_max_tokens, o.reply_max_tokens.value_or(0));
+  EXPECT_EQ(c.reduce_reply_max_tokens, o.reduce_reply_max_tokens.value_or(0));
+  EXPECT_EQ(MaxDriftCalls(o, o.primer_folds), 10);
+  Config bad;
+  bad.drift.max_calls = 2;  // hyde, a primer call and the reduce need 3
+  EXPECT_EQ(ValidateConfig(bad).code(), ErrorCode::kInvalidArgument);
+  bad = Config{};
+  bad.drift.local_chunk_share = 0.95;
+  EXPECT_EQ(ValidateConfig(bad).code(), ErrorCode::kInvalidArgument);
+  bad = Config{};
+  bad.query.method = "drift";
+  EXPECT_TRUE(ValidateConfig(bad).ok());
 }
 
 TEST(ConfigTest, ResolutionDefaultsAreTheResolverDefaults) {

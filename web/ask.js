@@ -38,6 +38,31 @@ function sources(result) {
            })));
 }
 
+// DRIFT's research: the follow-up questions asked, as a tree under the primer, collapsed.
+function followUps(result) {
+  const actions = (result.actions || []).filter((a) => a.depth > 0);
+  if (!actions.length) return null;
+  const children = new Map();
+  for (const a of actions) {
+    const list = children.get(a.parent) || [];
+    list.push(a);
+    children.set(a.parent, list);
+  }
+  const item = (a) => {
+    const state = a.outcome === 'ok' ? `score ${a.score}` : a.outcome.replace('_', ' ');
+    const kids = children.get(a.id) || [];
+    return h('li', {}, h('span', {class: 'follow-up'}, a.query), ' ',
+             h('span', {class: 'muted'}, `(${state})`),
+             kids.length ? h('ul', {}, kids.map(item)) : null);
+  };
+  const roots = actions.filter((a) => !actions.some((p) => p.id === a.parent));
+  const s = result.stats || {};
+  return h('details', {class: 'drift-followups'},
+           h('summary', {}, `Follow-ups (${actions.length}) · ${s.calls} of at most ` +
+                            `${s.max_calls} model calls`),
+           h('ul', {}, roots.map(item)));
+}
+
 async function ask(question, method) {
   if (running) running.abort();
   const controller = new AbortController();
@@ -84,6 +109,8 @@ async function ask(question, method) {
   meta.textContent = describe(result, (performance.now() - started) / 1000);
   text.replaceWith(renderAnswer(result.answer, result.citations, openCitation));
   card.append(sources(result));
+  const research = followUps(result);
+  if (research) card.append(research);
 }
 
 export function initAsk() {

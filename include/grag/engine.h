@@ -22,6 +22,7 @@
 
 #include "grag/config.h"
 #include "grag/doctor.h"
+#include "grag/drift_search.h"
 #include "grag/export.h"
 #include "grag/global_search.h"
 #include "grag/indexer.h"
@@ -37,7 +38,7 @@
 
 namespace grag {
 
-enum class QueryMethod { kAuto, kGlobal, kLocal, kBasic, kHybrid };
+enum class QueryMethod { kAuto, kGlobal, kLocal, kBasic, kHybrid, kDrift };
 std::string_view QueryMethodName(QueryMethod method);  // "auto", "global", ...
 Result<QueryMethod> ParseQueryMethod(std::string_view name);
 
@@ -71,12 +72,16 @@ struct QueryRequest {
   const std::atomic<bool>* cancel = nullptr;
 };
 
-// What `--method auto` decided, and what the chosen method should cost.
+// What `--method auto` decided (or the method asked for), and what it should cost.
 struct QueryRoute {
   RouteDecision decision;
   QueryMethod method = QueryMethod::kHybrid;
   int64_t estimated_calls = 0;   // LLM calls the method makes (0 without a model)
   int64_t estimated_tokens = 0;  // prompt tokens they send, about
+  int64_t max_calls = 0;         // the method's bound on LLM calls (0: no model)
+  // The bound spelled out, for methods with several steps ("at most 10 calls: hyde 1 + primer
+  // 2 + 2×3 follow-ups + reduce 1"); empty otherwise.
+  std::string cost_note;
 };
 
 struct QueryResult {
@@ -88,6 +93,7 @@ struct QueryResult {
   std::optional<GlobalSearchResult> global;
   std::optional<LocalSearchResult> local;
   std::optional<PassageSearchResult> passages;  // basic and hybrid
+  std::optional<DriftSearchResult> drift;
 };
 
 struct SearchRequest {
@@ -237,8 +243,10 @@ class Engine {
   Result<QueryResult> Query(const QueryRequest& request);
   // Ranks the chunks for a question, without an answer (grag search).
   Result<RetrievalResult> Search(const SearchRequest& request);
-  // What kAuto would do with `question`, and its cost estimate.
-  Result<QueryRoute> Route(std::string_view question);
+  // What `method` would do with `question` (kAuto: the router's choice), and its cost
+  // estimate and bound. Errors: kInvalidArgument for a bad question; for kDrift without a chat
+  // model, as Query.
+  Result<QueryRoute> Route(std::string_view question, QueryMethod method = QueryMethod::kAuto);
 
   // ---- the index
   // Brings the index in line with `request` (grag index / add / remove; graph_only: apply entity
@@ -297,6 +305,7 @@ class Engine {
   GlobalSearchOptions GlobalOptions() const;
   LocalSearchOptions LocalOptions() const;
   PassageSearchOptions PassageOptions(RetrievalMethod method) const;
+  DriftSearchOptions DriftOptions() const;
   RetrievalOptions SearchOptions() const;
 
   struct Impl;

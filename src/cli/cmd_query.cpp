@@ -1,4 +1,4 @@
-// grag query [--method auto|global|local|basic|hybrid] "question": answer from the index.
+// grag query [--method auto|global|local|basic|hybrid|drift] "question": answer from the index.
 #include <unistd.h>
 
 #include <optional>
@@ -95,6 +95,54 @@ void PrintPassages(const PassageSearchResult& r) {
   for (const auto& d : r.retrieval.diagnostics) std::cerr << "note: " << d << "\n";
 }
 
+void PrintDrift(const DriftSearchResult& r) {
+  if (!r.citations.empty()) {
+    std::cout << "\nSources:\n";
+    for (const auto& c : r.citations) {
+      std::cout << "  [" << c.id << "] ";
+      switch (c.kind) {
+        case LocalItemType::kChunk:
+          std::cout << "chunk " << c.chunk_index << " of document " << c.document_id;
+          break;
+        case LocalItemType::kReport:
+          std::cout << "report of community " << c.community_id << ": " << c.title;
+          break;
+        case LocalItemType::kEntity:
+          std::cout << "entity " << c.title;
+          break;
+        case LocalItemType::kRelationship:
+          std::cout << "relationship " << c.title;
+          break;
+      }
+      std::cout << "\n";
+    }
+  }
+  bool any = false;
+  for (const auto& a : r.actions) {
+    if (a.depth == 0) continue;
+    if (!any) std::cout << "\nFollow-ups:\n";
+    any = true;
+    std::cout << "  " << std::string(static_cast<size_t>(2 * (a.depth - 1)), ' ') << "- " << a.query
+              << " (";
+    if (a.outcome == DriftOutcome::kOk) {
+      std::cout << "score " << a.score;
+    } else {
+      std::cout << DriftOutcomeName(a.outcome);
+    }
+    std::cout << ")\n";
+  }
+  const auto& s = r.stats;
+  std::cout << "\n"
+            << s.calls() << " calls of at most " << s.max_calls << " (hyde " << s.hyde_calls
+            << " + primer " << s.primer_calls << " + follow-ups " << s.local_calls << " + reduce "
+            << s.reduce_calls << "); " << r.primer_reports.size() << " reports in the primer";
+  if (s.failed) std::cout << "; " << s.failed << " failed";
+  if (s.unparseable) std::cout << "; " << s.unparseable << " unparseable";
+  std::cout << "; " << FormatCount(s.tokens_in) << " tokens in, " << FormatCount(s.tokens_out)
+            << " out; " << FormatDuration(static_cast<double>(s.wall_time.count()) / 1000) << "\n";
+  for (const auto& d : r.diagnostics) std::cerr << "note: " << d << "\n";
+}
+
 }  // namespace
 
 Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
@@ -105,16 +153,19 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
       "local, and lookups to hybrid. global: map-reduce over the community reports of one "
       "level. local: the entities the question names, their graph neighbourhood, reports and "
       "the passages hybrid retrieval ranks best. basic: the passages nearest the question by "
-      "embedding. hybrid: the passages of vector, BM25 and graph retrieval fused. Without an "
-      "LLM the answers are extractive: quoted from the reports and sources, with citations.");
+      "embedding. hybrid: the passages of vector, BM25 and graph retrieval fused. drift: a primer "
+      "over the best-matching reports drafts an answer and follow-up questions, the best "
+      "follow-ups are answered by local search, one call writes the answer (needs an LLM; at "
+      "most drift.* bounded calls, see --route). Without an LLM the other methods' answers are "
+      "extractive: quoted from the reports and sources, with citations.");
   auto o = std::make_shared<QueryOpts>();
   cmd->add_option("QUESTION", o->question,
                   "The question; - reads it from standard input (for long or scripted questions)")
       ->required();
   cmd->add_option("-m,--method", o->method,
-                  "auto | global | local | basic | hybrid (default "
+                  "auto | global | local | basic | hybrid | drift (default "
                   "query.method, auto)")
-      ->check(CLI::IsMember({"auto", "global", "local", "basic", "hybrid"}));
+      ->check(CLI::IsMember({"auto", "global", "local", "basic", "hybrid", "drift"}));
   cmd->add_option("--level", o->level,
                   "global: community level, 0 (coarsest) to the index's deepest (default "
                   "global_search.level); with --method auto it means global")
@@ -127,8 +178,9 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
                 "as JSON");
   cmd->add_flag("--no-stream", o->no_stream, "Print the answer when complete, not as it arrives");
   cmd->add_flag("--route", o->explain,
-                "Only say what --method auto would do with the question (method, reason, "
-                "estimated LLM calls and tokens); nothing is answered");
+                "Only say what the method (--method, default auto) would do with the question "
+                "(method, reason, estimated LLM calls and tokens, the bound on calls); nothing is "
+                "answered");
   return {cmd, [o, &g]() {
             auto config = LoadProjectConfig(g);
             if (!config.ok()) return Fail(config.status());
@@ -144,23 +196,28 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
             auto engine = Engine::Open(*config);
             if (!engine.ok()) return Fail(engine.status());
             const bool pretty = isatty(STDOUT_FILENO) != 0;
+            auto method = ParseQueryMethod(o->method.empty() ? config->query.method : o->method);
+            if (!method.ok()) return Fail(method.status());
             if (o->explain) {
-              auto route = (*engine)->Route(o->question);
+              auto route = (*engine)->Route(o->question, *method);
               if (!route.ok()) return Fail(route.status());
               if (o->json) {
                 std::cout << QueryRouteJson(*route, o->question, pretty) << "\n";
               } else {
                 std::cout << QueryMethodName(route->method) << " ("
                           << QuestionKindName(route->decision.kind)
-                          << "): " << route->decision.reason << "; about " << route->estimated_calls
-                          << " LLM calls, " << FormatCount(route->estimated_tokens) << " tokens\n";
+                          << "): " << route->decision.reason << "; ";
+                if (!route->cost_note.empty()) {
+                  std::cout << route->cost_note << "; about ";
+                } else {
+                  std::cout << "about " << route->estimated_calls << " LLM calls, ";
+                }
+                std::cout << FormatCount(route->estimated_tokens) << " tokens\n";
               }
               return kExitOk;
             }
             QueryRequest request;
             request.question = o->question;
-            auto method = ParseQueryMethod(o->method.empty() ? config->query.method : o->method);
-            if (!method.ok()) return Fail(method.status());
             request.method = *method;
             request.level = o->level;
             request.top_k = o->top_k;
@@ -181,6 +238,7 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
             if (r->global) PrintGlobal(*r->global, r->llm);
             if (r->local) PrintLocal(*r->local);
             if (r->passages) PrintPassages(*r->passages);
+            if (r->drift) PrintDrift(*r->drift);
             return kExitOk;
           }};
 }

@@ -329,13 +329,54 @@ std::vector<Setting> Settings(Config& c) {
        &c.local_search.relationship_share},
       {"local_search.report_share", "", "Share of the context for community reports",
        &c.local_search.report_share},
+      {"drift.hyde", "",
+       "DRIFT: write a hypothetical answer shaped like a report and match it to the reports (1 "
+       "call); false matches the bare question",
+       &c.drift.hyde},
+      {"drift.primer_top_k", "", "DRIFT: reports the primer reads (best-matching first)",
+       &c.drift.primer_top_k},
+      {"drift.primer_folds", "",
+       "DRIFT: primer calls at most; the reports are packed into this many prompts",
+       &c.drift.primer_folds},
+      {"drift.primer_fold_tokens", "", "DRIFT: tokens of one whole primer prompt",
+       &c.drift.primer_fold_tokens},
+      {"drift.followups_per_answer", "",
+       "DRIFT: follow-up questions asked of each primer and follow-up call",
+       &c.drift.followups_per_answer},
+      {"drift.depth", "", "DRIFT: rounds of follow-up questions", &c.drift.depth},
+      {"drift.breadth", "", "DRIFT: follow-ups answered per round (the highest-scored first)",
+       &c.drift.breadth},
+      {"drift.depth_decay", "",
+       "DRIFT: a follow-up's priority is its parent's score times this to the parent's depth",
+       &c.drift.depth_decay},
+      {"drift.min_parent_score", "",
+       "DRIFT: follow-ups of an answer the model scored below this (0-100) are not asked",
+       &c.drift.min_parent_score},
+      {"drift.local_budget_tokens", "", "DRIFT: tokens of each follow-up's local context",
+       &c.drift.local_budget_tokens},
+      {"drift.local_chunk_share", "", "DRIFT: share of a follow-up's context for source chunks",
+       &c.drift.local_chunk_share},
+      {"drift.local_relationship_share", "",
+       "DRIFT: share of a follow-up's context for relationships",
+       &c.drift.local_relationship_share},
+      {"drift.local_report_share", "",
+       "DRIFT: share of a follow-up's context for community reports", &c.drift.local_report_share},
+      {"drift.reduce_budget_tokens", "", "DRIFT: tokens of the whole reduce prompt",
+       &c.drift.reduce_budget_tokens},
+      {"drift.reply_max_tokens", "", "DRIFT: reply cap of the primer and follow-up calls",
+       &c.drift.reply_max_tokens},
+      {"drift.reduce_reply_max_tokens", "", "DRIFT: reply cap of the answer",
+       &c.drift.reduce_reply_max_tokens},
+      {"drift.max_calls", "",
+       "DRIFT: hard cap on chat calls per question; 0: hyde + primer_folds + depth x breadth + 1",
+       &c.drift.max_calls},
       {"query.max_question_tokens", "",
        "Questions longer than this many tokens are refused (every map prompt and the answer prompt "
        "carry the whole question); 0 = no limit",
        &c.query.max_question_tokens},
       {"query.method", "GRAG_QUERY_METHOD",
        "grag query's default method: auto (the router picks global, local or hybrid), global, "
-       "local, basic (vector only) or hybrid",
+       "local, basic (vector only), hybrid or drift",
        &c.query.method},
       {"query.router", "",
        "How --method auto decides: rules (free, instant) or llm (one small cached call per new "
@@ -843,13 +884,43 @@ Status ValidateConfig(const Config& c) {
     return Status::InvalidArgument("global_search.reduce_budget_tokens must be at least 100");
   if (c.global_search.map_timeout_seconds <= 0)
     return Status::InvalidArgument("global_search.map_timeout_seconds must be positive");
+  {
+    const DriftConfig& d = c.drift;
+    if (d.primer_top_k < 1 || d.primer_folds < 1)
+      return Status::InvalidArgument(
+          "drift.primer_top_k and drift.primer_folds must be at least 1");
+    if (d.primer_fold_tokens < 500)
+      return Status::InvalidArgument("drift.primer_fold_tokens must be at least 500");
+    if (d.followups_per_answer < 0 || d.depth < 0 || d.breadth < 0)
+      return Status::InvalidArgument(
+          "drift.followups_per_answer, drift.depth and drift.breadth must be at least 0");
+    if (!(d.depth_decay > 0 && d.depth_decay <= 1))
+      return Status::InvalidArgument("drift.depth_decay must be above 0 and at most 1");
+    if (d.min_parent_score < 0 || d.min_parent_score > 100)
+      return Status::InvalidArgument("drift.min_parent_score must be between 0 and 100");
+    if (d.local_budget_tokens < 100 || d.reduce_budget_tokens < 100)
+      return Status::InvalidArgument(
+          "drift.local_budget_tokens and drift.reduce_budget_tokens must be at least 100");
+    if (d.local_chunk_share < 0 || d.local_relationship_share < 0 || d.local_report_share < 0 ||
+        d.local_chunk_share + d.local_relationship_share + d.local_report_share > 1.0 + 1e-9)
+      return Status::InvalidArgument("drift local shares must be at least 0 and sum to at most 1");
+    if (d.reply_max_tokens < 1 || d.reduce_reply_max_tokens < 1)
+      return Status::InvalidArgument(
+          "drift.reply_max_tokens and drift.reduce_reply_max_tokens must be at least 1");
+    const int64_t least = (d.hyde ? 1 : 0) + 2;
+    if (d.max_calls != 0 && d.max_calls < least)
+      return Status::InvalidArgument(
+          "drift.max_calls must be 0 (the formula's bound) or at least " + std::to_string(least) +
+          " (hyde, one primer call, reduce)");
+  }
   if (c.query.max_question_tokens < 0)
     return Status::InvalidArgument("query.max_question_tokens must be at least 0");
   {
     const auto& m = c.query.method;
-    if (m != "auto" && m != "global" && m != "local" && m != "basic" && m != "hybrid") {
+    if (m != "auto" && m != "global" && m != "local" && m != "basic" && m != "hybrid" &&
+        m != "drift") {
       return Status::InvalidArgument(
-          "query.method must be auto, global, local, basic or hybrid, not \"" + m + "\"");
+          "query.method must be auto, global, local, basic, hybrid or drift, not \"" + m + "\"");
     }
     if (c.query.router != "rules" && c.query.router != "llm") {
       return Status::InvalidArgument("query.router must be rules or llm");

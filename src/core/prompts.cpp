@@ -98,6 +98,55 @@ Reply with one JSON object and nothing else: {"verdicts": [{"pair": <pair number
 {{pairs}}
 Reply with one JSON object and nothing else: {"verdicts": [{"pair": <pair number>, "same": true or false, "reason": "<a few words>"}]} with one verdict for every pair.
 )GRAGPROMPT";
+constexpr std::string_view k_drift_hyde =
+    R"GRAGPROMPT(Write a short hypothetical answer to the question below, shaped like the example report
+(title, summary, findings), as if the collection held the answer.
+
+<question>{{question}}</question>
+<example_report>{{report_template}}</example_report>
+
+Name no person, place or organisation the question does not name. Return only the text.
+)GRAGPROMPT";
+constexpr std::string_view k_drift_primer =
+    R"GRAGPROMPT(Answer the question as far as the community reports below allow, then say what to look up next.
+
+<question>{{question}}</question>
+<reports>{{reports}}</reports>
+
+Return JSON: {"intermediate_answer": "...", "score": 0-100,
+ "follow_up_queries": ["...", ...]}
+intermediate_answer: a few paragraphs in markdown; cite report ids as [C12].
+score: how fully the reports answer the question (0 = not at all).
+follow_up_queries: up to {{max_followups}} specific, single-part questions about named
+entities or events in the reports whose answers would complete the answer.
+)GRAGPROMPT";
+constexpr std::string_view k_drift_local =
+    R"GRAGPROMPT(Answer the question using the knowledge-graph context below; it is one step of research into
+the overall question.
+
+<overall_question>{{global_question}}</overall_question>
+<question>{{question}}</question>
+<entities>{{entities}}</entities>
+<relationships>{{relationships}}</relationships>
+<community_reports>{{reports}}</community_reports>
+<source_chunks>{{chunks}}</source_chunks>
+
+Return JSON: {"response": "...", "score": 0-100, "follow_up_queries": ["..."]}
+response: the answer to the question (not the overall one), citing entity, relationship, report
+or chunk ids (E12, R40, C7, S3) after each claim.
+score: how much the response helps answer the overall question.
+follow_up_queries: up to {{max_followups}} single-part questions, [] if none.
+)GRAGPROMPT";
+constexpr std::string_view k_drift_reduce =
+    R"GRAGPROMPT(Write a complete answer to the question from the research notes below, sorted from most to
+least helpful.
+
+<question>{{question}}</question>
+<notes>{{answers}}</notes>
+
+Merge overlapping notes, keep the ids they cite (C7, S3, E12, R40) after each claim, and do not
+add anything the notes do not support.
+)GRAGPROMPT";
 }  // namespace
 
 const std::vector<PromptInfo>& AllPrompts() {
@@ -143,6 +192,31 @@ const std::vector<PromptInfo>& AllPrompts() {
        "indexing with an LLM",
        k_resolve_entities,
        {"{{pairs}}"}},
+      {PromptId::kDriftHyde,
+       "drift_hyde.md",
+       "DRIFT search: a hypothetical answer shaped like a report, matched to the reports (one "
+       "call per question, drift.hyde)",
+       k_drift_hyde,
+       {"{{question}}", "{{report_template}}"}},
+      {PromptId::kDriftPrimer,
+       "drift_primer.md",
+       "DRIFT search primer: intermediate answer and follow-up questions from the best-matching "
+       "reports, one call per fold",
+       k_drift_primer,
+       {"{{question}}", "{{reports}}", "{{max_followups}}"}},
+      {PromptId::kDriftLocal,
+       "drift_local.md",
+       "DRIFT search follow-up: one local-search answer with a score and further follow-ups, one "
+       "call per follow-up",
+       k_drift_local,
+       {"{{question}}", "{{global_question}}", "{{entities}}", "{{relationships}}", "{{reports}}",
+        "{{chunks}}", "{{max_followups}}"}},
+      {PromptId::kDriftReduce,
+       "drift_reduce.md",
+       "DRIFT search reduce: the answer from the primer's and follow-ups' notes, one call per "
+       "question",
+       k_drift_reduce,
+       {"{{question}}", "{{answers}}"}},
   };
   return kPrompts;
 }

@@ -33,17 +33,19 @@ std::string_view QueryMethodName(QueryMethod method) {
       return "basic";
     case QueryMethod::kHybrid:
       return "hybrid";
+    case QueryMethod::kDrift:
+      return "drift";
   }
   return "auto";
 }
 
 Result<QueryMethod> ParseQueryMethod(std::string_view name) {
   for (auto m : {QueryMethod::kAuto, QueryMethod::kGlobal, QueryMethod::kLocal, QueryMethod::kBasic,
-                 QueryMethod::kHybrid}) {
+                 QueryMethod::kHybrid, QueryMethod::kDrift}) {
     if (name == QueryMethodName(m)) return m;
   }
   return Status::InvalidArgument("unknown query method \"" + std::string(name) +
-                                 "\" (auto, global, local, basic or hybrid)");
+                                 "\" (auto, global, local, basic, hybrid or drift)");
 }
 
 struct Engine::Impl {
@@ -56,6 +58,7 @@ struct Engine::Impl {
   std::unique_ptr<RerankModel> reranker;
   // Prompts, read once (edited files in prompts_dir win over the defaults).
   std::string map_prompt, reduce_prompt, local_prompt, basic_prompt, route_prompt;
+  std::string drift_hyde_prompt, drift_primer_prompt, drift_local_prompt, drift_reduce_prompt;
   // Why the query prompts could not be read: an engine opened for writing still indexes (its
   // prompt is read by the pipeline) and reports this on the first question.
   Status prompts_status;
@@ -135,6 +138,10 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
     GRAG_ASSIGN_OR_RETURN(impl->local_prompt, LoadPrompt(prompts, PromptId::kLocalSearch));
     GRAG_ASSIGN_OR_RETURN(impl->basic_prompt, LoadPrompt(prompts, PromptId::kBasicSearch));
     GRAG_ASSIGN_OR_RETURN(impl->route_prompt, LoadPrompt(prompts, PromptId::kRouteQuestion));
+    GRAG_ASSIGN_OR_RETURN(impl->drift_hyde_prompt, LoadPrompt(prompts, PromptId::kDriftHyde));
+    GRAG_ASSIGN_OR_RETURN(impl->drift_primer_prompt, LoadPrompt(prompts, PromptId::kDriftPrimer));
+    GRAG_ASSIGN_OR_RETURN(impl->drift_local_prompt, LoadPrompt(prompts, PromptId::kDriftLocal));
+    GRAG_ASSIGN_OR_RETURN(impl->drift_reduce_prompt, LoadPrompt(prompts, PromptId::kDriftReduce));
     return Status::Ok();
   }();
   if (!impl->prompts_status.ok() && !options.writable) return impl->prompts_status;
@@ -229,31 +236,77 @@ PassageSearchOptions Engine::PassageOptions(RetrievalMethod method) const {
   return o;
 }
 
+DriftSearchOptions Engine::DriftOptions() const {
+  const DriftConfig& d = impl_->config.drift;
+  DriftSearchOptions o;
+  o.hyde = d.hyde;
+  o.primer_top_k = d.primer_top_k;
+  o.primer_folds = d.primer_folds;
+  o.primer_fold_tokens = d.primer_fold_tokens;
+  o.followups_per_answer = d.followups_per_answer;
+  o.depth = d.depth;
+  o.breadth = d.breadth;
+  o.depth_decay = d.depth_decay;
+  o.min_parent_score = d.min_parent_score;
+  o.max_calls = d.max_calls;
+  o.reduce_budget_tokens = d.reduce_budget_tokens;
+  o.reply_max_tokens = static_cast<int>(d.reply_max_tokens);
+  o.reduce_reply_max_tokens = static_cast<int>(d.reduce_reply_max_tokens);
+  o.concurrency = static_cast<int>(LlmConcurrency(impl_->config));
+  o.local = LocalOptions();
+  o.local.context_budget_tokens = d.local_budget_tokens;
+  o.local.chunk_share = d.local_chunk_share;
+  o.local.relationship_share = d.local_relationship_share;
+  o.local.report_share = d.local_report_share;
+  o.hyde_prompt = impl_->drift_hyde_prompt;
+  o.primer_prompt = impl_->drift_primer_prompt;
+  o.local_prompt = impl_->drift_local_prompt;
+  o.reduce_prompt = impl_->drift_reduce_prompt;
+  return o;
+}
+
+namespace {
+
+constexpr std::string_view kDriftNeedsModel =
+    "--method drift needs a chat model (set llm.model); without one use --method local or "
+    "--method global";
+
+}  // namespace
+
 // ---------------------------------------------------------------- routing
 
-Result<QueryRoute> Engine::Route(std::string_view question) {
+Result<QueryRoute> Engine::Route(std::string_view question, QueryMethod method) {
   ScopedLogFile log_scope(impl_->log_file);
   GRAG_RETURN_IF_ERROR(impl_->prompts_status);
   GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer(), config().query.max_question_tokens));
+  if (method == QueryMethod::kDrift && chat() == nullptr) {
+    return Status::InvalidArgument(std::string(kDriftNeedsModel));
+  }
   GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
   GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> named, r->NamedEntities(question, SearchOptions()));
   QueryRoute route;
-  if (config().query.router == "llm" && chat() != nullptr) {
+  if (method != QueryMethod::kAuto) {  // asked for: the rules only say what kind it is
+    route.decision = RouteByRules(question, named.size());
+    route.decision.reason = "--method " + std::string(QueryMethodName(method)) + " asked for";
+    route.method = method;
+  } else if (config().query.router == "llm" && chat() != nullptr) {
     GRAG_ASSIGN_OR_RETURN(route.decision,
                           RouteWithModel(*chat(), impl_->route_prompt, question, named.size()));
   } else {
     route.decision = RouteByRules(question, named.size());
   }
-  switch (route.decision.kind) {
-    case QuestionKind::kGlobal:
-      route.method = QueryMethod::kGlobal;
-      break;
-    case QuestionKind::kMultiHop:
-      route.method = QueryMethod::kLocal;
-      break;
-    case QuestionKind::kLookup:
-      route.method = QueryMethod::kHybrid;
-      break;
+  if (method == QueryMethod::kAuto) {
+    switch (route.decision.kind) {
+      case QuestionKind::kGlobal:
+        route.method = QueryMethod::kGlobal;
+        break;
+      case QuestionKind::kMultiHop:
+        route.method = QueryMethod::kLocal;
+        break;
+      case QuestionKind::kLookup:
+        route.method = QueryMethod::kHybrid;
+        break;
+    }
   }
   // What the choice costs: one call for local and hybrid, the map batches and a reduce for
   // global; nothing without a model.
@@ -264,17 +317,29 @@ Result<QueryRoute> Engine::Route(std::string_view question) {
         auto plan = PlanGlobalSearch(store(), tokenizer(), question, GlobalOptions());
         if (plan.ok()) {
           route.estimated_calls = static_cast<int64_t>(plan->batches.size()) + 1;
+          route.max_calls = route.estimated_calls;
           for (const auto& b : plan->batches) route.estimated_tokens += b.prompt_tokens;
           route.estimated_tokens += config().global_search.reduce_budget_tokens / 2;
         }
         break;
       }
+      case QueryMethod::kDrift: {
+        GRAG_ASSIGN_OR_RETURN(DriftPlan plan, PlanDriftSearch(store(), embedder(), tokenizer(),
+                                                              question, DriftOptions()));
+        route.estimated_calls = plan.max_calls;
+        route.max_calls = plan.max_calls;
+        route.estimated_tokens = plan.estimated_tokens;
+        route.cost_note = plan.cost_note;
+        break;
+      }
       case QueryMethod::kLocal:
         route.estimated_calls = 1;
+        route.max_calls = 1;
         route.estimated_tokens = config().local_search.context_budget_tokens + question_tokens;
         break;
       default:
         route.estimated_calls = 1;
+        route.max_calls = 1;
         route.estimated_tokens = config().search.context_budget_tokens + question_tokens;
         break;
     }
@@ -395,6 +460,18 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
       if (!p.ok()) return p.status();
       result.answer = p->answer;
       result.passages = std::move(p).value();
+      break;
+    }
+    case QueryMethod::kDrift: {
+      if (model == nullptr) return Status::InvalidArgument(std::string(kDriftNeedsModel));
+      DriftSearchOptions o = DriftOptions();
+      o.on_answer_delta = request.on_answer_delta;
+      GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
+      auto d = DriftSearch(store(), *model, embedder(), tokenizer(), request.question, o, r);
+      GRAG_RETURN_IF_ERROR(cancelled());
+      if (!d.ok()) return d.status();
+      result.answer = d->answer;
+      result.drift = std::move(d).value();
       break;
     }
     case QueryMethod::kAuto:

@@ -20,7 +20,9 @@ json RouteObject(const QueryRoute& r) {
           {"reason", r.decision.reason},
           {"by_llm", r.decision.by_llm},
           {"estimated_llm_calls", r.estimated_calls},
-          {"estimated_tokens", r.estimated_tokens}};
+          {"estimated_tokens", r.estimated_tokens},
+          {"max_llm_calls", r.max_calls},
+          {"cost_note", r.cost_note}};
 }
 
 json GlobalObject(const GlobalSearchResult& r, std::string_view question, bool llm) {
@@ -132,6 +134,105 @@ json LocalObject(const LocalSearchResult& r, std::string_view question, bool llm
             {"build_ms", static_cast<double>(ctx.build_time.count()) / 1000}}}};
 }
 
+json DriftCitationObject(const DriftCitation& c) {
+  json ref;
+  switch (c.kind) {
+    case LocalItemType::kEntity:
+      ref = {{"entity", c.entity_id}};
+      break;
+    case LocalItemType::kRelationship:
+      ref = {{"relationship", c.relationship_id}};
+      break;
+    case LocalItemType::kReport:
+      ref = {{"community", c.community_id}};
+      break;
+    case LocalItemType::kChunk:
+      ref = {
+          {"chunk_id", c.chunk_id}, {"document_id", c.document_id}, {"chunk_index", c.chunk_index}};
+      break;
+  }
+  std::string source;
+  switch (c.kind) {
+    case LocalItemType::kEntity:
+      source = "entity " + c.title;
+      break;
+    case LocalItemType::kRelationship:
+      source = "relationship " + c.title;
+      break;
+    case LocalItemType::kReport:
+      source = "report of community " + std::to_string(c.community_id) + ": " + c.title;
+      break;
+    case LocalItemType::kChunk:
+      source = "chunk " + std::to_string(c.chunk_index) + " of document " + c.document_id;
+      break;
+  }
+  return {{"id", c.id},
+          {"type", LocalItemTypeName(c.kind)},
+          {"title", c.title},
+          {"source", source},
+          {"ref", ref}};
+}
+
+json DriftObject(const DriftSearchResult& r, std::string_view question) {
+  json reports = json::array();
+  for (const auto& m : r.primer_reports) {
+    reports.push_back({{"community", m.community_id},
+                       {"level", m.level},
+                       {"title", m.title},
+                       {"score", m.score}});
+  }
+  json actions = json::array();
+  for (size_t i = 0; i < r.actions.size(); ++i) {
+    const DriftAction& a = r.actions[i];
+    json o = {{"id", i},
+              {"parent", a.parent ? json(*a.parent) : json()},
+              {"depth", a.depth},
+              {"query", a.query},
+              {"priority", a.priority},
+              {"score", a.score},
+              {"outcome", DriftOutcomeName(a.outcome)},
+              {"answer", a.answer},
+              {"follow_ups", a.follow_ups},
+              {"cited", a.cited},
+              {"prompt_tokens", a.prompt_tokens},
+              {"completion_tokens", a.completion_tokens},
+              {"cache_hit", a.cache_hit}};
+    if (!a.report_ids.empty()) o["reports"] = a.report_ids;
+    if (!a.error.empty()) o["error"] = a.error;
+    actions.push_back(std::move(o));
+  }
+  json cites = json::array();
+  for (const auto& c : r.citations) cites.push_back(DriftCitationObject(c));
+  const DriftStats& s = r.stats;
+  return {{"method", "drift"},
+          {"question", question},
+          {"answer", r.answer},
+          {"llm", true},
+          {"hyde", r.hyde_text},
+          {"primer", {{"reports", reports}, {"by_words", s.reports_by_words}}},
+          {"actions", actions},
+          {"citations", cites},
+          {"diagnostics", r.diagnostics},
+          {"stats",
+           {{"calls", s.calls()},
+            {"max_calls", s.max_calls},
+            {"hyde_calls", s.hyde_calls},
+            {"primer_calls", s.primer_calls},
+            {"followup_calls", s.local_calls},
+            {"reduce_calls", s.reduce_calls},
+            {"failed", s.failed},
+            {"unparseable", s.unparseable},
+            {"duplicates", s.duplicates},
+            {"embedding_requests", s.embedding_requests},
+            {"tokens_in", s.tokens_in},
+            {"tokens_out", s.tokens_out},
+            {"cache_hits", s.cache_hits},
+            {"primer_ms", s.primer_time.count()},
+            {"followup_ms", s.followup_time.count()},
+            {"reduce_ms", s.reduce_time.count()},
+            {"wall_ms", s.wall_time.count()}}}};
+}
+
 json ChunkObject(const RetrievedChunk& c, size_t rank, bool with_text) {
   json ranks = json::object();
   json scores = json::object();
@@ -224,6 +325,8 @@ std::string QueryResultJson(const QueryResult& result, std::string_view question
     j = LocalObject(*result.local, question, result.llm);
   } else if (result.passages) {
     j = PassagesObject(*result.passages, question, result.method);
+  } else if (result.drift) {
+    j = DriftObject(*result.drift, question);
   }
   // Only when the router chose: explicit methods keep their shapes.
   if (result.route) j["route"] = RouteObject(*result.route);

@@ -252,12 +252,14 @@ std::vector<McpServer::Impl::Tool> McpServer::Impl::MakeTools() {
                  {"description", "The question, in natural language"}}},
                {"method",
                 {{"type", "string"},
-                 {"enum", {"auto", "global", "local", "basic", "hybrid"}},
+                 {"enum", {"auto", "global", "local", "basic", "hybrid", "drift"}},
                  {"description",
                   "auto (default): chosen by the question. global: map-reduce over community "
                   "reports. local: entities named, their neighbourhood and passages. basic: "
                   "passages nearest by embedding. hybrid: passages ranked by vector, keyword "
-                  "and graph signals fused"}}},
+                  "and graph signals fused. drift (needs a model): a primer over the best "
+                  "reports asks follow-up questions, answered locally, then one answer; about "
+                  "10 model calls"}}},
                {"level", IntProp("global: community level, 0 (coarsest) to the index's "
                                  "deepest; with method auto it means global",
                                  0, 1000)},

@@ -663,7 +663,8 @@ Result<std::optional<LocalContextItem>> ContextBuilder::Render(const Lane& lane,
       item.chunk_index = (*chunk)->index;
       // Numbered by rank: placed chunks are a prefix of the ranking, so S1, S2... run on
       // (a gap only where a chunk vanished from the store since it was collected).
-      item.id = "S" + std::to_string(item.rank);
+      item.id = options_.chunk_label ? options_.chunk_label(item.chunk_id)
+                                     : "S" + std::to_string(item.rank);
       item.text = fmt::format("[{}] {}, chunk {}:\n{}\n\n", item.id, item.document_id,
                               item.chunk_index, (*chunk)->text);
       break;

@@ -796,7 +796,7 @@ void Server::Impl::DeclareRoutes() {
   };
   const char* query_body = R"json({"type":"object","required":["question"],"properties":{
     "question":{"type":"string"},
-    "method":{"type":"string","enum":["auto","global","local","basic","hybrid"]},
+    "method":{"type":"string","enum":["auto","global","local","basic","hybrid","drift"],"description":"drift needs a chat model: a primer over the reports, follow-ups answered locally, one reduce"},
     "level":{"type":"integer","minimum":0,"description":"global: community level"},
     "k":{"type":"integer","minimum":1,"maximum":1000,"description":"local: matched entities; basic, hybrid: passages"},
     "stream":{"type":"boolean","description":"send the answer as Server-Sent Events (delta, then result)"}}})json";

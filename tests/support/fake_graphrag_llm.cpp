@@ -131,6 +131,11 @@ std::string PromptKind(std::string_view p) {
     return "summarize";
   }
   if (p.find("Write a report on the community") != std::string_view::npos) return "report";
+  // DRIFT's prompts first: its primer and follow-up prompts share phrases with map and local.
+  if (p.find("hypothetical answer to the question") != std::string_view::npos) return "drift_hyde";
+  if (p.find("then say what to look up next") != std::string_view::npos) return "drift_primer";
+  if (p.find("one step of research") != std::string_view::npos) return "drift_local";
+  if (p.find("from the research notes below") != std::string_view::npos) return "drift_reduce";
   if (p.find("as far as the community reports below allow") != std::string_view::npos) return "map";
   if (p.find("from the analysts' points below") != std::string_view::npos) return "reduce";
   if (p.find("knowledge-graph context below") != std::string_view::npos) return "local";
@@ -155,6 +160,34 @@ std::string FakeGraphRagReply(std::string_view prompt) {
     return R"({"points": [{"description": "The reports describe the main characters.", "score": 60}]})";
   }
   if (kind == "reduce") return "The story is about its main characters.";
+  if (kind == "drift_hyde") return "# Hypothetical report\n\nThe main characters and what they do.";
+  if (kind == "drift_primer" || kind == "drift_local") {
+    // Follow-ups about the names of the reports or context (one per name, at most two).
+    const std::string context =
+        Between(prompt, "<reports>", "</reports>") + Between(prompt, "<entities>", "</entities>");
+    json follow_ups = json::array();
+    for (const auto& n : Names(context, 2)) follow_ups.push_back("Who is " + n + "?");
+    const std::string cite = kind == "drift_primer" ? Between(prompt, "[C", "]") : "";
+    const std::string chunk = Between(prompt, "[S", "]");
+    const std::string answer = kind == "drift_primer"
+                                   ? "The reports name the main characters [C" + cite + "]."
+                                   : "The passages describe " +
+                                         Between(prompt, "<question>Who is ", "?") +
+                                         (chunk.empty() ? std::string(".") : " [S" + chunk + "].");
+    return json{{kind == "drift_primer" ? "intermediate_answer" : "response", answer},
+                {"score", 70},
+                {"follow_up_queries", follow_ups}}
+        .dump();
+  }
+  if (kind == "drift_reduce") {
+    // Keeps the first ids the notes cite, as a model merging them would.
+    std::string out = "The story follows its main characters";
+    const std::string c = Between(prompt, "[C", "]");
+    const std::string sref = Between(prompt, "[S", "]");
+    if (!c.empty()) out += " [C" + c + "]";
+    if (!sref.empty()) out += " [S" + sref + "]";
+    return out + ".";
+  }
   if (kind == "local") return "Answer from the local context.";
   if (kind == "basic") return "Answer from the passages [S1].";
   if (kind == "route") return R"({"kind": "lookup", "reason": "one thing"})";

@@ -23,7 +23,8 @@ ScriptedChatModel::Responder FakeGraphRagResponder();
 FakeHandler FakeGraphRagHandler();
 
 // Which kind of prompt `prompt` is: "extract", "glean", "retry", "summarize", "report", "map",
-// "reduce", "local", "basic", "route" or "unknown".
+// "reduce", "local", "basic", "route", "drift_hyde", "drift_primer", "drift_local",
+// "drift_reduce" or "unknown".
 std::string PromptKind(std::string_view prompt);
 
 }  // namespace grag::testing

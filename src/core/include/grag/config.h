@@ -189,9 +189,34 @@ struct LocalSearchConfig {
   double report_share = 0.25;
 };
 
+// DRIFT search (--method drift): a primer over the best-matching reports, rounds of follow-up
+// questions answered by local search, one reduce. At most hyde + primer_folds + depth x breadth
+// + 1 chat calls (10 by default; Microsoft's defaults make 67). Defaults explained in
+// grag/drift_search.h and docs/configuration.md.
+struct DriftConfig {
+  bool hyde = true;                       // match a hypothetical answer to the reports (1 call)
+  int64_t primer_top_k = 10;              // reports the primer reads
+  int64_t primer_folds = 2;               // primer calls at most
+  int64_t primer_fold_tokens = 12000;     // tokens of one primer prompt
+  int64_t followups_per_answer = 3;       // follow-ups asked of each call
+  int64_t depth = 2;                      // rounds of follow-ups
+  int64_t breadth = 3;                    // follow-ups answered per round
+  double depth_decay = 0.8;               // a follow-up's priority: score x decay^depth
+  int64_t min_parent_score = 10;          // follow-ups of answers scored below are not asked
+  int64_t local_budget_tokens = 8000;     // each follow-up's local context
+  double local_chunk_share = 0.8;         // of it, for source chunks
+  double local_relationship_share = 0.1;  // for relationships
+  double local_report_share = 0.1;        // for community reports
+  int64_t reduce_budget_tokens = 12000;   // tokens of notes in the reduce prompt
+  int64_t reply_max_tokens = 1500;        // primer and follow-up replies
+  int64_t reduce_reply_max_tokens = 2000;
+  int64_t max_calls = 0;  // hard cap on chat calls; 0: the formula's bound
+};
+
 struct QueryConfig {
   int64_t max_question_tokens = 2000;  // longer questions are refused (they ride in every prompt)
-  std::string method = "auto";   // grag query's default: auto | global | local | basic | hybrid
+  std::string method =
+      "auto";  // grag query's default: auto | global | local | basic | hybrid | drift
   std::string router = "rules";  // how auto decides: rules | llm (one small cached call)
 };
 
@@ -253,6 +278,7 @@ struct Config {
   CommunityConfig communities;
   GlobalSearchConfig global_search;
   LocalSearchConfig local_search;
+  DriftConfig drift;
   QueryConfig query;
   SearchConfig search;
   RerankConfig rerank;

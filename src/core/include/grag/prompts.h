@@ -12,7 +12,8 @@
 namespace grag {
 
 // Seed 000's five prompts, then grag's own: the answer of basic and hybrid search, the
-// optional LLM router of `--method auto`, and entity resolution's judge.
+// optional LLM router of `--method auto`, entity resolution's judge, and DRIFT search's four
+// (hypothetical answer, primer, follow-up answer, reduce).
 enum class PromptId {
   kExtractGraph,
   kCommunityReport,
@@ -22,6 +23,10 @@ enum class PromptId {
   kBasicSearch,
   kRouteQuestion,
   kResolveEntities,
+  kDriftHyde,
+  kDriftPrimer,
+  kDriftLocal,
+  kDriftReduce,
 };
 
 struct PromptInfo {

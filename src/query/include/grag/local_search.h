@@ -113,6 +113,11 @@ struct LocalSearchOptions {
   // Called with each piece of the answer as the model streams it (once with the whole
   // nothing-found answer). Empty: the call does not stream.
   std::function<void(std::string_view delta)> on_answer_delta;
+  // Labels chunk items instead of "S<rank>" (DRIFT search: one numbering across all of a
+  // question's local contexts, so the answer's citations are unambiguous). Called with the
+  // chunk's id when its item is rendered (a rendered chunk that does not fit keeps its label
+  // unused); must return "S<digits>" and be thread-safe. Empty: S<rank>.
+  std::function<std::string(const std::string& chunk_id)> chunk_label;
 };
 
 enum class LocalItemType { kEntity, kRelationship, kReport, kChunk };
