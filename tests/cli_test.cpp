@@ -49,7 +49,7 @@ TEST(CliTest, InitWritesConfigAndSeedPromptsAndKeepsExistingFiles) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["written"].empty());
-  EXPECT_EQ(j["kept"].size(), 9u);  // grag.toml and the eight prompts
+  EXPECT_EQ(j["kept"].size(), 12u);  // grag.toml and the eleven prompts
 }
 
 TEST(CliTest, ConfigShowsPrecedenceAndHidesKeys) {

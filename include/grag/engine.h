@@ -25,6 +25,7 @@
 #include "grag/export.h"
 #include "grag/global_search.h"
 #include "grag/indexer.h"
+#include "grag/lazy_search.h"
 #include "grag/llm.h"
 #include "grag/local_search.h"
 #include "grag/passage_search.h"
@@ -37,8 +38,10 @@
 
 namespace grag {
 
-enum class QueryMethod { kAuto, kGlobal, kLocal, kBasic, kHybrid };
-std::string_view QueryMethodName(QueryMethod method);  // "auto", "global", ...
+// kLazy: budgeted search (grag/lazy_search.h), for indexes built without a model.
+enum class QueryMethod { kAuto, kGlobal, kLocal, kBasic, kHybrid, kLazy };
+std::string_view QueryMethodName(QueryMethod method);  // "auto", "global", ..., "lazy"
+// Also accepts "budgeted" for kLazy.
 Result<QueryMethod> ParseQueryMethod(std::string_view name);
 
 struct EngineOptions {
@@ -64,6 +67,8 @@ struct QueryRequest {
   // global: community level (validated against the index); with kAuto it picks global search.
   std::optional<int64_t> level;
   std::optional<int64_t> top_k;  // local: matched entities; basic and hybrid: passages
+  // lazy: relevance-test calls at most (1-1000); default lazy.budget.
+  std::optional<int64_t> budget;
   // Called with each piece of the answer as it is produced (streaming); empty: no streaming.
   std::function<void(std::string_view delta)> on_answer_delta;
   // When set and true, the question stops: no further model call starts, the ones in flight are
@@ -77,6 +82,8 @@ struct QueryRoute {
   QueryMethod method = QueryMethod::kHybrid;
   int64_t estimated_calls = 0;   // LLM calls the method makes (0 without a model)
   int64_t estimated_tokens = 0;  // prompt tokens they send, about
+  int64_t max_calls = 0;         // the method's bound on its calls (0: no model)
+  std::string cost_note;         // the bound in words: "at most 30 calls (refine 1 + ...)"
 };
 
 struct QueryResult {
@@ -88,6 +95,7 @@ struct QueryResult {
   std::optional<GlobalSearchResult> global;
   std::optional<LocalSearchResult> local;
   std::optional<PassageSearchResult> passages;  // basic and hybrid
+  std::optional<LazySearchResult> lazy;
 };
 
 struct SearchRequest {
@@ -237,8 +245,10 @@ class Engine {
   Result<QueryResult> Query(const QueryRequest& request);
   // Ranks the chunks for a question, without an answer (grag search).
   Result<RetrievalResult> Search(const SearchRequest& request);
-  // What kAuto would do with `question`, and its cost estimate.
-  Result<QueryRoute> Route(std::string_view question);
+  // What kAuto would do with `question`, and its cost estimate and bound; with another `method`,
+  // that method's (the decision's reason then says it was asked for; lazy's budget is
+  // lazy.budget, which the CLI's --budget sets).
+  Result<QueryRoute> Route(std::string_view question, QueryMethod method = QueryMethod::kAuto);
 
   // ---- the index
   // Brings the index in line with `request` (grag index / add / remove; graph_only: apply entity
@@ -297,6 +307,7 @@ class Engine {
   GlobalSearchOptions GlobalOptions() const;
   LocalSearchOptions LocalOptions() const;
   PassageSearchOptions PassageOptions(RetrievalMethod method) const;
+  LazySearchOptions LazyOptions() const;
   RetrievalOptions SearchOptions() const;
 
   struct Impl;

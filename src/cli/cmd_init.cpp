@@ -10,7 +10,7 @@ namespace grag::cli {
 Command AddInitCommand(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand(
       "init",
-      "Create a project: grag.toml (every setting, commented), prompts/ (the eight prompts, "
+      "Create a project: grag.toml (every setting, commented), prompts/ (the eleven prompts, "
       "editable) and input/");
   struct Opts {
     std::string dir;

@@ -12,7 +12,8 @@
 namespace grag {
 
 // Seed 000's five prompts, then grag's own: the answer of basic and hybrid search, the
-// optional LLM router of `--method auto`, and entity resolution's judge.
+// optional LLM router of `--method auto`, entity resolution's judge, and budgeted search's three
+// (refine, relevance test, claims; its reduce is seed 000's global_reduce).
 enum class PromptId {
   kExtractGraph,
   kCommunityReport,
@@ -22,6 +23,9 @@ enum class PromptId {
   kBasicSearch,
   kRouteQuestion,
   kResolveEntities,
+  kLazyRefine,
+  kLazyRelevance,
+  kLazyClaims,
 };
 
 struct PromptInfo {
