@@ -274,6 +274,8 @@ Result<QueryRoute> Engine::Route(std::string_view question, QueryMethod method) 
   QueryRoute route;
   if (method != QueryMethod::kAuto) {
     route.method = method;
+    // The question's kind by the rules alone (no name lookup: the method is decided).
+    route.decision.kind = RouteByRules(question, 0).kind;
     route.decision.reason = "--method " + std::string(QueryMethodName(method)) + " asked for";
   } else {
     GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());

@@ -23,7 +23,8 @@ ScriptedChatModel::Responder FakeGraphRagResponder();
 FakeHandler FakeGraphRagHandler();
 
 // Which kind of prompt `prompt` is: "extract", "glean", "retry", "summarize", "report", "map",
-// "reduce", "local", "basic", "route" or "unknown".
+// "reduce", "local", "basic", "route", "lazy_refine", "lazy_relevance", "lazy_claims" or
+// "unknown".
 std::string PromptKind(std::string_view prompt);
 
 }  // namespace grag::testing
