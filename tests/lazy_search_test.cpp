@@ -338,6 +338,22 @@ TEST_F(LazySearchTest, AnUnreadableRelevanceReplyCostsItsCallAndTheSearchGoesOn)
   }
 }
 
+TEST_F(LazySearchTest, NoRelevanceReplyAtAllIsAnErrorNotAnUncoveredQuestion) {
+  ScriptedChatModel chat([](const ChatRequest& req) -> Result<std::string> {
+    if (KindOf(LastUser(req)) == Kind::kRelevance) {
+      return Status::Unavailable("cannot connect to the model");
+    }
+    return Lazy([](const std::string&) { return 3; })(req);
+  });
+  LazySearchOptions o = engine_->LazyOptions();
+  o.budget = 4;
+  auto r = Run(chat, "Who is Tiny Tim?", o);
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("all 4 relevance calls failed"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("cannot connect"), std::string::npos);
+}
+
 TEST_F(LazySearchTest, AGenericQuestionGoesBreadthFirstByCommunitySize) {
   ScriptedChatModel chat(Lazy([](const std::string&) { return 0; }));
   LazySearchOptions o = engine_->LazyOptions();

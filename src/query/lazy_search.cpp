@@ -280,6 +280,7 @@ Result<LazySearchResult> LazySearch(Store& store, const Retriever& retriever, Ch
   int misses = 0;
   int wave = 0;
   bool stopped_on_misses = false;
+  Status first_failure;  // of the relevance calls that got no reply
   std::mutex mu;
   while (!frontier.empty() && stats.relevance_calls < options.budget) {
     const int calls_left = options.budget - static_cast<int>(stats.relevance_calls);
@@ -369,6 +370,9 @@ Result<LazySearchResult> LazySearch(Store& store, const Retriever& retriever, Ch
         if (r.status().code() == ErrorCode::kCancelled) return r.status();
         ++(r.status().code() == ErrorCode::kParse ? stats.relevance_unparseable
                                                   : stats.relevance_failed);
+        if (r.status().code() != ErrorCode::kParse && first_failure.ok()) {
+          first_failure = r.status();
+        }
         Log(LogLevel::kWarn, "lazy", "relevance call dropped: " + r.status().ToString());
         continue;
       }
@@ -427,6 +431,13 @@ Result<LazySearchResult> LazySearch(Store& store, const Retriever& retriever, Ch
       stopped_on_misses = true;
       break;
     }
+  }
+  // No reply at all (the endpoint is down, the key refused): an error, not "not covered".
+  if (stats.relevance_calls > 0 && stats.relevance_failed == stats.relevance_calls) {
+    return Status(
+        first_failure.code() == ErrorCode::kOk ? ErrorCode::kUnavailable : first_failure.code(),
+        "budgeted search: all " + std::to_string(stats.relevance_calls) +
+            " relevance calls failed; first: " + first_failure.message());
   }
   std::set<int64_t> visited;
   for (const LazyVisit& v : result.visits) visited.insert(v.community_id);
