@@ -49,7 +49,7 @@ TEST(CliTest, InitWritesConfigAndSeedPromptsAndKeepsExistingFiles) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["written"].empty());
-  EXPECT_EQ(j["kept"].size(), 13u);  // grag.toml and the twelve prompts
+  EXPECT_EQ(j["kept"].size(), 16u);  // grag.toml and the fifteen prompts
 }
 
 TEST(CliTest, ConfigShowsPrecedenceAndHidesKeys) {

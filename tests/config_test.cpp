@@ -154,7 +154,7 @@ TEST(PromptsTest, DefaultsAreSeedPromptsAndFilesOverride) {
   p = LoadPrompt(dir.path().string(), PromptId::kGlobalMap);
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("{{question}}"), std::string::npos);
-  EXPECT_EQ(AllPrompts().size(), 12u);
+  EXPECT_EQ(AllPrompts().size(), 15u);
 }
 
 }  // namespace

@@ -706,6 +706,15 @@ TEST_P(StoreBackendTest, CommunitiesReplaceKeepsStableIdsAndTheirReports) {
   EXPECT_EQ((*all)[2].parent_id, 1);
   EXPECT_EQ(store_->ListCommunities(1)->size(), 2u);
   EXPECT_EQ(*store_->CommunitiesOfEntity(a), (std::vector<int64_t>{1, 10}));
+  // Each community's distinct chunks through its members, in document order.
+  using ChunkMap = std::map<int64_t, std::vector<std::string>>;
+  auto chunks = store_->CommunityChunks();
+  ASSERT_TRUE(chunks.ok()) << chunks.status().ToString();
+  EXPECT_EQ(
+      *chunks,
+      (ChunkMap{{1, {"d#c0", "d#c1"}}, {2, {"d#c2"}}, {10, {"d#c0", "d#c1"}}, {11, {"d#c1"}}}));
+  EXPECT_EQ(*store_->CommunityChunks(1), (ChunkMap{{10, {"d#c0", "d#c1"}}, {11, {"d#c1"}}}));
+  EXPECT_TRUE(store_->CommunityChunks(7)->empty());
   EXPECT_EQ((*store_->LatestClustering())->modularity, 0.5);
 
   ReportRecord report;
@@ -946,6 +955,7 @@ TEST_P(StoreBackendTest, StatsCountEveryTable) {
   EXPECT_EQ(s->modularity, 0.25);
   EXPECT_EQ(s->reports_ok, 1);
   EXPECT_EQ(s->reports_gap, 1);
+  EXPECT_EQ(s->reports_llm, 1);
   EXPECT_EQ(s->embeddings_per_owner, (std::map<std::string, int64_t>{{"entity", 1}}));
   EXPECT_EQ(s->cache_entries, 3);
   ASSERT_EQ(s->cache_by_model.size(), 2u);

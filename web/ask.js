@@ -17,6 +17,11 @@ function describe(result, seconds) {
   const parts = [`method: ${result.method}`];
   if (result.route) parts.push(`chosen by the router: ${result.route.reason}`);
   parts.push(result.llm ? 'written by the model' : 'extractive (no model)');
+  if (result.method === 'lazy' && result.stats) {
+    const s = result.stats;
+    parts.push(`${s.calls} calls (${s.relevance_calls} relevance, ${s.passages_relevant} of ` +
+               `${s.passages_tested} passages relevant, stop: ${s.stop})`);
+  }
   parts.push(`${seconds.toFixed(1)} s`);
   return parts.join(' · ');
 }

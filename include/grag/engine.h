@@ -26,6 +26,7 @@
 #include "grag/export.h"
 #include "grag/global_search.h"
 #include "grag/indexer.h"
+#include "grag/lazy_search.h"
 #include "grag/llm.h"
 #include "grag/local_search.h"
 #include "grag/passage_search.h"
@@ -38,8 +39,11 @@
 
 namespace grag {
 
-enum class QueryMethod { kAuto, kGlobal, kLocal, kBasic, kHybrid, kDrift };
-std::string_view QueryMethodName(QueryMethod method);  // "auto", "global", ...
+// kDrift: DRIFT search (grag/drift_search.h); kLazy: budgeted search (grag/lazy_search.h), for
+// indexes built without a model.
+enum class QueryMethod { kAuto, kGlobal, kLocal, kBasic, kHybrid, kDrift, kLazy };
+std::string_view QueryMethodName(QueryMethod method);  // "auto", "global", ..., "drift", "lazy"
+// Also accepts "budgeted" for kLazy.
 Result<QueryMethod> ParseQueryMethod(std::string_view name);
 
 struct EngineOptions {
@@ -65,6 +69,8 @@ struct QueryRequest {
   // global: community level (validated against the index); with kAuto it picks global search.
   std::optional<int64_t> level;
   std::optional<int64_t> top_k;  // local: matched entities; basic and hybrid: passages
+  // lazy: relevance-test calls at most (1-1000); default lazy.budget.
+  std::optional<int64_t> budget;
   // Called with each piece of the answer as it is produced (streaming); empty: no streaming.
   std::function<void(std::string_view delta)> on_answer_delta;
   // When set and true, the question stops: no further model call starts, the ones in flight are
@@ -94,6 +100,7 @@ struct QueryResult {
   std::optional<LocalSearchResult> local;
   std::optional<PassageSearchResult> passages;  // basic and hybrid
   std::optional<DriftSearchResult> drift;
+  std::optional<LazySearchResult> lazy;
 };
 
 struct SearchRequest {
@@ -244,8 +251,9 @@ class Engine {
   // Ranks the chunks for a question, without an answer (grag search).
   Result<RetrievalResult> Search(const SearchRequest& request);
   // What `method` would do with `question` (kAuto: the router's choice), and its cost
-  // estimate and bound. Errors: kInvalidArgument for a bad question; for kDrift without a chat
-  // model, as Query.
+  // estimate and bound (the decision's reason says when the method was asked for; lazy's budget
+  // is lazy.budget, which the CLI's --budget sets). Errors: kInvalidArgument for a bad
+  // question; for kDrift without a chat model, as Query.
   Result<QueryRoute> Route(std::string_view question, QueryMethod method = QueryMethod::kAuto);
 
   // ---- the index
@@ -306,6 +314,7 @@ class Engine {
   LocalSearchOptions LocalOptions() const;
   PassageSearchOptions PassageOptions(RetrievalMethod method) const;
   DriftSearchOptions DriftOptions() const;
+  LazySearchOptions LazyOptions() const;
   RetrievalOptions SearchOptions() const;
 
   struct Impl;

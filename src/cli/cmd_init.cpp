@@ -10,7 +10,7 @@ namespace grag::cli {
 Command AddInitCommand(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand(
       "init",
-      "Create a project: grag.toml (every setting, commented), prompts/ (the twelve prompts, "
+      "Create a project: grag.toml (every setting, commented), prompts/ (the fifteen prompts, "
       "editable) and input/");
   struct Opts {
     std::string dir;

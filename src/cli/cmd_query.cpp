@@ -1,4 +1,5 @@
-// grag query [--method auto|global|local|basic|hybrid|drift] "question": answer from the index.
+// grag query [--method auto|global|local|basic|hybrid|drift|lazy] "question": answer from the
+// index.
 #include <unistd.h>
 
 #include <optional>
@@ -17,6 +18,7 @@ struct QueryOpts {
   std::string method;  // empty: query.method
   std::optional<int64_t> level;
   std::optional<int64_t> top_k;
+  std::optional<int64_t> budget;  // lazy: relevance calls (lazy.budget)
   bool json = false;
   bool no_stream = false;
   bool explain = false;  // --route: say what auto would do, and stop
@@ -143,6 +145,24 @@ void PrintDrift(const DriftSearchResult& r) {
   for (const auto& d : r.diagnostics) std::cerr << "note: " << d << "\n";
 }
 
+void PrintLazy(const LazySearchResult& r) {
+  const auto& s = r.stats;
+  if (!r.citations.empty()) {
+    std::cout << "\nSources (passages tested relevant):\n";
+    for (size_t i : r.citations) {
+      const LazyTest& t = r.tests[i];
+      std::cout << "  [" << t.label << "] chunk " << t.chunk_index << " of document "
+                << t.document_id << "\n";
+    }
+  }
+  // The cost after the answer, by kind (what --route bounded before).
+  std::cerr << "lazy: " << s.refine_calls << " refine + " << s.relevance_calls << " relevance ("
+            << s.passages_tested << " passages, " << s.passages_relevant
+            << " relevant, stop: " << LazyStopName(s.stop) << ") + " << s.claim_calls
+            << " claims + " << s.reduce_calls << " reduce = " << s.calls() << " calls, "
+            << FormatCount(s.tokens_in) << " tokens in\n";
+}
+
 }  // namespace
 
 Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
@@ -156,16 +176,20 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
       "embedding. hybrid: the passages of vector, BM25 and graph retrieval fused. drift: a primer "
       "over the best-matching reports drafts an answer and follow-up questions, the best "
       "follow-ups are answered by local search, one call writes the answer (needs an LLM; at "
-      "most drift.* bounded calls, see --route). Without an LLM the other methods' answers are "
+      "most drift.* bounded calls, see --route). lazy (budgeted search): tests passages for "
+      "relevance within --budget model calls; for indexes built without a model (auto sends "
+      "global questions there when a model is configured and no report was written by one). "
+      "Without an LLM the other methods' answers are "
       "extractive: quoted from the reports and sources, with citations.");
   auto o = std::make_shared<QueryOpts>();
   cmd->add_option("QUESTION", o->question,
                   "The question; - reads it from standard input (for long or scripted questions)")
       ->required();
   cmd->add_option("-m,--method", o->method,
-                  "auto | global | local | basic | hybrid | drift (default "
-                  "query.method, auto)")
-      ->check(CLI::IsMember({"auto", "global", "local", "basic", "hybrid", "drift"}));
+                  "auto | global | local | basic | hybrid | drift | lazy (also: budgeted) "
+                  "(default query.method, auto)")
+      ->check(CLI::IsMember(
+          {"auto", "global", "local", "basic", "hybrid", "drift", "lazy", "budgeted"}));
   cmd->add_option("--level", o->level,
                   "global: community level, 0 (coarsest) to the index's deepest (default "
                   "global_search.level); with --method auto it means global")
@@ -173,14 +197,17 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--k", o->top_k,
                   "local: matched entities at most; basic, hybrid: passages retrieved; 1 to 1000")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  cmd->add_option("--budget", o->budget,
+                  "lazy: relevance-test calls at most, 1 to 1000 (default lazy.budget, 20); the "
+                  "refine, claims and reduce calls come on top and are reported")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   cmd->add_flag("--json", o->json,
                 "Print answer, citations, context or points, route, diagnostics and statistics "
                 "as JSON");
   cmd->add_flag("--no-stream", o->no_stream, "Print the answer when complete, not as it arrives");
   cmd->add_flag("--route", o->explain,
-                "Only say what the method (--method, default auto) would do with the question "
-                "(method, reason, estimated LLM calls and tokens, the bound on calls); nothing is "
-                "answered");
+                "Only say what --method (auto by default) would do with the question (method, "
+                "reason, estimated and at most LLM calls, tokens); nothing is answered");
   return {cmd, [o, &g]() {
             auto config = LoadProjectConfig(g);
             if (!config.ok()) return Fail(config.status());
@@ -193,6 +220,10 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
                 o->question.pop_back();
               }
             }
+            // A flag beats the setting: --budget is lazy.budget for this question.
+            if (o->budget) config->lazy.budget = *o->budget;
+            auto method = ParseQueryMethod(o->method.empty() ? config->query.method : o->method);
+            if (!method.ok()) return Fail(method.status());
             auto engine = Engine::Open(*config);
             if (!engine.ok()) return Fail(engine.status());
             const bool pretty = isatty(STDOUT_FILENO) != 0;
@@ -206,19 +237,17 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
               } else {
                 std::cout << QueryMethodName(route->method) << " ("
                           << QuestionKindName(route->decision.kind)
-                          << "): " << route->decision.reason << "; ";
-                if (!route->cost_note.empty()) {
-                  std::cout << route->cost_note << "; about ";
-                } else {
-                  std::cout << "about " << route->estimated_calls << " LLM calls, ";
-                }
-                std::cout << FormatCount(route->estimated_tokens) << " tokens\n";
+                          << "): " << route->decision.reason << "; about " << route->estimated_calls
+                          << " LLM calls, " << FormatCount(route->estimated_tokens) << " tokens";
+                if (!route->cost_note.empty()) std::cout << "; " << route->cost_note;
+                std::cout << "\n";
               }
               return kExitOk;
             }
             QueryRequest request;
             request.question = o->question;
             request.method = *method;
+            request.budget = o->budget;
             request.level = o->level;
             request.top_k = o->top_k;
             bool streamed = false;
@@ -239,6 +268,7 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
             if (r->local) PrintLocal(*r->local);
             if (r->passages) PrintPassages(*r->passages);
             if (r->drift) PrintDrift(*r->drift);
+            if (r->lazy) PrintLazy(*r->lazy);
             return kExitOk;
           }};
 }

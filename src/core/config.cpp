@@ -370,13 +370,51 @@ std::vector<Setting> Settings(Config& c) {
       {"drift.max_calls", "",
        "DRIFT: hard cap on chat calls per question; 0: hyde + primer_folds + depth x breadth + 1",
        &c.drift.max_calls},
+      {"lazy.budget", "",
+       "Budgeted search (--method lazy): relevance-test calls per question at most (--budget)",
+       &c.lazy.budget},
+      {"lazy.tests_per_call", "", "Budgeted search: passages rated per relevance call",
+       &c.lazy.tests_per_call},
+      {"lazy.test_window_tokens", "",
+       "Budgeted search: tokens of a tested passage (the chunk's best window of sentences)",
+       &c.lazy.test_window_tokens},
+      {"lazy.relevance_threshold", "",
+       "Budgeted search: rating (0-3) a passage needs to count as relevant",
+       &c.lazy.relevance_threshold},
+      {"lazy.max_misses", "",
+       "Budgeted search: stop after this many communities in a row without a relevant passage",
+       &c.lazy.max_misses},
+      {"lazy.community_rank_k", "",
+       "Budgeted search: a community ranks by the mean of its best this many passages",
+       &c.lazy.community_rank_k},
+      {"lazy.prior_weight", "",
+       "Budgeted search: weight of community size in the ranking (decides for generic questions)",
+       &c.lazy.prior_weight},
+      {"lazy.candidate_chunks", "",
+       "Budgeted search: chunks each retrieval list (question, sub-questions) ranks",
+       &c.lazy.candidate_chunks},
+      {"lazy.refine", "",
+       "Budgeted search: one call first for sub-questions and search terms the text would use",
+       &c.lazy.refine},
+      {"lazy.subqueries", "", "Budgeted search: sub-questions the refine call may add",
+       &c.lazy.subqueries},
+      {"lazy.concurrency", "",
+       "Budgeted search: relevance calls per wave (more: faster, less best-first)",
+       &c.lazy.concurrency},
+      {"lazy.claim_batch_tokens", "", "Budgeted search: tokens of relevant text per claims call",
+       &c.lazy.claim_batch_tokens},
+      {"lazy.max_claim_calls", "",
+       "Budgeted search: claims calls at most (the lowest-rated relevant chunks left out beyond)",
+       &c.lazy.max_claim_calls},
+      {"lazy.reduce_budget_tokens", "", "Budgeted search: tokens of the reduce prompt",
+       &c.lazy.reduce_budget_tokens},
       {"query.max_question_tokens", "",
        "Questions longer than this many tokens are refused (every map prompt and the answer prompt "
        "carry the whole question); 0 = no limit",
        &c.query.max_question_tokens},
       {"query.method", "GRAG_QUERY_METHOD",
-       "grag query's default method: auto (the router picks global, local or hybrid), global, "
-       "local, basic (vector only), hybrid or drift",
+       "grag query's default method: auto (the router picks global, local, hybrid or lazy), "
+       "global, local, basic (vector only), hybrid, drift or lazy (budgeted search)",
        &c.query.method},
       {"query.router", "",
        "How --method auto decides: rules (free, instant) or llm (one small cached call per new "
@@ -913,14 +951,36 @@ Status ValidateConfig(const Config& c) {
           "drift.max_calls must be 0 (the formula's bound) or at least " + std::to_string(least) +
           " (hyde, one primer call, reduce)");
   }
+  if (c.lazy.budget < 1 || c.lazy.budget > 1000)
+    return Status::InvalidArgument("lazy.budget must be between 1 and 1000");
+  if (c.lazy.tests_per_call < 1 || c.lazy.tests_per_call > 50)
+    return Status::InvalidArgument("lazy.tests_per_call must be between 1 and 50");
+  if (c.lazy.test_window_tokens < 20)
+    return Status::InvalidArgument("lazy.test_window_tokens must be at least 20");
+  if (c.lazy.relevance_threshold < 1 || c.lazy.relevance_threshold > 3)
+    return Status::InvalidArgument("lazy.relevance_threshold must be 1, 2 or 3");
+  if (c.lazy.max_misses < 1 || c.lazy.community_rank_k < 1 || c.lazy.candidate_chunks < 1 ||
+      c.lazy.concurrency < 1 || c.lazy.max_claim_calls < 1)
+    return Status::InvalidArgument(
+        "lazy.max_misses, .community_rank_k, .candidate_chunks, .concurrency and "
+        ".max_claim_calls must be at least 1");
+  if (c.lazy.subqueries < 0 || c.lazy.subqueries > 10)
+    return Status::InvalidArgument("lazy.subqueries must be between 0 and 10");
+  if (c.lazy.prior_weight < 0)
+    return Status::InvalidArgument("lazy.prior_weight must not be negative");
+  if (c.lazy.claim_batch_tokens < 500)
+    return Status::InvalidArgument("lazy.claim_batch_tokens must be at least 500");
+  if (c.lazy.reduce_budget_tokens < 100)
+    return Status::InvalidArgument("lazy.reduce_budget_tokens must be at least 100");
   if (c.query.max_question_tokens < 0)
     return Status::InvalidArgument("query.max_question_tokens must be at least 0");
   {
     const auto& m = c.query.method;
     if (m != "auto" && m != "global" && m != "local" && m != "basic" && m != "hybrid" &&
-        m != "drift") {
+        m != "drift" && m != "lazy" && m != "budgeted") {
       return Status::InvalidArgument(
-          "query.method must be auto, global, local, basic, hybrid or drift, not \"" + m + "\"");
+          "query.method must be auto, global, local, basic, hybrid, drift or lazy, not \"" + m +
+          "\"");
     }
     if (c.query.router != "rules" && c.query.router != "llm") {
       return Status::InvalidArgument("query.router must be rules or llm");

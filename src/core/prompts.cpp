@@ -147,6 +147,40 @@ least helpful.
 Merge overlapping notes, keep the ids they cite (C7, S3, E12, R40) after each claim, and do not
 add anything the notes do not support.
 )GRAGPROMPT";
+constexpr std::string_view k_lazy_refine =
+    R"GRAGPROMPT(Prepare a search of a document collection for the question below.
+
+<question>{{question}}</question>
+
+Return JSON: {"subqueries": ["..."], "terms": ["..."]}
+subqueries: up to {{max_subqueries}} short questions, each asking one part of the
+question; [] when it has only one part.
+terms: up to 10 words or short phrases a passage answering it would likely
+contain (names, synonyms, related concepts), not words of the question itself.
+)GRAGPROMPT";
+constexpr std::string_view k_lazy_relevance =
+    R"GRAGPROMPT(Rate how relevant each passage below is to the question.
+
+<question>{{question}}</question>
+<passages>{{passages}}</passages>
+
+Return JSON: {"ratings": [{"id": "T1", "score": 0-3}]}
+One rating per passage id. 0: unrelated. 1: same topic, no help.
+2: relevant to the question. 3: answers part of the question.
+)GRAGPROMPT";
+constexpr std::string_view k_lazy_claims =
+    R"GRAGPROMPT(Draw from the passages below the claims that help answer the question.
+
+<question>{{question}}</question>
+<passages>{{passages}}</passages>
+
+Return JSON: {"claims": [{"claim": "...", "score": 0-100, "sources": ["T1"],
+ "quote": "..."}]}
+claim: one statement the passages support. score: how helpful it is for
+answering the question. sources: the ids of the passages it rests on.
+quote: a few words copied exactly from one of them. If nothing helps,
+return one claim with score 0.
+)GRAGPROMPT";
 }  // namespace
 
 const std::vector<PromptInfo>& AllPrompts() {
@@ -217,6 +251,22 @@ const std::vector<PromptInfo>& AllPrompts() {
        "question",
        k_drift_reduce,
        {"{{question}}", "{{answers}}"}},
+      {PromptId::kLazyRefine,
+       "lazy_refine.md",
+       "Budgeted search (--method lazy): sub-questions and search terms, one call per question",
+       k_lazy_refine,
+       {"{{question}}", "{{max_subqueries}}"}},
+      {PromptId::kLazyRelevance,
+       "lazy_relevance.md",
+       "Budgeted search: relevance ratings of a few passages, one call per --budget unit",
+       k_lazy_relevance,
+       {"{{question}}", "{{passages}}"}},
+      {PromptId::kLazyClaims,
+       "lazy_claims.md",
+       "Budgeted search: claims drawn from the relevant passages, one call per batch (its reduce "
+       "is global_reduce.md)",
+       k_lazy_claims,
+       {"{{question}}", "{{passages}}"}},
   };
   return kPrompts;
 }

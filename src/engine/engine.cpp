@@ -35,17 +35,20 @@ std::string_view QueryMethodName(QueryMethod method) {
       return "hybrid";
     case QueryMethod::kDrift:
       return "drift";
+    case QueryMethod::kLazy:
+      return "lazy";
   }
   return "auto";
 }
 
 Result<QueryMethod> ParseQueryMethod(std::string_view name) {
   for (auto m : {QueryMethod::kAuto, QueryMethod::kGlobal, QueryMethod::kLocal, QueryMethod::kBasic,
-                 QueryMethod::kHybrid, QueryMethod::kDrift}) {
+                 QueryMethod::kHybrid, QueryMethod::kDrift, QueryMethod::kLazy}) {
     if (name == QueryMethodName(m)) return m;
   }
+  if (name == "budgeted") return QueryMethod::kLazy;
   return Status::InvalidArgument("unknown query method \"" + std::string(name) +
-                                 "\" (auto, global, local, basic, hybrid or drift)");
+                                 "\" (auto, global, local, basic, hybrid, drift or lazy)");
 }
 
 struct Engine::Impl {
@@ -59,6 +62,7 @@ struct Engine::Impl {
   // Prompts, read once (edited files in prompts_dir win over the defaults).
   std::string map_prompt, reduce_prompt, local_prompt, basic_prompt, route_prompt;
   std::string drift_hyde_prompt, drift_primer_prompt, drift_local_prompt, drift_reduce_prompt;
+  std::string lazy_refine_prompt, lazy_relevance_prompt, lazy_claims_prompt;
   // Why the query prompts could not be read: an engine opened for writing still indexes (its
   // prompt is read by the pipeline) and reports this on the first question.
   Status prompts_status;
@@ -142,6 +146,10 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
     GRAG_ASSIGN_OR_RETURN(impl->drift_primer_prompt, LoadPrompt(prompts, PromptId::kDriftPrimer));
     GRAG_ASSIGN_OR_RETURN(impl->drift_local_prompt, LoadPrompt(prompts, PromptId::kDriftLocal));
     GRAG_ASSIGN_OR_RETURN(impl->drift_reduce_prompt, LoadPrompt(prompts, PromptId::kDriftReduce));
+    GRAG_ASSIGN_OR_RETURN(impl->lazy_refine_prompt, LoadPrompt(prompts, PromptId::kLazyRefine));
+    GRAG_ASSIGN_OR_RETURN(impl->lazy_relevance_prompt,
+                          LoadPrompt(prompts, PromptId::kLazyRelevance));
+    GRAG_ASSIGN_OR_RETURN(impl->lazy_claims_prompt, LoadPrompt(prompts, PromptId::kLazyClaims));
     return Status::Ok();
   }();
   if (!impl->prompts_status.ok() && !options.writable) return impl->prompts_status;
@@ -273,6 +281,34 @@ constexpr std::string_view kDriftNeedsModel =
 
 }  // namespace
 
+LazySearchOptions Engine::LazyOptions() const {
+  const Config& c = impl_->config;
+  const LazyConfig& l = c.lazy;
+  LazySearchOptions o;
+  o.budget = static_cast<int>(l.budget);
+  o.tests_per_call = static_cast<int>(l.tests_per_call);
+  o.test_window_tokens = l.test_window_tokens;
+  o.relevance_threshold = static_cast<int>(l.relevance_threshold);
+  o.max_misses = static_cast<int>(l.max_misses);
+  o.community_rank_k = static_cast<int>(l.community_rank_k);
+  o.prior_weight = l.prior_weight;
+  o.candidate_chunks = static_cast<int>(l.candidate_chunks);
+  o.refine = l.refine;
+  o.subqueries = static_cast<int>(l.subqueries);
+  o.concurrency = static_cast<int>(l.concurrency);
+  o.claim_batch_tokens = l.claim_batch_tokens;
+  o.max_claim_calls = static_cast<int>(l.max_claim_calls);
+  o.reduce_budget_tokens = l.reduce_budget_tokens;
+  o.json_mode = c.llm.json_mode;
+  o.max_question_tokens = c.query.max_question_tokens;
+  o.retrieval = SearchOptions();
+  o.refine_prompt = impl_->lazy_refine_prompt;
+  o.relevance_prompt = impl_->lazy_relevance_prompt;
+  o.claims_prompt = impl_->lazy_claims_prompt;
+  o.reduce_prompt = impl_->reduce_prompt;
+  return o;
+}
+
 // ---------------------------------------------------------------- routing
 
 Result<QueryRoute> Engine::Route(std::string_view question, QueryMethod method) {
@@ -282,20 +318,22 @@ Result<QueryRoute> Engine::Route(std::string_view question, QueryMethod method) 
   if (method == QueryMethod::kDrift && chat() == nullptr) {
     return Status::InvalidArgument(std::string(kDriftNeedsModel));
   }
-  GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
-  GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> named, r->NamedEntities(question, SearchOptions()));
   QueryRoute route;
-  if (method != QueryMethod::kAuto) {  // asked for: the rules only say what kind it is
-    route.decision = RouteByRules(question, named.size());
-    route.decision.reason = "--method " + std::string(QueryMethodName(method)) + " asked for";
+  if (method != QueryMethod::kAuto) {
     route.method = method;
-  } else if (config().query.router == "llm" && chat() != nullptr) {
-    GRAG_ASSIGN_OR_RETURN(route.decision,
-                          RouteWithModel(*chat(), impl_->route_prompt, question, named.size()));
+    // The question's kind by the rules alone (no name lookup: the method is decided).
+    route.decision.kind = RouteByRules(question, 0).kind;
+    route.decision.reason = "--method " + std::string(QueryMethodName(method)) + " asked for";
   } else {
-    route.decision = RouteByRules(question, named.size());
-  }
-  if (method == QueryMethod::kAuto) {
+    GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
+    GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> named,
+                          r->NamedEntities(question, SearchOptions()));
+    if (config().query.router == "llm" && chat() != nullptr) {
+      GRAG_ASSIGN_OR_RETURN(route.decision,
+                            RouteWithModel(*chat(), impl_->route_prompt, question, named.size()));
+    } else {
+      route.decision = RouteByRules(question, named.size());
+    }
     switch (route.decision.kind) {
       case QuestionKind::kGlobal:
         route.method = QueryMethod::kGlobal;
@@ -307,9 +345,20 @@ Result<QueryRoute> Engine::Route(std::string_view question, QueryMethod method) 
         route.method = QueryMethod::kHybrid;
         break;
     }
+    // A global question on an index whose reports no model wrote: map-reducing extractive
+    // digests gives a weak answer, budgeted search reads the text itself. Without a model the
+    // extractive global search stays.
+    if (route.method == QueryMethod::kGlobal && chat() != nullptr) {
+      GRAG_ASSIGN_OR_RETURN(StoreStats stats, store().Stats());
+      if (stats.reports_llm == 0) {
+        route.method = QueryMethod::kLazy;
+        route.decision.reason +=
+            "; global question on an index without model-written reports: budgeted search";
+      }
+    }
   }
   // What the choice costs: one call for local and hybrid, the map batches and a reduce for
-  // global; nothing without a model.
+  // global, lazy's bound; nothing without a model.
   const auto question_tokens = static_cast<int64_t>(tokenizer().Count(question));
   if (chat() != nullptr) {
     switch (route.method) {
@@ -317,10 +366,13 @@ Result<QueryRoute> Engine::Route(std::string_view question, QueryMethod method) 
         auto plan = PlanGlobalSearch(store(), tokenizer(), question, GlobalOptions());
         if (plan.ok()) {
           route.estimated_calls = static_cast<int64_t>(plan->batches.size()) + 1;
-          route.max_calls = route.estimated_calls;
           for (const auto& b : plan->batches) route.estimated_tokens += b.prompt_tokens;
           route.estimated_tokens += config().global_search.reduce_budget_tokens / 2;
         }
+        route.max_calls = static_cast<int64_t>(config().global_search.max_map_calls) + 1;
+        route.cost_note =
+            fmt::format("at most {} calls (map <= {} + reduce 1); {} expected", route.max_calls,
+                        config().global_search.max_map_calls, route.estimated_calls);
         break;
       }
       case QueryMethod::kDrift: {
@@ -332,17 +384,34 @@ Result<QueryRoute> Engine::Route(std::string_view question, QueryMethod method) 
         route.cost_note = plan.cost_note;
         break;
       }
+      case QueryMethod::kLazy: {
+        const LazySearchOptions o = LazyOptions();
+        GRAG_ASSIGN_OR_RETURN(LazyPlan plan, PlanLazySearch(store(), o));
+        route.estimated_calls = plan.expected_calls;
+        route.max_calls = plan.max_calls;
+        route.cost_note = plan.cost_note;
+        // Relevance prompts: a few passages each; claims: their batches; the reduce: half.
+        const int64_t relevance = route.estimated_calls - (o.refine ? 1 : 0) - 2;
+        route.estimated_tokens =
+            (o.refine ? 200 + question_tokens : 0) +
+            std::max<int64_t>(relevance, 0) *
+                (o.tests_per_call * o.test_window_tokens + 200 + question_tokens) +
+            o.claim_batch_tokens + o.reduce_budget_tokens / 2;
+        break;
+      }
       case QueryMethod::kLocal:
-        route.estimated_calls = 1;
-        route.max_calls = 1;
+        route.estimated_calls = route.max_calls = 1;
         route.estimated_tokens = config().local_search.context_budget_tokens + question_tokens;
+        route.cost_note = "1 call";
         break;
       default:
-        route.estimated_calls = 1;
-        route.max_calls = 1;
+        route.estimated_calls = route.max_calls = 1;
         route.estimated_tokens = config().search.context_budget_tokens + question_tokens;
+        route.cost_note = "1 call";
         break;
     }
+  } else {
+    route.cost_note = "no model call (extractive answer)";
   }
   Log(LogLevel::kDebug, "router",
       fmt::format("{} -> {} ({}{}); about {} LLM calls, {} tokens",
@@ -472,6 +541,29 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
       if (!d.ok()) return d.status();
       result.answer = d->answer;
       result.drift = std::move(d).value();
+      break;
+    }
+    case QueryMethod::kLazy: {
+      if (model == nullptr) {
+        return Status::InvalidArgument(
+            "--method lazy tests passages with a model; none is configured (set llm.model). "
+            "Without one, --method global gives an extractive digest");
+      }
+      LazySearchOptions o = LazyOptions();
+      if (request.budget) {
+        if (*request.budget < 1 || *request.budget > 1000) {
+          return Status::InvalidArgument("--budget must be between 1 and 1000, not " +
+                                         std::to_string(*request.budget));
+        }
+        o.budget = static_cast<int>(*request.budget);
+      }
+      o.on_answer_delta = request.on_answer_delta;
+      GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
+      auto lazy = LazySearch(store(), *r, *model, tokenizer(), request.question, o);
+      GRAG_RETURN_IF_ERROR(cancelled());
+      if (!lazy.ok()) return lazy.status();
+      result.answer = lazy->answer;
+      result.lazy = std::move(lazy).value();
       break;
     }
     case QueryMethod::kAuto:

@@ -25,6 +25,79 @@ json RouteObject(const QueryRoute& r) {
           {"cost_note", r.cost_note}};
 }
 
+json LazyObject(const LazySearchResult& r, std::string_view question) {
+  const auto& s = r.stats;
+  json cites = json::array();
+  for (size_t i : r.citations) {
+    const LazyTest& t = r.tests[i];
+    cites.push_back({{"id", t.label},
+                     {"chunk_id", t.chunk_id},
+                     {"document_id", t.document_id},
+                     {"chunk_index", t.chunk_index}});
+  }
+  json claims = json::array();
+  for (const auto& p : r.claims) {
+    claims.push_back({{"claim", p.description},
+                      {"score", p.score},
+                      {"sources", p.source_ids},
+                      {"communities", p.community_ids},
+                      {"fate", PointFateName(p.fate)}});
+  }
+  json tests = json::array();
+  for (const auto& t : r.tests) {
+    tests.push_back({{"id", t.label},
+                     {"chunk_id", t.chunk_id},
+                     {"document_id", t.document_id},
+                     {"community", t.community_id},
+                     {"window", {t.window_begin, t.window_end}},
+                     {"tokens", t.tokens},
+                     {"score", t.score},
+                     {"relevant", t.relevant},
+                     {"call", t.call}});
+  }
+  json visits = json::array();
+  for (const auto& v : r.visits) {
+    visits.push_back({{"community", v.community_id},
+                      {"level", v.level},
+                      {"rank", v.rank},
+                      {"tested", v.tested},
+                      {"hits", v.hits},
+                      {"wave", v.wave}});
+  }
+  return {{"method", "lazy"},
+          {"question", question},
+          {"answer", r.answer},
+          {"llm", true},
+          {"not_covered", r.not_covered},
+          {"budget_exhausted", r.budget_exhausted},
+          {"subqueries", r.subqueries},
+          {"terms", r.terms},
+          {"citations", cites},
+          {"claims", claims},
+          {"tests", tests},
+          {"visits", visits},
+          {"stats",
+           {{"calls", s.calls()},
+            {"refine_calls", s.refine_calls},
+            {"relevance_calls", s.relevance_calls},
+            {"relevance_failed", s.relevance_failed},
+            {"relevance_unparseable", s.relevance_unparseable},
+            {"claim_calls", s.claim_calls},
+            {"claim_calls_failed", s.claim_calls_failed},
+            {"reduce_calls", s.reduce_calls},
+            {"passages_tested", s.passages_tested},
+            {"passages_relevant", s.passages_relevant},
+            {"relevant_left_out", s.relevant_left_out},
+            {"communities_visited", s.communities_visited},
+            {"deepest_level", s.deepest_level},
+            {"chunks_total", s.chunks_total},
+            {"generic", s.generic},
+            {"stop", LazyStopName(s.stop)},
+            {"tokens_in", s.tokens_in},
+            {"tokens_out", s.tokens_out},
+            {"wall_ms", s.wall_time.count()}}}};
+}
+
 json GlobalObject(const GlobalSearchResult& r, std::string_view question, bool llm) {
   const auto& s = r.stats;
   json cites = json::array();
@@ -327,6 +400,8 @@ std::string QueryResultJson(const QueryResult& result, std::string_view question
     j = PassagesObject(*result.passages, question, result.method);
   } else if (result.drift) {
     j = DriftObject(*result.drift, question);
+  } else if (result.lazy) {
+    j = LazyObject(*result.lazy, question);
   }
   // Only when the router chose: explicit methods keep their shapes.
   if (result.route) j["route"] = RouteObject(*result.route);

@@ -252,20 +252,23 @@ std::vector<McpServer::Impl::Tool> McpServer::Impl::MakeTools() {
                  {"description", "The question, in natural language"}}},
                {"method",
                 {{"type", "string"},
-                 {"enum", {"auto", "global", "local", "basic", "hybrid", "drift"}},
+                 {"enum", {"auto", "global", "local", "basic", "hybrid", "drift", "lazy"}},
                  {"description",
                   "auto (default): chosen by the question. global: map-reduce over community "
                   "reports. local: entities named, their neighbourhood and passages. basic: "
                   "passages nearest by embedding. hybrid: passages ranked by vector, keyword "
                   "and graph signals fused. drift (needs a model): a primer over the best "
                   "reports asks follow-up questions, answered locally, then one answer; about "
-                  "10 model calls"}}},
+                  "10 model calls. lazy: budgeted search, passages tested for relevance within "
+                  "a budget of model calls (indexes built without a model)"}}},
                {"level", IntProp("global: community level, 0 (coarsest) to the index's "
                                  "deepest; with method auto it means global",
                                  0, 1000)},
                {"top_k", IntProp("local: entities matched at most; basic and hybrid: passages "
                                  "retrieved",
-                                 1, 1000)}},
+                                 1, 1000)},
+               {"budget",
+                IntProp("lazy: relevance-test calls at most (default lazy.budget)", 1, 1000)}},
               {"question"}),
        true, &Impl::Query});
   t.push_back(
@@ -488,6 +491,7 @@ json McpServer::Impl::Query(const json& args) {
   request.method = *method;
   request.level = OptInt(args, "level");
   request.top_k = OptInt(args, "top_k");
+  request.budget = OptInt(args, "budget");
   auto r = (*engine)->Query(request);
   if (!r.ok()) return ToolError("query: " + r.status().message());
   std::string answer = r->answer.empty() ? "(no answer: nothing in the index matched)" : r->answer;

@@ -310,8 +310,14 @@ std::string PointBlock(const GlobalPoint& point) {
     if (!ids.empty()) ids += ", ";
     ids += std::to_string(id);
   }
-  std::string out =
-      "<point score=\"" + std::to_string(point.score) + "\" communities=\"" + ids + "\">\n";
+  std::string sources;
+  for (const std::string& id : point.source_ids) {
+    if (!sources.empty()) sources += ", ";
+    sources += id;
+  }
+  std::string out = "<point score=\"" + std::to_string(point.score) + "\" " +
+                    (point.source_ids.empty() ? "communities=\"" + ids : "sources=\"" + sources) +
+                    "\">\n";
   out.append(Trim(point.description));
   out += "\n</point>";
   return out;

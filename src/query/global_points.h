@@ -30,7 +30,7 @@ Result<std::vector<MapPoint>> ParseMapReply(std::string_view reply);
 // "[Data: Reports (3, 7, +more)]".
 std::vector<int64_t> IdsNamedInText(std::string_view text);
 
-// One point as the reduce prompt shows it:
+// One point as the reduce prompt shows it (sources="T3, T7" instead when it has source_ids):
 //   <point score="80" communities="3, 7">
 //   description
 //   </point>

@@ -796,8 +796,9 @@ void Server::Impl::DeclareRoutes() {
   };
   const char* query_body = R"json({"type":"object","required":["question"],"properties":{
     "question":{"type":"string"},
-    "method":{"type":"string","enum":["auto","global","local","basic","hybrid","drift"],"description":"drift needs a chat model: a primer over the reports, follow-ups answered locally, one reduce"},
+    "method":{"type":"string","enum":["auto","global","local","basic","hybrid","drift","lazy"],"description":"drift needs a chat model: a primer over the reports, follow-ups answered locally, one reduce; lazy: budgeted search for indexes built without a model"},
     "level":{"type":"integer","minimum":0,"description":"global: community level"},
+    "budget":{"type":"integer","minimum":1,"maximum":1000,"description":"lazy: relevance-test calls at most (default lazy.budget)"},
     "k":{"type":"integer","minimum":1,"maximum":1000,"description":"local: matched entities; basic, hybrid: passages"},
     "stream":{"type":"boolean","description":"send the answer as Server-Sent Events (delta, then result)"}}})json";
   const char* search_body = R"json({"type":"object","required":["question"],"properties":{
@@ -1401,6 +1402,7 @@ Result<QueryRequest> ParseQuery(const json& body) {
   }
   GRAG_ASSIGN_OR_RETURN(q.level, OptInt(body, "level", 0, 1000));
   GRAG_ASSIGN_OR_RETURN(q.top_k, OptInt(body, "k", 1, 1000));
+  GRAG_ASSIGN_OR_RETURN(q.budget, OptInt(body, "budget", 1, 1000));
   return q;
 }
 

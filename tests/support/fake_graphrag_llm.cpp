@@ -141,6 +141,13 @@ std::string PromptKind(std::string_view p) {
   if (p.find("knowledge-graph context below") != std::string_view::npos) return "local";
   if (p.find("using the source passages below") != std::string_view::npos) return "basic";
   if (p.find("Classify the question below") != std::string_view::npos) return "route";
+  if (p.find("Prepare a search of a document collection") != std::string_view::npos) {
+    return "lazy_refine";
+  }
+  if (p.find("Rate how relevant each passage") != std::string_view::npos) return "lazy_relevance";
+  if (p.find("Draw from the passages below the claims") != std::string_view::npos) {
+    return "lazy_claims";
+  }
   if (p.find("\"verdicts\"") != std::string_view::npos &&
       p.find("Pair 1:") != std::string_view::npos) {
     return "adjudicate";
@@ -191,6 +198,25 @@ std::string FakeGraphRagReply(std::string_view prompt) {
   if (kind == "local") return "Answer from the local context.";
   if (kind == "basic") return "Answer from the passages [S1].";
   if (kind == "route") return R"({"kind": "lookup", "reason": "one thing"})";
+  if (kind == "lazy_refine") return R"({"subqueries": [], "terms": []})";
+  if (kind == "lazy_relevance" || kind == "lazy_claims") {
+    // Every passage relevant (2); one claim citing the first passage.
+    std::vector<std::string> ids;
+    for (size_t at = prompt.find("<passage id=\""); at != std::string_view::npos;
+         at = prompt.find("<passage id=\"", at + 1)) {
+      ids.push_back(Between(prompt.substr(at), "id=\"", "\""));
+    }
+    if (kind == "lazy_claims") {
+      return json{{"claims",
+                   {{{"claim", "The passages tell of the main characters."},
+                     {"score", 70},
+                     {"sources", ids.empty() ? json::array() : json::array({ids.front()})}}}}}
+          .dump();
+    }
+    json ratings = json::array();
+    for (const std::string& id : ids) ratings.push_back({{"id", id}, {"score", 2}});
+    return json{{"ratings", ratings}}.dump();
+  }
   if (kind == "adjudicate") {  // entity resolution: every pair judged different
     json verdicts = json::array();
     for (int pair = 1; prompt.find("Pair " + std::to_string(pair) + ":") != std::string_view::npos;

@@ -24,7 +24,7 @@ FakeHandler FakeGraphRagHandler();
 
 // Which kind of prompt `prompt` is: "extract", "glean", "retry", "summarize", "report", "map",
 // "reduce", "local", "basic", "route", "drift_hyde", "drift_primer", "drift_local",
-// "drift_reduce" or "unknown".
+// "drift_reduce", "lazy_refine", "lazy_relevance", "lazy_claims" or "unknown".
 std::string PromptKind(std::string_view prompt);
 
 }  // namespace grag::testing

@@ -201,6 +201,8 @@ class PostgresStore final : public Store, private TransactionOwner {
                                      const std::vector<CommunityRecord>& communities) override;
   Result<std::vector<CommunityRecord>> ListCommunities(std::optional<int64_t> level) override;
   Result<std::vector<int64_t>> CommunitiesOfEntity(int64_t entity_id) override;
+  Result<std::map<int64_t, std::vector<std::string>>> CommunityChunks(
+      std::optional<int64_t> level) override;
   Result<std::optional<ClusteringRecord>> LatestClustering() override;
 
   Status PutReport(const ReportRecord& report) override;
@@ -1649,6 +1651,24 @@ Result<std::vector<int64_t>> PostgresStore::CommunitiesOfEntity(int64_t entity_i
   return out;
 }
 
+Result<std::map<int64_t, std::vector<std::string>>> PostgresStore::CommunityChunks(
+    std::optional<int64_t> level) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  std::string sql =
+      "SELECT k.community_id, k.chunk_id FROM (SELECT DISTINCT m.community_id, l.chunk_id FROM "
+      "community_members m JOIN entity_chunks l ON l.entity_id = m.entity_id";
+  if (level) sql += " JOIN communities o ON o.id = m.community_id WHERE o.level = $1";
+  sql +=
+      ") k JOIN chunks c ON c.id = k.chunk_id ORDER BY k.community_id, c.document_id, "
+      "c.chunk_index";
+  Args args;
+  if (level) args.emplace_back(*level);
+  GRAG_ASSIGN_OR_RETURN(Rows rows, read.conn().Query(sql, args));
+  std::map<int64_t, std::vector<std::string>> out;
+  for (int i = 0; i < rows.size(); ++i) out[rows.Int(i, 0)].push_back(rows.Text(i, 1));
+  return out;
+}
+
 Result<std::optional<ClusteringRecord>> PostgresStore::LatestClustering() {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(
@@ -2006,6 +2026,8 @@ Result<StoreStats> PostgresStore::Stats() {
                         "(SELECT count(*) FROM llm_cache), (SELECT count(*) FROM runs), "
                         "(SELECT count(*) FROM reports WHERE status = 'ok' AND stale), "
                         "pg_database_size(current_database()), "
+                        "(SELECT count(*) FROM reports WHERE status = 'ok' AND generator = "
+                        "'llm'), "
                         "(SELECT count(*) FROM extractions x WHERE x.status = 'ok' AND NOT "
                         "EXISTS (SELECT 1 FROM entity_mentions m WHERE m.extraction_id = x.id)), "
                         "(SELECT modularity FROM clusterings ORDER BY id DESC LIMIT 1)"));
@@ -2013,7 +2035,7 @@ Result<StoreStats> PostgresStore::Stats() {
   for (int64_t* field :
        {&s.documents, &s.chunks, &s.extractions_ok, &s.extractions_skipped, &s.entity_mentions,
         &s.relationship_mentions, &s.entities, &s.relationships, &s.communities, &s.reports_ok,
-        &s.reports_gap, &s.cache_entries, &s.runs, &s.reports_stale, &s.file_bytes,
+        &s.reports_gap, &s.cache_entries, &s.runs, &s.reports_stale, &s.file_bytes, &s.reports_llm,
         &s.extractions_empty}) {
     *field = rows.Int(0, col++);
   }

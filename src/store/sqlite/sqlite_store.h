@@ -97,6 +97,8 @@ class SqliteStore final : public Store {
                                      const std::vector<CommunityRecord>& communities) override;
   Result<std::vector<CommunityRecord>> ListCommunities(std::optional<int64_t> level) override;
   Result<std::vector<int64_t>> CommunitiesOfEntity(int64_t entity_id) override;
+  Result<std::map<int64_t, std::vector<std::string>>> CommunityChunks(
+      std::optional<int64_t> level) override;
   Result<std::optional<ClusteringRecord>> LatestClustering() override;
   Status PutReport(const ReportRecord& report) override;
   Status MarkReportStale(int64_t community_id, std::string_view note) override;

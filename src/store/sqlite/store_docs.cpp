@@ -843,6 +843,7 @@ Result<StoreStats> SqliteStore::Stats() {
                      "(SELECT count(*) FROM reports WHERE status = 'gap'), "
                      "(SELECT count(*) FROM llm_cache), (SELECT count(*) FROM runs), "
                      "(SELECT count(*) FROM reports WHERE status = 'ok' AND stale), "
+                     "(SELECT count(*) FROM reports WHERE status = 'ok' AND generator = 'llm'), "
                      "(SELECT count(*) FROM extractions x WHERE x.status = 'ok' AND NOT EXISTS "
                      "(SELECT 1 FROM entity_mentions m WHERE m.extraction_id = x.id)), "
                      "(SELECT modularity FROM clusterings ORDER BY id DESC LIMIT 1)"));
@@ -852,7 +853,8 @@ Result<StoreStats> SqliteStore::Stats() {
     for (int64_t* field :
          {&s.documents, &s.chunks, &s.extractions_ok, &s.extractions_skipped, &s.entity_mentions,
           &s.relationship_mentions, &s.entities, &s.relationships, &s.communities, &s.reports_ok,
-          &s.reports_gap, &s.cache_entries, &s.runs, &s.reports_stale, &s.extractions_empty}) {
+          &s.reports_gap, &s.cache_entries, &s.runs, &s.reports_stale, &s.reports_llm,
+          &s.extractions_empty}) {
       *field = stmt.Int(col++);
     }
     s.modularity = stmt.OptDouble(col);

@@ -954,6 +954,27 @@ Result<std::vector<int64_t>> SqliteStore::CommunitiesOfEntity(int64_t entity_id)
   return out;
 }
 
+Result<std::map<int64_t, std::vector<std::string>>> SqliteStore::CommunityChunks(
+    std::optional<int64_t> level) {
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  std::string sql =
+      "SELECT k.community_id, k.chunk_id FROM (SELECT DISTINCT m.community_id, l.chunk_id FROM "
+      "community_members m JOIN entity_chunks l ON l.entity_id = m.entity_id";
+  if (level) sql += " JOIN communities o ON o.id = m.community_id WHERE o.level = ?";
+  sql +=
+      ") k JOIN chunks c ON c.id = k.chunk_id ORDER BY k.community_id, c.document_id, "
+      "c.chunk_index";
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read.conn().Prepare(sql));
+  if (level) stmt.BindAll(*level);
+  std::map<int64_t, std::vector<std::string>> out;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out[stmt.Int(0)].push_back(stmt.Text(1));
+  }
+  return out;
+}
+
 Result<std::optional<ClusteringRecord>> SqliteStore::LatestClustering() {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(

@@ -213,10 +213,28 @@ struct DriftConfig {
   int64_t max_calls = 0;  // hard cap on chat calls; 0: the formula's bound
 };
 
+// Budgeted search (--method lazy); lazy_search.h's LazySearchOptions explains each default.
+struct LazyConfig {
+  int64_t budget = 20;               // relevance calls per question (--budget)
+  int64_t tests_per_call = 5;        // passages per relevance call
+  int64_t test_window_tokens = 400;  // tokens of one tested passage (a chunk's best window)
+  int64_t relevance_threshold = 2;   // rating 0-3 a passage needs to be relevant
+  int64_t max_misses = 4;            // barren communities in a row before stopping
+  int64_t community_rank_k = 3;      // a community ranks by its best this many passages
+  double prior_weight = 0.1;         // weight of the community-size prior
+  int64_t candidate_chunks = 200;    // chunks each retrieval list ranks
+  bool refine = true;                // one call for sub-questions and search terms
+  int64_t subqueries = 3;
+  int64_t concurrency = 8;               // relevance calls per wave
+  int64_t claim_batch_tokens = 8000;     // relevant text per claims call
+  int64_t max_claim_calls = 8;           // claims calls at most
+  int64_t reduce_budget_tokens = 12000;  // tokens of the reduce prompt
+};
+
 struct QueryConfig {
   int64_t max_question_tokens = 2000;  // longer questions are refused (they ride in every prompt)
   std::string method =
-      "auto";  // grag query's default: auto | global | local | basic | hybrid | drift
+      "auto";  // grag query's default: auto | global | local | basic | hybrid | drift | lazy
   std::string router = "rules";  // how auto decides: rules | llm (one small cached call)
 };
 
@@ -279,6 +297,7 @@ struct Config {
   GlobalSearchConfig global_search;
   LocalSearchConfig local_search;
   DriftConfig drift;
+  LazyConfig lazy;
   QueryConfig query;
   SearchConfig search;
   RerankConfig rerank;

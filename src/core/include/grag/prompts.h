@@ -12,8 +12,9 @@
 namespace grag {
 
 // Seed 000's five prompts, then grag's own: the answer of basic and hybrid search, the
-// optional LLM router of `--method auto`, entity resolution's judge, and DRIFT search's four
-// (hypothetical answer, primer, follow-up answer, reduce).
+// optional LLM router of `--method auto`, entity resolution's judge, DRIFT search's four
+// (hypothetical answer, primer, follow-up answer, reduce) and budgeted search's three (refine,
+// relevance test, claims; its reduce is seed 000's global_reduce).
 enum class PromptId {
   kExtractGraph,
   kCommunityReport,
@@ -27,6 +28,9 @@ enum class PromptId {
   kDriftPrimer,
   kDriftLocal,
   kDriftReduce,
+  kLazyRefine,
+  kLazyRelevance,
+  kLazyClaims,
 };
 
 struct PromptInfo {

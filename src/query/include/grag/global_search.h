@@ -155,7 +155,10 @@ struct GlobalPoint {
   std::string description;
   int score = 0;                       // 0-100
   std::vector<int64_t> community_ids;  // ascending
-  bool named_by_model = false;         // the model named these ids; else the whole batch's
+  // Budgeted search's claims: the passage labels ("T3") it rests on, shown in the reduce prompt
+  // instead of the communities. Empty for global search.
+  std::vector<std::string> source_ids;
+  bool named_by_model = false;  // the model named these ids; else the whole batch's
   size_t batch = 0;
   PointFate fate = PointFate::kKept;
 };

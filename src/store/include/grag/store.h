@@ -375,6 +375,11 @@ class Store {
       std::optional<int64_t> level = {}) = 0;
   // Ids of the communities an entity belongs to, coarsest first.
   virtual Result<std::vector<int64_t>> CommunitiesOfEntity(int64_t entity_id) = 0;
+  // Each community's distinct chunks (through its members' entity_chunks), in document order
+  // (document id, then chunk index), for every community or only those of `level`. A community
+  // whose members link no chunk is absent. One query: budgeted search reads the whole map.
+  virtual Result<std::map<int64_t, std::vector<std::string>>> CommunityChunks(
+      std::optional<int64_t> level = {}) = 0;
   virtual Result<std::optional<ClusteringRecord>> LatestClustering() = 0;
 
   // ---- reports

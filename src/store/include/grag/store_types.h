@@ -408,6 +408,7 @@ struct StoreStats {
   int64_t reports_ok = 0;
   int64_t reports_gap = 0;
   int64_t reports_stale = 0;  // ok reports kept through a small change (ReportRecord::stale)
+  int64_t reports_llm = 0;    // ok reports a model wrote (generator 'llm'), not extractive
   std::map<std::string, int64_t> embeddings_per_owner;  // "entity" -> count
   int64_t cache_entries = 0;
   std::vector<CacheModelStats> cache_by_model;
