@@ -15,6 +15,7 @@ the questions as grag eval's JSONL and runs `grag eval` (text to stdout, JSON be
 
   python3 bench/eval_shapes.py [--grag build-release/grag] [--work /tmp/grag-eval-shapes]
                                [--shapes hotpotqa,medical,carol] [--k 5] [--medical-questions 200]
+                               [--grag-args '--set embeddings.encoding=f16']
 """
 import argparse
 import json
@@ -81,6 +82,9 @@ def main():
     p.add_argument("--k", default="5")
     p.add_argument("--medical-questions", type=int, default=200)
     p.add_argument("--eval-args", default="", help="more arguments for grag eval")
+    p.add_argument("--grag-args", default="",
+                   help="global arguments for grag index and eval, e.g. "
+                        "'--set embeddings.encoding=f16'")
     a = p.parse_args()
     makers = {"hotpotqa": (hotpotqa, 100), "medical": (medical, a.medical_questions),
               "carol": (carol, 30)}
@@ -94,9 +98,11 @@ def main():
         with open(qfile, "w") as out:
             for q in questions:
                 out.write(json.dumps(q, ensure_ascii=False) + "\n")
-        run([a.grag, "--root", project, "--no-llm", "index", "--no-progress"],
+        extra = a.grag_args.split()
+        run([a.grag, "--root", project, "--no-llm"] + extra + ["index", "--no-progress"],
             stdout=subprocess.DEVNULL)
-        base = [a.grag, "--root", project, "--no-llm", "eval", "--k", a.k, "--no-progress"]
+        base = [a.grag, "--root", project, "--no-llm"] + extra + ["eval", "--k", a.k,
+                                                                   "--no-progress"]
         base += a.eval_args.split()
         print(f"\n===== {shape}: {len(questions)} questions", flush=True)
         run(base + [qfile])

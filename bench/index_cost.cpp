@@ -25,10 +25,11 @@
 // dry-run estimate printed before the run, entities and relationships in the index, the index
 // file's size against the corpus text.
 //
-//   build-release/bench/index_cost [--passages N] [--json] [--set key=value]...
+//   build-release/bench/index_cost [--passages N] [--json] [--keep] [--set key=value]...
 //
 // --set applies a setting to every run (extraction.glean_below_yield=0 glean every chunk,
-// resolution.max_judge_share=1 lifts the judge's cap...).
+// resolution.max_judge_share=1 lifts the judge's cap...). --keep leaves each run's project in
+// the temporary directory (grag-index-cost-LABEL), for `grag stats` or sqlite3 on its index.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -596,6 +597,7 @@ class Model {
 // ---- runs ----
 
 std::vector<std::pair<std::string, std::string>> g_settings;
+bool g_keep = false;
 
 struct Outcome {
   std::string label;
@@ -711,7 +713,7 @@ Outcome IndexCorpus(const std::string& label, const Corpus& corpus, const Corpus
     *update = RunOnce(label + " +1%", config, *store, model, *more,
                       static_cast<int64_t>(more->passages.size()));
   }
-  fs::remove_all(root);
+  if (!g_keep) fs::remove_all(root);
   return o;
 }
 
@@ -792,6 +794,8 @@ int Main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--json") {
       json_out = true;
+    } else if (a == "--keep") {
+      g_keep = true;
     } else if (a == "--passages" && i + 1 < argc) {
       passages = static_cast<size_t>(std::stoul(argv[++i]));
     } else if (a == "--set" && i + 1 < argc) {
@@ -800,7 +804,8 @@ int Main(int argc, char** argv) {
       if (eq == std::string::npos) throw std::runtime_error("--set expects key=value");
       g_settings.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     } else {
-      throw std::runtime_error("usage: index_cost [--passages N] [--json] [--set key=value]...");
+      throw std::runtime_error(
+          "usage: index_cost [--passages N] [--json] [--keep] [--set key=value]...");
     }
   }
   const Corpus corpus = MakePassages("passages", passages, 2024, 0, Density{});

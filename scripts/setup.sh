@@ -10,6 +10,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libhnswlib-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libutf8proc-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
   nettle-dev  # SHA-256 (src/core/hash.cpp)
+  zlib1g-dev  # the reply cache's compression (src/store/reply_codec.cpp)
   clang-format python3
   libpq-dev postgresql  # the PostgreSQL store backend and its tests (a throwaway cluster)
   chromium fonts-dejavu-core  # the web UI's browser test: headless Chromium, and a font to draw

@@ -77,9 +77,11 @@ class E2ePostgresTest : public ::testing::Test {
   std::string Grag(const std::string& args) const { return ShellQuote(GRAG_BINARY) + " " + args; }
   // `args` run offline on one of the two projects; the postgres one keeps its index in db_.
   std::string On(const std::string& name, const std::string& args) const {
+    // PostgreSQL keeps float32 vectors: the SQLite index keeps them so too, to compare alike.
     std::string env = "GRAG_LLM_BASE_URL= GRAG_LLM_MODEL= GRAG_EMBEDDING_MODEL= ";
     env += name == "postgres" ? "GRAG_STORE_URL=" + ShellQuote(db_.url()) + " " : "";
-    return env + Grag("--root " + ShellQuote(dir_ / name) + " --no-llm " + args);
+    return env + Grag("--root " + ShellQuote(dir_ / name) +
+                      " --no-llm --set embeddings.encoding=f32 " + args);
   }
 
   TempDir dir_;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "grag/store.h"
+#include "store/reply_codec.h"
 #include "support/temp_dir.h"
 
 namespace grag {
@@ -31,9 +32,11 @@ std::map<std::string, std::string> CommittedRows(const std::string& path) {
   EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT key, value FROM llm_cache", -1, &stmt, nullptr),
             SQLITE_OK);
   while (sqlite3_step(stmt) == SQLITE_ROW) {
-    out[reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))] =
-        std::string(reinterpret_cast<const char*>(sqlite3_column_blob(stmt, 1)),
-                    static_cast<size_t>(sqlite3_column_bytes(stmt, 1)));
+    std::string value(reinterpret_cast<const char*>(sqlite3_column_blob(stmt, 1)),
+                      static_cast<size_t>(sqlite3_column_bytes(stmt, 1)));
+    // Long replies are stored compressed (a BLOB).
+    if (sqlite3_column_type(stmt, 1) == SQLITE_BLOB) value = *store::DecompressReply(value);
+    out[reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))] = value;
   }
   sqlite3_finalize(stmt);
   sqlite3_close(db);

@@ -21,7 +21,8 @@ namespace {
 
 using testing::TempDir;
 
-const std::vector<std::string> kAll = {"graph", "vectors:chunk", "vectors:entity", "words"};
+// Vectors have no image since schema 7: each is kept once, in its row.
+const std::vector<std::string> kAll = {"graph", "words"};
 
 bool Has(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -372,13 +373,13 @@ TEST_F(QueryImageTest, EveryWriteToAnImagesTablesDropsItAndOnlyIt) {
        [&] {
          ASSERT_TRUE(store_->PutEmbeddings({Vector(EmbeddingOwner::kChunk, "late#0", rng)}).ok());
        },
-       {"vectors:chunk"}},
+       {}},
       {"entity deleted (its vector goes too)",
        [&] { ASSERT_TRUE(store_->DeleteEntity(entity_ids_.back()).ok()); },
-       {"graph", "vectors:entity"}},
+       {"graph"}},
       {"document deleted",
        [&] { ASSERT_TRUE(store_->DeleteDocument("doc1").ok()); },
-       {"graph", "vectors:chunk", "words"}},
+       {"graph", "words"}},
   };
   for (const Write& w : writes) {
     SCOPED_TRACE(w.what);
@@ -409,14 +410,12 @@ TEST_F(QueryImageTest, ADamagedImageIsReadAroundAndReported) {
   ASSERT_TRUE(store_->RefreshQueryImages().ok());
   store_.reset();
   // Cut short, and a stale copy of a bigger graph's worth of bytes.
-  RawSql(
-      "UPDATE query_images SET data = substr(data, 1, length(data) - 3) WHERE name = 'graph';"
-      "UPDATE query_images SET data = zeroblob(40) WHERE name = 'vectors:chunk';");
+  RawSql("UPDATE query_images SET data = substr(data, 1, length(data) - 3) WHERE name = 'graph';");
   Open();
   EXPECT_EQ(Walk(q), tables);
   EXPECT_EQ(Vectors(EmbeddingOwner::kChunk), vectors);
   const std::vector<std::string> problems = ImageProblems();
-  ASSERT_EQ(problems.size(), 2u);
+  ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("query image graph differs"), std::string::npos) << problems[0];
 
   // An image that decodes but no longer matches its tables (a write around the store) is what
@@ -509,28 +508,6 @@ TEST_F(QueryImageTest, WordCountsFromTheWordsImageAreTheFullTextIndexs) {
   EXPECT_EQ((*image)->Find("rare"), std::nullopt);
 }
 
-TEST_F(QueryImageTest, ALargeSetOfVectorsIsReadFromItsRows) {
-  // Over kMaxVectorsImageBytes (16 MiB): 1,100 vectors of 4,000 floats.
-  std::vector<EmbeddingRecord> vectors;
-  for (int i = 0; i < 1100; ++i) {
-    EmbeddingRecord r;
-    r.owner = EmbeddingOwner::kChunk;
-    r.owner_id = "c" + std::to_string(i);
-    r.model = "m";
-    r.vector.assign(4000, static_cast<float>(i % 7) + 0.5f);
-    vectors.push_back(std::move(r));
-  }
-  ASSERT_TRUE(store_->PutEmbeddings(vectors).ok());
-  auto built = store_->RefreshQueryImages();
-  ASSERT_TRUE(built.ok()) << built.status().ToString();
-  EXPECT_FALSE(Has(*built, "vectors:chunk"));
-  EXPECT_TRUE(Has(*built, "graph"));
-  auto packed = store_->ListPackedEmbeddings(EmbeddingOwner::kChunk);
-  ASSERT_TRUE(packed.ok());
-  EXPECT_EQ(packed->ids.size(), 1100u);
-  EXPECT_EQ(packed->values.size(), 1100u * 4000u);
-}
-
 TEST(QueryImageCodecTest, EveryTruncationOfAnImageFailsToDecode) {
   store::GraphImageBuilder b;
   b.AddEntity(1, "a", 2, 1);
@@ -567,20 +544,6 @@ TEST(QueryImageCodecTest, EveryTruncationOfAnImageFailsToDecode) {
   b.AddLink(5, "d#9");
   EXPECT_EQ(b.Finish().status().code(), ErrorCode::kCorruption);
 
-  PackedEmbeddings p;
-  p.model = "m";
-  p.dimension = 2;
-  p.ids = {"x", "y"};
-  p.values = {1, 2, 3, 4};
-  const std::string v = store::EncodePackedEmbeddings(p);
-  auto back = store::DecodePackedEmbeddings(v);
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->ids, p.ids);
-  EXPECT_EQ(back->values, p.values);
-  EXPECT_EQ(back->sums_of_squares, (std::vector<double>{5, 25}));
-  for (size_t n = 0; n < v.size(); ++n) {
-    EXPECT_FALSE(store::DecodePackedEmbeddings(v.substr(0, n)).ok()) << n;
-  }
   const std::string w = store::EncodeTermCounts({{"b", 5}, {"a", 9}, {"c", 1}}, 2);
   auto t = store::TermCounts::Decode(w);
   ASSERT_TRUE(t.ok());

@@ -233,6 +233,12 @@ struct IndexCallbacks {
 // checks (a missing index is kNotFound).
 Result<IntegrityReport> CheckIndex(const Config& config, int max_per_check);
 
+// grag cache prune --older-than: the cut-off (CachePruneOptions::before, the cache's UTC time
+// text) `older_than` before `now`. `older_than` is a count and a unit: "90m", "12h", "30d", "2w".
+// kInvalidArgument for anything else.
+Result<std::string> CacheCutoff(std::string_view older_than,
+                                std::chrono::system_clock::time_point now);
+
 // grag migrate: MigrateIndex (grag/store_copy.h) copies config.IndexLocation()'s index, or
 // another, to another store.
 
@@ -263,6 +269,9 @@ class Engine {
   // What Index would do, without a model call or a write.
   Result<IndexPlan> Plan(const IndexRequest& request);
   Result<IndexStats> Stats(int64_t top_entities);
+  // Removes reply cache entries and gives their room back (grag cache prune):
+  // Store::PruneReplyCache. Needs an engine opened writable unless options.dry_run.
+  Result<CachePruneResult> PruneCache(const CachePruneOptions& options);
   // What identifies the index's last finished write (the newest index run that ended, however
   // it ended: "" before any): it changes when any process (this one, another `grag index`, a
   // server elsewhere on the same PostgreSQL database) finishes updating the index. A reader that

@@ -22,6 +22,8 @@ std::string QueryRouteJson(const QueryRoute& route, std::string_view question, b
 std::string IndexSummaryJson(const IndexSummary& summary, const IndexPlan* plan, bool pretty);
 std::string IndexPlanJson(const IndexPlan& plan, bool pretty);
 std::string IndexStatsJson(const IndexStats& stats, bool pretty);
+// grag cache prune --json.
+std::string CachePruneJson(const CachePruneResult& result, bool pretty);
 std::string DocumentsJson(const std::vector<DocumentInfo>& documents, bool pretty);
 // The first `limit` entities.
 std::string EntitiesJson(const std::vector<EntityListing>& entities, size_t limit, bool pretty);

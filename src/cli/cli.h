@@ -52,6 +52,7 @@ Command AddIndexCommand(CLI::App& app, GlobalOptions& g);
 Command AddAddCommand(CLI::App& app, GlobalOptions& g);
 Command AddRemoveCommand(CLI::App& app, GlobalOptions& g);
 Command AddStatsCommand(CLI::App& app, GlobalOptions& g);
+Command AddCacheCommand(CLI::App& app, GlobalOptions& g);
 Command AddQueryCommand(CLI::App& app, GlobalOptions& g);
 Command AddCheckCommand(CLI::App& app, GlobalOptions& g);
 Command AddDoctorCommand(CLI::App& app, GlobalOptions& g);

@@ -86,8 +86,32 @@ void PrintStats(const IndexStats& st) {
   for (const EndpointUsage& e : st.endpoints) {
     std::cout << "  " << FormatEndpoint(e, false) << "\n";
   }
-  std::cout << "reply cache    " << s.cache_entries << " entries\nindex file     "
-            << FormatCount(s.file_bytes) << " bytes\n";
+  int64_t cache_bytes = 0;
+  for (const CacheModelStats& c : s.cache_by_model) cache_bytes += c.bytes;
+  std::cout << "reply cache    " << s.cache_entries << " entries, " << FormatCount(cache_bytes)
+            << " bytes stored (`grag cache prune` removes what the index no longer needs)\n"
+            << "index file     " << FormatCount(s.file_bytes) << " bytes";
+  if (s.free_bytes > 0) std::cout << " (+" << FormatCount(s.free_bytes) << " free)";
+  std::cout << "\n";
+  if (!s.space.empty()) {
+    std::cout << "  by table     bytes (with its indexes)\n";
+    size_t shown = 0;
+    int64_t rest = 0;
+    for (const TableSpace& t : s.space) {
+      if (++shown > 12) {
+        rest += t.bytes + t.index_bytes;
+        continue;
+      }
+      std::cout << "    " << t.table
+                << std::string(t.table.size() < 26 ? 26 - t.table.size() : 1, ' ')
+                << FormatCount(t.bytes + t.index_bytes);
+      if (t.index_bytes > 0) std::cout << " (indexes " << FormatCount(t.index_bytes) << ")";
+      std::cout << "\n";
+    }
+    if (rest > 0)
+      std::cout << "    (" << s.space.size() - 12 << " more)" << std::string(16, ' ')
+                << FormatCount(rest) << "\n";
+  }
   if (!st.top_entities.empty()) {
     std::cout << "\ntop entities by degree:\n";
     for (const auto& e : st.top_entities) {

@@ -73,12 +73,13 @@ int main(int argc, char** argv) {
       "configuration or input path. Logs go to stderr, results to stdout.");
 
   std::vector<Command> commands = {
-      AddInitCommand(app, g),   AddConfigCommand(app, g), AddChunkCommand(app, g),
-      AddIndexCommand(app, g),  AddAddCommand(app, g),    AddRemoveCommand(app, g),
-      AddStatsCommand(app, g),  AddQueryCommand(app, g),  AddSearchCommand(app, g),
-      AddCheckCommand(app, g),  AddDoctorCommand(app, g), AddEntitiesCommand(app, g),
-      AddExportCommand(app, g), AddSqlCommand(app, g),    AddMigrateCommand(app, g),
-      AddServeCommand(app, g),  AddMcpCommand(app, g),    AddEvalCommand(app, g),
+      AddInitCommand(app, g),     AddConfigCommand(app, g), AddChunkCommand(app, g),
+      AddIndexCommand(app, g),    AddAddCommand(app, g),    AddRemoveCommand(app, g),
+      AddStatsCommand(app, g),    AddCacheCommand(app, g),  AddQueryCommand(app, g),
+      AddSearchCommand(app, g),   AddCheckCommand(app, g),  AddDoctorCommand(app, g),
+      AddEntitiesCommand(app, g), AddExportCommand(app, g), AddSqlCommand(app, g),
+      AddMigrateCommand(app, g),  AddServeCommand(app, g),  AddMcpCommand(app, g),
+      AddEvalCommand(app, g),
   };
   // Last: they describe every command above.
   commands.push_back(AddCompletionCommand(app, g));

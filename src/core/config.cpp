@@ -201,6 +201,10 @@ std::vector<Setting> Settings(Config& c) {
       {"embeddings.api_key", "GRAG_EMBEDDING_API_KEY", "Embedding API key; empty = the LLM's key",
        &c.embeddings.api_key},
       {"embeddings.batch_size", "", "Inputs per embedding request", &c.embeddings.batch_size},
+      {"embeddings.encoding", "",
+       "How the index keeps vectors: f32, f16 (half the room) or int8 (a quarter); a change "
+       "re-encodes the stored ones at the next index run, without a model call",
+       &c.embeddings.encoding},
       {"extraction.entity_types", "", "Closed set of entity types the extractor may use",
        &c.extraction.entity_types},
       {"extraction.gleanings", "", "Extra rounds asking the model for entities it missed",
@@ -836,6 +840,12 @@ Status ValidateConfig(const Config& c) {
   if (c.llm.max_retries < 0) return Status::InvalidArgument("llm.max_retries must be at least 0");
   if (c.embeddings.batch_size < 1)
     return Status::InvalidArgument("embeddings.batch_size must be at least 1");
+  if (c.embeddings.encoding != "f32" && c.embeddings.encoding != "f16" &&
+      c.embeddings.encoding != "int8") {
+    return Status::InvalidArgument(
+        "embeddings.encoding must be \"f32\", \"f16\" or \"int8\", not \"" + c.embeddings.encoding +
+        "\"");
+  }
   GRAG_RETURN_IF_ERROR(ValidateEndpoints("llm.endpoints", c.llm.model, c.llm.endpoints));
   GRAG_RETURN_IF_ERROR(
       ValidateEndpoints("embeddings.endpoints", c.embeddings.model, c.embeddings.endpoints));

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -722,6 +725,63 @@ Result<AliasListing> Engine::Aliases(std::string_view search) {
     out.overrides.push_back({a, b, o.merge, o.created_at});
   }
   return out;
+}
+
+Result<CachePruneResult> Engine::PruneCache(const CachePruneOptions& options) {
+  ScopedLogFile log_scope(impl_->log_file);
+  GRAG_ASSIGN_OR_RETURN(CachePruneResult r, impl_->store->PruneReplyCache(options));
+  if (!options.dry_run) {
+    Log(LogLevel::kInfo, "cache",
+        "pruned " + std::to_string(r.entries) + " reply cache entries written before " +
+            (r.before.empty() ? std::string("(no cut-off)") : r.before) + "; file " +
+            std::to_string(r.file_bytes_before) + " -> " + std::to_string(r.file_bytes_after) +
+            " bytes");
+  }
+  return r;
+}
+
+Result<std::string> CacheCutoff(std::string_view older_than,
+                                std::chrono::system_clock::time_point now) {
+  const auto bad = [&] {
+    return Status::InvalidArgument(
+        "--older-than takes a count and a unit (m, h, d or w), e.g. "
+        "30d; not \"" +
+        std::string(older_than) + "\"");
+  };
+  if (older_than.size() < 2) return bad();
+  int64_t count = 0;
+  for (char c : older_than.substr(0, older_than.size() - 1)) {
+    if (c < '0' || c > '9' || count > 1'000'000) return bad();
+    count = count * 10 + (c - '0');
+  }
+  int64_t minutes = 0;
+  switch (older_than.back()) {
+    case 'm':
+      minutes = count;
+      break;
+    case 'h':
+      minutes = count * 60;
+      break;
+    case 'd':
+      minutes = count * 60 * 24;
+      break;
+    case 'w':
+      minutes = count * 60 * 24 * 7;
+      break;
+    default:
+      return bad();
+  }
+  const auto cut =
+      std::chrono::floor<std::chrono::milliseconds>(now - std::chrono::minutes(minutes));
+  const std::time_t t = std::chrono::system_clock::to_time_t(cut);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
+  const auto ms = (cut.time_since_epoch() % std::chrono::seconds(1)).count();
+  char millis[8];
+  std::snprintf(millis, sizeof millis, ".%03dZ", static_cast<int>(ms < 0 ? ms + 1000 : ms));
+  return std::string(text) + millis;
 }
 
 Result<bool> Engine::MergeEntities(std::string_view a, std::string_view b) {

@@ -576,6 +576,11 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
                          {"dimension", space.dimension},
                          {"lexical", IsLexicalEmbeddingModel(space.model)}};
   }
+  // What takes the room, by table, largest first.
+  json space = json::array();
+  for (const TableSpace& t : s.space) {
+    space.push_back({{"table", t.table}, {"bytes", t.bytes}, {"index_bytes", t.index_bytes}});
+  }
   json out = {{"documents", s.documents},
               {"chunks", s.chunks},
               {"chunks_extracted", s.extractions_ok},
@@ -601,6 +606,8 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
               {"cache_entries", s.cache_entries},
               {"runs", s.runs},
               {"file_bytes", s.file_bytes},
+              {"free_bytes", s.free_bytes},
+              {"space", space},
               {"top_entities", entities}};
   if (!st.endpoints.empty()) out["llm_endpoints"] = EndpointsArray(st.endpoints, false);
   // Indexing's calls by model role (llm.extract, llm.summarize, llm.resolve), over all runs.
@@ -608,6 +615,16 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
                               {"summarize", counter("calls_summarize") + counter("calls_report")},
                               {"resolve", counter("calls_resolve")}};
   return Dump(out, pretty);
+}
+
+std::string CachePruneJson(const CachePruneResult& r, bool pretty) {
+  return Dump({{"before", r.before.empty() ? json() : json(r.before)},
+               {"entries_removed", r.entries},
+               {"entries_kept", r.entries_left},
+               {"value_bytes", r.value_bytes},
+               {"file_bytes_before", r.file_bytes_before},
+               {"file_bytes_after", r.file_bytes_after}},
+              pretty);
 }
 
 std::string DocumentsJson(const std::vector<DocumentInfo>& documents, bool pretty) {

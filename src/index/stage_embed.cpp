@@ -9,6 +9,11 @@
 namespace grag {
 namespace {
 
+// How vectors are kept (embeddings.encoding; ValidateConfig accepted its value).
+VectorEncoding StoredEncoding(const Run& run) {
+  return ParseVectorEncoding(run.config().embeddings.encoding).value_or(VectorEncoding::kF32);
+}
+
 struct EmbedItem {
   std::string owner_id;
   std::string text;
@@ -42,6 +47,7 @@ Status EmbedOwner(Run& run, EmbeddingOwner owner, const std::vector<EmbedItem>& 
       r.model = run.embedder()->model();
       r.vector = std::move(reply->vectors[i - start]);
       r.input_hash = todo[i].hash;
+      r.encoding = StoredEncoding(run);
       records.push_back(std::move(r));
     }
     GRAG_RETURN_IF_ERROR(run.store().PutEmbeddings(records).WithContext(stage));
@@ -118,6 +124,14 @@ Status Embed(Run& run, EmbedSummary& s) {
       if (Stale(stored, id, hash)) todo.push_back({std::move(id), r.full_content, std::move(hash)});
     }
     GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kReport, todo, s.embeddings_written));
+  }
+  // Vectors kept in another encoding (an older index, or the setting changed) are rewritten in
+  // the configured one from their stored values.
+  GRAG_ASSIGN_OR_RETURN(const int64_t recoded, store.ReencodeEmbeddings(StoredEncoding(run)));
+  if (recoded > 0) {
+    Log(LogLevel::kInfo, "embed",
+        std::to_string(recoded) + " stored vectors re-encoded as " +
+            run.config().embeddings.encoding + " (embeddings.encoding)");
   }
   return Status::Ok();
 }

@@ -25,6 +25,25 @@ std::string_view EmbeddingOwnerName(EmbeddingOwner owner) {
   return "entity";
 }
 
+std::string_view VectorEncodingName(VectorEncoding encoding) {
+  switch (encoding) {
+    case VectorEncoding::kF32:
+      return "f32";
+    case VectorEncoding::kF16:
+      return "f16";
+    case VectorEncoding::kInt8:
+      return "int8";
+  }
+  return "f32";
+}
+
+std::optional<VectorEncoding> ParseVectorEncoding(std::string_view name) {
+  if (name == "f32") return VectorEncoding::kF32;
+  if (name == "f16") return VectorEncoding::kF16;
+  if (name == "int8") return VectorEncoding::kInt8;
+  return std::nullopt;
+}
+
 std::string_view RunStatusName(RunStatus status) {
   switch (status) {
     case RunStatus::kRunning:

@@ -14,7 +14,6 @@ namespace {
 
 constexpr uint32_t kOlderGraphMagic = 0x31494747;  // "GGI1": no relationship ids or degrees
 constexpr uint32_t kGraphMagic = 0x32494747;       // "GGI2"
-constexpr uint32_t kVectorsMagic = 0x31494756;     // "VGI1"
 
 // Appends fixed-width little-endian values (the native layout: store_state.cpp checks it).
 class ByteWriter {
@@ -495,72 +494,9 @@ std::vector<RelationshipRecord> GraphImage::RelationshipEdgesOf(int64_t entity_i
   return out;
 }
 
-// ---------------------------------------------------------------- vectors
+// ---------------------------------------------------------------- words
 
-std::string EncodePackedEmbeddings(const PackedEmbeddings& packed) {
-  ByteWriter w;
-  w.Put(kVectorsMagic);
-  w.Str(packed.model);
-  w.Put(packed.dimension);
-  w.Put(static_cast<uint64_t>(packed.ids.size()));
-  for (const std::string& id : packed.ids) w.Str(id);
-  // Each vector's sum of squares, so a reader normalises with one multiplication a value; then
-  // the values. Both aligned to their size.
-  w.Pad(sizeof(double));
-  const auto dim = static_cast<size_t>(std::max<int64_t>(packed.dimension, 0));
-  for (size_t i = 0; i < packed.ids.size(); ++i) {
-    w.Put(SumOfSquares(std::span<const float>(packed.values.data() + i * dim, dim)));
-  }
-  w.Raw(packed.values.data(), packed.values.size() * sizeof(float));
-  return w.Take();
-}
-
-Result<PackedEmbeddings> DecodePackedEmbeddings(std::string_view bytes) {
-  LargeVector<float> storage((bytes.size() + sizeof(float) - 1) / sizeof(float));
-  if (!bytes.empty()) std::memcpy(storage.data(), bytes.data(), bytes.size());
-  return DecodePackedEmbeddings(std::move(storage), bytes.size());
-}
-
-Result<PackedEmbeddings> DecodePackedEmbeddings(LargeVector<float> storage, size_t size) {
-  if (size > storage.size() * sizeof(float)) {
-    return Status::InvalidArgument("the vectors image is larger than its storage");
-  }
-  const std::string_view bytes(reinterpret_cast<const char*>(storage.data()), size);
-  ByteReader r(bytes);
-  if (r.Get<uint32_t>() != kVectorsMagic) {
-    return Status::Corruption("not a vectors image (or one of another version)");
-  }
-  PackedEmbeddings packed;
-  packed.model = std::string(r.Str());
-  packed.dimension = r.Get<int64_t>();
-  const uint64_t n = r.Count(sizeof(uint32_t));
-  packed.ids.reserve(n);
-  for (uint64_t i = 0; i < n && r.ok(); ++i) packed.ids.emplace_back(r.Str());
-  r.Pad(sizeof(double));
-  const uint64_t per_vector =
-      sizeof(double) +
-      static_cast<uint64_t>(std::max<int64_t>(packed.dimension, 0)) * sizeof(float);
-  const bool sized = r.ok() && packed.dimension >= 0 &&
-                     (n == 0 ? r.left() == 0 : r.left() / n == per_vector && r.left() % n == 0);
-  if (!sized) return Status::Corruption("the vectors image is truncated or inconsistent");
-  r.Array(packed.sums_of_squares, n);
-  if (!r.ok()) return Status::Corruption("the vectors image is truncated");
-  // The values start at a multiple of 8 bytes (Pad, then doubles): whole floats of `storage`.
-  const size_t first = (size - r.left()) / sizeof(float);
-  const size_t count = n * static_cast<size_t>(packed.dimension);
-  std::memmove(storage.data(), storage.data() + first, count * sizeof(float));
-  storage.resize(count);
-  packed.values = std::move(storage);
-  return packed;
-}
-
-}  // namespace grag::store
-
-namespace grag::store {
-
-namespace {
 constexpr uint32_t kTermsMagic = 0x31495457;  // "WTI1"
-}  // namespace
 
 std::string EncodeTermCounts(std::vector<std::pair<std::string, int64_t>> counts,
                              int64_t min_count) {

@@ -1,5 +1,5 @@
 // Query images (Store::RefreshQueryImages), internal to the store module: the byte layouts of
-// the graph, vectors and words images, how a backend builds them from its rows, and the walk
+// the graph and words images, how a backend builds them from its rows, and the walk
 // over a graph image, which reaches what the shared walk over the tables reaches
 // (neighbourhood.h).
 //
@@ -137,13 +137,6 @@ class GraphImage {
   std::span<const uint64_t> chunk_entity_start_;
   std::span<const uint32_t> chunk_entities_;  // entity positions, ascending per chunk
 };
-
-// A packed-vectors image and back. The values start at a multiple of 4 bytes into the image.
-std::string EncodePackedEmbeddings(const PackedEmbeddings& packed);
-Result<PackedEmbeddings> DecodePackedEmbeddings(std::string_view bytes);
-// The same for an image held in the first `size` bytes of `storage`, which becomes the decoded
-// values: the vectors are moved to its front in place, so a large image is not copied again.
-Result<PackedEmbeddings> DecodePackedEmbeddings(LargeVector<float> storage, size_t size);
 
 // The words image: how many chunks hold each term of the full-text index (FTS5's terms, after
 // its tokenizer and stemmer), for the terms in at least `min_count` chunks: the ones whose count

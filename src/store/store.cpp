@@ -68,6 +68,8 @@ Result<PackedEmbeddings> Store::ListPackedEmbeddings(EmbeddingOwner owner) {
 
 Result<std::vector<std::string>> Store::RefreshQueryImages() { return std::vector<std::string>{}; }
 
+Result<int64_t> Store::ReencodeEmbeddings(VectorEncoding) { return int64_t{0}; }
+
 Transaction::Transaction(TransactionOwner* owner, std::unique_lock<std::recursive_mutex> lock,
                          int depth)
     : owner_(owner), lock_(std::move(lock)), depth_(depth) {}

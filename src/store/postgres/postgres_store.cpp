@@ -220,6 +220,7 @@ class PostgresStore final : public Store, private TransactionOwner {
   Result<int64_t> DeleteEmbeddings(EmbeddingOwner owner) override;
 
   KeyValueCache& ReplyCache() override { return reply_cache_; }
+  Result<CachePruneResult> PruneReplyCache(const CachePruneOptions& options) override;
 
   Result<int64_t> BeginRun(std::string_view command) override;
   Status UpdateRun(int64_t run_id, std::string_view stage,
@@ -2057,6 +2058,14 @@ Result<StoreStats> PostgresStore::Stats() {
     s.cache_by_model.push_back(
         {cache.Text(i, 0), cache.Text(i, 1), cache.Int(i, 2), cache.Int(i, 3)});
   }
+  GRAG_ASSIGN_OR_RETURN(
+      Rows space,
+      read.conn().Query("SELECT c.relname, pg_table_size(c.oid), pg_indexes_size(c.oid) FROM "
+                        "pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE "
+                        "c.relkind = 'r' AND n.nspname = current_schema() ORDER BY "
+                        "pg_total_relation_size(c.oid) DESC, c.relname"));
+  for (int i = 0; i < space.size(); ++i)
+    s.space.push_back({space.Text(i, 0), space.Int(i, 1), space.Int(i, 2)});
   return s;
 }
 
@@ -2174,6 +2183,43 @@ Status PgReplyCache::Put(std::string_view key, std::string_view value, std::stri
         "kind = excluded.kind, created_at = grag_now()",
         {key, value, model, kind});
   });
+}
+
+// PostgreSQL compresses large values itself (TOAST), so replies are stored as text; the room
+// a DELETE frees is reused by later writes (plain VACUUM), not given back to the file system.
+Result<CachePruneResult> PostgresStore::PruneReplyCache(const CachePruneOptions& options) {
+  if (read_only()) return Status::InvalidArgument("the index is open read-only");
+  GRAG_RETURN_IF_ERROR(FlushDeferred());
+  CachePruneResult out;
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(out.file_bytes_before,
+                        read.conn().QueryInt("SELECT pg_database_size(current_database())"));
+  out.before = options.before;
+  if (out.before.empty()) {
+    GRAG_ASSIGN_OR_RETURN(Rows last, read.conn().Query("SELECT started_at FROM runs WHERE command "
+                                                       "= 'index' AND status = 'ok' ORDER BY id "
+                                                       "DESC LIMIT 1"));
+    if (!last.empty()) out.before = last.Text(0, 0);
+  }
+  GRAG_ASSIGN_OR_RETURN(Rows counts,
+                        read.conn().Query("SELECT count(*) FILTER (WHERE created_at < $1), "
+                                          "coalesce(sum(octet_length(value)) FILTER (WHERE "
+                                          "created_at < $1), 0), count(*) FROM llm_cache",
+                                          {out.before}));
+  if (!out.before.empty()) {
+    out.entries = counts.Int(0, 0);
+    out.value_bytes = counts.Int(0, 1);
+  }
+  out.entries_left = counts.Int(0, 2) - out.entries;
+  out.file_bytes_after = out.file_bytes_before;
+  if (options.dry_run || out.entries == 0) return out;
+  GRAG_ASSIGN_OR_RETURN(Rows removed,
+                        Write("DELETE FROM llm_cache WHERE created_at < $1", {out.before}));
+  out.entries = removed.Affected();
+  GRAG_RETURN_IF_ERROR(read.conn().Exec("VACUUM llm_cache"));
+  GRAG_ASSIGN_OR_RETURN(out.file_bytes_after,
+                        read.conn().QueryInt("SELECT pg_database_size(current_database())"));
+  return out;
 }
 
 // ---------------------------------------------------------------- whole tables (grag migrate)

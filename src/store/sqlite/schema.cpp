@@ -382,6 +382,61 @@ CREATE TRIGGER query_image_embeddings_delete AFTER DELETE ON embeddings BEGIN
 END;
 )sql";
 
+// Version 7: a compact index. Each vector is kept once, in its row, in the encoding the
+// embeddings.encoding setting chose (f32, f16 or int8: grag/store_types.h VectorEncoding), so the
+// table is rebuilt with an encoding column and a size check per encoding; the vectors' query
+// images (a second copy of every vector, a quarter of a large index) are dropped with the
+// triggers that kept them current. Rows keep their f32 values; the next index run re-encodes
+// them (Store::ReencodeEmbeddings). The reply cache needs no step: a compressed value is stored
+// as a BLOB beside the TEXT values older builds wrote (reply_codec.h).
+//
+// The rebuild renames the new table over the old one with legacy_alter_table on: the triggers
+// on entities, chunks and reports name `embeddings`, which does not exist between the DROP and
+// the RENAME, and SQLite's default RENAME would refuse to re-check them.
+constexpr std::string_view kSchemaV7 = R"sql(
+DELETE FROM query_images WHERE name LIKE 'vectors:%';
+DROP TRIGGER IF EXISTS query_image_embeddings_insert;
+DROP TRIGGER IF EXISTS query_image_embeddings_update;
+DROP TRIGGER IF EXISTS query_image_embeddings_delete;
+
+CREATE TABLE embeddings_v7 (
+  owner_kind TEXT NOT NULL CHECK (owner_kind IN ('entity', 'chunk', 'report')),
+  owner_id   TEXT NOT NULL,
+  model      TEXT NOT NULL,
+  dimension  INTEGER NOT NULL CHECK (dimension > 0),
+  encoding   TEXT NOT NULL DEFAULT 'f32' CHECK (encoding IN ('f32', 'f16', 'int8')),
+  vector     BLOB NOT NULL CHECK (length(vector) = CASE encoding WHEN 'f32' THEN 4 * dimension
+                                                   WHEN 'f16' THEN 2 * dimension
+                                                   ELSE 4 + dimension END),
+  input_hash TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  PRIMARY KEY (owner_kind, owner_id)
+);
+INSERT INTO embeddings_v7 (owner_kind, owner_id, model, dimension, encoding, vector, input_hash,
+                           created_at)
+  SELECT owner_kind, owner_id, model, dimension, 'f32', vector, input_hash, created_at
+  FROM embeddings ORDER BY owner_kind, owner_id;
+DROP TABLE embeddings;
+PRAGMA legacy_alter_table = ON;
+ALTER TABLE embeddings_v7 RENAME TO embeddings;
+PRAGMA legacy_alter_table = OFF;
+
+CREATE TRIGGER embeddings_one_space_insert BEFORE INSERT ON embeddings
+WHEN EXISTS (SELECT 1 FROM (SELECT model, dimension FROM embeddings
+                            WHERE owner_kind = new.owner_kind AND owner_id <> new.owner_id LIMIT 1)
+             WHERE model <> new.model OR dimension <> new.dimension)
+BEGIN
+  SELECT RAISE(ABORT, 'embedding model or dimension differs from the stored ones of this kind');
+END;
+CREATE TRIGGER embeddings_one_space_update BEFORE UPDATE ON embeddings
+WHEN EXISTS (SELECT 1 FROM (SELECT model, dimension FROM embeddings
+                            WHERE owner_kind = new.owner_kind AND owner_id <> new.owner_id LIMIT 1)
+             WHERE model <> new.model OR dimension <> new.dimension)
+BEGIN
+  SELECT RAISE(ABORT, 'embedding model or dimension differs from the stored ones of this kind');
+END;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "initial schema", kSchemaV1},
     {2, "clusterings: graph_hash, fresh_modularity", kSchemaV2},
@@ -389,6 +444,7 @@ constexpr Migration kMigrations[] = {
     {4, "report basis and staleness, description basis", kSchemaV4},
     {5, "no index of mentions by name", kSchemaV5},
     {6, "query images", kSchemaV6},
+    {7, "vectors once, in an encoding; no vectors images", kSchemaV7},
 };
 
 // Applies one step inside the caller's transaction.

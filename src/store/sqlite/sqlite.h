@@ -70,6 +70,7 @@ class Stmt {
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
   double Double(int col) const { return sqlite3_column_double(stmt_, col); }
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  bool IsBlob(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_BLOB; }
   std::string Text(int col) const;
   std::optional<int64_t> OptInt(int col) const {
     return IsNull(col) ? std::nullopt : std::optional<int64_t>(Int(col));

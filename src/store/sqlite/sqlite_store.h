@@ -114,7 +114,9 @@ class SqliteStore final : public Store {
   Result<std::map<std::string, std::string>> ListEmbeddingHashes(EmbeddingOwner owner) override;
   Result<std::optional<EmbeddingSpace>> GetEmbeddingSpace(EmbeddingOwner owner) override;
   Result<int64_t> DeleteEmbeddings(EmbeddingOwner owner) override;
+  Result<int64_t> ReencodeEmbeddings(VectorEncoding encoding) override;
   KeyValueCache& ReplyCache() override;
+  Result<CachePruneResult> PruneReplyCache(const CachePruneOptions& options) override;
   Result<int64_t> BeginRun(std::string_view command) override;
   Status UpdateRun(int64_t run_id, std::string_view stage,
                    const std::map<std::string, int64_t>& counters) override;

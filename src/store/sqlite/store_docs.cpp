@@ -894,6 +894,33 @@ Result<StoreStats> SqliteStore::Stats() {
   GRAG_ASSIGN_OR_RETURN(int64_t free_pages, conn.QueryInt("PRAGMA freelist_count"));
   GRAG_ASSIGN_OR_RETURN(int64_t page_size, conn.QueryInt("PRAGMA page_size"));
   s.file_bytes = (pages - free_pages) * page_size;
+  s.free_bytes = free_pages * page_size;
+  {
+    // Every page of the file by the table or index it belongs to (SQLite's dbstat, built into
+    // Debian's SQLite): one pass over the file. An index counts for its table; the full-text
+    // index's shadow tables count as chunks_fts.
+    Result<sqlite::Stmt> stmt = conn.Prepare(
+        "SELECT CASE WHEN m.tbl_name LIKE 'chunks_fts%' THEN 'chunks_fts' "
+        "ELSE coalesce(m.tbl_name, d.name) END, m.type = 'index', sum(d.pgsize) "
+        "FROM dbstat('main', 1) d LEFT JOIN sqlite_master m ON m.name = d.name "
+        "GROUP BY 1, 2");
+    if (!stmt.ok()) {
+      Log(LogLevel::kDebug, "store", "no space by table: " + stmt.status().message());
+      return s;
+    }
+    std::map<std::string, TableSpace> by_table;
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(bool row, stmt->Step());
+      if (!row) break;
+      TableSpace& t = by_table[stmt->Text(0)];
+      t.table = stmt->Text(0);
+      (stmt->Int(1) != 0 ? t.index_bytes : t.bytes) += stmt->Int(2);
+    }
+    for (auto& [name, t] : by_table) s.space.push_back(std::move(t));
+    std::sort(s.space.begin(), s.space.end(), [](const TableSpace& a, const TableSpace& b) {
+      return a.bytes + a.index_bytes > b.bytes + b.index_bytes;
+    });
+  }
   return s;
 }
 

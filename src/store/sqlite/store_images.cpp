@@ -1,7 +1,8 @@
 // Store: query images (grag/store.h) in table query_images. An image goes in the transaction of
-// any change to a table it is made from: by the schema's triggers on chunks, documents and
-// embeddings (schema.cpp, version 6), and by Impl::DropGraphImage from the store's writes of
-// entities, relationships and entity-chunk links.
+// any change to a table it is made from: by the schema's triggers on chunks and documents
+// (schema.cpp, version 6), and by Impl::DropGraphImage from the store's writes of entities,
+// relationships and entity-chunk links. Vectors have no image since schema 7: they are read from
+// their rows, each kept once (PackRows).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "../query_image.h"
+#include "../vector_codec.h"
 #include "grag/log.h"
 #include "grag/store.h"
 #include "store_impl.h"
@@ -22,10 +24,6 @@ constexpr std::string_view kWordsImage = "words";
 // The words image lists the terms in at least this many chunks: counting a rarer term's chunks
 // walks a short posting list, as cheap as looking it up.
 constexpr int64_t kCountedTermMinChunks = 64;
-
-std::string VectorsImage(EmbeddingOwner owner) {
-  return "vectors:" + std::string(EmbeddingOwnerName(owner));
-}
 
 Result<std::string> BuildGraphImage(sqlite::Connection& conn) {
   store::GraphImageBuilder b;
@@ -150,18 +148,17 @@ Result<std::shared_ptr<const Image>> Cached(SqliteStore::Impl& impl, sqlite::Con
   return image;
 }
 
-// A kind's vectors read from its rows (not from an image).
+// A kind's vectors read from their rows, decoded from their stored encoding.
 Result<PackedEmbeddings> PackRows(sqlite::Connection& conn, EmbeddingOwner owner) {
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        conn.Prepare("SELECT owner_id, model, vector FROM main.embeddings WHERE "
-                                     "owner_kind = ? ORDER BY owner_id"));
+                        conn.Prepare("SELECT owner_id, model, vector, encoding, dimension FROM "
+                                     "main.embeddings WHERE owner_kind = ? ORDER BY owner_id"));
   stmt.BindAll(EmbeddingOwnerName(owner));
   PackedEmbeddings packed;
   while (true) {
     GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    std::string_view bytes = stmt.Blob(2);
-    const auto dim = static_cast<int64_t>(bytes.size() / sizeof(float));
+    const int64_t dim = stmt.Int(4);
     if (packed.ids.empty()) {
       packed.model = stmt.Text(1);
       packed.dimension = dim;
@@ -172,15 +169,19 @@ Result<PackedEmbeddings> PackRows(sqlite::Connection& conn, EmbeddingOwner owner
           ", " + stmt.Text(0) + " has model '" + stmt.Text(1) + "' and dimension " +
           std::to_string(dim));
     }
+    const std::optional<VectorEncoding> encoding = ParseVectorEncoding(stmt.Text(3));
+    if (!encoding) {
+      return Status::Corruption("the embedding of " + std::string(EmbeddingOwnerName(owner)) + " " +
+                                stmt.Text(0) + " has an unknown encoding '" + stmt.Text(3) + "'");
+    }
     packed.ids.push_back(stmt.Text(0));
     const size_t at = packed.values.size();
     packed.values.resize(at + static_cast<size_t>(dim));
-    // Whole floats only: a blob whose size is not a multiple of 4 (damage) must not write past
-    // the vector's end.
-    if (dim > 0) {
-      std::memcpy(packed.values.data() + at, bytes.data(),
-                  static_cast<size_t>(dim) * sizeof(float));
-    }
+    GRAG_RETURN_IF_ERROR(
+        store::DecodeVector(stmt.Blob(2), *encoding,
+                            std::span<float>(packed.values.data() + at, static_cast<size_t>(dim)))
+            .WithContext("the embedding of " + std::string(EmbeddingOwnerName(owner)) + " " +
+                         packed.ids.back()));
   }
   return packed;
 }
@@ -240,24 +241,6 @@ Result<std::vector<std::string>> SqliteStore::RefreshQueryImages() {
     GRAG_ASSIGN_OR_RETURN(std::string data, BuildWordsImage(conn));
     GRAG_RETURN_IF_ERROR(keep(std::string(kWordsImage), data));
   }
-  for (EmbeddingOwner owner :
-       {EmbeddingOwner::kChunk, EmbeddingOwner::kEntity, EmbeddingOwner::kReport}) {
-    const std::string name = VectorsImage(owner);
-    GRAG_ASSIGN_OR_RETURN(int64_t have, ImageId(conn, name));
-    if (have != 0) continue;
-    GRAG_ASSIGN_OR_RETURN(std::optional<EmbeddingSpace> space, GetEmbeddingSpace(owner));
-    if (!space) continue;  // nothing to read faster
-    if (space->count * space->dimension * static_cast<int64_t>(sizeof(float)) >
-        static_cast<int64_t>(kMaxVectorsImageBytes)) {
-      Log(LogLevel::kDebug, "store",
-          "query image " + name + " not kept: " + std::to_string(space->count) +
-              " vectors are over the " + std::to_string(kMaxVectorsImageBytes >> 20) +
-              " MiB limit");
-      continue;
-    }
-    GRAG_ASSIGN_OR_RETURN(PackedEmbeddings packed, PackRows(conn, owner));
-    GRAG_RETURN_IF_ERROR(keep(name, store::EncodePackedEmbeddings(packed)));
-  }
   GRAG_RETURN_IF_ERROR(tx.Commit());
   std::sort(built.begin(), built.end());
   return built;
@@ -266,27 +249,6 @@ Result<std::vector<std::string>> SqliteStore::RefreshQueryImages() {
 Result<PackedEmbeddings> SqliteStore::ListPackedEmbeddings(EmbeddingOwner owner) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
-  GRAG_ASSIGN_OR_RETURN(int64_t id, ImageId(read.conn(), VectorsImage(owner)));
-  // Read straight into the floats the vector index keeps: an image of megabytes copied twice
-  // (SQLite's column buffer, then a string) was most of a one-off question's page faults.
-  LargeVector<float> storage;
-  size_t size = 0;
-  const auto into = [&](size_t bytes) {
-    size = bytes;
-    storage.resize((bytes + sizeof(float) - 1) / sizeof(float));
-    return reinterpret_cast<char*>(storage.data());
-  };
-  bool found = false;
-  if (id != 0) {
-    GRAG_ASSIGN_OR_RETURN(found, read.conn().ReadBlob("query_images", "data", id, into));
-  }
-  if (found) {
-    Result<PackedEmbeddings> packed = store::DecodePackedEmbeddings(std::move(storage), size);
-    if (packed.ok()) return packed;
-    Log(LogLevel::kWarn, "store",
-        "query image " + VectorsImage(owner) + ": " + packed.status().message() +
-            "; reading the vectors from their rows (`grag check` tells more)");
-  }
   return PackRows(read.conn(), owner);
 }
 
@@ -341,14 +303,6 @@ Result<std::vector<std::string>> store::CheckQueryImages(sqlite::Connection& con
       fresh = BuildGraphImage(conn);
     } else if (name == kWordsImage) {
       fresh = BuildWordsImage(conn);
-    } else {
-      for (EmbeddingOwner owner :
-           {EmbeddingOwner::kChunk, EmbeddingOwner::kEntity, EmbeddingOwner::kReport}) {
-        if (name != VectorsImage(owner)) continue;
-        Result<PackedEmbeddings> packed = PackRows(conn, owner);
-        fresh = packed.ok() ? Result<std::string>(store::EncodePackedEmbeddings(*packed))
-                            : Result<std::string>(packed.status());
-      }
     }
     if (!fresh.ok()) {
       problems.push_back("query image " + name + ": " + fresh.status().message());

@@ -9,12 +9,15 @@
 #include "grag/store.h"
 #include "json_fields.h"
 #include "names.h"
+#include "reply_codec.h"
 #include "store_impl.h"
+#include "vector_codec.h"
 
 namespace grag {
 
-// Vectors are stored as the raw bytes of float32 values, little-endian, which is the native
-// layout on every platform grag builds for; these guard that assumption.
+// Vectors are stored as the raw bytes of float32 (or float16, or int8 with a float32 scale)
+// values, little-endian, which is the native layout on every platform grag builds for; these
+// guard that assumption.
 static_assert(sizeof(float) == 4, "embeddings are stored as 4-byte floats");
 static_assert(std::endian::native == std::endian::little,
               "embeddings are stored little-endian; add byte swapping for this platform");
@@ -28,21 +31,23 @@ std::string SpaceName(EmbeddingOwner owner, std::string_view model, int64_t dime
          " (dimension " + std::to_string(dimension) + ")";
 }
 
-EmbeddingRecord ReadEmbedding(const sqlite::Stmt& stmt) {
-  // Columns: owner_kind, owner_id, model, dimension, vector, input_hash.
+Result<EmbeddingRecord> ReadEmbedding(const sqlite::Stmt& stmt) {
+  // Columns: kEmbeddingColumns.
   EmbeddingRecord r;
   r.owner = store::ParseEmbeddingOwner(stmt.Text(0));
   r.owner_id = stmt.Text(1);
   r.model = stmt.Text(2);
-  std::string_view bytes = stmt.Blob(4);
-  r.vector.resize(bytes.size() / sizeof(float));
-  if (!r.vector.empty()) std::memcpy(r.vector.data(), bytes.data(), r.vector.size() * 4);
+  r.encoding = ParseVectorEncoding(stmt.Text(6)).value_or(VectorEncoding::kF32);
+  r.vector.resize(static_cast<size_t>(std::max<int64_t>(0, stmt.Int(3))));
+  GRAG_RETURN_IF_ERROR(
+      store::DecodeVector(stmt.Blob(4), r.encoding, r.vector)
+          .WithContext("the embedding of " + std::string(stmt.Text(0)) + " " + r.owner_id));
   r.input_hash = stmt.Text(5);
   return r;
 }
 
 constexpr std::string_view kEmbeddingColumns =
-    "owner_kind, owner_id, model, dimension, vector, input_hash";
+    "owner_kind, owner_id, model, dimension, vector, input_hash, encoding";
 
 }  // namespace
 
@@ -77,16 +82,19 @@ Status SqliteStore::PutEmbeddings(const std::vector<EmbeddingRecord>& records) {
   }
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt insert,
-      conn.Prepare("INSERT INTO embeddings (owner_kind, owner_id, model, dimension, vector, "
-                   "input_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (owner_kind, "
-                   "owner_id) DO UPDATE SET model = excluded.model, dimension = "
-                   "excluded.dimension, vector = excluded.vector, input_hash = "
-                   "excluded.input_hash, created_at = " GRAG_SQL_NOW));
+      conn.Prepare(
+          "INSERT INTO embeddings (owner_kind, owner_id, model, dimension, vector, "
+          "input_hash, encoding) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT "
+          "(owner_kind, owner_id) DO UPDATE SET model = excluded.model, dimension = "
+          "excluded.dimension, vector = excluded.vector, input_hash = "
+          "excluded.input_hash, encoding = excluded.encoding, created_at = " GRAG_SQL_NOW));
   for (const EmbeddingRecord& r : records) {
     insert.BindAll(EmbeddingOwnerName(r.owner), r.owner_id, r.model,
                    static_cast<int64_t>(r.vector.size()));
-    insert.BindBlob(5, r.vector.data(), r.vector.size() * sizeof(float));
+    const std::string bytes = store::EncodeVector(r.vector, r.encoding);
+    insert.BindBlob(5, bytes.data(), bytes.size());
     insert.Bind(6, r.input_hash);
+    insert.Bind(7, VectorEncodingName(r.encoding));
     GRAG_RETURN_IF_ERROR(insert.Run());
   }
   return tx.Commit();
@@ -101,7 +109,8 @@ Result<std::optional<EmbeddingRecord>> SqliteStore::GetEmbedding(EmbeddingOwner 
                                             "owner_id = ?"));
   GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(EmbeddingOwnerName(owner), owner_id).Step());
   if (!found) return std::optional<EmbeddingRecord>();
-  return std::optional<EmbeddingRecord>(ReadEmbedding(stmt));
+  GRAG_ASSIGN_OR_RETURN(EmbeddingRecord r, ReadEmbedding(stmt));
+  return std::optional<EmbeddingRecord>(std::move(r));
 }
 
 Result<std::vector<EmbeddingRecord>> SqliteStore::ListEmbeddings(EmbeddingOwner owner) {
@@ -115,7 +124,8 @@ Result<std::vector<EmbeddingRecord>> SqliteStore::ListEmbeddings(EmbeddingOwner 
   while (true) {
     GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    out.push_back(ReadEmbedding(stmt));
+    GRAG_ASSIGN_OR_RETURN(EmbeddingRecord r, ReadEmbedding(stmt));
+    out.push_back(std::move(r));
   }
   return out;
 }
@@ -164,6 +174,35 @@ Result<int64_t> SqliteStore::DeleteEmbeddings(EmbeddingOwner owner) {
   return n;
 }
 
+Result<int64_t> SqliteStore::ReencodeEmbeddings(VectorEncoding encoding) {
+  if (impl_->read_only) return int64_t{0};
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  sqlite::Connection& conn = impl_->conn;
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt select,
+                        conn.Prepare("SELECT " + std::string(kEmbeddingColumns) +
+                                     ", rowid FROM embeddings WHERE encoding <> ?"));
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt update,
+                        conn.Prepare("UPDATE embeddings SET vector = ?, encoding = ? WHERE "
+                                     "rowid = ?"));
+  select.BindAll(VectorEncodingName(encoding));
+  // Read first, then write: the update would move rows under the running select.
+  std::vector<std::pair<int64_t, std::string>> recoded;
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    GRAG_ASSIGN_OR_RETURN(EmbeddingRecord r, ReadEmbedding(select));
+    recoded.emplace_back(select.Int(7), store::EncodeVector(r.vector, encoding));
+  }
+  for (const auto& [rowid, bytes] : recoded) {
+    update.BindBlob(1, bytes.data(), bytes.size());
+    update.Bind(2, VectorEncodingName(encoding));
+    update.Bind(3, rowid);
+    GRAG_RETURN_IF_ERROR(update.Run());
+  }
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return static_cast<int64_t>(recoded.size());
+}
+
 // ---------------------------------------------------------------- reply cache
 
 KeyValueCache& SqliteStore::ReplyCache() { return impl_->reply_cache; }
@@ -184,7 +223,13 @@ std::optional<std::string> ReplyCacheTable::Get(std::string_view key) {
     return std::nullopt;
   }
   if (!*found) return std::nullopt;
-  return stmt->Text(0);
+  if (!stmt->IsBlob(0)) return stmt->Text(0);  // written plain (short, or by an older build)
+  Result<std::string> reply = store::DecompressReply(stmt->Blob(0));
+  if (!reply.ok()) {
+    Log(LogLevel::kWarn, "store", "reply cache entry unreadable: " + reply.status().ToString());
+    return std::nullopt;
+  }
+  return std::move(*reply);
 }
 
 Status ReplyCacheTable::Put(std::string_view key, std::string_view value, std::string_view model,
@@ -203,7 +248,12 @@ Status ReplyCacheTable::Put(std::string_view key, std::string_view value, std::s
         impl->conn.Prepare("INSERT INTO llm_cache (key, value, model, kind) VALUES (?, ?, ?, ?) "
                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, model = "
                            "excluded.model, kind = excluded.kind, created_at = " GRAG_SQL_NOW));
-    return stmt.BindAll(key, value, model, kind).Run();
+    stmt.BindAll(key, value, model, kind);
+    // Compressed where that saves room: a reply is JSON, a third of its size as zlib.
+    if (std::optional<std::string> packed = store::CompressReply(value)) {
+      stmt.BindBlob(2, packed->data(), packed->size());
+    }
+    return stmt.Run();
   };
   auto committed = [this, key = std::string(key), generation] {
     std::lock_guard lock(pending_mu_);
@@ -212,6 +262,55 @@ Status ReplyCacheTable::Put(std::string_view key, std::string_view value, std::s
     }
   };
   return impl_->WriteDeferred({std::move(write), std::move(committed)});
+}
+
+Result<CachePruneResult> SqliteStore::PruneReplyCache(const CachePruneOptions& options) {
+  if (impl_->read_only) return Status::InvalidArgument("the index is open read-only");
+  GRAG_RETURN_IF_ERROR(FlushDeferred());
+  CachePruneResult out;
+  auto file_bytes = [&]() -> Result<int64_t> {
+    GRAG_ASSIGN_OR_RETURN(int64_t pages, impl_->conn.QueryInt("PRAGMA page_count"));
+    GRAG_ASSIGN_OR_RETURN(int64_t page_size, impl_->conn.QueryInt("PRAGMA page_size"));
+    return pages * page_size;
+  };
+  {
+    GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+    sqlite::Connection& conn = impl_->conn;
+    GRAG_ASSIGN_OR_RETURN(out.file_bytes_before, file_bytes());
+    out.before = options.before;
+    if (out.before.empty()) {
+      GRAG_ASSIGN_OR_RETURN(
+          sqlite::Stmt last,
+          conn.Prepare("SELECT started_at FROM runs WHERE command = 'index' AND status = 'ok' "
+                       "ORDER BY id DESC LIMIT 1"));
+      GRAG_ASSIGN_OR_RETURN(bool found, last.Step());
+      if (found) out.before = last.Text(0);
+    }
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt count,
+        conn.Prepare("SELECT count(*), coalesce(sum(length(CAST(value AS BLOB))), 0), "
+                     "(SELECT count(*) FROM llm_cache) FROM llm_cache WHERE created_at < ?"));
+    GRAG_ASSIGN_OR_RETURN(bool row, count.BindAll(out.before).Step());
+    if (row && !out.before.empty()) {
+      out.entries = count.Int(0);
+      out.value_bytes = count.Int(1);
+    }
+    out.entries_left = (row ? count.Int(2) : 0) - out.entries;
+    if (options.dry_run || out.entries == 0) {
+      out.file_bytes_after = out.file_bytes_before;
+      return out;  // the transaction rolls back: nothing was written
+    }
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt remove,
+                          conn.Prepare("DELETE FROM llm_cache WHERE created_at < ?"));
+    GRAG_RETURN_IF_ERROR(remove.BindAll(out.before).Run());
+    GRAG_RETURN_IF_ERROR(tx.Commit());
+  }
+  // The file shrinks only when its free pages are given back; VACUUM rewrites it whole.
+  auto lock = impl_->Lock();
+  GRAG_RETURN_IF_ERROR(impl_->conn.Exec("VACUUM").WithContext("giving the room back (VACUUM)"));
+  GRAG_RETURN_IF_ERROR(impl_->conn.Exec("PRAGMA wal_checkpoint(TRUNCATE)"));
+  GRAG_ASSIGN_OR_RETURN(out.file_bytes_after, file_bytes());
+  return out;
 }
 
 // ---------------------------------------------------------------- runs

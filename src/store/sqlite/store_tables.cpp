@@ -1,10 +1,13 @@
 // Whole tables as plain rows (grag/store_tables.h): the SQLite side of copying an index.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "reply_codec.h"
 #include "store_impl.h"
 #include "table_sql.h"
+#include "vector_codec.h"
 
 namespace grag {
 namespace {
@@ -15,8 +18,13 @@ class SqliteTableSnapshot final : public TableSnapshot {
 
   Status Scan(const IndexTable& table,
               const std::function<Status(const TableRow& row)>& row_fn) override {
-    const std::string sql = "SELECT " + store::ColumnList(table) + " FROM " +
-                            std::string(table.name) + store::ExcludeClause(table) + " ORDER BY " +
+    // A vector is copied as its values, whatever its stored encoding (read after the listed
+    // columns), and a reply as its text, compressed or not: the rows are the backends' common
+    // form.
+    const bool vectors = table.name == "embeddings";
+    const std::string sql = "SELECT " + store::ColumnList(table) + (vectors ? ", encoding" : "") +
+                            " FROM " + std::string(table.name) + store::ExcludeClause(table) +
+                            " ORDER BY " +
                             (table.order_by.empty() ? "rowid" : std::string(table.order_by));
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read_.conn().Prepare(sql));
     TableRow row(table.columns.size());
@@ -39,12 +47,21 @@ class SqliteTableSnapshot final : public TableSnapshot {
             break;
           case ColumnType::kText:
           case ColumnType::kJson:
-            row[i] = stmt.Text(col);
+            if (stmt.IsBlob(col) && table.name == "llm_cache") {
+              GRAG_ASSIGN_OR_RETURN(row[i], store::DecompressReply(stmt.Blob(col)));
+            } else {
+              row[i] = stmt.Text(col);
+            }
             break;
           case ColumnType::kVector: {
             const std::string_view bytes = stmt.Blob(col);
-            std::vector<float> v(bytes.size() / sizeof(float));
-            if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+            const VectorEncoding encoding =
+                vectors ? ParseVectorEncoding(stmt.Text(static_cast<int>(table.columns.size())))
+                              .value_or(VectorEncoding::kF32)
+                        : VectorEncoding::kF32;
+            const int64_t dim = store::DecodedDimension(bytes, encoding);
+            std::vector<float> v(static_cast<size_t>(std::max<int64_t>(0, dim)));
+            GRAG_RETURN_IF_ERROR(store::DecodeVector(bytes, encoding, v));
             row[i] = std::move(v);
             break;
           }

@@ -107,6 +107,10 @@ struct EmbeddingConfig {
   std::string api_key;                    // empty: the LLM's key
   int64_t batch_size = 16;                // inputs per request (Microsoft GraphRAG's default)
   std::vector<EndpointConfig> endpoints;  // as llm.endpoints, for the embedding model
+  // How the index keeps vectors: "f32", "f16" or "int8" (VectorEncoding, grag/store_types.h).
+  // int8: a quarter of f32's room, and retrieval recall no lower than f32's on every benchmark
+  // set (bench/RESULTS.md, issue 37).
+  std::string encoding = "int8";
 };
 
 // The built-in extractor of the no-LLM mode (see nlp_extract.h for what each knob does).

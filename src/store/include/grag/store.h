@@ -319,20 +319,17 @@ class Store {
   //
   // Packed copies of what a one-off question reads, kept in the index beside the tables they
   // are made from: "graph" (entities, relationships, entity-chunk links and chunk titles, as
-  // LoadGraphNeighbourhood walks them) and "vectors:chunk", "vectors:entity", "vectors:report"
-  // (ListPackedEmbeddings). A reader uses an image in place of many row look-ups, and gets the
-  // same answers from it as from the tables. Any write to the tables an image is made from
-  // drops that image in the same transaction, so a reader sees a current image or none (and
-  // reads the tables). An index run builds the missing ones at its end.
+  // LoadGraphNeighbourhood walks them) and "words" (the chunk counts of the full-text index's
+  // common terms). A reader uses an image in place of many row look-ups, and gets the same
+  // answers from it as from the tables. Any write to the tables an image is made from drops
+  // that image in the same transaction, so a reader sees a current image or none (and reads the
+  // tables). An index run builds the missing ones at its end. Vectors have no image: each is
+  // kept once, in its row (a second copy was a quarter of a large index's file).
   //
   // Builds the images that are missing, from the tables as they are, in one transaction; returns
-  // the names it built, sorted. A graph or words image larger than kMaxQueryImageBytes is not
-  // kept, nor a vectors image larger than kMaxVectorsImageBytes: a larger set of vectors is read
-  // from its rows (its image would double its storage and the run's writes, for a read whose
-  // cost is the vectors' size either way). A backend that keeps no images (PostgreSQL, for now)
-  // builds none.
+  // the names it built, sorted. An image larger than kMaxQueryImageBytes is not kept. A backend
+  // that keeps no images (PostgreSQL, for now) builds none.
   static constexpr size_t kMaxQueryImageBytes = size_t{256} << 20;
-  static constexpr size_t kMaxVectorsImageBytes = size_t{16} << 20;
   virtual Result<std::vector<std::string>> RefreshQueryImages();
 
   // Every entity-chunk and relationship-chunk link, read in one snapshot (what exports list as
@@ -409,8 +406,8 @@ class Store {
                                                               std::string_view owner_id) = 0;
   // Every vector of one owner kind, by owner id.
   virtual Result<std::vector<EmbeddingRecord>> ListEmbeddings(EmbeddingOwner owner) = 0;
-  // The same vectors packed (model, dimension, ids and values; empty when there are none), from
-  // the kind's query image where there is one. kCorruption when the stored vectors of the kind
+  // The same vectors packed (model, dimension, ids and values; empty when there are none).
+  // kCorruption when the stored vectors of the kind
   // disagree on model or dimension.
   virtual Result<PackedEmbeddings> ListPackedEmbeddings(EmbeddingOwner owner);
   // owner id -> input_hash of every vector of one owner kind, without reading the vectors: what
@@ -420,12 +417,18 @@ class Store {
   virtual Result<std::optional<EmbeddingSpace>> GetEmbeddingSpace(EmbeddingOwner owner) = 0;
   // Deletes every vector of one owner kind; returns how many.
   virtual Result<int64_t> DeleteEmbeddings(EmbeddingOwner owner) = 0;
+  // Rewrites every stored vector kept in another encoding in `encoding` (from its stored values:
+  // no model call); returns how many. A backend that keeps only floats (PostgreSQL) returns 0.
+  virtual Result<int64_t> ReencodeEmbeddings(VectorEncoding encoding);
 
   // ---- LLM reply cache
 
   // The reply cache kept in the index (table llm_cache), for the LLM client. Same lifetime and
   // thread-safety as the Store. A failing read is logged and counts as a miss.
   virtual KeyValueCache& ReplyCache() = 0;
+  // Removes reply cache entries (CachePruneOptions says which) in one transaction and gives the
+  // room back (SQLite: VACUUM, which needs the writer and as much free disk as the index).
+  virtual Result<CachePruneResult> PruneReplyCache(const CachePruneOptions& options) = 0;
 
   // ---- run state
 

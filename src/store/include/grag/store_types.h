@@ -299,6 +299,13 @@ struct EntityOverride {
 enum class EmbeddingOwner { kEntity, kChunk, kReport };
 std::string_view EmbeddingOwnerName(EmbeddingOwner owner);  // "entity" | "chunk" | "report"
 
+// How the index keeps a vector's values (setting embeddings.encoding): 4-byte floats, IEEE
+// half-precision floats (2 bytes a value), or one signed byte a value times the vector's largest
+// magnitude / 127 (4 bytes of scale first). Reads give floats back whatever the encoding.
+enum class VectorEncoding { kF32, kF16, kInt8 };
+std::string_view VectorEncodingName(VectorEncoding encoding);  // "f32" | "f16" | "int8"
+std::optional<VectorEncoding> ParseVectorEncoding(std::string_view name);
+
 struct EmbeddingRecord {
   EmbeddingOwner owner = EmbeddingOwner::kEntity;
   // Entity id or community id in decimal for entities and reports; the chunk id for chunks.
@@ -306,6 +313,9 @@ struct EmbeddingRecord {
   std::string model;
   std::vector<float> vector;
   std::string input_hash;  // fingerprint of the embedded text, to spot stale vectors
+  // Writing: how the store should keep the values; reading: how they were kept (the values read
+  // back are the decoded ones). A backend that keeps only floats (PostgreSQL) ignores it.
+  VectorEncoding encoding = VectorEncoding::kF32;
 };
 
 // What the index holds for one owner kind: every vector of a kind shares model and dimension.
@@ -392,6 +402,30 @@ struct CacheModelStats {
 };
 
 // Row counts for `grag stats`.
+// The room one table takes in the index, its indexes apart.
+struct TableSpace {
+  std::string table;
+  int64_t bytes = 0;        // the table's own pages (with overflow pages and TOAST)
+  int64_t index_bytes = 0;  // its indexes' pages
+};
+
+// What `grag cache prune` removes from the reply cache: the entries written before
+// `before` (an ISO-8601 UTC time as the cache's created_at, e.g. "2026-12-01T00:00:00.000Z"), or,
+// when it is empty, those written before the newest complete index run began (what they
+// answered is in the index's tables, or is no longer asked). `dry_run`: count, remove nothing.
+struct CachePruneOptions {
+  std::string before;
+  bool dry_run = false;
+};
+struct CachePruneResult {
+  std::string before;        // the cut-off used ("" when there was none: nothing removed)
+  int64_t entries = 0;       // removed (or, dry run, that would be)
+  int64_t entries_left = 0;  // kept
+  int64_t value_bytes = 0;   // their stored values' bytes
+  int64_t file_bytes_before = 0;
+  int64_t file_bytes_after = 0;  // after giving the room back (SQLite: VACUUM)
+};
+
 struct StoreStats {
   int64_t documents = 0;
   int64_t chunks = 0;
@@ -414,6 +448,11 @@ struct StoreStats {
   std::vector<CacheModelStats> cache_by_model;
   int64_t runs = 0;
   int64_t file_bytes = 0;  // database pages in use (excludes the WAL)
+  // What takes the room, by table, largest first (SQLite: dbstat, each table's pages and its
+  // indexes' pages, full-text tables under "chunks_fts"; PostgreSQL: pg_table_size and
+  // pg_indexes_size). Empty where the backend cannot tell.
+  std::vector<TableSpace> space;
+  int64_t free_bytes = 0;  // SQLite: pages on the free list (VACUUM gives them back)
 };
 
 // What `grag check` found. `problems` empty: the index is sound.
