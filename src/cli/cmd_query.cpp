@@ -227,8 +227,6 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
             auto engine = Engine::Open(*config);
             if (!engine.ok()) return Fail(engine.status());
             const bool pretty = isatty(STDOUT_FILENO) != 0;
-            auto method = ParseQueryMethod(o->method.empty() ? config->query.method : o->method);
-            if (!method.ok()) return Fail(method.status());
             if (o->explain) {
               auto route = (*engine)->Route(o->question, *method);
               if (!route.ok()) return Fail(route.status());
