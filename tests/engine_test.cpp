@@ -222,3 +222,44 @@ TEST_F(EngineTest, AReadingEngineNeedsAnIndexAndAWritableOneMakesIt) {
 
 }  // namespace
 }  // namespace grag
+
+namespace grag {
+
+// The compact JSON the engine writes (the HTTP API, --json off a terminal, the Python package)
+// is nlohmann's own dump byte for byte, though its strings are written by AppendJsonString:
+// quotes, control characters, non-ASCII, invalid UTF-8 (replaced), floats of every size.
+TEST(EngineJsonTest, CompactOutputIsNlohmannsDumpByteForByte) {
+  RetrievalResult result;
+  const std::vector<std::string> texts = {"plain",
+                                          "with \"quotes\" and \\ backslash",
+                                          "tab\there\nnew line\r\x01\x1f control",
+                                          "caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x8e\x84 \xe4\xb8\xad",
+                                          "bad \xff\xfe bytes \xc3",
+                                          std::string("nul \0 inside", 12),
+                                          ""};
+  const std::vector<double> scores = {0.1, 1e-7, 1e21, -0.0, 123456.789, 2.5e-310, 1.0 / 3};
+  for (size_t i = 0; i < texts.size(); ++i) {
+    RetrievedChunk c;
+    c.chunk_id = "c" + std::to_string(i);
+    c.document_id = texts[i];
+    c.text = texts[i];
+    c.index = static_cast<int64_t>(i) - 3;
+    c.score = scores[i];
+    c.ranks[0] = static_cast<int>(i);
+    c.signal_scores[0] = scores[(i + 1) % scores.size()];
+    if (i % 2) c.rerank_score = scores[i] * 7;
+    result.chunks.push_back(c);
+  }
+  result.diagnostics = {"a \"diagnostic\"\n", "\xe2\x9c\x93"};
+  const std::string out =
+      RetrievalResultJson(result, "Who is \"Marley\"?\n\xff", RetrievalMethod::kHybrid, false);
+  const auto reparsed = nlohmann::json::parse(out);
+  EXPECT_EQ(reparsed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), out);
+  EXPECT_EQ(reparsed["chunks"][1]["text"], texts[1]);
+  EXPECT_EQ(reparsed["chunks"][5]["text"].get<std::string>().size(), 12u);
+  // Pretty output is nlohmann's, indented.
+  const std::string pretty = RetrievalResultJson(result, "q", RetrievalMethod::kHybrid, true);
+  EXPECT_EQ(nlohmann::json::parse(pretty).dump(2), pretty);
+}
+
+}  // namespace grag

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grag/json_write.h"
 #include "grag/lexical_embedder.h"
 
 namespace grag {
@@ -9,9 +10,62 @@ namespace {
 
 using nlohmann::json;
 
+// nlohmann's compact dump, byte for byte, with the strings written by AppendJsonString: results
+// carry whole chunk texts, and escaping them was most of the cost of a search's JSON (a third of
+// a BM25 search from Python; bench/python_search_bench.py).
+void WriteCompact(const json& j, std::string& out) {
+  switch (j.type()) {
+    case json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (!first) out += ',';
+        first = false;
+        AppendJsonString(out, it.key());
+        out += ':';
+        WriteCompact(it.value(), out);
+      }
+      out += '}';
+      return;
+    }
+    case json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (const json& v : j) {
+        if (!first) out += ',';
+        first = false;
+        WriteCompact(v, out);
+      }
+      out += ']';
+      return;
+    }
+    case json::value_t::string:
+      AppendJsonString(out, j.get_ref<const std::string&>());
+      return;
+    case json::value_t::boolean:
+      out += j.get<bool>() ? "true" : "false";
+      return;
+    case json::value_t::null:
+      out += "null";
+      return;
+    case json::value_t::number_integer:
+      out += std::to_string(j.get<int64_t>());
+      return;
+    case json::value_t::number_unsigned:
+      out += std::to_string(j.get<uint64_t>());
+      return;
+    default:  // floats (nlohmann's shortest form; NaN as null), binary
+      out += j.dump(-1, ' ', false, json::error_handler_t::replace);
+      return;
+  }
+}
+
 std::string Dump(const json& j, bool pretty) {
   // Invalid UTF-8 from a document must not make dump() throw: replace it instead.
-  return j.dump(pretty ? 2 : -1, ' ', false, json::error_handler_t::replace);
+  if (pretty) return j.dump(2, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  WriteCompact(j, out);
+  return out;
 }
 
 json RouteObject(const QueryRoute& r) {
@@ -419,14 +473,11 @@ std::string RetrievalResultJson(const RetrievalResult& result, std::string_view 
     entities.push_back(
         {{"entity", result.entity_scores[i].first}, {"score", result.entity_scores[i].second}});
   }
-  return Dump({{"method", RetrievalMethodName(method)},
-               {"question", question},
-               {"chunks", chunks},
-               {"seeds", SeedsArray(result)},
-               {"entities", entities},
-               {"diagnostics", result.diagnostics},
-               {"stats", StatsObject(result.stats)}},
-              pretty);
+  json out = {{"method", RetrievalMethodName(method)}, {"question", question},
+              {"seeds", SeedsArray(result)},           {"entities", std::move(entities)},
+              {"diagnostics", result.diagnostics},     {"stats", StatsObject(result.stats)}};
+  out["chunks"] = std::move(chunks);  // not copied: the chunks' texts are most of it
+  return Dump(out, pretty);
 }
 
 std::string QueryRouteJson(const QueryRoute& route, std::string_view question, bool pretty) {
