@@ -15,16 +15,8 @@ Result<Config> LoadProjectConfig(const GlobalOptions& g) {
     }
     GRAG_RETURN_IF_ERROR(ApplySetting(config, kv.substr(0, eq), kv.substr(eq + 1)));
   }
-  if (g.no_llm) {
-    // No endpoint at all: the built-in extractor, embedder, reports and answers.
-    config.llm.base_url.clear();
-    config.llm.model.clear();
-    config.llm.endpoints.clear();
-    config.llm.extract = config.llm.summarize = config.llm.resolve = config.llm.query = {};
-    config.embeddings.base_url.clear();
-    config.embeddings.model.clear();
-    config.embeddings.endpoints.clear();
-  }
+  // No endpoint at all: the built-in extractor, embedder, reports and answers.
+  if (g.no_llm) DisableModels(config);
   GRAG_RETURN_IF_ERROR(ValidateConfig(config).WithContext("--set"));
   std::string level = g.log_level.empty() ? config.log_level : g.log_level;
   if (g.verbose) level = "debug";

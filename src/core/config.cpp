@@ -791,6 +791,16 @@ Status FromToml(const Setting& s, const toml::node& node, const std::string& whe
 
 }  // namespace
 
+void DisableModels(Config& config) {
+  config.llm.base_url.clear();
+  config.llm.model.clear();
+  config.llm.endpoints.clear();
+  config.llm.extract = config.llm.summarize = config.llm.resolve = config.llm.query = {};
+  config.embeddings.base_url.clear();
+  config.embeddings.model.clear();
+  config.embeddings.endpoints.clear();
+}
+
 Status ValidateConfig(const Config& c) {
   for (const auto& [name, role] :
        {std::pair<const char*, const LlmRoleConfig*>{"extract", &c.llm.extract},

@@ -322,6 +322,10 @@ std::string RedactUrlPassword(std::string_view url);
 // there is none, or they differ: ValidateConfig refuses that).
 std::string LogicalModel(const std::string& model, const std::vector<EndpointConfig>& endpoints);
 
+// No model endpoint at all, whatever the file or environment configured: the built-in extractor,
+// embedder, reports and answers (`grag --no-llm`, the demo, `grag.Engine(no_llm=True)`).
+void DisableModels(Config& config);
+
 // Chat requests in flight at once: llm.concurrency, or with llm.endpoints the sum of theirs. The
 // LLM-bound stages run this many workers.
 int64_t LlmConcurrency(const Config& config);
