@@ -4,8 +4,10 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 # The demo and benchmarks: optimised.
 RELEASE ?= build-release
+# The Python package: $(PYTHON_BUILD)/grag/ (PYTHONPATH=$(PYTHON_BUILD)); CMake's files in cmake/.
+PYTHON_BUILD ?= build-python
 
-.PHONY: setup build release demo-build test demo bench install package docs format format-check clean
+.PHONY: setup build release demo-build test demo bench install package python docs format format-check clean
 # Where `make install` puts grag (bin/, share/man/, share/*completion*/).
 PREFIX ?= /usr/local
 
@@ -13,10 +15,15 @@ setup:
 	@bash scripts/setup.sh
 
 $(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRAG_SANITIZE=ON -DGRAG_BUILD_BENCH=OFF
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRAG_SANITIZE=ON -DGRAG_BUILD_BENCH=OFF \
+	  -DGRAG_BUILD_PYTHON=ON
 
 $(RELEASE)/build.ninja:
 	cmake -S . -B $(RELEASE) -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAG_BUILD_TESTS=OFF
+
+$(PYTHON_BUILD)/cmake/build.ninja:
+	cmake -S . -B $(PYTHON_BUILD)/cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAG_BUILD_PYTHON=ON \
+	  -DGRAG_BUILD_TESTS=OFF -DGRAG_BUILD_BENCH=OFF -DGRAG_PYTHON_DIR=$(abspath $(PYTHON_BUILD))
 
 build: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -38,6 +45,10 @@ package: demo-build
 	cmake --build $(RELEASE) -j $(JOBS) --target grag_install_files
 	cd $(RELEASE) && cpack -G DEB
 
+# The Python module, optimised, into $(PYTHON_BUILD)/grag (docs/python.md).
+python: setup $(PYTHON_BUILD)/cmake/build.ninja
+	cmake --build $(PYTHON_BUILD)/cmake -j $(JOBS) --target python
+
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
@@ -58,4 +69,4 @@ format-check:
 	bash scripts/format_check.sh
 
 clean:
-	rm -rf $(BUILD) $(RELEASE)
+	rm -rf $(BUILD) $(RELEASE) $(PYTHON_BUILD)

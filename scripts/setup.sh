@@ -14,6 +14,7 @@ APT_PACKAGES=(
   clang-format python3
   libpq-dev postgresql  # the PostgreSQL store backend and its tests (a throwaway cluster)
   chromium fonts-dejavu-core  # the web UI's browser test: headless Chromium, and a font to draw
+  python3-dev python3-venv pybind11-dev python3-pytest python3-pandas  # the Python package, its tests
 )
 TIKTOKEN_VERSION=1.0.22   # npm package holding the cl100k_base / o200k_base vocabularies
 OPENAI_VERSION=5.23.2     # the official OpenAI client, run against `grag serve` by e2e_openai_client_test
