@@ -396,14 +396,57 @@ TEST(ConfigReferenceTest, DocsPageHoldsTheGeneratedList) {
       << "docs/configuration.md is out of date: run `make docs`";
 }
 
+// Every setting is checked against the range or words its row in the table declares, with a
+// message naming the setting, what it allows and the value given.
+TEST(ConfigValidationTest, EachSettingIsCheckedAgainstWhatItsRowAllows) {
+  struct Case {
+    const char* key;
+    const char* value;
+    const char* message;  // empty: accepted
+  };
+  const Case cases[] = {
+      {"search.top_k", "0", "search.top_k must be at least 1, not 0"},
+      {"search.top_k", "1", ""},
+      {"lazy.budget", "1001", "lazy.budget must be between 1 and 1000, not 1001"},
+      {"lazy.budget", "1000", ""},
+      {"search.damping", "1", "search.damping must be above 0 and below 1, not 1"},
+      {"search.damping", "0.99", ""},
+      {"drift.depth_decay", "0", "drift.depth_decay must be above 0 and at most 1, not 0"},
+      {"drift.depth_decay", "1", ""},
+      {"llm.timeout_seconds", "0", "llm.timeout_seconds must be above 0, not 0"},
+      {"query.method", "psychic",
+       "query.method must be one of auto, global, local, basic, hybrid, drift, lazy, budgeted, "
+       "not \"psychic\""},
+      {"llm.think", "", ""},
+      {"llm.think", "maybe", "llm.think must be one of \"\", on, off, not \"maybe\""},
+      {"embeddings.encoding", "f16", ""},
+  };
+  for (const Case& c : cases) {
+    Config config;
+    ASSERT_TRUE(ApplySetting(config, c.key, c.value).ok()) << c.key;
+    const Status s = ValidateConfig(config);
+    if (std::string(c.message).empty()) {
+      EXPECT_TRUE(s.ok()) << c.key << "=" << c.value << ": " << s.message();
+    } else {
+      EXPECT_EQ(s.message(), c.message) << c.key << "=" << c.value;
+    }
+  }
+  // Settings tied to each other are still checked together.
+  Config config;
+  ASSERT_TRUE(ApplySetting(config, "chunks.overlap", "1200").ok());
+  EXPECT_EQ(ValidateConfig(config).code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(ConfigReferenceTest, ListsEverySettingWithItsDefaultAndEnv) {
   const std::string ref = RenderSettingsReference();
   const Config defaults;
   for (const auto& s : ListSettings(defaults)) {
     EXPECT_NE(ref.find("| `" + s.key + "` | `"), std::string::npos) << s.key;
   }
-  EXPECT_NE(ref.find("| `chunks.size` | `1200` |"), std::string::npos);
-  EXPECT_NE(ref.find("| `llm.model` | `\"\"` | `GRAG_LLM_MODEL` |"), std::string::npos);
+  EXPECT_NE(ref.find("| `chunks.size` | `1200` | at least 1 |"), std::string::npos);
+  EXPECT_NE(ref.find("| `llm.model` | `\"\"` |  | `GRAG_LLM_MODEL` |"), std::string::npos);
+  EXPECT_NE(ref.find("| `search.damping` | `0.5` | above 0 and below 1 |"), std::string::npos);
+  EXPECT_NE(ref.find("| `llm.think` | `\"\"` | one of \"\", on, off |"), std::string::npos);
   EXPECT_NE(ref.find("### `[llm]`"), std::string::npos);
   EXPECT_EQ(ref.find("\n\n\n"), std::string::npos);
 }

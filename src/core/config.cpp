@@ -9,9 +9,12 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <initializer_list>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <toml++/toml.h>
 #include <variant>
 
@@ -23,11 +26,30 @@ namespace fs = std::filesystem;
 using ValueRef = std::variant<std::string*, int64_t*, double*, bool*, std::vector<std::string>*,
                               std::vector<EndpointConfig>*>;
 
+// The values a setting takes: a number range or a list of words. ValidateConfig checks every
+// setting against its own, and the reference (docs/configuration.md, `grag config --reference`)
+// shows it; only checks that relate two settings are written out in ValidateConfig.
+struct Allowed {
+  std::optional<double> min, max;
+  bool min_exclusive = false;
+  bool max_exclusive = false;
+  std::vector<std::string_view> words;  // a text setting: one of these ("" allowed when listed)
+
+  bool empty() const { return !min && !max && words.empty(); }
+};
+Allowed AtLeast(double min) { return {min, std::nullopt, false, false, {}}; }
+Allowed Above(double min) { return {min, std::nullopt, true, false, {}}; }
+Allowed Between(double min, double max) { return {min, max, false, false, {}}; }
+Allowed OneOf(std::initializer_list<std::string_view> words) {
+  return {std::nullopt, std::nullopt, false, false, words};
+}
+
 struct Setting {
   const char* key;
   const char* env;
   const char* help;
   ValueRef ref;
+  Allowed allowed = {};
 };
 
 // Text that lives as long as the program: the keys, variables and help of settings made in a
@@ -75,13 +97,14 @@ std::vector<Setting> Settings(Config& c) {
   std::vector<Setting> all = {
       {"prompts_dir", "", "Folder of editable prompt files (written by `grag init`)",
        &c.prompts_dir},
-      {"log_level", "GRAG_LOG_LEVEL", "trace | debug | info | warn | error | off", &c.log_level},
+      {"log_level", "GRAG_LOG_LEVEL", "trace | debug | info | warn | error | off", &c.log_level,
+       OneOf({"trace", "debug", "info", "warn", "error", "off"})},
       {"input.dir", "GRAG_INPUT_DIR", "Folder that `grag index` reads when given no paths",
        &c.input.dir},
       {"input.invalid_utf8", "",
        "skip | repair: a file that is not valid UTF-8 is left out, or loaded with bad bytes "
        "replaced by U+FFFD",
-       &c.input.invalid_utf8},
+       &c.input.invalid_utf8, OneOf({"skip", "repair"})},
       {"input.json_text_field", "", "JSON/JSONL field holding a document's text",
        &c.input.json_text_field},
       {"input.json_id_field", "", "JSON/JSONL field holding a document's id",
@@ -93,12 +116,13 @@ std::vector<Setting> Settings(Config& c) {
       {"input.csv_id_column", "", "CSV column holding a document's id", &c.input.csv_id_column},
       {"input.csv_title_column", "", "CSV column holding a document's title",
        &c.input.csv_title_column},
-      {"chunks.size", "", "Tokens per chunk (Microsoft GraphRAG's default: 1200)", &c.chunks.size},
+      {"chunks.size", "", "Tokens per chunk (Microsoft GraphRAG's default: 1200)", &c.chunks.size,
+       AtLeast(1)},
       {"chunks.overlap", "", "Tokens shared by consecutive chunks (default 100)",
        &c.chunks.overlap},
       {"chunks.encoding", "GRAG_ENCODING",
        "Tokenizer: o200k_base (GPT-4o and later) or cl100k_base (GPT-4, GPT-3.5)",
-       &c.chunks.encoding},
+       &c.chunks.encoding, OneOf({"o200k_base", "cl100k_base"})},
       {"chunks.prepend_title", "",
        "Start every chunk with \"title: <document title>.\\n\" as Microsoft GraphRAG can",
        &c.chunks.prepend_title},
@@ -122,21 +146,22 @@ std::vector<Setting> Settings(Config& c) {
        "openai | azure (Azure OpenAI URL layout and api-key header) | ollama (Ollama's own API: "
        "each request sets the context window it needs, so prompts are never cut, and keeps the "
        "model loaded)",
-       &c.llm.api_style},
+       &c.llm.api_style, OneOf({"openai", "azure", "ollama"})},
       {"llm.azure_api_version", "",
        "api-version query parameter for Azure OpenAI; empty: the latest GA version grag knows",
        &c.llm.azure_api_version},
       {"llm.extra_body", "", "JSON object merged into every request body, e.g. {\"seed\": 1}",
        &c.llm.extra_body},
-      {"llm.concurrency", "GRAG_LLM_CONCURRENCY", "Requests in flight at once", &c.llm.concurrency},
+      {"llm.concurrency", "GRAG_LLM_CONCURRENCY", "Requests in flight at once", &c.llm.concurrency,
+       AtLeast(1)},
       {"llm.requests_per_minute", "", "Request rate limit; 0 = unlimited",
        &c.llm.requests_per_minute},
       {"llm.tokens_per_minute", "", "Token rate limit; 0 = unlimited", &c.llm.tokens_per_minute},
       {"llm.timeout_seconds", "", "Per-call timeout, including the whole reply",
-       &c.llm.timeout_seconds},
+       &c.llm.timeout_seconds, Above(0)},
       {"llm.max_retries", "",
        "Retries on 429, 5xx and network errors (exponential backoff, Retry-After honoured)",
-       &c.llm.max_retries},
+       &c.llm.max_retries, AtLeast(0)},
       {"llm.json_mode", "",
        "Ask for JSON replies (response_format) where JSON is expected; a server that refuses it "
        "is asked in the prompt only (remembered in the index)",
@@ -148,33 +173,33 @@ std::vector<Setting> Settings(Config& c) {
        "Reasoning models: on | off turns thinking on or off where the server allows (Ollama's "
        "think, chat_template_kwargs.enable_thinking for vLLM, llama.cpp and LM Studio); empty = "
        "the model's default. Thinking is always kept out of the answers grag parses",
-       &c.llm.think},
+       &c.llm.think, OneOf({"", "on", "off"})},
       {"llm.max_tokens_field", "",
        "max_tokens | max_completion_tokens: how a reply's length limit is sent (a server that "
        "refuses one gets the other)",
-       &c.llm.max_tokens_field},
+       &c.llm.max_tokens_field, OneOf({"max_tokens", "max_completion_tokens"})},
       {"llm.keep_alive", "",
        "Ollama: how long the model stays loaded between requests (e.g. 30m; -1 = always)",
        &c.llm.keep_alive},
       {"llm.context_window", "",
        "Ollama: the model's context window in tokens when its server does not report it; 0 = "
        "ask the server",
-       &c.llm.context_window},
+       &c.llm.context_window, AtLeast(0)},
       {"llm.temperature", "", "Sampling temperature; 0 keeps extraction and reports reproducible",
        &c.llm.temperature},
       {"llm.price_input_per_million", "",
        "Price of a million prompt tokens (any currency; 0: unknown): dry runs show a cost and "
        "llm.max_cost can apply",
-       &c.llm.price_input_per_million},
+       &c.llm.price_input_per_million, AtLeast(0)},
       {"llm.price_output_per_million", "", "Price of a million completion tokens (0: unknown)",
-       &c.llm.price_output_per_million},
+       &c.llm.price_output_per_million, AtLeast(0)},
       {"llm.max_calls", "",
        "A run stops cleanly (resumable) once it has made this many model calls; 0: no limit",
-       &c.llm.max_calls},
+       &c.llm.max_calls, AtLeast(0)},
       {"llm.max_cost", "",
        "A run stops cleanly (resumable) once its tokens cost this much at the configured prices; "
        "0: no limit",
-       &c.llm.max_cost},
+       &c.llm.max_cost, AtLeast(0)},
       // ---- several endpoints per model role (one block: llm.* then embeddings.endpoints) ----
       {"llm.endpoints", "",
        "Several servers of the chat model, a list of tables {base_url, api_key or api_key_env, "
@@ -184,10 +209,10 @@ std::vector<Setting> Settings(Config& c) {
       {"llm.bench_after_failures", "",
        "With several endpoints: one failing this many requests in a row is benched (others take "
        "its calls)",
-       &c.llm.bench_after_failures},
+       &c.llm.bench_after_failures, AtLeast(1)},
       {"llm.bench_seconds", "",
        "How long a failing endpoint is benched at first (doubling each time it fails again)",
-       &c.llm.bench_seconds},
+       &c.llm.bench_seconds, AtLeast(0)},
       {"llm.bench_max_seconds", "", "The longest bench", &c.llm.bench_max_seconds},
       {"embeddings.endpoints", "",
        "Several servers of the embedding model, as llm.endpoints; empty = embeddings.base_url",
@@ -200,19 +225,20 @@ std::vector<Setting> Settings(Config& c) {
        &c.embeddings.model},
       {"embeddings.api_key", "GRAG_EMBEDDING_API_KEY", "Embedding API key; empty = the LLM's key",
        &c.embeddings.api_key},
-      {"embeddings.batch_size", "", "Inputs per embedding request", &c.embeddings.batch_size},
+      {"embeddings.batch_size", "", "Inputs per embedding request", &c.embeddings.batch_size,
+       AtLeast(1)},
       {"embeddings.encoding", "",
        "How the index keeps vectors: f32, f16 (half the room) or int8 (a quarter); a change "
        "re-encodes the stored ones at the next index run, without a model call",
-       &c.embeddings.encoding},
+       &c.embeddings.encoding, OneOf({"f32", "f16", "int8"})},
       {"extraction.entity_types", "", "Closed set of entity types the extractor may use",
        &c.extraction.entity_types},
       {"extraction.gleanings", "", "Extra rounds asking the model for entities it missed",
-       &c.extraction.gleanings},
+       &c.extraction.gleanings, AtLeast(0)},
       {"extraction.glean_below_yield", "",
        "Gleaning rounds run only for chunks whose first reply found fewer entities and "
        "relationships per token than this share of the run's median (0-1; 0: glean every chunk)",
-       &c.extraction.glean_below_yield},
+       &c.extraction.glean_below_yield, Between(0, 1)},
       {"extraction.stop_if_empty", "",
        "Stop a run, with a diagnosis, when the model extracts no entity from its first chunks "
        "though their text holds names (a reasoning model, a prompt cut by the context window, a "
@@ -230,7 +256,7 @@ std::vector<Setting> Settings(Config& c) {
        &c.extraction.nlp.min_node_freq},
       {"extraction.nlp.min_edge_weight_pct", "",
        "No-LLM mode: relationships below this percentile of weights are dropped (0-100)",
-       &c.extraction.nlp.min_edge_weight_pct},
+       &c.extraction.nlp.min_edge_weight_pct, Between(0, 100)},
       {"extraction.nlp.pmi_weights", "",
        "No-LLM mode: weight relationships by pointwise mutual information rather than raw "
        "co-occurrence counts",
@@ -239,59 +265,59 @@ std::vector<Setting> Settings(Config& c) {
        "Join names of one real thing into one entity (\"Marley\" and \"Jacob Marley\")",
        &c.resolution.enabled},
       {"resolution.name_weight", "", "Weight of name similarity in a candidate pair's score",
-       &c.resolution.name_weight},
+       &c.resolution.name_weight, AtLeast(0)},
       {"resolution.embedding_weight", "",
        "Weight of the cosine of the two descriptions' embeddings in a pair's score",
-       &c.resolution.embedding_weight},
+       &c.resolution.embedding_weight, AtLeast(0)},
       {"resolution.merge_threshold", "",
        "With a chat model: pairs scoring at least this merge without asking",
-       &c.resolution.merge_threshold},
+       &c.resolution.merge_threshold, Between(0, 1)},
       {"resolution.adjudicate_threshold", "",
        "With a chat model: pairs scoring from this up to merge_threshold are judged by the LLM",
-       &c.resolution.adjudicate_threshold},
+       &c.resolution.adjudicate_threshold, Between(0, 1)},
       {"resolution.no_llm_merge_threshold", "",
        "Without a chat model: pairs scoring at least this merge (tuned for the lexical embedder)",
-       &c.resolution.no_llm_merge_threshold},
+       &c.resolution.no_llm_merge_threshold, Between(0, 1)},
       {"resolution.adjudication_batch", "", "Candidate pairs judged per LLM call",
-       &c.resolution.adjudication_batch},
+       &c.resolution.adjudication_batch, AtLeast(1)},
       {"resolution.max_block", "",
        "A name token shared by more entities than this is too common to pair them on",
-       &c.resolution.max_block},
+       &c.resolution.max_block, AtLeast(2)},
       {"resolution.max_judge_share", "",
        "The judge's calls at most this share of the run's extraction calls (0-1; at least one "
        "call); the most similar pairs go first, the rest are decided by the rules without a "
        "judge (logged). 0: no limit",
-       &c.resolution.max_judge_share},
+       &c.resolution.max_judge_share, Between(0, 1)},
       {"summaries.max_joined_tokens", "",
        "An entity's or relationship's descriptions joined beyond this many tokens are summarised "
        "by the LLM (below: kept verbatim, no call)",
-       &c.summaries.max_joined_tokens},
+       &c.summaries.max_joined_tokens, AtLeast(1)},
       {"summaries.max_descriptions", "",
        "More distinct descriptions than this are summarised too, however short (0: only the token "
        "limit counts)",
-       &c.summaries.max_descriptions},
+       &c.summaries.max_descriptions, AtLeast(0)},
       {"summaries.max_summary_tokens", "", "Length limit of one summary (the call's max_tokens)",
-       &c.summaries.max_summary_tokens},
+       &c.summaries.max_summary_tokens, AtLeast(1)},
       {"summaries.refresh_share", "",
        "An update appends new descriptions to an existing summary without a call while they total "
        "at most this share of the tokens it summarised (and at most max_joined_tokens); 0: always "
        "summarise again",
-       &c.summaries.refresh_share},
+       &c.summaries.refresh_share, AtLeast(0)},
       {"communities.report_refresh_threshold", "",
        "An update keeps an LLM report (marked stale) while its community changed less than this "
        "since it was written: share of members added or removed, of internal relationship weight, "
        "or of member degree that is new; 0: rewrite on any change (grag index --refresh-reports "
        "rewrites the stale ones)",
-       &c.communities.report_refresh_threshold},
+       &c.communities.report_refresh_threshold, AtLeast(0)},
       {"communities.llm_report_min_size", "",
        "With an LLM: communities with fewer members get an extractive report (no call) instead of "
        "an LLM report; 0: every community gets an LLM report",
-       &c.communities.llm_report_min_size},
+       &c.communities.llm_report_min_size, AtLeast(0)},
       {"communities.max_cluster_size", "",
-       "Communities larger than this are split into a finer level",
-       &c.communities.max_cluster_size},
+       "Communities larger than this are split into a finer level", &c.communities.max_cluster_size,
+       AtLeast(1)},
       {"communities.resolution", "", "Leiden modularity resolution (higher: smaller communities)",
-       &c.communities.resolution},
+       &c.communities.resolution, Above(0)},
       {"communities.seed", "", "Leiden random seed: the same graph gives the same communities",
        &c.communities.seed},
       {"communities.incremental", "",
@@ -305,20 +331,22 @@ std::vector<Setting> Settings(Config& c) {
       {"communities.drift_threshold", "",
        "When the warm-started partition's modularity is this far below a fresh run's, the fresh "
        "run is used instead",
-       &c.communities.drift_threshold},
+       &c.communities.drift_threshold, AtLeast(0)},
       {"global_search.level", "",
-       "Community level global search reads (0 = coarsest, fewest reports)",
-       &c.global_search.level},
+       "Community level global search reads (0 = coarsest, fewest reports)", &c.global_search.level,
+       AtLeast(0)},
       {"global_search.map_batch_tokens", "", "Tokens of community reports per map call",
-       &c.global_search.map_batch_tokens},
+       &c.global_search.map_batch_tokens, AtLeast(500)},
       {"global_search.max_map_calls", "",
        "Map calls per query at most; beyond, the lowest-weight reports are left out",
-       &c.global_search.max_map_calls},
+       &c.global_search.max_map_calls, AtLeast(1)},
       {"global_search.reduce_budget_tokens", "", "Tokens of ranked points the reduce call gets",
-       &c.global_search.reduce_budget_tokens},
+       &c.global_search.reduce_budget_tokens, AtLeast(100)},
       {"global_search.map_timeout_seconds", "",
-       "A map call slower than this drops out of the answer", &c.global_search.map_timeout_seconds},
-      {"local_search.top_k", "", "Entities matched to the question at most", &c.local_search.top_k},
+       "A map call slower than this drops out of the answer", &c.global_search.map_timeout_seconds,
+       Above(0)},
+      {"local_search.top_k", "", "Entities matched to the question at most", &c.local_search.top_k,
+       AtLeast(1)},
       {"local_search.similarity_floor", "",
        "Cosine similarity an entity's description must reach to match",
        &c.local_search.similarity_floor},
@@ -326,185 +354,195 @@ std::vector<Setting> Settings(Config& c) {
        "The same with the built-in lexical embedder, whose similarities run lower",
        &c.local_search.lexical_similarity_floor},
       {"local_search.context_budget_tokens", "", "Tokens of context for the answer",
-       &c.local_search.context_budget_tokens},
+       &c.local_search.context_budget_tokens, AtLeast(100)},
       {"local_search.chunk_share", "", "Share of the context for source chunks",
-       &c.local_search.chunk_share},
+       &c.local_search.chunk_share, AtLeast(0)},
       {"local_search.relationship_share", "", "Share of the context for relationships",
-       &c.local_search.relationship_share},
+       &c.local_search.relationship_share, AtLeast(0)},
       {"local_search.report_share", "", "Share of the context for community reports",
-       &c.local_search.report_share},
+       &c.local_search.report_share, AtLeast(0)},
       {"drift.hyde", "",
        "DRIFT: write a hypothetical answer shaped like a report and match it to the reports (1 "
        "call); false matches the bare question",
        &c.drift.hyde},
       {"drift.primer_top_k", "", "DRIFT: reports the primer reads (best-matching first)",
-       &c.drift.primer_top_k},
+       &c.drift.primer_top_k, AtLeast(1)},
       {"drift.primer_folds", "",
        "DRIFT: primer calls at most; the reports are packed into this many prompts",
-       &c.drift.primer_folds},
+       &c.drift.primer_folds, AtLeast(1)},
       {"drift.primer_fold_tokens", "", "DRIFT: tokens of one whole primer prompt",
-       &c.drift.primer_fold_tokens},
+       &c.drift.primer_fold_tokens, AtLeast(500)},
       {"drift.followups_per_answer", "",
        "DRIFT: follow-up questions asked of each primer and follow-up call",
-       &c.drift.followups_per_answer},
-      {"drift.depth", "", "DRIFT: rounds of follow-up questions", &c.drift.depth},
+       &c.drift.followups_per_answer, AtLeast(0)},
+      {"drift.depth", "", "DRIFT: rounds of follow-up questions", &c.drift.depth, AtLeast(0)},
       {"drift.breadth", "", "DRIFT: follow-ups answered per round (the highest-scored first)",
-       &c.drift.breadth},
-      {"drift.depth_decay", "",
+       &c.drift.breadth, AtLeast(0)},
+      {"drift.depth_decay",
+       "",
        "DRIFT: a follow-up's priority is its parent's score times this to the parent's depth",
-       &c.drift.depth_decay},
+       &c.drift.depth_decay,
+       {0.0, 1.0, true, false, {}}},
       {"drift.min_parent_score", "",
        "DRIFT: follow-ups of an answer the model scored below this (0-100) are not asked",
-       &c.drift.min_parent_score},
+       &c.drift.min_parent_score, Between(0, 100)},
       {"drift.local_budget_tokens", "", "DRIFT: tokens of each follow-up's local context",
-       &c.drift.local_budget_tokens},
+       &c.drift.local_budget_tokens, AtLeast(100)},
       {"drift.local_chunk_share", "", "DRIFT: share of a follow-up's context for source chunks",
-       &c.drift.local_chunk_share},
+       &c.drift.local_chunk_share, AtLeast(0)},
       {"drift.local_relationship_share", "",
-       "DRIFT: share of a follow-up's context for relationships",
-       &c.drift.local_relationship_share},
+       "DRIFT: share of a follow-up's context for relationships", &c.drift.local_relationship_share,
+       AtLeast(0)},
       {"drift.local_report_share", "",
-       "DRIFT: share of a follow-up's context for community reports", &c.drift.local_report_share},
+       "DRIFT: share of a follow-up's context for community reports", &c.drift.local_report_share,
+       AtLeast(0)},
       {"drift.reduce_budget_tokens", "", "DRIFT: tokens of the whole reduce prompt",
-       &c.drift.reduce_budget_tokens},
+       &c.drift.reduce_budget_tokens, AtLeast(100)},
       {"drift.reply_max_tokens", "", "DRIFT: reply cap of the primer and follow-up calls",
-       &c.drift.reply_max_tokens},
+       &c.drift.reply_max_tokens, AtLeast(1)},
       {"drift.reduce_reply_max_tokens", "", "DRIFT: reply cap of the answer",
-       &c.drift.reduce_reply_max_tokens},
+       &c.drift.reduce_reply_max_tokens, AtLeast(1)},
       {"drift.max_calls", "",
        "DRIFT: hard cap on chat calls per question; 0: hyde + primer_folds + depth x breadth + 1",
        &c.drift.max_calls},
       {"lazy.budget", "",
        "Budgeted search (--method lazy): relevance-test calls per question at most (--budget)",
-       &c.lazy.budget},
+       &c.lazy.budget, Between(1, 1000)},
       {"lazy.tests_per_call", "", "Budgeted search: passages rated per relevance call",
-       &c.lazy.tests_per_call},
+       &c.lazy.tests_per_call, Between(1, 50)},
       {"lazy.test_window_tokens", "",
        "Budgeted search: tokens of a tested passage (the chunk's best window of sentences)",
-       &c.lazy.test_window_tokens},
+       &c.lazy.test_window_tokens, AtLeast(20)},
       {"lazy.relevance_threshold", "",
        "Budgeted search: rating (0-3) a passage needs to count as relevant",
-       &c.lazy.relevance_threshold},
+       &c.lazy.relevance_threshold, Between(1, 3)},
       {"lazy.max_misses", "",
        "Budgeted search: stop after this many communities in a row without a relevant passage",
-       &c.lazy.max_misses},
+       &c.lazy.max_misses, AtLeast(1)},
       {"lazy.community_rank_k", "",
        "Budgeted search: a community ranks by the mean of its best this many passages",
-       &c.lazy.community_rank_k},
+       &c.lazy.community_rank_k, AtLeast(1)},
       {"lazy.prior_weight", "",
        "Budgeted search: weight of community size in the ranking (decides for generic questions)",
-       &c.lazy.prior_weight},
+       &c.lazy.prior_weight, AtLeast(0)},
       {"lazy.candidate_chunks", "",
        "Budgeted search: chunks each retrieval list (question, sub-questions) ranks",
-       &c.lazy.candidate_chunks},
+       &c.lazy.candidate_chunks, AtLeast(1)},
       {"lazy.refine", "",
        "Budgeted search: one call first for sub-questions and search terms the text would use",
        &c.lazy.refine},
       {"lazy.subqueries", "", "Budgeted search: sub-questions the refine call may add",
-       &c.lazy.subqueries},
+       &c.lazy.subqueries, Between(0, 10)},
       {"lazy.concurrency", "",
        "Budgeted search: relevance calls per wave (more: faster, less best-first)",
-       &c.lazy.concurrency},
+       &c.lazy.concurrency, AtLeast(1)},
       {"lazy.claim_batch_tokens", "", "Budgeted search: tokens of relevant text per claims call",
-       &c.lazy.claim_batch_tokens},
+       &c.lazy.claim_batch_tokens, AtLeast(500)},
       {"lazy.max_claim_calls", "",
        "Budgeted search: claims calls at most (the lowest-rated relevant chunks left out beyond)",
-       &c.lazy.max_claim_calls},
+       &c.lazy.max_claim_calls, AtLeast(1)},
       {"lazy.reduce_budget_tokens", "", "Budgeted search: tokens of the reduce prompt",
-       &c.lazy.reduce_budget_tokens},
+       &c.lazy.reduce_budget_tokens, AtLeast(100)},
       {"query.max_question_tokens", "",
        "Questions longer than this many tokens are refused (every map prompt and the answer prompt "
        "carry the whole question); 0 = no limit",
-       &c.query.max_question_tokens},
+       &c.query.max_question_tokens, AtLeast(0)},
       {"query.method", "GRAG_QUERY_METHOD",
        "grag query's default method: auto (the router picks global, local, hybrid or lazy), "
        "global, local, basic (vector only), hybrid, drift or lazy (budgeted search)",
-       &c.query.method},
+       &c.query.method,
+       OneOf({"auto", "global", "local", "basic", "hybrid", "drift", "lazy", "budgeted"})},
       {"query.router", "",
        "How --method auto decides: rules (free, instant) or llm (one small cached call per new "
        "question)",
-       &c.query.router},
+       &c.query.router, OneOf({"rules", "llm"})},
       {"search.method", "",
        "grag search's default signal: vector, bm25, graph or hybrid (their weighted reciprocal "
        "rank fusion)",
-       &c.search.method},
-      {"search.top_k", "", "Chunks grag search returns", &c.search.top_k},
+       &c.search.method, OneOf({"vector", "bm25", "graph", "hybrid"})},
+      {"search.top_k", "", "Chunks grag search returns", &c.search.top_k, AtLeast(1)},
       {"search.candidates", "", "Chunks each signal contributes to the fusion",
-       &c.search.candidates},
+       &c.search.candidates, AtLeast(1)},
       {"search.rrf_k", "",
-       "Reciprocal rank fusion constant: score = sum of weight / (rrf_k + rank)", &c.search.rrf_k},
+       "Reciprocal rank fusion constant: score = sum of weight / (rrf_k + rank)", &c.search.rrf_k,
+       AtLeast(0)},
       {"search.vector_weight", "",
        "Fusion weight of the vector signal (with a neural embedding model)",
-       &c.search.vector_weight},
-      {"search.bm25_weight", "", "Fusion weight of the BM25 signal", &c.search.bm25_weight},
+       &c.search.vector_weight, AtLeast(0)},
+      {"search.bm25_weight", "", "Fusion weight of the BM25 signal", &c.search.bm25_weight,
+       AtLeast(0)},
       {"search.graph_weight", "",
        "Fusion weight of the graph signal (personalised PageRank over the entity graph)",
-       &c.search.graph_weight},
+       &c.search.graph_weight, AtLeast(0)},
       {"search.unanchored_graph_weight", "",
        "The graph signal's weight when no entity of the question is found by name or in the best "
        "passages (the walk then only guesses)",
-       &c.search.unanchored_graph_weight},
+       &c.search.unanchored_graph_weight, AtLeast(0)},
       {"search.anchored_specificity", "",
        "Hybrid: the graph gets search.graph_weight when the question names something at least "
        "this specific (0-1; a name in few chunks is specific), search.unanchored_graph_weight at "
        "search.min_name_specificity or less, and in proportion between: a walk from a name that "
        "is everywhere in the corpus wanders",
-       &c.search.anchored_specificity},
+       &c.search.anchored_specificity, Between(0, 1)},
       {"search.lexical_vector_weight", "",
        "Fusion weight of the vector signal with the built-in lexical embedder (another keyword "
        "signal)",
-       &c.search.lexical_vector_weight},
+       &c.search.lexical_vector_weight, AtLeast(0)},
       {"search.passage_weight", "",
        "Hybrid: fusion weight of the sentence-window list, the signals' best chunks ranked again "
        "by their best few sentences (the specific question words a window holds); on long "
        "documents it tells the chunk that holds the fact from one that spreads the words; 0: off",
-       &c.search.passage_weight},
+       &c.search.passage_weight, AtLeast(0)},
       {"search.passage_window_sentences", "",
        "Hybrid: sentences per window of the sentence-window list (search.passage_weight)",
-       &c.search.passage_window_sentences},
-      {"search.damping", "", "Graph signal: probability that the walk takes one more step",
-       &c.search.damping},
+       &c.search.passage_window_sentences, Between(1, 20)},
+      {"search.damping",
+       "",
+       "Graph signal: probability that the walk takes one more step",
+       &c.search.damping,
+       {0.0, 1.0, true, true, {}}},
       {"search.fact_seed_share", "",
        "Graph signal: seed share of the entities named in the best passages' sentences that match "
        "the question",
-       &c.search.fact_seed_share},
+       &c.search.fact_seed_share, AtLeast(0)},
       {"search.passage_seed_share", "",
        "Graph signal: seed share of the best vector and BM25 passages",
-       &c.search.passage_seed_share},
+       &c.search.passage_seed_share, AtLeast(0)},
       {"search.titled_chunk_share", "",
        "Graph signal: of an entity's mass for chunks, the share for the chunks of documents it is "
        "the title of",
-       &c.search.titled_chunk_share},
+       &c.search.titled_chunk_share, Between(0, 1)},
       {"search.min_name_specificity", "",
        "Graph signal: names in too many chunks (specificity below this, 0-1) do not seed the walk",
-       &c.search.min_name_specificity},
+       &c.search.min_name_specificity, Between(0, 1)},
       {"search.context_budget_tokens", "",
        "Basic and hybrid search: tokens of passages in the answer prompt",
-       &c.search.context_budget_tokens},
+       &c.search.context_budget_tokens, AtLeast(100)},
       {"server.host", "GRAG_SERVER_HOST",
        "grag serve: address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)",
        &c.server.host},
       {"server.port", "GRAG_SERVER_PORT",
-       "grag serve: TCP port (0: any free port, printed at start)", &c.server.port},
+       "grag serve: TCP port (0: any free port, printed at start)", &c.server.port,
+       Between(0, 65535)},
       {"server.api_keys", "GRAG_API_KEYS",
        "grag serve: keys clients send as `Authorization: Bearer KEY` (empty: no auth); better kept "
        "in the environment",
        &c.server.api_keys},
       {"server.max_body_mb", "", "grag serve: largest request body in MiB (larger: 413)",
-       &c.server.max_body_mb},
+       &c.server.max_body_mb, AtLeast(1)},
       {"server.request_timeout", "", "grag serve: seconds each write of a reply may take",
-       &c.server.request_timeout},
+       &c.server.request_timeout, Above(0)},
       {"server.read_timeout", "",
        "grag serve: seconds a request's headers, then its body, may take to arrive (slower: 408)",
-       &c.server.read_timeout},
+       &c.server.read_timeout, Above(0)},
       {"server.keep_alive_timeout", "",
-       "grag serve: seconds an idle keep-alive connection stays open",
-       &c.server.keep_alive_timeout},
+       "grag serve: seconds an idle keep-alive connection stays open", &c.server.keep_alive_timeout,
+       Above(0)},
       {"server.keep_alive_max", "", "grag serve: requests on one connection before it is closed",
-       &c.server.keep_alive_max},
+       &c.server.keep_alive_max, AtLeast(1)},
       {"server.max_connections_per_client", "",
        "grag serve: open connections from one client address (more: 503); 0: no cap",
-       &c.server.max_connections_per_client},
+       &c.server.max_connections_per_client, AtLeast(0)},
       {"server.cors_origins", "",
        "grag serve: origins browsers may call the API from (empty: no CORS; \"*\": any)",
        &c.server.cors_origins},
@@ -513,16 +551,17 @@ std::vector<Setting> Settings(Config& c) {
        "server's DNS name behind a proxy (\"*\": any; others get 421)",
        &c.server.allowed_hosts},
       {"server.threads", "",
-       "grag serve: requests served at once (idle connections hold no thread)", &c.server.threads},
+       "grag serve: requests served at once (idle connections hold no thread)", &c.server.threads,
+       AtLeast(2)},
       {"server.workers", "", "grag serve: queries and searches run at once (0: one per CPU core)",
-       &c.server.workers},
+       &c.server.workers, AtLeast(0)},
       {"rerank.base_url", "GRAG_RERANK_BASE_URL",
        "Reranker endpoint (Cohere-style /v1/rerank); empty = llm.base_url", &c.rerank.base_url},
       {"rerank.model", "GRAG_RERANK_MODEL",
        "Reranker model, e.g. BAAI/bge-reranker-v2-m3; empty = no reranking", &c.rerank.model},
       {"rerank.api_key", "GRAG_RERANK_API_KEY", "Reranker API key; empty = the LLM's key",
        &c.rerank.api_key},
-      {"rerank.top_n", "", "Fused chunks the reranker reorders", &c.rerank.top_n},
+      {"rerank.top_n", "", "Fused chunks the reranker reorders", &c.rerank.top_n, AtLeast(1)},
   };
   // The roles' models follow the [llm] settings they default to.
   auto after = std::find_if(all.begin(), all.end(), [](const Setting& s) {
@@ -801,6 +840,63 @@ void DisableModels(Config& config) {
   config.embeddings.endpoints.clear();
 }
 
+namespace {
+
+std::string NumberText(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// "at least 1", "between 0 and 1", "above 0", "one of skip, repair"; empty when anything goes.
+std::string AllowedText(const Allowed& a) {
+  if (!a.words.empty()) {
+    std::string out;
+    for (std::string_view w : a.words) {
+      out += (out.empty() ? "" : ", ") + (w.empty() ? std::string("\"\"") : std::string(w));
+    }
+    return "one of " + out;
+  }
+  if (a.min && a.max) {
+    if (!a.min_exclusive && !a.max_exclusive)
+      return "between " + NumberText(*a.min) + " and " + NumberText(*a.max);
+    return std::string(a.min_exclusive ? "above " : "at least ") + NumberText(*a.min) +
+           (a.max_exclusive ? " and below " : " and at most ") + NumberText(*a.max);
+  }
+  if (a.min) return (a.min_exclusive ? "above " : "at least ") + NumberText(*a.min);
+  if (a.max) return (a.max_exclusive ? "below " : "at most ") + NumberText(*a.max);
+  return "";
+}
+
+Status CheckAllowed(const Setting& s) {
+  const Allowed& a = s.allowed;
+  if (a.empty()) return Status::Ok();
+  auto refuse = [&](const std::string& got) {
+    return Status::InvalidArgument(std::string(s.key) + " must be " + AllowedText(a) + ", not " +
+                                   got);
+  };
+  if (const auto* text = std::get_if<std::string*>(&s.ref)) {
+    for (std::string_view w : a.words) {
+      if (**text == w) return Status::Ok();
+    }
+    return refuse("\"" + **text + "\"");
+  }
+  double v = 0;
+  if (const auto* i = std::get_if<int64_t*>(&s.ref)) {
+    v = static_cast<double>(**i);
+  } else if (const auto* d = std::get_if<double*>(&s.ref)) {
+    v = **d;
+  } else {
+    return Status::Ok();
+  }
+  const bool low = a.min && (a.min_exclusive ? !(v > *a.min) : !(v >= *a.min));
+  const bool high = a.max && (a.max_exclusive ? !(v < *a.max) : !(v <= *a.max));
+  if (low || high) return refuse(NumberText(v));
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateConfig(const Config& c) {
   for (const auto& [name, role] :
        {std::pair<const char*, const LlmRoleConfig*>{"extract", &c.llm.extract},
@@ -819,231 +915,52 @@ Status ValidateConfig(const Config& c) {
           "so set it too");
     }
   }
-  if (c.chunks.size <= 0) return Status::InvalidArgument("chunks.size must be positive");
+  // Each setting against its own range or words (the table's Allowed).
+  {
+    Config copy = c;  // Settings() needs mutable references
+    for (const Setting& s : Settings(copy)) GRAG_RETURN_IF_ERROR(CheckAllowed(s));
+  }
+  // What relates two settings or more.
   if (c.chunks.overlap < 0 || c.chunks.overlap >= c.chunks.size) {
     return Status::InvalidArgument("chunks.overlap must be at least 0 and less than chunks.size");
-  }
-  if (c.chunks.encoding != "o200k_base" && c.chunks.encoding != "cl100k_base") {
-    return Status::InvalidArgument("chunks.encoding must be o200k_base or cl100k_base, not \"" +
-                                   c.chunks.encoding + "\"");
-  }
-  if (c.input.invalid_utf8 != "skip" && c.input.invalid_utf8 != "repair") {
-    return Status::InvalidArgument("input.invalid_utf8 must be \"skip\" or \"repair\"");
-  }
-  if (c.llm.api_style != "openai" && c.llm.api_style != "azure" && c.llm.api_style != "ollama") {
-    return Status::InvalidArgument("llm.api_style must be \"openai\", \"azure\" or \"ollama\"");
-  }
-  if (c.llm.think != "" && c.llm.think != "on" && c.llm.think != "off") {
-    return Status::InvalidArgument(
-        "llm.think must be \"on\", \"off\" or empty (the model's default)");
-  }
-  if (c.llm.max_tokens_field != "max_tokens" && c.llm.max_tokens_field != "max_completion_tokens") {
-    return Status::InvalidArgument(
-        "llm.max_tokens_field must be \"max_tokens\" or \"max_completion_tokens\"");
-  }
-  if (c.llm.context_window < 0) {
-    return Status::InvalidArgument("llm.context_window must be 0 (ask the server) or positive");
-  }
-  if (c.llm.concurrency < 1) return Status::InvalidArgument("llm.concurrency must be at least 1");
-  if (c.llm.timeout_seconds <= 0)
-    return Status::InvalidArgument("llm.timeout_seconds must be positive");
-  if (c.llm.max_retries < 0) return Status::InvalidArgument("llm.max_retries must be at least 0");
-  if (c.embeddings.batch_size < 1)
-    return Status::InvalidArgument("embeddings.batch_size must be at least 1");
-  if (c.embeddings.encoding != "f32" && c.embeddings.encoding != "f16" &&
-      c.embeddings.encoding != "int8") {
-    return Status::InvalidArgument(
-        "embeddings.encoding must be \"f32\", \"f16\" or \"int8\", not \"" + c.embeddings.encoding +
-        "\"");
   }
   GRAG_RETURN_IF_ERROR(ValidateEndpoints("llm.endpoints", c.llm.model, c.llm.endpoints));
   GRAG_RETURN_IF_ERROR(
       ValidateEndpoints("embeddings.endpoints", c.embeddings.model, c.embeddings.endpoints));
-  if (c.llm.bench_after_failures < 1)
-    return Status::InvalidArgument("llm.bench_after_failures must be at least 1");
-  if (c.llm.bench_seconds < 0 || c.llm.bench_max_seconds < c.llm.bench_seconds)
-    return Status::InvalidArgument(
-        "llm.bench_seconds must be at least 0 and llm.bench_max_seconds at least as long");
-  if (c.extraction.gleanings < 0)
-    return Status::InvalidArgument("extraction.gleanings must be at least 0");
-  if (c.extraction.glean_below_yield < 0 || c.extraction.glean_below_yield > 1)
-    return Status::InvalidArgument("extraction.glean_below_yield must be between 0 and 1");
+  if (c.llm.bench_max_seconds < c.llm.bench_seconds)
+    return Status::InvalidArgument("llm.bench_max_seconds must be at least llm.bench_seconds");
   if (c.extraction.entity_types.empty())
     return Status::InvalidArgument("extraction.entity_types must not be empty");
   {
     const auto& r = c.resolution;
-    if (r.name_weight < 0 || r.embedding_weight < 0 || r.name_weight + r.embedding_weight <= 0)
+    if (r.name_weight + r.embedding_weight <= 0)
       return Status::InvalidArgument(
-          "resolution.name_weight and resolution.embedding_weight must be at least 0, and not both "
-          "0");
-    for (double t : {r.merge_threshold, r.adjudicate_threshold, r.no_llm_merge_threshold}) {
-      if (t < 0 || t > 1)
-        return Status::InvalidArgument("resolution thresholds must be between 0 and 1");
-    }
+          "resolution.name_weight and resolution.embedding_weight must not both be 0");
     if (r.adjudicate_threshold > r.merge_threshold)
       return Status::InvalidArgument(
           "resolution.adjudicate_threshold must not exceed resolution.merge_threshold");
-    if (r.adjudication_batch < 1)
-      return Status::InvalidArgument("resolution.adjudication_batch must be at least 1");
-    if (r.max_block < 2) return Status::InvalidArgument("resolution.max_block must be at least 2");
-    if (r.max_judge_share < 0 || r.max_judge_share > 1)
-      return Status::InvalidArgument("resolution.max_judge_share must be between 0 and 1");
   }
-  if (c.server.port < 0 || c.server.port > 65535)
-    return Status::InvalidArgument("server.port must be between 0 and 65535");
-  if (c.server.max_body_mb < 1)
-    return Status::InvalidArgument("server.max_body_mb must be at least 1");
-  if (c.server.request_timeout <= 0)
-    return Status::InvalidArgument("server.request_timeout must be positive");
-  if (c.server.read_timeout <= 0 || c.server.keep_alive_timeout <= 0)
-    return Status::InvalidArgument(
-        "server.read_timeout and server.keep_alive_timeout must be positive");
-  if (c.server.keep_alive_max < 1)
-    return Status::InvalidArgument("server.keep_alive_max must be at least 1");
-  if (c.server.max_connections_per_client < 0)
-    return Status::InvalidArgument("server.max_connections_per_client must be at least 0");
-  if (c.server.threads < 2) return Status::InvalidArgument("server.threads must be at least 2");
-  if (c.server.workers < 0) return Status::InvalidArgument("server.workers must be at least 0");
-  if (c.summaries.max_joined_tokens < 1)
-    return Status::InvalidArgument("summaries.max_joined_tokens must be at least 1");
-  if (c.summaries.max_descriptions < 0)
-    return Status::InvalidArgument("summaries.max_descriptions must be at least 0");
-  if (c.summaries.max_summary_tokens < 1)
-    return Status::InvalidArgument("summaries.max_summary_tokens must be at least 1");
-  if (c.llm.price_input_per_million < 0 || c.llm.price_output_per_million < 0)
-    return Status::InvalidArgument("llm prices must be at least 0");
-  if (c.llm.max_calls < 0) return Status::InvalidArgument("llm.max_calls must be at least 0");
-  if (c.llm.max_cost < 0) return Status::InvalidArgument("llm.max_cost must be at least 0");
   if (c.llm.max_cost > 0 && c.llm.price_input_per_million == 0 &&
       c.llm.price_output_per_million == 0)
     return Status::InvalidArgument(
         "llm.max_cost needs llm.price_input_per_million or llm.price_output_per_million");
-  if (c.summaries.refresh_share < 0)
-    return Status::InvalidArgument("summaries.refresh_share must be at least 0");
-  if (c.communities.report_refresh_threshold < 0)
-    return Status::InvalidArgument("communities.report_refresh_threshold must be at least 0");
-  if (c.communities.llm_report_min_size < 0)
-    return Status::InvalidArgument("communities.llm_report_min_size must be at least 0");
-  if (c.communities.max_cluster_size < 1)
-    return Status::InvalidArgument("communities.max_cluster_size must be at least 1");
-  if (c.communities.resolution <= 0)
-    return Status::InvalidArgument("communities.resolution must be positive");
-  if (c.extraction.nlp.min_edge_weight_pct < 0 || c.extraction.nlp.min_edge_weight_pct > 100)
-    return Status::InvalidArgument("extraction.nlp.min_edge_weight_pct must be between 0 and 100");
-  if (c.communities.drift_threshold < 0)
-    return Status::InvalidArgument("communities.drift_threshold must not be negative");
-  if (c.global_search.level < 0)
-    return Status::InvalidArgument("global_search.level must be at least 0");
-  if (c.global_search.map_batch_tokens < 500)
-    return Status::InvalidArgument("global_search.map_batch_tokens must be at least 500");
-  if (c.global_search.max_map_calls < 1)
-    return Status::InvalidArgument("global_search.max_map_calls must be at least 1");
-  if (c.global_search.reduce_budget_tokens < 100)
-    return Status::InvalidArgument("global_search.reduce_budget_tokens must be at least 100");
-  if (c.global_search.map_timeout_seconds <= 0)
-    return Status::InvalidArgument("global_search.map_timeout_seconds must be positive");
   {
     const DriftConfig& d = c.drift;
-    if (d.primer_top_k < 1 || d.primer_folds < 1)
-      return Status::InvalidArgument(
-          "drift.primer_top_k and drift.primer_folds must be at least 1");
-    if (d.primer_fold_tokens < 500)
-      return Status::InvalidArgument("drift.primer_fold_tokens must be at least 500");
-    if (d.followups_per_answer < 0 || d.depth < 0 || d.breadth < 0)
-      return Status::InvalidArgument(
-          "drift.followups_per_answer, drift.depth and drift.breadth must be at least 0");
-    if (!(d.depth_decay > 0 && d.depth_decay <= 1))
-      return Status::InvalidArgument("drift.depth_decay must be above 0 and at most 1");
-    if (d.min_parent_score < 0 || d.min_parent_score > 100)
-      return Status::InvalidArgument("drift.min_parent_score must be between 0 and 100");
-    if (d.local_budget_tokens < 100 || d.reduce_budget_tokens < 100)
-      return Status::InvalidArgument(
-          "drift.local_budget_tokens and drift.reduce_budget_tokens must be at least 100");
-    if (d.local_chunk_share < 0 || d.local_relationship_share < 0 || d.local_report_share < 0 ||
-        d.local_chunk_share + d.local_relationship_share + d.local_report_share > 1.0 + 1e-9)
-      return Status::InvalidArgument("drift local shares must be at least 0 and sum to at most 1");
-    if (d.reply_max_tokens < 1 || d.reduce_reply_max_tokens < 1)
-      return Status::InvalidArgument(
-          "drift.reply_max_tokens and drift.reduce_reply_max_tokens must be at least 1");
+    if (d.local_chunk_share + d.local_relationship_share + d.local_report_share > 1.0 + 1e-9)
+      return Status::InvalidArgument("drift's local shares must sum to at most 1");
     const int64_t least = (d.hyde ? 1 : 0) + 2;
     if (d.max_calls != 0 && d.max_calls < least)
       return Status::InvalidArgument(
           "drift.max_calls must be 0 (the formula's bound) or at least " + std::to_string(least) +
           " (hyde, one primer call, reduce)");
   }
-  if (c.lazy.budget < 1 || c.lazy.budget > 1000)
-    return Status::InvalidArgument("lazy.budget must be between 1 and 1000");
-  if (c.lazy.tests_per_call < 1 || c.lazy.tests_per_call > 50)
-    return Status::InvalidArgument("lazy.tests_per_call must be between 1 and 50");
-  if (c.lazy.test_window_tokens < 20)
-    return Status::InvalidArgument("lazy.test_window_tokens must be at least 20");
-  if (c.lazy.relevance_threshold < 1 || c.lazy.relevance_threshold > 3)
-    return Status::InvalidArgument("lazy.relevance_threshold must be 1, 2 or 3");
-  if (c.lazy.max_misses < 1 || c.lazy.community_rank_k < 1 || c.lazy.candidate_chunks < 1 ||
-      c.lazy.concurrency < 1 || c.lazy.max_claim_calls < 1)
+  if (c.search.fact_seed_share + c.search.passage_seed_share > 1)
     return Status::InvalidArgument(
-        "lazy.max_misses, .community_rank_k, .candidate_chunks, .concurrency and "
-        ".max_claim_calls must be at least 1");
-  if (c.lazy.subqueries < 0 || c.lazy.subqueries > 10)
-    return Status::InvalidArgument("lazy.subqueries must be between 0 and 10");
-  if (c.lazy.prior_weight < 0)
-    return Status::InvalidArgument("lazy.prior_weight must not be negative");
-  if (c.lazy.claim_batch_tokens < 500)
-    return Status::InvalidArgument("lazy.claim_batch_tokens must be at least 500");
-  if (c.lazy.reduce_budget_tokens < 100)
-    return Status::InvalidArgument("lazy.reduce_budget_tokens must be at least 100");
-  if (c.query.max_question_tokens < 0)
-    return Status::InvalidArgument("query.max_question_tokens must be at least 0");
-  {
-    const auto& m = c.query.method;
-    if (m != "auto" && m != "global" && m != "local" && m != "basic" && m != "hybrid" &&
-        m != "drift" && m != "lazy" && m != "budgeted") {
-      return Status::InvalidArgument(
-          "query.method must be auto, global, local, basic, hybrid, drift or lazy, not \"" + m +
-          "\"");
-    }
-    if (c.query.router != "rules" && c.query.router != "llm") {
-      return Status::InvalidArgument("query.router must be rules or llm");
-    }
-    const auto& s = c.search.method;
-    if (s != "vector" && s != "bm25" && s != "graph" && s != "hybrid") {
-      return Status::InvalidArgument("search.method must be vector, bm25, graph or hybrid, not \"" +
-                                     s + "\"");
-    }
-  }
-  if (c.search.top_k < 1 || c.search.candidates < 1)
-    return Status::InvalidArgument("search.top_k and search.candidates must be at least 1");
-  if (!(c.search.damping > 0 && c.search.damping < 1))
-    return Status::InvalidArgument("search.damping must be between 0 and 1");
-  if (c.search.rrf_k < 0 || c.search.vector_weight < 0 || c.search.bm25_weight < 0 ||
-      c.search.graph_weight < 0 || c.search.unanchored_graph_weight < 0 ||
-      c.search.lexical_vector_weight < 0 || c.search.passage_weight < 0)
-    return Status::InvalidArgument("search.rrf_k and the search weights must not be negative");
-  if (c.search.passage_window_sentences < 1 || c.search.passage_window_sentences > 20)
-    return Status::InvalidArgument("search.passage_window_sentences must be between 1 and 20");
-  if (c.search.fact_seed_share < 0 || c.search.passage_seed_share < 0 ||
-      c.search.fact_seed_share + c.search.passage_seed_share > 1)
-    return Status::InvalidArgument(
-        "search.fact_seed_share and search.passage_seed_share must be at least 0 and sum to at "
-        "most 1");
-  if (c.search.titled_chunk_share < 0 || c.search.titled_chunk_share > 1 ||
-      c.search.min_name_specificity < 0 || c.search.min_name_specificity > 1 ||
-      c.search.anchored_specificity < 0 || c.search.anchored_specificity > 1)
-    return Status::InvalidArgument(
-        "search.titled_chunk_share, search.min_name_specificity and search.anchored_specificity "
-        "must be between 0 and 1");
-  if (c.search.context_budget_tokens < 100)
-    return Status::InvalidArgument("search.context_budget_tokens must be at least 100");
-  if (c.rerank.top_n < 1) return Status::InvalidArgument("rerank.top_n must be at least 1");
-  if (c.local_search.top_k < 1)
-    return Status::InvalidArgument("local_search.top_k must be at least 1");
-  if (c.local_search.context_budget_tokens < 100)
-    return Status::InvalidArgument("local_search.context_budget_tokens must be at least 100");
+        "search.fact_seed_share and search.passage_seed_share must sum to at most 1");
   {
     const auto& l = c.local_search;
-    if (l.chunk_share < 0 || l.relationship_share < 0 || l.report_share < 0 ||
-        l.chunk_share + l.relationship_share + l.report_share > 1.0 + 1e-9) {
-      return Status::InvalidArgument("local_search shares must be at least 0 and sum to at most 1");
+    if (l.chunk_share + l.relationship_share + l.report_share > 1.0 + 1e-9) {
+      return Status::InvalidArgument("local_search's shares must sum to at most 1");
     }
   }
   return Status::Ok();
@@ -1126,7 +1043,9 @@ std::string RedactUrlPassword(std::string_view url) {
 std::vector<SettingInfo> ListSettings(const Config& config) {
   Config copy = config;  // Settings() needs mutable references; reading a copy keeps this const
   std::vector<SettingInfo> out;
-  for (const auto& s : Settings(copy)) out.push_back({s.key, s.env, s.help, Render(s.ref)});
+  for (const auto& s : Settings(copy)) {
+    out.push_back({s.key, s.env, s.help, Render(s.ref), AllowedText(s.allowed)});
+  }
   return out;
 }
 
@@ -1265,10 +1184,10 @@ std::string RenderSettingsReference() {
     if (sec != section) {
       out += section == "\x01" ? "" : "\n";
       out += sec.empty() ? "### Top level\n\n" : "### `[" + sec + "]`\n\n";
-      out += "| setting | default | env | meaning |\n|---|---|---|---|\n";
+      out += "| setting | default | allowed | env | meaning |\n|---|---|---|---|---|\n";
       section = sec;
     }
-    out += "| `" + s.key + "` | `" + cell(s.value_text) + "` | " +
+    out += "| `" + s.key + "` | `" + cell(s.value_text) + "` | " + cell(s.allowed) + " | " +
            (s.env.empty() ? "" : "`" + s.env + "`") + " | " + cell(s.help) + " |\n";
   }
   return out;

@@ -794,7 +794,11 @@ std::string ChunkPreviewJson(const ChunkPreview& preview, bool pretty) {
 std::string SettingsJson(const std::vector<SettingInfo>& settings, bool pretty) {
   json out = json::array();
   for (const auto& s : settings) {
-    out.push_back({{"key", s.key}, {"value", s.value_text}, {"env", s.env}, {"help", s.help}});
+    out.push_back({{"key", s.key},
+                   {"value", s.value_text},
+                   {"allowed", s.allowed},
+                   {"env", s.env},
+                   {"help", s.help}});
   }
   return Dump(out, pretty);
 }

@@ -338,6 +338,7 @@ struct SettingInfo {
   std::string env;  // "GRAG_LLM_MODEL", or empty
   std::string help;
   std::string value_text;  // the current value, TOML-formatted
+  std::string allowed;     // "at least 1", "between 0 and 1", "one of a, b"; empty: anything
 };
 
 // All settings with their current values in `config`, in declaration order.
