@@ -412,6 +412,13 @@ std::vector<Setting> Settings(Config& c) {
        &c.lazy.max_claim_calls},
       {"lazy.reduce_budget_tokens", "", "Budgeted search: tokens of the reduce prompt",
        &c.lazy.reduce_budget_tokens},
+      {"citations.max_spans", "",
+       "Passages of the original documents shown per citation (best first); 0 = no passages",
+       &c.citations.max_spans},
+      {"citations.min_overlap", "",
+       "Share (0-1, rarer words weigh more) of the claim's words a sentence of the cited text "
+       "must hold to be the passage; below it the whole chunk is",
+       &c.citations.min_overlap},
       {"query.max_question_tokens", "",
        "Questions longer than this many tokens are refused (every map prompt and the answer prompt "
        "carry the whole question); 0 = no limit",
@@ -982,6 +989,10 @@ Status ValidateConfig(const Config& c) {
     return Status::InvalidArgument("lazy.claim_batch_tokens must be at least 500");
   if (c.lazy.reduce_budget_tokens < 100)
     return Status::InvalidArgument("lazy.reduce_budget_tokens must be at least 100");
+  if (c.citations.max_spans < 0 || c.citations.max_spans > 20)
+    return Status::InvalidArgument("citations.max_spans must be between 0 and 20");
+  if (!(c.citations.min_overlap >= 0 && c.citations.min_overlap <= 1))
+    return Status::InvalidArgument("citations.min_overlap must be between 0 and 1");
   if (c.query.max_question_tokens < 0)
     return Status::InvalidArgument("query.max_question_tokens must be at least 0");
   {

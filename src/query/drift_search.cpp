@@ -282,6 +282,8 @@ DriftCitation CitationOf(const LocalContextItem& item) {
   c.chunk_index = item.chunk_index;
   c.entity_id = item.entity_id;
   c.relationship_id = item.relationship_id;
+  c.source_id = item.source_id;
+  c.target_id = item.target_id;
   c.community_id = item.community_id;
   c.title = item.type == LocalItemType::kRelationship ? item.source_name + " -- " + item.target_name
                                                       : item.name;
