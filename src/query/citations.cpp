@@ -338,17 +338,25 @@ Result<std::vector<SourceSpan>> SpanLocator::Locate(std::string_view claim, std:
     }
     // 2. the sentence (or run of sentences) holding most of the claim's words
     if (!best && claim_weight > 0) {
-      const std::vector<Sentence> sentences = SplitSentences(region);
-      std::vector<std::pair<size_t, size_t>> bounds;
-      std::vector<std::unordered_set<std::string>> words;
-      for (size_t i = 0; i < sentences.size(); ++i) {
-        const size_t b = sentences[i].offset;
-        size_t e = i + 1 < sentences.size() ? sentences[i + 1].offset : region.size();
-        while (e > b && IsSpace(region[e - 1])) --e;
-        bounds.emplace_back(b, e);
-        const auto t = ContentTerms(region.substr(b, e - b));
-        words.emplace_back(t.begin(), t.end());
+      // The region's sentences and their words, once per question (citations share chunks).
+      const std::string key =
+          cited.chunk_id + "@" + std::to_string(begin) + "-" + std::to_string(end);
+      auto cached = sentences_.find(key);
+      if (cached == sentences_.end()) {
+        SentenceWords sw;
+        const std::vector<Sentence> sentences = SplitSentences(region);
+        for (size_t i = 0; i < sentences.size(); ++i) {
+          const size_t b = sentences[i].offset;
+          size_t e = i + 1 < sentences.size() ? sentences[i + 1].offset : region.size();
+          while (e > b && IsSpace(region[e - 1])) --e;
+          sw.bounds.emplace_back(b, e);
+          const auto t = ContentTerms(region.substr(b, e - b));
+          sw.words.emplace_back(t.begin(), t.end());
+        }
+        cached = sentences_.emplace(key, std::move(sw)).first;
       }
+      const auto& bounds = cached->second.bounds;
+      const auto& words = cached->second.words;
       double best_score = -1;
       size_t best_b = 0;
       size_t best_e = 0;
@@ -412,8 +420,9 @@ Result<std::vector<CitedChunk>> SpanLocator::Ranked(std::vector<std::string> ids
   const auto k = static_cast<size_t>(std::max(1, options_.candidate_chunks));
   const std::unordered_set<std::string> mine(ids.begin(), ids.end());
   std::unordered_set<std::string> taken;
-  // The index's best chunks for the claim that are among these, then these in their order.
-  if (!claim.empty() && ids.size() > 1) {
+  // The index's best chunks for the claim that are among these, then these in their order. When
+  // all of them are looked at anyway, no search: Locate ranks what it finds.
+  if (!claim.empty() && ids.size() > k) {
     auto hits = store_.SearchChunks(claim, static_cast<int>(std::max<size_t>(200, 4 * k)));
     if (hits.ok()) {
       for (const ChunkHit& h : *hits) {

@@ -26,6 +26,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -111,6 +112,11 @@ class SpanLocator {
   std::map<std::string, std::optional<ChunkRecord>> chunks_;
   std::optional<std::map<int64_t, std::vector<std::string>>> community_chunks_;
   std::map<std::string, double> idf_;
+  struct SentenceWords {
+    std::vector<std::pair<size_t, size_t>> bounds;  // bytes of the region
+    std::vector<std::unordered_set<std::string>> words;
+  };
+  std::map<std::string, SentenceWords> sentences_;  // by chunk id and region
   std::optional<int64_t> chunk_count_;
 };
 
