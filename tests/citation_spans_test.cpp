@@ -256,6 +256,27 @@ TEST_F(SpanLocatorTest, OldIndexWithoutOffsetsLocatesTheChunks) {
   ExpectConsistent(whole->front());
 }
 
+// Stored offsets that no longer fit the chunk (a hand-edited index) do not throw: the chunk is
+// located instead, or skipped.
+TEST_F(SpanLocatorTest, OffsetsThatDoNotFitAreNotTrusted) {
+  Open(true);
+  ChunkRecord tiny;
+  tiny.id = "tiny";
+  tiny.document_id = doc_.id;
+  tiny.index = 99;
+  tiny.text = "Old";
+  tiny.start_byte = 0;
+  tiny.end_byte = 200;
+  records_.push_back(tiny);
+  ASSERT_TRUE(store_->ReplaceDocumentChunks(doc_.id, records_).ok());
+  SpanLocator locator(*store_, SpanOptions{});
+  auto r = locator.Locate("Old Marley", "", {{"tiny"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_TRUE(r->front().located);
+  EXPECT_EQ(r->front().text, "Old");
+}
+
 TEST(CitedClaimsTest, TheSentenceAroundEachMarker) {
   const std::set<std::string> ids = {"S1", "S2", "E4", "C7"};
   const auto claims = CitedClaims(

@@ -211,6 +211,7 @@ Result<std::optional<SpanLocator::ChunkPlace>> SpanLocator::Place(const ChunkRec
     for (size_t candidate : {size_t{0}, prefix.size()}) {
       for (size_t skip = candidate; skip <= candidate + 3 * kReplacement.size();
            skip += kReplacement.size()) {
+        if (skip > chunk.text.size()) break;
         if (chunk.text.compare(skip, slice.size(), slice) == 0) {
           at = skip;
           break;
