@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "engine/engine_citations.h"
 #include "grag/extract.h"
 #include "grag/store.h"
 #include "grag/tokenizer.h"
@@ -422,6 +425,127 @@ TEST_F(DriftTest, OneChunkNumberingAcrossCalls) {
   EXPECT_EQ(r->citations[2].id, "S1");
   EXPECT_EQ(r->citations[2].chunk_id, chunk_ids_[2]);
   EXPECT_EQ(r->actions[0].cited, std::vector<std::string>{"C1"});
+}
+
+// Chunk labels follow the order of the actions, not the order in which their contexts finish
+// building: asked twice, with a different context slowed down each time, the question gives
+// byte-identical prompts, so the second run is answered wholly from the reply cache.
+TEST_F(DriftTest, LabelsDoNotDependOnCompletionOrder) {
+  // Entity embeddings, so each follow-up's context embeds its question (orthogonal to every
+  // entity: matching stays by name).
+  std::vector<EmbeddingRecord> vectors;
+  for (const auto& [name, id] : ids_) {
+    EmbeddingRecord e;
+    e.owner = EmbeddingOwner::kEntity;
+    e.owner_id = std::to_string(id);
+    e.model = kEmbedModel;
+    e.vector = {0, 1, 0, 0};
+    vectors.push_back(e);
+  }
+  ASSERT_TRUE(store_->PutEmbeddings(vectors).ok());
+  std::string slow;  // the follow-up whose context is built last
+  ScriptedEmbeddingModel embedder(
+      [&slow](const std::string& input) -> Result<std::vector<float>> {
+        if (input == slow) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        if (input == kQuestion) return std::vector<float>{1, 0, 0, 0};
+        return std::vector<float>{0, 0, 0, 1};
+      },
+      kEmbedModel);
+  std::atomic<int> calls{0};
+  InMemoryCache cache;
+  ScriptedModelOptions mo;
+  mo.cache = &cache;
+  ScriptedChatModel chat(
+      [&](const ChatRequest& r) -> Result<std::string> {
+        ++calls;
+        const std::string kind = PromptKind(LastUser(r));
+        if (kind == "drift_primer") {
+          return Reply("intermediate_answer", "Partners [C1].", 60,
+                       {"Who is Fezziwig?", "Who is Marley?", "Who is Scrooge?"});
+        }
+        if (kind == "drift_local") return Reply("response", "A fact.", 50, {});
+        return std::string("Marley was Scrooge's partner [S2]; Fezziwig danced [S1].");
+      },
+      mo);
+  DriftSearchOptions o = Options();
+  o.hyde = false;
+  o.primer_folds = 1;
+  o.primer_fold_tokens = 2000;
+  o.depth = 1;
+  o.concurrency = 3;  // the three contexts are built at once
+  slow = "Who is Fezziwig?";
+  auto first = DriftSearch(*store_, chat, &embedder, Tok(), kQuestion, o);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(calls.load(), 5);  // primer, 3 follow-ups, reduce
+  for (const std::string& p : PromptsOf(chat, "drift_local")) {
+    if (p.find("Who is Fezziwig?") != std::string::npos) {
+      EXPECT_THAT(p, HasSubstr("[S1] carol.txt, chunk 2:"));  // first action, though built last
+    } else {
+      EXPECT_THAT(p, HasSubstr("[S2] carol.txt, chunk 0:"));
+    }
+  }
+  slow = "Who is Scrooge?";
+  auto second = DriftSearch(*store_, chat, &embedder, Tok(), kQuestion, o);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(calls.load(), 5);  // every prompt the same: all from the cache
+  EXPECT_EQ(second->answer, first->answer);
+  ASSERT_EQ(second->citations.size(), 2u);
+  EXPECT_EQ(second->citations[0].chunk_id, chunk_ids_[0]);
+  EXPECT_EQ(second->citations[1].chunk_id, chunk_ids_[2]);
+}
+
+// Character-level citations through DRIFT: a cited chunk's span is in the follow-up prompt that
+// placed it; a cited report's in its community's chunks. This index predates chunk offsets
+// (none stored), so the chunks are located in the document's text.
+TEST_F(DriftTest, CitationsGetSpansInsideTheContextsUsed) {
+  ScriptedChatModel chat([&](const ChatRequest& r) -> Result<std::string> {
+    const std::string kind = PromptKind(LastUser(r));
+    if (kind == "drift_primer") {
+      return Reply("intermediate_answer", "Partners [C1].", 60,
+                   {"Who is Fezziwig?", "Who is Marley?"});
+    }
+    if (kind == "drift_local") return Reply("response", "A fact.", 50, {});
+    return std::string(
+        "Marley was Scrooge's partner [S2]. Scrooge and Marley kept a counting-house [C1]. "
+        "Fezziwig gave a ball for his apprentices [S1].");
+  });
+  DriftSearchOptions o = Options();
+  o.hyde = false;
+  o.primer_folds = 1;
+  o.primer_fold_tokens = 2000;
+  o.depth = 1;
+  auto r = DriftSearch(*store_, chat, embedder_.get(), Tok(), kQuestion, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  QueryResult result;
+  result.method = QueryMethod::kDrift;
+  result.drift = *r;
+  auto cited = LocateCitations(*store_, SpanOptions{}, result);
+  ASSERT_TRUE(cited.ok()) << cited.status().ToString();
+  ASSERT_EQ(cited->size(), 3u);
+  const auto local = PromptsOf(chat, "drift_local");
+  std::map<std::string, SourceCitation> by_id;
+  for (const auto& c : *cited) by_id[c.id] = c;
+  ASSERT_EQ(by_id.count("S2"), 1u);
+  const SourceCitation& s2 = by_id["S2"];
+  EXPECT_EQ(s2.kind, "chunk");
+  EXPECT_EQ(s2.claim, "Marley was Scrooge's partner.");
+  ASSERT_EQ(s2.spans.size(), 1u);
+  EXPECT_EQ(s2.spans[0].text, "Marley was dead, and Scrooge was his partner.");
+  EXPECT_EQ(s2.spans[0].precision, SpanPrecision::kSentence);
+  EXPECT_TRUE(s2.spans[0].located);
+  EXPECT_EQ(s2.spans[0].byte_start, 0);
+  bool in_prompt = false;
+  for (const auto& p : local)
+    in_prompt = in_prompt || p.find(s2.spans[0].text) != std::string::npos;
+  EXPECT_TRUE(in_prompt);
+  const SourceCitation& s1 = by_id["S1"];
+  ASSERT_EQ(s1.spans.size(), 1u);
+  EXPECT_EQ(s1.spans[0].chunk_id, chunk_ids_[2]);
+  EXPECT_EQ(s1.spans[0].precision, SpanPrecision::kQuote);  // the sentence, word for word
+  const SourceCitation& c1 = by_id["C1"];
+  EXPECT_EQ(c1.kind, "report");
+  ASSERT_FALSE(c1.spans.empty());
+  EXPECT_EQ(c1.spans[0].chunk_id, chunk_ids_[0]);  // Scrooge's and Marley's only chunk
 }
 
 TEST_F(DriftTest, BadOptionsAndPrompts) {

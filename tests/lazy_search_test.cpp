@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "engine/engine_citations.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
 #include "grag/prompts.h"
@@ -177,6 +178,41 @@ TEST_F(LazySearchTest, BudgetRespectedExactlyAndTheAnswerSaysItRanOut) {
       << r->answer;
   EXPECT_TRUE(r->answer.starts_with("Scrooge learns to keep Christmas."));
   EXPECT_FALSE(r->citations.empty());
+}
+
+// Character-level citations: each cited passage's spans lie in the chunk text the claims calls
+// read, at the document's offsets.
+TEST_F(LazySearchTest, CitedPassagesHaveSpansInsideWhatTheClaimsRead) {
+  ScriptedChatModel chat(Lazy(
+      [](const std::string& text) { return text.find("Marley") != std::string::npos ? 3 : 0; }));
+  LazySearchOptions o = engine_->LazyOptions();
+  o.budget = 10;
+  auto r = Run(chat, "What happened to Marley?", o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->citations.empty());
+  QueryResult result;
+  result.method = QueryMethod::kLazy;
+  result.lazy = *r;
+  auto cited = LocateCitations(engine_->store(), SpanOptions{}, result);
+  ASSERT_TRUE(cited.ok()) << cited.status().ToString();
+  ASSERT_EQ(cited->size(), r->citations.size());
+  std::string claims_prompts;
+  for (const ChatRequest& req : chat.Requests()) {
+    if (KindOf(LastUser(req)) == Kind::kClaims) claims_prompts += LastUser(req);
+  }
+  const std::string book =
+      testing::ReadFile(std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt");
+  const size_t bom = book.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  for (const SourceCitation& c : *cited) {
+    EXPECT_EQ(c.claim, "Scrooge changes his ways.");
+    ASSERT_FALSE(c.spans.empty()) << c.id;
+    for (const SourceSpan& s : c.spans) {
+      EXPECT_NE(claims_prompts.find(s.text), std::string::npos) << c.id << ": " << s.text;
+      // The offsets index the file's text after its byte-order mark.
+      EXPECT_EQ(s.text, book.substr(bom + static_cast<size_t>(s.byte_start),
+                                    static_cast<size_t>(s.byte_end - s.byte_start)));
+    }
+  }
 }
 
 TEST_F(LazySearchTest, NothingRelevantMeansNotCoveredWithoutClaimsOrReduce) {

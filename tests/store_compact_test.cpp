@@ -235,10 +235,13 @@ TEST(CompactMigrationTest, SchemaSixIndexOpensWithItsVectorsOnceAndUnchanged) {
     auto old = store::OpenStore(path, {}, store::DefaultMigrations().first(6));
     ASSERT_TRUE(old.ok()) << old.status().ToString();
     ASSERT_TRUE((*old)->UpsertDocument({"d", "d", "/d", "alpha beta", "h"}).ok());
-    ASSERT_TRUE((*old)->ReplaceDocumentChunks("d", {{"c1", "d", 0, "alpha beta", 2, 0}}).ok());
   }
   {
     RawDb raw(path);
+    // As schema 6 held a chunk (this build's store also writes its offsets, schema 8).
+    raw.Exec(
+        "INSERT INTO chunks (id, document_id, chunk_index, text, n_tokens, start_token) "
+        "VALUES ('c1', 'd', 0, 'alpha beta', 2, 0);");
     // 1.0, 0.5, -2.0 as little-endian floats, as schema 6 kept them.
     raw.Exec(
         "INSERT INTO embeddings (owner_kind, owner_id, model, dimension, vector, input_hash) "

@@ -91,8 +91,8 @@ TEST_F(StoreSqlTest, EveryViewAnswersWithItsDocumentedColumns) {
        {"community_id", "level", "size", "status", "title", "summary", "rating",
         "rating_explanation", "findings", "finding_count", "full_content", "generator"}},
       {"chunks",
-       {"id", "document_id", "document_title", "chunk_index", "n_tokens", "start_token", "text",
-        "entity_count"}},
+       {"id", "document_id", "document_title", "chunk_index", "n_tokens", "start_token",
+        "start_byte", "end_byte", "text", "entity_count"}},
       {"documents", {"id", "title", "source_path", "content_hash", "characters", "chunk_count"}},
   };
   for (const auto& [view, columns] : views) {

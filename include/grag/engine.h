@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "grag/citations.h"
 #include "grag/config.h"
 #include "grag/doctor.h"
 #include "grag/drift_search.h"
@@ -101,6 +102,9 @@ struct QueryResult {
   std::optional<PassageSearchResult> passages;  // basic and hybrid
   std::optional<DriftSearchResult> drift;
   std::optional<LazySearchResult> lazy;
+  // The answer's citations down to the character: per cited id, the claim citing it and the
+  // passages of the original documents it rests on (empty with citations.max_spans = 0).
+  std::vector<SourceCitation> source_citations;
 };
 
 struct SearchRequest {

@@ -163,6 +163,23 @@ void PrintLazy(const LazySearchResult& r) {
             << FormatCount(s.tokens_in) << " tokens in\n";
 }
 
+// Where each citation's text is in its document, in characters: "[S3] carol.txt chars 10234–10391".
+void PrintPassagesCited(const std::vector<SourceCitation>& cited) {
+  bool any = false;
+  for (const SourceCitation& c : cited) {
+    for (const SourceSpan& s : c.spans) {
+      if (!any) std::cout << "\nPassages:\n";
+      any = true;
+      std::cout << "  [" << c.id << "] " << s.document_id << " chars " << s.start << "\u2013"
+                << s.end;
+      if (s.precision != SpanPrecision::kSentence) {
+        std::cout << " (" << SpanPrecisionName(s.precision) << ")";
+      }
+      std::cout << "\n";
+    }
+  }
+}
+
 }  // namespace
 
 Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
@@ -262,6 +279,7 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
             }
             if (!streamed) std::cout << r->answer;
             std::cout << "\n";
+            PrintPassagesCited(r->source_citations);
             if (r->global) PrintGlobal(*r->global, r->llm);
             if (r->local) PrintLocal(*r->local);
             if (r->passages) PrintPassages(*r->passages);

@@ -443,6 +443,13 @@ std::vector<Setting> Settings(Config& c) {
        &c.lazy.max_claim_calls, AtLeast(1)},
       {"lazy.reduce_budget_tokens", "", "Budgeted search: tokens of the reduce prompt",
        &c.lazy.reduce_budget_tokens, AtLeast(100)},
+      {"citations.max_spans", "",
+       "Passages of the original documents shown per citation (best first); 0 = no passages",
+       &c.citations.max_spans, Between(0, 20)},
+      {"citations.min_overlap", "",
+       "Share (0-1, rarer words weigh more) of the claim's words a sentence of the cited text "
+       "must hold to be the passage; below it the whole chunk is",
+       &c.citations.min_overlap, Between(0, 1)},
       {"query.max_question_tokens", "",
        "Questions longer than this many tokens are refused (every map prompt and the answer prompt "
        "carry the whole question); 0 = no limit",

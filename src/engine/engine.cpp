@@ -2,6 +2,8 @@
 // every kind of question (see grag/engine.h).
 #include "grag/engine.h"
 
+#include "engine_citations.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -571,6 +573,16 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
     }
     case QueryMethod::kAuto:
       return Status::Internal("the router chose no method");
+  }
+  // Down to the character: no model call, a few reads. A failure costs the passages only.
+  SpanOptions spans;
+  spans.max_spans = static_cast<int>(config().citations.max_spans);
+  spans.min_overlap = config().citations.min_overlap;
+  auto cited = LocateCitations(store(), spans, result);
+  if (cited.ok()) {
+    result.source_citations = std::move(cited).value();
+  } else {
+    Log(LogLevel::kWarn, "query", "citations: " + cited.status().ToString());
   }
   return result;
 }

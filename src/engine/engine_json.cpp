@@ -1,5 +1,6 @@
 #include "grag/engine_json.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "grag/json_write.h"
@@ -156,7 +157,10 @@ json GlobalObject(const GlobalSearchResult& r, std::string_view question, bool l
   const auto& s = r.stats;
   json cites = json::array();
   for (const auto& c : r.citations) {
-    cites.push_back({{"community", c.community_id}, {"level", c.level}, {"title", c.title}});
+    cites.push_back({{"id", "C" + std::to_string(c.community_id)},
+                     {"community", c.community_id},
+                     {"level", c.level},
+                     {"title", c.title}});
   }
   json points = json::array();
   for (const auto& p : r.points) {
@@ -442,6 +446,42 @@ json PassagesObject(const PassageSearchResult& r, std::string_view question, Que
             {"retrieval", StatsObject(r.retrieval.stats)}}}};
 }
 
+json SpanObject(const SourceSpan& s) {
+  return {{"document_id", s.document_id},
+          {"source_path", s.source_path},
+          {"title", s.title},
+          {"content_hash", s.content_hash},
+          {"chunk_id", s.chunk_id},
+          {"start", s.start},
+          {"end", s.end},
+          {"byte_start", s.byte_start},
+          {"byte_end", s.byte_end},
+          {"precision", SpanPrecisionName(s.precision)},
+          {"overlap", s.overlap},
+          {"offsets", s.located ? "located" : "stored"},
+          {"text", s.text}};
+}
+
+// Each citation object gains the claim citing it and its passages (grag/citations.h), matched
+// by id.
+void AddSpans(json& j, const std::vector<SourceCitation>& cited) {
+  if (!j.contains("citations") || !j["citations"].is_array()) return;
+  std::map<std::string, const SourceCitation*> by_id;
+  for (const SourceCitation& c : cited) by_id.emplace(c.id, &c);
+  for (json& c : j["citations"]) {
+    if (!c.contains("id") || !c["id"].is_string()) continue;
+    auto it = by_id.find(c["id"].get<std::string>());
+    json spans = json::array();
+    std::string claim;
+    if (it != by_id.end()) {
+      claim = it->second->claim;
+      for (const SourceSpan& s : it->second->spans) spans.push_back(SpanObject(s));
+    }
+    c["claim"] = claim;
+    c["spans"] = std::move(spans);
+  }
+}
+
 }  // namespace
 
 std::string QueryResultJson(const QueryResult& result, std::string_view question, bool pretty) {
@@ -457,6 +497,7 @@ std::string QueryResultJson(const QueryResult& result, std::string_view question
   } else if (result.lazy) {
     j = LazyObject(*result.lazy, question);
   }
+  AddSpans(j, result.source_citations);
   // Only when the router chose: explicit methods keep their shapes.
   if (result.route) j["route"] = RouteObject(*result.route);
   return Dump(j, pretty);

@@ -51,6 +51,8 @@ Result<std::vector<ChunkRecord>> ChunkRecords(const Document& doc, const ChunkOp
     r.text = std::move(ch.text);
     r.n_tokens = static_cast<int64_t>(ch.n_tokens);
     r.start_token = static_cast<int64_t>(ch.start_token);
+    r.start_byte = static_cast<int64_t>(ch.start_byte);
+    r.end_byte = static_cast<int64_t>(ch.end_byte);
     records.push_back(std::move(r));
   }
   return records;

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <mutex>
 #include <set>
 #include <span>
 #include <string>
@@ -218,19 +217,37 @@ std::vector<Fold> PackFolds(const std::vector<ReportCandidate>& ranked, std::str
   return folds;
 }
 
-// One label per chunk for the whole question, in first-seen order.
+// One label per chunk for the whole question, in the order Relabel meets them. Used by one
+// thread: labels are given after a round's contexts are built, in action order, so the same
+// question gives the same prompts (and hits the reply cache) whichever context finished first.
 class ChunkLabeler {
  public:
   std::string Label(const std::string& chunk_id) {
-    std::lock_guard lock(mu_);
     auto [it, added] = labels_.emplace(chunk_id, "");
     if (added) it->second = "S" + std::to_string(labels_.size());
     return it->second;
   }
 
+  // Replaces the context's own S<rank> chunk ids with the question's labels: the item's id, the
+  // "[S<n>]" its text starts with, its token count and the chunks section.
+  void Relabel(LocalContext& ctx, const Tokenizer& tokenizer) {
+    ctx.chunks_text.clear();
+    for (LocalContextItem& item : ctx.items) {
+      if (item.type != LocalItemType::kChunk) continue;
+      const std::string old_tag = "[" + item.id + "]";
+      item.id = Label(item.chunk_id);
+      if (item.text.starts_with(old_tag)) {
+        item.text = "[" + item.id + "]" + item.text.substr(old_tag.size());
+        const auto tokens = static_cast<int64_t>(tokenizer.Count(item.text));
+        ctx.used_tokens += tokens - item.tokens;
+        item.tokens = tokens;
+      }
+      ctx.chunks_text += item.text;
+    }
+  }
+
  private:
-  std::mutex mu_;
-  std::map<std::string, std::string> labels_;  // guarded by mu_
+  std::map<std::string, std::string> labels_;
 };
 
 // The ids (E12, S3, C7, R40) `text` names that `known` holds, in order of first mention.
@@ -265,6 +282,8 @@ DriftCitation CitationOf(const LocalContextItem& item) {
   c.chunk_index = item.chunk_index;
   c.entity_id = item.entity_id;
   c.relationship_id = item.relationship_id;
+  c.source_id = item.source_id;
+  c.target_id = item.target_id;
   c.community_id = item.community_id;
   c.title = item.type == LocalItemType::kRelationship ? item.source_name + " -- " + item.target_name
                                                       : item.name;
@@ -617,7 +636,7 @@ Result<DriftSearchResult> DriftSearch(Store& store, ChatModel& chat, EmbeddingMo
 
   ChunkLabeler labeler;
   LocalSearchOptions local = options.local;
-  local.chunk_label = [&labeler](const std::string& id) { return labeler.Label(id); };
+  local.chunk_label = nullptr;  // S<rank> per context; ChunkLabeler::Relabel renumbers them
   local.on_answer_delta = nullptr;
   for (int64_t d = 1; d <= options.depth; ++d) {
     auto& open = pool.open();
@@ -659,9 +678,15 @@ Result<DriftSearchResult> DriftSearch(Store& store, ChatModel& chat, EmbeddingMo
     };
     std::vector<Outcome> outcomes(asked.size());
     ParallelFor(asked.size(), workers, [&](size_t i) {
-      Outcome& out = outcomes[i];
-      out.context =
+      outcomes[i].context =
           BuildLocalContext(store, embedder, tokenizer, asked[i].query, local, nullptr, retriever);
+    });
+    // Labels in action order, whatever order the contexts were built in.
+    for (Outcome& out : outcomes) {
+      if (out.context.ok()) labeler.Relabel(*out.context, tokenizer);
+    }
+    ParallelFor(asked.size(), workers, [&](size_t i) {
+      Outcome& out = outcomes[i];
       if (!out.context.ok() || out.context->matches.empty()) return;
       const LocalContext& ctx = *out.context;
       std::string prompt = FillPrompt(

@@ -32,6 +32,7 @@
 #include "grag/lexical_embedder.h"
 #include "grag/loader.h"
 #include "grag/log.h"
+#include "grag/words.h"
 #include "connections.h"
 #include "jobs.h"
 #include "metrics.h"
@@ -482,6 +483,15 @@ std::string SourcesText(const json& result) {
              c.value("document_id", "");
     } else {
       out += "[" + c.value("id", "") + "] " + c.value("source", "");
+    }
+    // The passage, in characters of its document: carol.txt:10234-10391 "Marley was dead: …"
+    auto spans = c.find("spans");
+    if (spans != c.end() && spans->is_array() && !spans->empty()) {
+      const json& s = spans->front();
+      out += ": " + s.value("document_id", "") + ":" +
+             std::to_string(s.value("start", int64_t{0})) + "-" +
+             std::to_string(s.value("end", int64_t{0})) + " \"" +
+             ShortenAtWord(s.value("text", ""), 60) + "\"";
     }
   }
   return out;

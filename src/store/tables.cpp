@@ -46,7 +46,9 @@ std::vector<IndexTable> MakeTables() {
        {"text", T},
        {"n_tokens", I},
        {"start_token", I},
-       {"created_at", T}},
+       {"created_at", T},
+       {"start_byte", I},
+       {"end_byte", I}},
       "seq");
   Add(t, "extractions",
       {{"id", I},

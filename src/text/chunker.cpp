@@ -34,6 +34,15 @@ Result<std::vector<Chunk>> ChunkDocument(const Document& doc, const ChunkOptions
   const std::span<const uint32_t> all(tokens);
   const size_t stride = options.size - options.overlap;
 
+  // offset[i]: the byte where token i starts (tokens decode to the document's bytes exactly).
+  std::vector<size_t> offset(tokens.size() + 1, 0);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    offset[i + 1] = offset[i] + tok->DecodeBytes(all.subspan(i, 1)).size();
+  }
+  auto continuation = [&doc](size_t at) {
+    return at < doc.text.size() && (static_cast<unsigned char>(doc.text[at]) & 0xC0) == 0x80;
+  };
+
   std::vector<Chunk> chunks;
   chunks.reserve(tokens.size() / stride + 1);
   std::unordered_map<std::string, int> seen;  // chunk text -> earlier occurrences
@@ -46,6 +55,11 @@ Result<std::vector<Chunk>> ChunkDocument(const Document& doc, const ChunkOptions
     c.n_tokens = tok->Count(c.text);
     c.start_token = start;
     c.end_token = end;
+    // Edges inside a character move inward: past its tail at the start, to its lead at the end.
+    c.start_byte = offset[start];
+    c.end_byte = offset[end];
+    while (c.start_byte < c.end_byte && continuation(c.start_byte)) ++c.start_byte;
+    while (c.end_byte > c.start_byte && continuation(c.end_byte)) --c.end_byte;
     Hasher h;
     h.Add(doc.id).Add(c.text);
     if (const int repeat = seen[c.text]++; repeat > 0) h.Add(std::to_string(repeat));

@@ -330,9 +330,16 @@ DROP INDEX IF EXISTS entity_mentions_key;
 DROP INDEX IF EXISTS relationship_mentions_keys;
 )sql";
 
+// Version 3: each chunk's window in its document's text, in UTF-8 bytes (SQLite schema 8).
+constexpr std::string_view kSchemaV3 = R"sql(
+ALTER TABLE chunks ADD COLUMN start_byte bigint NOT NULL DEFAULT -1;
+ALTER TABLE chunks ADD COLUMN end_byte bigint NOT NULL DEFAULT -1;
+)sql";
+
 constexpr PgMigration kMigrations[] = {
     {1, "initial schema (SQLite schema 4's tables, tsvector full-text search)", kSchemaV1},
     {2, "no index of mentions by name", kSchemaV2},
+    {3, "chunks: start_byte, end_byte", kSchemaV3},
 };
 
 }  // namespace

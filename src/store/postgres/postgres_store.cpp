@@ -492,7 +492,7 @@ Result<bool> PostgresStore::DeleteDocument(std::string_view id) {
 // ---------------------------------------------------------------- chunks
 
 constexpr std::string_view kChunkColumns =
-    "id, document_id, chunk_index, text, n_tokens, start_token";
+    "id, document_id, chunk_index, text, n_tokens, start_token, start_byte, end_byte";
 
 ChunkRecord ReadChunk(const Rows& rows, int i) {
   ChunkRecord c;
@@ -502,6 +502,8 @@ ChunkRecord ReadChunk(const Rows& rows, int i) {
   c.text = rows.Text(i, 3);
   c.n_tokens = rows.Int(i, 4);
   c.start_token = rows.Int(i, 5);
+  c.start_byte = rows.Int(i, 6);
+  c.end_byte = rows.Int(i, 7);
   return c;
 }
 
@@ -553,13 +555,15 @@ Result<ChunkChanges> PostgresStore::ReplaceDocumentChunks(std::string_view docum
   GRAG_RETURN_IF_ERROR(conn_.Exec(
       "UPDATE chunks SET chunk_index = -1 - chunk_index WHERE document_id = $1", {doc_id}));
   constexpr std::string_view kUpsert =
-      "INSERT INTO chunks (id, document_id, chunk_index, text, n_tokens, start_token) "
-      "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET "
-      "chunk_index = excluded.chunk_index, n_tokens = excluded.n_tokens, "
-      "start_token = excluded.start_token WHERE chunks.document_id = excluded.document_id "
+      "INSERT INTO chunks (id, document_id, chunk_index, text, n_tokens, start_token, "
+      "start_byte, end_byte) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO UPDATE "
+      "SET chunk_index = excluded.chunk_index, n_tokens = excluded.n_tokens, "
+      "start_token = excluded.start_token, start_byte = excluded.start_byte, "
+      "end_byte = excluded.end_byte WHERE chunks.document_id = excluded.document_id "
       "AND chunks.text = excluded.text";
   for (const ChunkRecord& c : chunks) {
-    const Args args = {c.id, c.document_id, c.index, c.text, c.n_tokens, c.start_token};
+    const Args args = {c.id,       c.document_id, c.index,      c.text,
+                       c.n_tokens, c.start_token, c.start_byte, c.end_byte};
     Result<int64_t> n = conn_.Changes(kUpsert, args);
     if (!n.ok()) return n.status().WithContext("storing chunk " + c.id);
     if (*n > 0) continue;

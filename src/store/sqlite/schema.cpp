@@ -437,6 +437,14 @@ BEGIN
 END;
 )sql";
 
+// Version 8: character-level citations. Each chunk's window in its document's text, in UTF-8
+// bytes, so a citation can name the characters it rests on; -1 on rows written before, until the
+// next index run fills them in (a citation meanwhile locates the chunk's text in the document).
+constexpr std::string_view kSchemaV8 = R"sql(
+ALTER TABLE chunks ADD COLUMN start_byte INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE chunks ADD COLUMN end_byte INTEGER NOT NULL DEFAULT -1;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "initial schema", kSchemaV1},
     {2, "clusterings: graph_hash, fresh_modularity", kSchemaV2},
@@ -445,6 +453,7 @@ constexpr Migration kMigrations[] = {
     {5, "no index of mentions by name", kSchemaV5},
     {6, "query images", kSchemaV6},
     {7, "vectors once, in an encoding; no vectors images", kSchemaV7},
+    {8, "chunks: start_byte, end_byte", kSchemaV8},
 };
 
 // Applies one step inside the caller's transaction.

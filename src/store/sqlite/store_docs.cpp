@@ -439,7 +439,7 @@ Result<bool> SqliteStore::DeleteDocument(std::string_view id) {
 namespace {
 
 constexpr std::string_view kChunkColumns =
-    "id, document_id, chunk_index, text, n_tokens, start_token";
+    "id, document_id, chunk_index, text, n_tokens, start_token, start_byte, end_byte";
 
 ChunkRecord ReadChunk(const sqlite::Stmt& stmt) {
   ChunkRecord c;
@@ -449,6 +449,8 @@ ChunkRecord ReadChunk(const sqlite::Stmt& stmt) {
   c.text = stmt.Text(3);
   c.n_tokens = stmt.Int(4);
   c.start_token = stmt.Int(5);
+  c.start_byte = stmt.Int(6);
+  c.end_byte = stmt.Int(7);
   return c;
 }
 
@@ -518,13 +520,17 @@ Result<ChunkChanges> SqliteStore::ReplaceDocumentChunks(std::string_view documen
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt upsert,
       conn.Prepare("INSERT INTO chunks (id, document_id, chunk_index, text, n_tokens, "
-                   "start_token) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (id) DO UPDATE SET "
-                   "chunk_index = excluded.chunk_index, n_tokens = excluded.n_tokens, "
-                   "start_token = excluded.start_token WHERE chunks.document_id = "
-                   "excluded.document_id AND chunks.text = excluded.text"));
+                   "start_token, start_byte, end_byte) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+                   "ON CONFLICT (id) DO UPDATE SET chunk_index = excluded.chunk_index, "
+                   "n_tokens = excluded.n_tokens, start_token = excluded.start_token, "
+                   "start_byte = excluded.start_byte, end_byte = excluded.end_byte "
+                   "WHERE chunks.document_id = excluded.document_id AND chunks.text = "
+                   "excluded.text"));
   for (const ChunkRecord& c : chunks) {
-    GRAG_RETURN_IF_ERROR(
-        upsert.BindAll(c.id, c.document_id, c.index, c.text, c.n_tokens, c.start_token).Run());
+    GRAG_RETURN_IF_ERROR(upsert
+                             .BindAll(c.id, c.document_id, c.index, c.text, c.n_tokens,
+                                      c.start_token, c.start_byte, c.end_byte)
+                             .Run());
     if (sqlite3_changes(conn.get()) > 0) continue;
     // The id exists but for another document, or with another text.
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt owner,
@@ -539,8 +545,10 @@ Result<ChunkChanges> SqliteStore::ReplaceDocumentChunks(std::string_view documen
     // stale extraction results go.
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt del, conn.Prepare("DELETE FROM chunks WHERE id = ?"));
     GRAG_RETURN_IF_ERROR(del.BindAll(c.id).Run());
-    GRAG_RETURN_IF_ERROR(
-        upsert.BindAll(c.id, c.document_id, c.index, c.text, c.n_tokens, c.start_token).Run());
+    GRAG_RETURN_IF_ERROR(upsert
+                             .BindAll(c.id, c.document_id, c.index, c.text, c.n_tokens,
+                                      c.start_token, c.start_byte, c.end_byte)
+                             .Run());
     --changes.kept;
     ++changes.added;
     ++changes.removed;

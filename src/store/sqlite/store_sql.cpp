@@ -27,7 +27,7 @@ FROM main.documents d;
 
 CREATE TEMP VIEW chunks AS
 SELECT c.id, c.document_id, d.title AS document_title, c.chunk_index, c.n_tokens,
-       c.start_token, c.text,
+       c.start_token, c.start_byte, c.end_byte, c.text,
        (SELECT count(*) FROM main.entity_chunks l WHERE l.chunk_id = c.id) AS entity_count
 FROM main.chunks c JOIN main.documents d ON d.id = c.document_id;
 

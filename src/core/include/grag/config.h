@@ -235,6 +235,13 @@ struct LazyConfig {
   int64_t reduce_budget_tokens = 12000;  // tokens of the reduce prompt
 };
 
+// Character-level citations (grag/citations.h SpanOptions explains the defaults): each answer's
+// citation gains the passage(s) of the original document it rests on.
+struct CitationsConfig {
+  int64_t max_spans = 3;      // passages per citation
+  double min_overlap = 0.35;  // share of the claim's words a sentence needs; else the whole chunk
+};
+
 struct QueryConfig {
   int64_t max_question_tokens = 2000;  // longer questions are refused (they ride in every prompt)
   std::string method =
@@ -302,6 +309,7 @@ struct Config {
   LocalSearchConfig local_search;
   DriftConfig drift;
   LazyConfig lazy;
+  CitationsConfig citations;
   QueryConfig query;
   SearchConfig search;
   RerankConfig rerank;

@@ -158,9 +158,11 @@ struct DriftCitation {
   std::string document_id;
   int64_t chunk_index = 0;
   int64_t entity_id = 0;        // kEntity
-  int64_t relationship_id = 0;  // kRelationship
-  int64_t community_id = 0;     // kReport
-  std::string title;            // kReport: the report's title; kEntity: the name
+  int64_t relationship_id = 0;  // kRelationship, with its two ends
+  int64_t source_id = 0;
+  int64_t target_id = 0;
+  int64_t community_id = 0;  // kReport
+  std::string title;         // kReport: the report's title; kEntity: the name
 };
 
 struct DriftReportMatch {

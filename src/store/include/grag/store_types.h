@@ -50,6 +50,11 @@ struct ChunkRecord {
   std::string text;
   int64_t n_tokens = 0;     // tokens of `text` in the chunking encoding
   int64_t start_token = 0;  // offset of the first token in the document's token sequence
+  // The window in the document's text, in UTF-8 bytes: [start_byte, end_byte), title prefix
+  // excluded (grag/chunker.h Chunk). -1: not known (an index written before schema 8, until its
+  // next `grag index`); a citation then locates the chunk's text in the document.
+  int64_t start_byte = -1;
+  int64_t end_byte = -1;
 };
 
 // What ReplaceDocumentChunks did.

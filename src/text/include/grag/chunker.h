@@ -53,6 +53,12 @@ struct Chunk {
   // The window in the document's token stream: tokens [start_token, end_token).
   size_t start_token = 0;
   size_t end_token = 0;
+  // The window in the document's text, in UTF-8 bytes: [start_byte, end_byte). An edge inside a
+  // multi-byte character is moved inward to the next character boundary, so
+  // doc.text.substr(start_byte, end_byte - start_byte) is exactly `text` without the title prefix
+  // and without the U+FFFD that the broken edge bytes decode to.
+  size_t start_byte = 0;
+  size_t end_byte = 0;
 };
 
 // InvalidArgument, with a message naming the bad field, if `options` cannot be used (size 0,
