@@ -368,3 +368,14 @@ def test_retriever_shapes(book_project):
     nodes = retriever.retrieve(QUESTION)
     assert [n.id_ for n in nodes] == [d.id for d in docs]
     assert nodes[0].score >= nodes[-1].score and nodes[0].node.get_content() == nodes[0].text
+
+
+def test_citation_spans_slice_the_document_text(book_project):
+    # A span's start/end are code points: Python's own string indices.
+    engine = grag.Engine(book_project["root"], no_llm=True)
+    r = engine.query(QUESTION, method="local")
+    spans = [s for c in r.citations for s in c.get("spans", [])]
+    assert spans, r.to_dict()["citations"]
+    text = engine.document(spans[0].document_id).text
+    for s in spans:
+        assert text[s.start:s.end] == s.text
