@@ -61,9 +61,9 @@ for hit in engine.search("Who is Jacob Marley?", k=3).chunks:
 
 # %% The graph
 scrooge = engine.entity("Scrooge")
-print(scrooge.name, "-", scrooge.description[:120])
-for n in scrooge.neighbours[:5]:
-    print("  ->", n.entity.name, round(n.relationship.weight, 2))
+print(scrooge.name, "-", scrooge.description[:120].replace("\n", " "))
+for n in scrooge.neighbours[:5]:  # heaviest relationship first
+    print("  ->", n.entity.name, round(n.weight, 2))
 
 # %% Microsoft GraphRAG's tables (needs pandas)
 try:

@@ -379,3 +379,12 @@ def test_citation_spans_slice_the_document_text(book_project):
     text = engine.document(spans[0].document_id).text
     for s in spans:
         assert text[s.start:s.end] == s.text
+
+
+def test_the_example_runs():
+    # examples/python_quickstart.py, as a reader would run it (pandas optional).
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
+                           "python_quickstart.py")
+    done = subprocess.run([sys.executable, example], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "entities" in done.stdout and "Scrooge" in done.stdout
