@@ -242,7 +242,7 @@ class Engine:
         """Ranks the chunks for ``question`` without an answer (`grag search`). ``method``:
         hybrid (default: search.method), vector, bm25 or graph; ``k``: chunks returned
         (default search.top_k)."""
-        return SearchResult(json.loads(self._engine.search(question, k, method)))
+        return SearchResult(self._engine.search(question, k, method))
 
     def route(self, question: str, method: str = "auto") -> Record:
         """What ``query(question, method)`` would do and cost, without doing it."""

@@ -1,6 +1,7 @@
 // grag._grag: the engine for Python, a thin shell over grag::Engine like the CLI and the server.
 // Results cross as the JSON the engine's ToJson functions write (grag/engine_json.h, the one
-// place results become JSON); python/grag/ turns them into objects. Every engine call runs with
+// place results become JSON); python/grag/ turns them into objects. search(), called in loops,
+// builds its objects directly (search_objects.h). Every engine call runs with
 // the GIL released; long ones (index, query, eval) through a Watch (calls.h), so Ctrl-C,
 // Engine.cancel() and progress callbacks work while they run.
 #include <pybind11/pybind11.h>
@@ -18,6 +19,7 @@
 
 #include "calls.h"
 #include "errors.h"
+#include "search_objects.h"
 #include "grag/config.h"
 #include "grag/engine.h"
 #include "grag/engine_eval.h"
@@ -72,19 +74,23 @@ class PyEngine {
     });
   }
 
-  std::string Search(const std::string& question, std::optional<int64_t> k,
-                     const std::optional<std::string>& method) {
+  // Ranks the chunks; the result as Python objects (search_objects.h), or as the engine's JSON
+  // when `as_json` (what a test compares the objects with).
+  py::object Search(const std::string& question, std::optional<int64_t> k,
+                    const std::optional<std::string>& method, bool as_json) {
     SearchRequest request;
     request.question = question;
     request.top_k = k;
     request.method = Unwrap(ParseRetrievalMethod(method.value_or(config_.search.method)));
     std::shared_ptr<Engine> engine = Reader();
-    Result<std::string> json = Status::Internal("not run");
+    Result<RetrievalResult> result = Status::Internal("not run");
     {
       py::gil_scoped_release released;
-      json = Searched(*engine, request);
+      result = engine->Search(request);
     }
-    return Unwrap(std::move(json));
+    Check(result.status());
+    if (as_json) return py::str(RetrievalResultJson(*result, question, *request.method, false));
+    return SearchObject(*result, question, *request.method);
   }
 
   // For bench/python_search_bench.py: `n` calls of Engine::Search in C++, no Python and no JSON in
@@ -276,11 +282,6 @@ class PyEngine {
   }
 
  private:
-  static Result<std::string> Searched(Engine& engine, const SearchRequest& request) {
-    GRAG_ASSIGN_OR_RETURN(RetrievalResult result, engine.Search(request));
-    return RetrievalResultJson(result, request.question, *request.method, false);
-  }
-
   // Runs `work` without the GIL and returns its value, or raises its error.
   template <typename F>
   std::string Released(F&& work) {
@@ -396,7 +397,8 @@ PYBIND11_MODULE(_grag, m) {
            py::arg("log_level"))
       .def("query", &PyEngine::Query, py::arg("question"), py::arg("method"), py::arg("level"),
            py::arg("k"), py::arg("budget"), py::arg("on_delta"))
-      .def("search", &PyEngine::Search, py::arg("question"), py::arg("k"), py::arg("method"))
+      .def("search", &PyEngine::Search, py::arg("question"), py::arg("k"), py::arg("method"),
+           py::arg("as_json") = false)
       .def("search_loop", &PyEngine::SearchLoop, py::arg("question"), py::arg("k"),
            py::arg("method"), py::arg("n"))
       .def("route", &PyEngine::Route, py::arg("question"), py::arg("method"))

@@ -98,6 +98,21 @@ def test_search(book_project, grag_bin):
     assert len(bm25.chunks) == 2
 
 
+@pytest.mark.parametrize("method", ["hybrid", "bm25", "vector", "graph"])
+def test_search_objects_equal_the_engine_json(book_project, method):
+    # search() builds its objects in C++ rather than parsing the engine's JSON: the same fields,
+    # types and values (timings aside, which differ between two runs).
+    engine = grag.Engine(book_project["root"], no_llm=True)
+    for question in (QUESTION, "Scrooge Marley Fezziwig", "the"):
+        objects = engine.search(question, k=10, method=method).to_dict()
+        parsed = json.loads(engine._engine.search(question, 10, method, as_json=True))
+        for r in (objects, parsed):
+            r["stats"].pop("signal_ms")
+            r["stats"].pop("total_ms")
+        assert objects == parsed
+        assert json.dumps(objects, sort_keys=True) == json.dumps(parsed, sort_keys=True)
+
+
 def test_settings_by_name(book_project):
     root = book_project["root"]
     assert len(grag.Engine(root, no_llm=True, search__top_k=4).search(QUESTION).chunks) == 4
