@@ -7,7 +7,7 @@ RELEASE ?= build-release
 # The Python package: $(PYTHON_BUILD)/grag/ (PYTHONPATH=$(PYTHON_BUILD)); CMake's files in cmake/.
 PYTHON_BUILD ?= build-python
 
-.PHONY: setup build release demo-build test demo bench install package python docs format format-check clean
+.PHONY: setup build release demo-build test demo bench install package deb python docs format format-check clean
 # Where `make install` puts grag (bin/, share/man/, share/*completion*/).
 PREFIX ?= /usr/local
 
@@ -35,15 +35,17 @@ release: setup $(RELEASE)/build.ninja
 demo-build: setup $(RELEASE)/build.ninja
 	cmake --build $(RELEASE) -j $(JOBS) --target grag grag-serve
 
-# The binaries, the man page and the shell completions under $(PREFIX).
+# The binaries, the man page, the shell completions and the library (libgrag.a, its headers and
+# find_package(grag) config) under $(PREFIX).
 install: demo-build
-	cmake --build $(RELEASE) -j $(JOBS) --target grag_install_files
+	cmake --build $(RELEASE) -j $(JOBS) --target grag_install_files grag_library
 	cmake --install $(RELEASE) --prefix $(PREFIX)
 
 # A Debian package of the same, in $(RELEASE)/ (grag_<version>_<arch>.deb).
 package: demo-build
-	cmake --build $(RELEASE) -j $(JOBS) --target grag_install_files
+	cmake --build $(RELEASE) -j $(JOBS) --target grag_install_files grag_library
 	cd $(RELEASE) && cpack -G DEB
+deb: package
 
 # The Python module, optimised, into $(PYTHON_BUILD)/grag (docs/python.md).
 python: setup $(PYTHON_BUILD)/cmake/build.ninja

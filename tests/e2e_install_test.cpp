@@ -1,8 +1,9 @@
 // Installing grag (issue 44): `cmake --install` of this build into a fresh prefix gives a grag
 // that runs from there (and finds grag-serve beside it), a man page that renders cleanly and
 // describes every command, and shell completions that complete commands, nested commands and
-// flags; `cpack -G DEB` gives a Debian package holding the same files with its dependencies,
-// the libraries grag opens at run time included.
+// flags; a program of its own builds with find_package(grag) against the installed library;
+// `cpack -G DEB` gives a Debian package holding the same files with its dependencies, the
+// libraries grag opens at run time included, whose grag, unpacked into a fresh root, works.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -93,6 +94,40 @@ TEST(E2eInstallTest, InstalledGragRunsWithItsManPageAndCompletions) {
   }
 }
 
+// The library: a program of its own (tests/data/library_consumer/) configured with
+// find_package(grag) against the installed prefix only, built, and run on a copy of the book.
+TEST(E2eInstallTest, AProgramBuildsAgainstTheInstalledLibrary) {
+  TempDir dir;
+  const std::string prefix = dir / "prefix";
+  auto installed = RunCommand("cmake --install " + ShellQuote(GRAG_BUILD_DIR) + " --prefix " +
+                              ShellQuote(prefix));
+  ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+  ASSERT_TRUE(std::filesystem::exists(prefix + "/include/grag/engine.h"));
+  const std::string source = std::string(GRAG_SOURCE_DIR) + "/tests/data/library_consumer";
+  const std::string build = dir / "consumer";
+  auto configured =
+      RunCommand("cmake -S " + ShellQuote(source) + " -B " + ShellQuote(build) +
+                 " -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=" + ShellQuote(prefix));
+  ASSERT_EQ(configured.exit_code, 0) << configured.out << configured.err;
+  auto built = RunCommand("cmake --build " + ShellQuote(build));
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+
+  const std::string root = dir / "book";
+  std::filesystem::create_directories(root + "/input");
+  std::filesystem::copy_file(
+      std::string(GRAG_SOURCE_DIR) + "/tests/data/christmas_carol/christmas_carol.txt",
+      root + "/input/christmas_carol.txt");
+  auto run = RunCommand(ShellQuote(build + "/consumer") + " " + ShellQuote(root) +
+                        " 'Who was Jacob Marley?'");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(run.out.find("entities 0\n"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("entities "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("Marley"), std::string::npos) << run.out;
+  // The index it wrote is an ordinary grag index: the grag command reads it.
+  auto stats = RunCommand(ShellQuote(GRAG_BINARY) + " --root " + ShellQuote(root) + " stats");
+  EXPECT_EQ(stats.exit_code, 0) << stats.err;
+}
+
 TEST(E2eInstallTest, TheDebianPackageHoldsTheFilesAndNamesItsDependencies) {
   if (RunCommand("command -v dpkg-deb && command -v dpkg-shlibdeps").exit_code != 0) {
     GTEST_SKIP() << "dpkg-deb or dpkg-shlibdeps (dpkg-dev) is not installed";
@@ -123,9 +158,28 @@ TEST(E2eInstallTest, TheDebianPackageHoldsTheFilesAndNamesItsDependencies) {
   for (const char* file :
        {"./usr/bin/grag", "./usr/bin/grag-serve", "./usr/share/man/man1/grag.1.gz",
         "./usr/share/bash-completion/completions/grag", "./usr/share/zsh/vendor-completions/_grag",
-        "./usr/share/fish/vendor_completions.d/grag.fish", "./usr/share/doc/grag/README.md"}) {
+        "./usr/share/fish/vendor_completions.d/grag.fish", "./usr/share/doc/grag/README.md",
+        "./usr/include/grag/engine.h", "/libgrag.a", "/cmake/grag/gragConfig.cmake"}) {
     EXPECT_NE(listing.out.find(file), std::string::npos) << file << "\n" << listing.out;
   }
+
+  // Unpacked into a fresh root, its grag indexes and answers on the book.
+  const std::string root = dir / "root";
+  auto unpacked = RunCommand("dpkg-deb -x " + ShellQuote(deb) + " " + ShellQuote(root));
+  ASSERT_EQ(unpacked.exit_code, 0) << unpacked.err;
+  const std::string grag = root + "/usr/bin/grag";
+  const std::string project = dir / "book";
+  std::filesystem::create_directories(project + "/input");
+  std::filesystem::copy_file(
+      std::string(GRAG_SOURCE_DIR) + "/tests/data/christmas_carol/christmas_carol.txt",
+      project + "/input/christmas_carol.txt");
+  auto indexed = RunCommand(ShellQuote(grag) + " --root " + ShellQuote(project) +
+                            " --no-llm index --no-progress");
+  ASSERT_EQ(indexed.exit_code, 0) << indexed.out << indexed.err;
+  auto answer = RunCommand(ShellQuote(grag) + " --root " + ShellQuote(project) +
+                           " --no-llm query --method local 'Who is Jacob Marley?'");
+  ASSERT_EQ(answer.exit_code, 0) << answer.out << answer.err;
+  EXPECT_NE(answer.out.find("Marley"), std::string::npos) << answer.out;
 }
 
 }  // namespace
