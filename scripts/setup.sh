@@ -1,21 +1,36 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to build, test and benchmark grag.
 # Idempotent: when everything is present it only checks, in about a second.
+#
+#   scripts/setup.sh               everything: build, tests, benchmarks, the Python package
+#   scripts/setup.sh --build-only  what building the grag binaries and library needs (Dockerfile)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+BUILD_ONLY=0
+case "${1:-}" in
+  --build-only) BUILD_ONLY=1 ;;
+  "") ;;
+  *) echo "usage: scripts/setup.sh [--build-only]" >&2; exit 2 ;;
+esac
+
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git ca-certificates
-  libsqlite3-dev sqlite3 libigraph-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
+  build-essential cmake ninja-build pkg-config ca-certificates
+  libsqlite3-dev libigraph-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   nlohmann-json3-dev libcli11-dev libhnswlib-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
-  libutf8proc-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libutf8proc-dev libpcre2-dev
   nettle-dev  # SHA-256 (src/core/hash.cpp)
   zlib1g-dev  # the reply cache's compression (src/store/reply_codec.cpp)
-  clang-format python3
-  libpq-dev postgresql  # the PostgreSQL store backend and its tests (a throwaway cluster)
-  chromium fonts-dejavu-core  # the web UI's browser test: headless Chromium, and a font to draw
-  python3-dev python3-venv pybind11-dev python3-pytest python3-pandas  # the Python package, its tests
+  libpq-dev   # the PostgreSQL store backend
 )
+if ((!BUILD_ONLY)); then
+  APT_PACKAGES+=(
+    git sqlite3 libgtest-dev libgmock-dev libbenchmark-dev clang-format python3
+    postgresql  # the PostgreSQL store's tests (a throwaway cluster)
+    chromium fonts-dejavu-core  # the web UI's browser test: headless Chromium, and a font to draw
+    python3-dev python3-venv pybind11-dev python3-pytest python3-pandas  # the Python package, its tests
+  )
+fi
 TIKTOKEN_VERSION=1.0.22   # npm package holding the cl100k_base / o200k_base vocabularies
 OPENAI_VERSION=5.23.2     # the official OpenAI client, run against `grag serve` by e2e_openai_client_test
                           # (7.x and later declare node >= 22; 5.x runs on node 20)
@@ -50,10 +65,13 @@ fi
 # chromium).
 NPM_DIR=.deps/npm
 npm_wanted=()
-for spec in "tiktoken@$TIKTOKEN_VERSION" "openai@$OPENAI_VERSION" \
-  "cytoscape@$CYTOSCAPE_VERSION" "cytoscape-fcose@$FCOSE_VERSION" "cose-base@$COSE_BASE_VERSION" \
-  "layout-base@$LAYOUT_BASE_VERSION" "swagger-ui-dist@$SWAGGER_UI_VERSION" \
-  "puppeteer-core@$PUPPETEER_CORE_VERSION"; do
+NPM_PACKAGES=("tiktoken@$TIKTOKEN_VERSION" "cytoscape@$CYTOSCAPE_VERSION"
+  "cytoscape-fcose@$FCOSE_VERSION" "cose-base@$COSE_BASE_VERSION" "layout-base@$LAYOUT_BASE_VERSION"
+  "swagger-ui-dist@$SWAGGER_UI_VERSION")
+if ((!BUILD_ONLY)); then
+  NPM_PACKAGES+=("openai@$OPENAI_VERSION" "puppeteer-core@$PUPPETEER_CORE_VERSION")
+fi
+for spec in "${NPM_PACKAGES[@]}"; do
   manifest="$NPM_DIR/node_modules/${spec%@*}/package.json"
   if [ ! -f "$manifest" ] || ! grep -q "\"version\": \"${spec##*@}\"" "$manifest"; then
     npm_wanted+=("$spec")
