@@ -91,6 +91,28 @@ TEST(E2eModelRolesTest, ExtractionAndAnswersGoToTheirOwnModels) {
   auto s = nlohmann::json::parse(stats.out);
   EXPECT_GT(s["llm_calls_by_role"]["extract"].get<int>(), 0);
   EXPECT_GT(s["llm_calls_by_role"]["summarize"].get<int>(), 0);
+  // Tokens by role, and with prices (the small model's own), costs at each role's prices.
+  const std::string prices =
+      "--set llm.price_input_per_million=5 --set llm.price_output_per_million=15 "
+      "--set llm.extract.price_input_per_million=0.1 "
+      "--set llm.extract.price_output_per_million=0.4 ";
+  auto priced =
+      RunCommand(env + Grag("--root " + ShellQuote(root) + " " + prices + "stats --json"));
+  ASSERT_EQ(priced.exit_code, 0) << priced.err;
+  const auto by_role = nlohmann::json::parse(priced.out)["llm_by_role"];
+  for (const char* role : {"extract", "summarize"}) {
+    const auto& r = by_role[role];
+    ASSERT_GT(r["prompt_tokens"].get<double>(), 0) << role << " " << by_role.dump();
+    const double in = std::string(role) == "extract" ? 0.1 : 5;
+    const double out = std::string(role) == "extract" ? 0.4 : 15;
+    EXPECT_NEAR(
+        r["cost"].get<double>(),
+        (r["prompt_tokens"].get<double>() * in + r["completion_tokens"].get<double>() * out) / 1e6,
+        1e-9)
+        << role;
+  }
+  auto text = RunCommand(env + Grag("--root " + ShellQuote(root) + " " + prices + "stats"));
+  EXPECT_THAT(text.out, ::testing::HasSubstr("tokens       extract ")) << text.out;
 
   // Changing the extraction model re-extracts; changing the answer model changes nothing indexed.
   auto same = RunCommand(env + "GRAG_LLM_QUERY_MODEL=other " +

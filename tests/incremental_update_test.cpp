@@ -895,6 +895,57 @@ TEST(IncrementalUpdateTest, ABudgetStopsARunCleanlyAndTheNextRunResumes) {
   EXPECT_NE(over.status().message().find("llm.max_cost"), std::string::npos);
 }
 
+// A model per role at its own prices (llm.<role>.price_*): the run keeps its tokens by role,
+// grag stats costs them at each role's prices, and a budget counts each role's calls at its own.
+TEST(IncrementalUpdateTest, EachRoleIsCostedAtItsOwnPrices) {
+  Project p(4);
+  auto done = p.Run();
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  const std::map<std::string, int64_t> counters = p.store->TotalRunCounters().value();
+  auto at = [&](const std::string& key) { return counters.count(key) ? counters.at(key) : 0; };
+  ASSERT_GT(at("tokens_in_extract"), 0);
+  ASSERT_GT(at("tokens_in_summarize"), 0);
+  EXPECT_LE(at("tokens_in_extract") + at("tokens_in_summarize") + at("tokens_in_resolve"),
+            at("tokens_in"));
+
+  LlmConfig llm;
+  llm.price_input_per_million = 2;
+  llm.price_output_per_million = 8;
+  llm.extract.price_input_per_million = 0;  // a free local model extracts
+  llm.extract.price_output_per_million = 0;
+  llm.resolve.price_input_per_million = 1;  // output stays at [llm]'s
+  const std::vector<RoleCost> by_role = SpendByRole(counters, llm);
+  ASSERT_EQ(by_role.size(), 3u);
+  for (const RoleCost& r : by_role) {
+    ASSERT_TRUE(r.cost.has_value()) << r.role;
+    const double in = r.role == "summarize" ? 2 : r.role == "resolve" ? 1 : 0;
+    const double out = r.role == "extract" ? 0 : 8;
+    EXPECT_DOUBLE_EQ(*r.cost, (static_cast<double>(at("tokens_in_" + r.role)) * in +
+                               static_cast<double>(at("tokens_out_" + r.role)) * out) /
+                                  1e6)
+        << r.role;
+  }
+  EXPECT_EQ(by_role[0].role, "extract");
+  EXPECT_EQ(by_role[0].calls, at("calls_extract") + at("calls_glean"));
+  EXPECT_EQ(*by_role[0].cost, 0);
+
+  // Only extraction is priced: the budget counts its tokens and stops the run in extraction.
+  Project priced(4);
+  priced.config.llm.extract.price_input_per_million = 1000000;  // a token costs 1
+  priced.config.llm.max_cost = 1;
+  ASSERT_TRUE(ValidateConfig(priced.config).ok());
+  auto over = priced.Run();
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(over.status().message().find("llm.max_cost"), std::string::npos);
+  // Extraction free, everything else unpriced: no budget is reached.
+  Project free_run(4);
+  free_run.config.llm.extract.price_input_per_million = 0;
+  free_run.config.llm.summarize.price_input_per_million = 0.000001;
+  free_run.config.llm.max_cost = 1000;
+  ASSERT_TRUE(free_run.Run().ok());
+}
+
 // The closing note's figures: LLM calls of adding 1%, 5% and 10% new documents, as a fraction
 // of a full index's calls. Asserted loosely (well under a full rebuild), printed exactly.
 TEST(IncrementalUpdateTest, AddingAFewPercentCostsAFewPercentOfAFullIndex) {

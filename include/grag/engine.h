@@ -126,6 +126,9 @@ struct IndexStats {
   int64_t resolved_names = 0;                       // extracted names entity resolution placed
   int64_t merged_names = 0;                         // of which folded into another entity
   std::map<std::string, int64_t> merged_by_method;  // rule, similarity, llm, user
+  // Indexing's calls and tokens by model role over all runs (tokens: runs since they were kept
+  // by role), costed at the prices configured now (LlmConfig::InputPrice): SpendByRole.
+  std::vector<RoleCost> by_role;
 };
 
 // One entity with the other extracted names resolved into it (grag entities list).

@@ -64,6 +64,16 @@ void PrintPlanDetail(const IndexPlan& p) {
             << " reports), about " << FormatCount(e.prompt_tokens) << " tokens in and "
             << FormatCount(e.completion_tokens) << " out";
   if (e.cost) std::cout << fmt::format(", about {:.2f} at the configured prices", *e.cost);
+  if (e.cost) {
+    std::cout << "\n  by role:";
+    const char* sep = " ";
+    for (const RoleCost& r : e.by_role) {
+      std::cout << sep << r.role << " " << r.calls << " calls, " << FormatCount(r.prompt_tokens)
+                << " in, " << FormatCount(r.completion_tokens) << " out"
+                << (r.cost ? fmt::format(", {:.2f}", *r.cost) : "");
+      sep = "; ";
+    }
+  }
   std::cout
       << "\n  extraction is exact; the rest depends on what extraction finds and is estimated "
       << (e.history_runs > 0

@@ -1,6 +1,8 @@
 // grag stats: what the index holds and what it cost.
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "cli.h"
 #include "progress.h"
 #include "grag/engine.h"
@@ -82,6 +84,20 @@ void PrintStats(const IndexStats& st) {
               << " (gleaning " << counter("calls_glean") << "), summarize "
               << counter("calls_summarize") + counter("calls_report") << " (reports "
               << counter("calls_report") << "), resolve " << counter("calls_resolve") << "\n";
+    // Tokens (and costs at the prices configured now) by role, where the runs kept them.
+    bool tokens = false;
+    for (const RoleCost& r : st.by_role) tokens = tokens || r.prompt_tokens > 0;
+    if (tokens) {
+      std::cout << "  tokens       ";
+      const char* sep = "";
+      for (const RoleCost& r : st.by_role) {
+        std::cout << sep << r.role << " " << FormatCount(r.prompt_tokens) << " in, "
+                  << FormatCount(r.completion_tokens) << " out"
+                  << (r.cost ? fmt::format(" ({:.2f})", *r.cost) : "");
+        sep = "; ";
+      }
+      std::cout << "\n";
+    }
   }
   for (const EndpointUsage& e : st.endpoints) {
     std::cout << "  " << FormatEndpoint(e, false) << "\n";

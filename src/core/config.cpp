@@ -88,6 +88,15 @@ std::vector<Setting> RoleSettings(Config& c) {
                             ".base_url; empty = llm.api_key when the role keeps llm.base_url, "
                             "else none"),
                    &role->api_key});
+    for (const char* way : {"input", "output"}) {
+      const std::string key = std::string("price_") + way + "_per_million";
+      out.push_back({Interned("llm." + n + "." + key), "",  // as llm.price_*: no variable
+                     Interned(std::string("Price per million ") + way + " tokens of " + what.at(n) +
+                              "; -1 = llm." + key),
+                     way == std::string("input") ? &role->price_input_per_million
+                                                 : &role->price_output_per_million,
+                     AtLeast(-1)});
+    }
   }
   return out;
 }
@@ -904,6 +913,34 @@ Status CheckAllowed(const Setting& s) {
 
 }  // namespace
 
+const LlmRoleConfig* LlmConfig::Role(std::string_view role) const {
+  if (role == "extract") return &extract;
+  if (role == "summarize") return &summarize;
+  if (role == "resolve") return &resolve;
+  if (role == "query") return &query;
+  return nullptr;
+}
+
+double LlmConfig::InputPrice(std::string_view role) const {
+  const LlmRoleConfig* r = Role(role);
+  return r != nullptr && r->price_input_per_million >= 0 ? r->price_input_per_million
+                                                         : price_input_per_million;
+}
+
+double LlmConfig::OutputPrice(std::string_view role) const {
+  const LlmRoleConfig* r = Role(role);
+  return r != nullptr && r->price_output_per_million >= 0 ? r->price_output_per_million
+                                                          : price_output_per_million;
+}
+
+bool LlmConfig::Priced() const {
+  if (price_input_per_million > 0 || price_output_per_million > 0) return true;
+  for (const LlmRoleConfig* r : {&extract, &summarize, &resolve, &query}) {
+    if (r->price_input_per_million > 0 || r->price_output_per_million > 0) return true;
+  }
+  return false;
+}
+
 Status ValidateConfig(const Config& c) {
   for (const auto& [name, role] :
        {std::pair<const char*, const LlmRoleConfig*>{"extract", &c.llm.extract},
@@ -947,10 +984,10 @@ Status ValidateConfig(const Config& c) {
       return Status::InvalidArgument(
           "resolution.adjudicate_threshold must not exceed resolution.merge_threshold");
   }
-  if (c.llm.max_cost > 0 && c.llm.price_input_per_million == 0 &&
-      c.llm.price_output_per_million == 0)
+  if (c.llm.max_cost > 0 && !c.llm.Priced())
     return Status::InvalidArgument(
-        "llm.max_cost needs llm.price_input_per_million or llm.price_output_per_million");
+        "llm.max_cost needs llm.price_input_per_million or llm.price_output_per_million (or a "
+        "role's)");
   {
     const DriftConfig& d = c.drift;
     if (d.local_chunk_share + d.local_relationship_share + d.local_report_share > 1.0 + 1e-9)

@@ -639,6 +639,7 @@ Result<IndexStats> Engine::Stats(int64_t top_entities) {
   GRAG_ASSIGN_OR_RETURN(out.store, store.Stats());
   GRAG_ASSIGN_OR_RETURN(out.spent, store.TotalRunCounters());
   out.endpoints = EndpointsFromRunCounters(out.spent);
+  out.by_role = SpendByRole(out.spent, impl_->config.llm);
   GRAG_ASSIGN_OR_RETURN(out.top_entities, store.ListEntities(top_entities));
   for (EmbeddingOwner owner :
        {EmbeddingOwner::kEntity, EmbeddingOwner::kChunk, EmbeddingOwner::kReport}) {

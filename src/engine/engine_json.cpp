@@ -549,6 +549,18 @@ json EndpointsArray(const std::vector<EndpointUsage>& endpoints, bool with_media
   return out;
 }
 
+// {"extract": {"calls", "prompt_tokens", "completion_tokens", "cost"}, ...}
+json RoleCostsObject(const std::vector<RoleCost>& roles) {
+  json out = json::object();
+  for (const RoleCost& r : roles) {
+    out[r.role] = {{"calls", r.calls},
+                   {"prompt_tokens", r.prompt_tokens},
+                   {"completion_tokens", r.completion_tokens},
+                   {"cost", r.cost ? json(*r.cost) : json(nullptr)}};
+  }
+  return out;
+}
+
 json PlanObject(const IndexPlan& p) {
   return {
       {"documents",
@@ -570,6 +582,7 @@ json PlanObject(const IndexPlan& p) {
         {"prompt_tokens", p.estimate.prompt_tokens},
         {"completion_tokens", p.estimate.completion_tokens},
         {"cost", p.estimate.cost ? json(*p.estimate.cost) : json(nullptr)},
+        {"by_role", RoleCostsObject(p.estimate.by_role)},
         {"history_runs", p.estimate.history_runs},
         {"update", p.estimate.update}}},
   };
@@ -706,6 +719,8 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
   out["llm_calls_by_role"] = {{"extract", counter("calls_extract") + counter("calls_glean")},
                               {"summarize", counter("calls_summarize") + counter("calls_report")},
                               {"resolve", counter("calls_resolve")}};
+  // The same with tokens and, at the prices configured now, costs.
+  out["llm_by_role"] = RoleCostsObject(st.by_role);
   return Dump(out, pretty);
 }
 

@@ -243,8 +243,7 @@ void Advise(const Config& c, DoctorReport& r) {
                     "{} tokens and its reply: lower chunks.size",
                     *r.context_window, r.extraction_prompt_tokens));
   }
-  if (r.llm_configured && c.llm.price_input_per_million <= 0 &&
-      c.llm.price_output_per_million <= 0) {
+  if (r.llm_configured && !c.llm.Priced()) {
     add("set llm.price_input_per_million and llm.price_output_per_million to see what an index "
         "costs (dry runs and budgets use them too)");
   }
@@ -284,8 +283,7 @@ Result<DoctorReport> RunDoctor(const Config& config, const DoctorOptions& option
     }
     r.calls_per_chunk = 1 + config.extraction.gleanings;
     const DoctorProbe& e = r.probes.front();
-    if (e.ok &&
-        (config.llm.price_input_per_million > 0 || config.llm.price_output_per_million > 0)) {
+    if (e.ok && config.llm.Priced()) {
       // A glean turn re-sends the conversation: about the prompt and the reply again as prompt.
       const double prompt_tokens = static_cast<double>(e.prompt_tokens) +
                                    static_cast<double>(config.extraction.gleanings) *
@@ -293,8 +291,8 @@ Result<DoctorReport> RunDoctor(const Config& config, const DoctorOptions& option
       const double completion_tokens = static_cast<double>(e.completion_tokens) *
                                        static_cast<double>(1 + config.extraction.gleanings);
       r.cost_per_1000_chunks = 1000.0 *
-                               (prompt_tokens * config.llm.price_input_per_million +
-                                completion_tokens * config.llm.price_output_per_million) /
+                               (prompt_tokens * config.llm.InputPrice("extract") +
+                                completion_tokens * config.llm.OutputPrice("extract")) /
                                1e6;
     }
   }

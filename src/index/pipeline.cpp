@@ -3,6 +3,8 @@
 #include "grag/indexer.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <set>
 
 #include <fmt/format.h>
@@ -20,7 +22,8 @@ namespace {
 
 // The run's chat model, as every call of the run reaches it.
 // - Within the run's budget (llm.max_calls, llm.max_cost): once the calls that reached the model
-//   (cache hits are free) or their cost at the configured prices reach the limit, every further
+//   (cache hits are free) or their cost at the configured prices (each role's own where it sets
+//   them: llm.<role>.price_*) reach the limit, every further
 //   call fails with kResourceExhausted, which stops the run like any model error: what was done is
 //   stored and the next run resumes. Calls already in flight finish, so a run may end up to
 //   llm.concurrency calls over the limit.
@@ -40,10 +43,7 @@ class RunChat : public ChatModel {
                                 "{}); raise it, or run again to go on from here",
                                 calls, config_.max_calls));
     }
-    const double cost =
-        (static_cast<double>(u.prompt_tokens) * config_.price_input_per_million +
-         static_cast<double>(u.completion_tokens) * config_.price_output_per_million) /
-        1e6;
+    const double cost = Cost(u);
     if (config_.max_cost > 0 && cost >= config_.max_cost) {
       return Status(ErrorCode::kResourceExhausted,
                     fmt::format("the run's LLM budget is spent: {:.4f} spent (llm.max_cost = "
@@ -51,6 +51,12 @@ class RunChat : public ChatModel {
                                 cost, config_.max_cost));
     }
     Result<ChatResponse> reply = inner_.Chat(request);
+    if (reply.ok() && !reply->cache_hit) {
+      std::lock_guard lock(mu_);
+      RoleSpend& spent = by_role_[std::string(ChatRoleName(request.role))];
+      spent.prompt_tokens += reply->prompt_tokens;
+      spent.completion_tokens += reply->completion_tokens;
+    }
     on_reply_();
     return reply;
   }
@@ -58,11 +64,41 @@ class RunChat : public ChatModel {
   const std::string& model_for(ChatRole role) const override { return inner_.model_for(role); }
   LlmUsage Usage() const override { return inner_.Usage(); }
 
+  // Tokens of the replies each role's calls got ("extract", ...; "default"), cache hits aside.
+  struct RoleSpend {
+    int64_t prompt_tokens = 0;
+    int64_t completion_tokens = 0;
+  };
+  std::map<std::string, RoleSpend> SpendByRole() const {
+    std::lock_guard lock(mu_);
+    return by_role_;
+  }
+
  private:
+  // What `u` (the run's usage) cost: each role's replies at its prices (LlmConfig::InputPrice),
+  // and tokens no reply accounts for (a reply the validator refused) at [llm]'s.
+  double Cost(const LlmUsage& u) const {
+    std::lock_guard lock(mu_);
+    double cost = 0;
+    int64_t in = u.prompt_tokens;
+    int64_t out = u.completion_tokens;
+    for (const auto& [role, spent] : by_role_) {
+      cost += static_cast<double>(spent.prompt_tokens) * config_.InputPrice(role) +
+              static_cast<double>(spent.completion_tokens) * config_.OutputPrice(role);
+      in -= spent.prompt_tokens;
+      out -= spent.completion_tokens;
+    }
+    cost += static_cast<double>(std::max<int64_t>(in, 0)) * config_.price_input_per_million +
+            static_cast<double>(std::max<int64_t>(out, 0)) * config_.price_output_per_million;
+    return cost / 1e6;
+  }
+
   ChatModel& inner_;
   const LlmConfig& config_;
   const LlmUsage base_;
   const std::function<void()> on_reply_;
+  mutable std::mutex mu_;
+  std::map<std::string, RoleSpend> by_role_;
 };
 
 }  // namespace
@@ -127,6 +163,31 @@ std::vector<EndpointUsage> EndpointsFromRunCounters(
     if (figure == "tokens_out") it->completion_tokens = value;
     if (figure == "latency_ms_sum") it->latency_ms_sum = value;
     if (figure == "answered") it->latency_histogram = {value};  // a count without the spread
+  }
+  return out;
+}
+
+std::vector<RoleCost> SpendByRole(const std::map<std::string, int64_t>& counters,
+                                  const LlmConfig& llm) {
+  auto get = [&counters](const std::string& key) {
+    auto it = counters.find(key);
+    return it == counters.end() ? int64_t{0} : it->second;
+  };
+  std::vector<RoleCost> out;
+  for (const char* role : {"extract", "summarize", "resolve"}) {
+    RoleCost r;
+    r.role = role;
+    r.calls = role == std::string_view("extract")     ? get("calls_extract") + get("calls_glean")
+              : role == std::string_view("summarize") ? get("calls_summarize") + get("calls_report")
+                                                      : get("calls_resolve");
+    r.prompt_tokens = get(std::string("tokens_in_") + role);
+    r.completion_tokens = get(std::string("tokens_out_") + role);
+    if (llm.Priced()) {
+      r.cost = (static_cast<double>(r.prompt_tokens) * llm.InputPrice(role) +
+                static_cast<double>(r.completion_tokens) * llm.OutputPrice(role)) /
+               1e6;
+    }
+    out.push_back(std::move(r));
   }
   return out;
 }
@@ -222,6 +283,13 @@ static Result<IndexSummary> RunIndexWith(const Config& config, const IndexReques
   counters["calls_summarize"] = s.calls.summarize;
   counters["calls_report"] = s.calls.report;
   counters["update_run"] = clustered.has_value() ? 1 : 0;  // for estimates (EstimateCalls)
+  if (gate) {
+    // Tokens by model role, for costs at each role's prices (grag stats, estimates).
+    for (const auto& [role, spent] : gate->SpendByRole()) {
+      counters["tokens_in_" + role] = spent.prompt_tokens;
+      counters["tokens_out_" + role] = spent.completion_tokens;
+    }
+  }
   (void)store.UpdateRun(s.run_id, "", counters);
   if (!failure.ok()) {
     (void)store.FinishRun(

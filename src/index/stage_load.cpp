@@ -84,6 +84,8 @@ constexpr double kJudgePromptTokens = 2400;
 constexpr double kSummaryPromptTokens = 1500;
 constexpr double kReportPromptTokens = 1500;
 constexpr double kCompletionTokens = 400;
+// The model roles an index run calls (grag/config.h's LlmRoleConfig), as its counters name them.
+constexpr const char* kIndexRoles[] = {"extract", "summarize", "resolve"};
 
 // Distinct capitalised words not at a sentence's start ("Marley", "London"): what the text
 // names, roughly, in one pass over it. The reports a model's graph gets follow the number of
@@ -153,6 +155,12 @@ Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks
                             "calls_report", "llm_calls", "tokens_in", "tokens_out"}) {
       sum[key] += get(key);
     }
+    for (const char* role : kIndexRoles) {
+      for (const char* way : {"tokens_in_", "tokens_out_"}) {
+        const std::string key = way + std::string(role);
+        sum[key] += get(key.c_str());
+      }
+    }
   }
   const auto n = static_cast<double>(chunks);
   const double t = static_cast<double>(std::max<int64_t>(tokens, 0));
@@ -162,15 +170,34 @@ Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks
                                ? std::max(1.0, std::ceil(c.resolution.max_judge_share * n))
                                : 1e18;
   e.calls.extract = chunks;
+  // Per model role (extract: extraction and gleaning; resolve: the judge; summarize: summaries
+  // and reports), so that each is costed at its role's prices.
+  std::map<std::string, std::pair<double, double>> role_tokens;  // role -> tokens in, out
   if (e.history_runs > 0) {
     const double per = sum["calls_extract"];
     e.calls.glean = count(n * sum["calls_glean"] / per);
     e.calls.resolve = count(std::min(judge_cap, n * sum["calls_resolve"] / per));
     e.calls.summarize = count(n * sum["calls_summarize"] / per);
     e.calls.report = count(n * sum["calls_report"] / per);
-    const double calls = static_cast<double>(e.calls.Total());
-    e.prompt_tokens = count(calls * sum["tokens_in"] / std::max(1.0, sum["llm_calls"]));
-    e.completion_tokens = count(calls * sum["tokens_out"] / std::max(1.0, sum["llm_calls"]));
+    // Tokens a call of each role took in the earlier runs (runs that kept no tokens by role:
+    // the average call's).
+    const double any_calls = std::max(1.0, sum["llm_calls"]);
+    const std::map<std::string, std::pair<double, double>> calls_by_role = {
+        {"extract",
+         {sum["calls_extract"] + sum["calls_glean"],
+          static_cast<double>(e.calls.extract + e.calls.glean)}},
+        {"resolve", {sum["calls_resolve"], static_cast<double>(e.calls.resolve)}},
+        {"summarize",
+         {sum["calls_summarize"] + sum["calls_report"],
+          static_cast<double>(e.calls.summarize + e.calls.report)}}};
+    for (const auto& [role, calls] : calls_by_role) {
+      const auto& [past, expected] = calls;
+      const double in = sum["tokens_in_" + role];
+      const double out = sum["tokens_out_" + role];
+      const bool known = past > 0 && in > 0;
+      role_tokens[role] = {expected * (known ? in / past : sum["tokens_in"] / any_calls),
+                           expected * (known ? out / past : sum["tokens_out"] / any_calls)};
+    }
   } else {
     const double rounds = static_cast<double>(std::max<int64_t>(0, c.extraction.gleanings));
     const double gleaned = c.extraction.glean_below_yield > 0 ? kGleanShare : 1.0;
@@ -183,17 +210,35 @@ Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks
     Log(LogLevel::kDebug, "plan",
         fmt::format("estimated from {} chunks, {} tokens, {} names", chunks, tokens, names));
     const double per_chunk = n > 0 ? t / n : 0;
-    e.prompt_tokens = count(t + kExtractPromptTokens * n +
-                            static_cast<double>(e.calls.glean) * (per_chunk + kGleanPromptTokens) +
-                            static_cast<double>(e.calls.resolve) * kJudgePromptTokens +
-                            static_cast<double>(e.calls.summarize) * kSummaryPromptTokens +
-                            static_cast<double>(e.calls.report) * kReportPromptTokens);
-    e.completion_tokens = count(static_cast<double>(e.calls.Total()) * kCompletionTokens);
+    auto out = [](int64_t calls) { return static_cast<double>(calls) * kCompletionTokens; };
+    role_tokens["extract"] = {
+        t + kExtractPromptTokens * n +
+            static_cast<double>(e.calls.glean) * (per_chunk + kGleanPromptTokens),
+        out(e.calls.extract + e.calls.glean)};
+    role_tokens["resolve"] = {static_cast<double>(e.calls.resolve) * kJudgePromptTokens,
+                              out(e.calls.resolve)};
+    role_tokens["summarize"] = {static_cast<double>(e.calls.summarize) * kSummaryPromptTokens +
+                                    static_cast<double>(e.calls.report) * kReportPromptTokens,
+                                out(e.calls.summarize + e.calls.report)};
   }
-  if (c.llm.price_input_per_million > 0 || c.llm.price_output_per_million > 0) {
-    e.cost = (static_cast<double>(e.prompt_tokens) * c.llm.price_input_per_million +
-              static_cast<double>(e.completion_tokens) * c.llm.price_output_per_million) /
-             1e6;
+  const bool priced = c.llm.Priced();
+  for (const char* role : kIndexRoles) {
+    RoleCost r;
+    r.role = role;
+    r.calls = role == std::string_view("extract")   ? e.calls.extract + e.calls.glean
+              : role == std::string_view("resolve") ? e.calls.resolve
+                                                    : e.calls.summarize + e.calls.report;
+    r.prompt_tokens = count(role_tokens[role].first);
+    r.completion_tokens = count(role_tokens[role].second);
+    if (priced) {
+      r.cost = (static_cast<double>(r.prompt_tokens) * c.llm.InputPrice(role) +
+                static_cast<double>(r.completion_tokens) * c.llm.OutputPrice(role)) /
+               1e6;
+      e.cost = e.cost.value_or(0) + *r.cost;
+    }
+    e.prompt_tokens += r.prompt_tokens;
+    e.completion_tokens += r.completion_tokens;
+    e.by_role.push_back(std::move(r));
   }
   return e;
 }

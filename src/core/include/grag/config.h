@@ -60,6 +60,9 @@ struct LlmRoleConfig {
   std::string model;
   std::string base_url;
   std::string api_key;
+  // Per million tokens; below 0: llm.price_*_per_million (0 is a price: a free local model).
+  double price_input_per_million = -1;
+  double price_output_per_million = -1;
   bool empty() const { return model.empty() && base_url.empty() && api_key.empty(); }
 };
 
@@ -99,6 +102,15 @@ struct LlmConfig {
   LlmRoleConfig summarize;  // description summaries and community reports
   LlmRoleConfig resolve;    // the entity-resolution judge
   LlmRoleConfig query;      // the router, map and reduce, answers
+
+  // The role named `role` ("extract", "summarize", "resolve", "query"); null for any other name
+  // ("default": [llm] itself).
+  const LlmRoleConfig* Role(std::string_view role) const;
+  // What a role's tokens cost per million: its own price where it sets one, else [llm]'s.
+  double InputPrice(std::string_view role) const;
+  double OutputPrice(std::string_view role) const;
+  // Some price is set, [llm]'s or a role's: token counts can be shown as costs.
+  bool Priced() const;
 };
 
 struct EmbeddingConfig {

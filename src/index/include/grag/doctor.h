@@ -45,7 +45,7 @@ struct DoctorReport {
   std::vector<DoctorProbe> probes;
   std::vector<std::string> adaptations;  // what the client changed to suit the servers
   // Extraction (and gleaning) at the configured prices, from the sample's tokens.
-  std::optional<double> cost_per_1000_chunks;
+  std::optional<double> cost_per_1000_chunks;  // at the extract role's prices
   int64_t calls_per_chunk = 0;
   std::vector<std::string> advice;  // what to change, most important first
   bool ok = true;                   // every probe ok and nothing that stops an index

@@ -59,13 +59,27 @@ struct CallsByKind {
 // runs of the same kind (a first index, or an update of an existing graph), or, with none, from
 // typical ratios (bench/incremental_cost's transcript corpus). Tokens likewise; a cost when the
 // prices are configured.
+// One model role's calls, tokens and cost (an estimate's share, or an index's spend in grag
+// stats): extract (extraction and gleaning), summarize (summaries and reports), resolve (the
+// judge).
+struct RoleCost {
+  std::string role;
+  int64_t calls = 0;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  std::optional<double> cost;  // at the role's prices (LlmConfig::InputPrice); nullopt: none set
+};
+
 struct CallEstimate {
   CallsByKind calls;
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
-  std::optional<double> cost;  // at llm.price_*_per_million; nullopt when no price is set
-  int64_t history_runs = 0;    // earlier runs the ratios come from; 0: typical ratios
-  bool update = false;         // estimated as an update of an existing graph
+  // At each role's prices (llm.<role>.price_*, else llm.price_*_per_million); nullopt when no
+  // price is set.
+  std::optional<double> cost;
+  std::vector<RoleCost> by_role;  // extract, summarize, resolve; they sum to the above
+  int64_t history_runs = 0;       // earlier runs the ratios come from; 0: typical ratios
+  bool update = false;            // estimated as an update of an existing graph
 };
 
 // What an update will do, worked out from content hashes before any model is called.
@@ -224,6 +238,13 @@ std::map<std::string, int64_t> EndpointRunCounters(const std::vector<EndpointUsa
 // The endpoints such counters describe (other keys are ignored), by role then name. The latency
 // median is not recoverable from sums: only the mean (latency_ms_sum / answered) is.
 std::vector<EndpointUsage> EndpointsFromRunCounters(const std::map<std::string, int64_t>& counters);
+
+// extract, summarize and resolve's calls and tokens in an index's run counters (summed over
+// runs: Store::TotalRunCounters; "tokens_in_<role>", "tokens_out_<role>"), costed at `llm`'s
+// prices (LlmConfig::InputPrice) when it has some. Runs before tokens were kept by role count
+// their calls only.
+std::vector<RoleCost> SpendByRole(const std::map<std::string, int64_t>& counters,
+                                  const LlmConfig& llm);
 
 // The extractor whose results the pipeline uses with `context`'s models.
 ExtractorId ExtractorFor(const IndexContext& context);
