@@ -289,10 +289,12 @@ async function renderPassage(t) {
   }
   const [pre, first] = markedText(d.text, joinedRanges(t.spans, d.characters), t.cite);
   out.push(pre);
-  // Once the panel shows it: the first highlight in the middle of the panel.
+  // Once the panel shows it: the first highlight in the middle of the text's own scroll box,
+  // the heading, claim and links kept in view above it.
   if (first) {
     requestAnimationFrame(() => {
-      if (first.isConnected) first.scrollIntoView({block: 'center'});
+      if (!first.isConnected) return;
+      pre.scrollTop = Math.max(0, first.offsetTop - (pre.clientHeight - first.offsetHeight) / 2);
     });
   }
   return out;

@@ -56,9 +56,11 @@ async function passageShown(page) {
   await page.waitForFunction(() => {
     const mark = document.querySelector('#detail-body mark.cited');
     if (!mark) return document.querySelector('#detail-body .error') !== null;
+    // In view: inside the text's scroll box, and that box inside the panel.
     const r = mark.getBoundingClientRect();
+    const box = mark.closest('pre').getBoundingClientRect();
     const p = document.getElementById('detail').getBoundingClientRect();
-    return r.bottom > p.top && r.top < p.bottom;
+    return r.bottom > box.top && r.top < box.bottom && r.bottom > p.top && r.top < p.bottom;
   }, WAIT);
   detail.marks = await page.$$eval('#detail-body mark.cited', (ms) => ms.map((m) => ({
     text: m.textContent, start: Number(m.dataset.start), end: Number(m.dataset.end),
