@@ -259,10 +259,16 @@ function markedText(text, ranges, cite) {
 
 // A citation's passage(s) highlighted in its document (target from answer.js citationPassage).
 async function renderPassage(t) {
-  const d = await api(`/v1/documents/${encodeURIComponent(t.id)}/text`);
+  let d = null;
+  let failure = null;
+  try {
+    d = await api(`/v1/documents/${encodeURIComponent(t.id)}/text`);
+  } catch (err) {
+    failure = err;  // shown under the heading: what the citation names stays one click away
+  }
   const out = [
     h('div', {class: 'kind'}, `cited passage [${t.cite}]`),
-    h('h2', {}, link(d.title || d.id, {kind: 'document', id: d.id})),
+    h('h2', {}, d ? link(d.title || d.id, {kind: 'document', id: d.id}) : t.id),
     h('p', {class: 'muted'}, t.spans.map((s) => `chars ${s.start}–${s.end} (${s.precision})`)
       .join(' · ')),
   ];
@@ -271,11 +277,15 @@ async function renderPassage(t) {
     out.push(h('p', {}, 'Cites ', link(t.citedLabel || t.cited.kind, t.cited,
                                         {class: 'cited-item'})));
   }
-  if (d.note) out.push(h('p', {class: 'error'}, d.note));
+  if (failure) {
+    out.push(errorBox(failure));
+    return out;
+  }
+  if (d.note) out.push(h('p', {class: 'warning'}, d.note));
   const hashes = new Set(t.spans.map((s) => s.content_hash).filter(Boolean));
   if (hashes.size && !hashes.has(d.content_hash)) {
-    out.push(h('p', {class: 'error'}, 'The document was indexed again since this answer: ' +
-                                      'the highlighted characters may not be the cited ones.'));
+    out.push(h('p', {class: 'warning'}, 'The document was indexed again since this answer: ' +
+                                        'the highlighted characters may not be the cited ones.'));
   }
   const elsewhere = t.elsewhere || [];
   if (elsewhere.length) {
