@@ -839,6 +839,108 @@ TEST_F(E2eServerTest, DocumentsAndIndexJobs) {
   EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
 }
 
+// The bytes of `text` from code point `start` to code point `end` (what Python's text[start:end]
+// gives), or "<out of range>".
+std::string CodePointSlice(const std::string& text, int64_t start, int64_t end) {
+  std::vector<size_t> at;  // byte offset of each code point, then the end
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) at.push_back(i);
+  }
+  at.push_back(text.size());
+  if (start < 0 || end < start || static_cast<size_t>(end) >= at.size()) return "<out of range>";
+  return text.substr(at[start], at[end] - at[start]);
+}
+
+// Issue 38: GET /v1/documents/{id}/text gives the text citation offsets index (code points into
+// the file after its byte-order mark; a record's text field), behind the API key; it says when
+// the file no longer holds the indexed text.
+TEST_F(E2eServerTest, DocumentTextIsWhatCitationOffsetsIndex) {
+  TempDir fresh;
+  const std::string root = fresh / "p";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  // Characters outside the Basic Multilingual Plane before the cited sentence: a client that
+  // counted UTF-16 units or bytes would land elsewhere.
+  const std::string body =
+      "# 🎄 Die Geister 👻\n\nDer Geist der zukünftigen Weihnacht zeigte Scrooge sein eigenes "
+      "Grab. Scrooge weinte.\n";
+  std::filesystem::create_directories(root + "/input/sub");
+  std::ofstream(root + "/input/sub/geister.md", std::ios::binary) << "\xEF\xBB\xBF" << body;
+  // A record whose id ends in "/text": GET /v1/documents/memo/text is still that document.
+  std::ofstream(root + "/input/records.jsonl", std::ios::binary)
+      << R"({"id": "memo/text", "text": "Mira Okafor wrote a memo about Zorblax the llama."})"
+      << "\n";
+  auto index = RunCommand(Grag("--root " + ShellQuote(root) + " --no-llm index --no-progress"));
+  ASSERT_EQ(index.exit_code, 0) << index.err;
+  ASSERT_NO_FATAL_FAILURE(Serve(root, "GRAG_API_KEYS=text-key"));
+
+  EXPECT_EQ(client_->Get("/v1/documents/sub/geister.md/text")->status, 401);
+  client_->set_bearer_token_auth("text-key");
+  auto got = client_->Get("/v1/documents/sub/geister.md/text");
+  ASSERT_EQ(got->status, 200) << got->body;
+  json doc = Parse(got);
+  EXPECT_EQ(doc["id"], "sub/geister.md");
+  EXPECT_EQ(doc["source_path"], "input/sub/geister.md");
+  EXPECT_EQ(doc["file"], "unchanged");
+  EXPECT_TRUE(doc["note"].is_null());
+  EXPECT_EQ(doc["text"], body);  // the file's text, after its byte-order mark
+  EXPECT_EQ(doc["bytes"], body.size());
+  EXPECT_EQ(doc["characters"], 105);
+  // The id written with its '/' escaped is the same document.
+  EXPECT_EQ(Parse(client_->Get("/v1/documents/sub%2Fgeister.md/text"))["text"], body);
+
+  // A citation's offsets, applied to that text, give the span's text.
+  auto answer =
+      Parse(Post("/v1/query", {{"question", "Was zeigte der Geist der zukünftigen Weihnacht?"},
+                               {"method", "basic"}}));
+  json span;
+  for (const auto& c : answer["citations"]) {
+    for (const auto& s : c["spans"]) {
+      if (s["document_id"] == "sub/geister.md" &&
+          s["text"].get<std::string>().find("Grab.") != std::string::npos)
+        span = s;
+    }
+  }
+  ASSERT_FALSE(span.is_null()) << answer.dump();
+  EXPECT_EQ(span["text"], "Der Geist der zukünftigen Weihnacht zeigte Scrooge sein eigenes Grab.");
+  EXPECT_EQ(span["start"], 19);  // code points: the two emoji count one each
+  EXPECT_EQ(CodePointSlice(body, span["start"], span["end"]), span["text"]);
+  EXPECT_EQ(body.substr(span["byte_start"].get<size_t>(),
+                        span["byte_end"].get<size_t>() - span["byte_start"].get<size_t>()),
+            span["text"]);
+  EXPECT_EQ(span["content_hash"], doc["content_hash"]);
+
+  // A record's text is its text field; an id ending in "/text" is not taken for this route.
+  auto memo = Parse(client_->Get("/v1/documents/memo/text/text"));
+  EXPECT_EQ(memo["text"], "Mira Okafor wrote a memo about Zorblax the llama.") << memo.dump();
+  EXPECT_EQ(memo["file"], "unchanged");
+  auto memo_doc = Parse(client_->Get("/v1/documents/memo/text"));
+  EXPECT_EQ(memo_doc["id"], "memo/text") << memo_doc.dump();
+  EXPECT_TRUE(memo_doc.contains("chunks")) << memo_doc.dump();
+
+  auto unknown = client_->Get("/v1/documents/nope.md/text");
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_EQ(Parse(unknown)["error"]["type"], "not_found") << unknown->body;
+  EXPECT_NE(unknown->body.find("nope.md"), std::string::npos) << unknown->body;
+
+  // The file changed, then gone: the indexed text, the offsets' text, saying so.
+  std::ofstream(root + "/input/sub/geister.md", std::ios::binary) << "Neu geschrieben.\n";
+  auto changed = Parse(client_->Get("/v1/documents/sub/geister.md/text"));
+  EXPECT_EQ(changed["file"], "changed");
+  EXPECT_EQ(changed["text"], body);
+  EXPECT_NE(changed["note"].get<std::string>().find("changed since it was indexed"),
+            std::string::npos)
+      << changed.dump();
+  std::filesystem::remove(root + "/input/sub/geister.md");
+  auto missing = Parse(client_->Get("/v1/documents/sub/geister.md/text"));
+  EXPECT_EQ(missing["file"], "missing");
+  EXPECT_EQ(missing["text"], body);
+
+  // Described in the API's description.
+  auto api = Parse(client_->Get("/openapi.json"));
+  EXPECT_TRUE(api["paths"].contains("/v1/documents/{id}/text")) << api["paths"].dump();
+  EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
+}
+
 // Prometheus's text format read back: "name{labels}" -> value, for the lines that are samples.
 std::map<std::string, double> ParseMetrics(const std::string& text) {
   std::map<std::string, double> out;

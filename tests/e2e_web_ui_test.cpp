@@ -9,10 +9,12 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "support/run_command.h"
 #include "support/server_process.h"
@@ -42,6 +44,78 @@ bool HasSection(const json& detail, const std::string& prefix) {
     if (s.is_string() && s.get<std::string>().rfind(prefix, 0) == 0) return true;
   }
   return false;
+}
+
+// The bytes of `text` from code point `start` to code point `end` (Python's text[start:end]),
+// or "<out of range>".
+std::string CodePointSlice(const std::string& text, int64_t start, int64_t end) {
+  std::vector<size_t> at;  // byte offset of each code point, then the end
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) at.push_back(i);
+  }
+  at.push_back(text.size());
+  if (start < 0 || end < start || static_cast<size_t>(end) >= at.size()) return "<out of range>";
+  return text.substr(at[start], at[end] - at[start]);
+}
+
+// The text of input/`id` as citation offsets index it (after a byte-order mark).
+std::string InputText(const std::string& root, const std::string& id) {
+  const std::string text = testing::ReadFile(root + "/input/" + id);
+  return text.rfind("\xEF\xBB\xBF", 0) == 0 ? text.substr(3) : text;
+}
+
+// The citation marked `cite` of the answer the server gives `question` by `method`: the
+// browser's question asked again (answers without a model do not vary).
+json AskedCitation(const std::string& base, const std::string& question, const std::string& method,
+                   const std::string& cite) {
+  const json body = {{"question", question}, {"method", method}};
+  auto r = RunCommand("curl -s -H " + ShellQuote("Authorization: Bearer " + kKey) +
+                      " -H 'Content-Type: application/json' --data-binary " +
+                      ShellQuote(body.dump()) + " " + ShellQuote(base + "/v1/query"));
+  json answer = json::parse(r.out, nullptr, false);
+  if (!answer.is_object() || !answer.contains("citations")) return json();
+  for (const auto& c : answer["citations"]) {
+    const std::string key = c.contains("community") && !c.contains("chunk_id") &&
+                                    !c["community"].is_null() && !c.contains("ref")
+                                ? c["community"].dump()
+                                : Str(c, "id");
+    if (key == cite || Str(c, "id") == cite) return c;
+  }
+  return json();
+}
+
+// A passage the browser showed (`passage`: the document id and its highlights): each highlight
+// is the file's characters at its code point offsets; with `citation` (the JSON answer's), each
+// of its spans in that document is inside a highlight, its text included. The highlighted texts.
+std::vector<std::string> CheckPassage(const std::string& root, const json& passage,
+                                      const json& citation) {
+  std::vector<std::string> out;
+  const std::string id = Str(passage, "id");
+  EXPECT_FALSE(id.empty()) << passage;
+  EXPECT_EQ(Str(passage, "error"), "") << passage;
+  const std::string text = InputText(root, id);
+  EXPECT_FALSE(text.empty()) << id;
+  EXPECT_FALSE(passage["marks"].empty()) << passage;
+  for (const auto& m : passage["marks"]) {
+    const std::string shown = Str(m, "text");
+    out.push_back(shown);
+    EXPECT_FALSE(shown.empty()) << m;
+    EXPECT_EQ(shown, CodePointSlice(text, m["start"].get<int64_t>(), m["end"].get<int64_t>())) << m;
+  }
+  if (citation.is_null()) return out;
+  size_t spans = 0;
+  for (const auto& s : citation["spans"]) {
+    if (Str(s, "document_id") != id) continue;
+    ++spans;
+    bool inside = false;
+    for (const auto& m : passage["marks"]) {
+      inside = inside || (m["start"] <= s["start"] && s["end"] <= m["end"] &&
+                          Str(m, "text").find(Str(s, "text")) != std::string::npos);
+    }
+    EXPECT_TRUE(inside) << "span " << s << "\nhighlights " << passage["marks"];
+  }
+  EXPECT_GT(spans, 0u) << citation << "\n" << passage;
+  return out;
 }
 
 // The path of chromium, or "" with `why_not` saying what to install (node, puppeteer-core or
@@ -95,6 +169,16 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
   const std::string root = dir / "carol";
   const std::string grag = ShellQuote(GRAG_BINARY);
   ASSERT_EQ(MakeBookProject(grag, root), "");
+  // A note whose cited sentence comes after characters outside the Basic Multilingual Plane:
+  // the page must count the offsets in code points, not in its strings' UTF-16 units.
+  const std::string sentence =
+      "Der Geist der zukünftigen Weihnacht zeigte Scrooge sein eigenes Grab.";
+  std::filesystem::create_directories(root + "/input/notes");
+  std::ofstream(root + "/input/notes/geister.md", std::ios::binary)
+      << "\xEF\xBB\xBF# 🎄 Die Geister 👻\n\n"
+      << sentence << " Scrooge weinte.\n";
+  auto reindex = RunCommand(grag + " --root " + ShellQuote(root) + " --no-llm index --no-progress");
+  ASSERT_EQ(reindex.exit_code, 0) << reindex.err;
 
   ServerProcess serve;
   ASSERT_TRUE(serve.Start(grag + " --root " + ShellQuote(root) +
@@ -125,7 +209,7 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
     std::cout << "  " << s.get<std::string>() << "\n";
     EXPECT_GT(std::filesystem::file_size(s.get<std::string>(), ec), 10000u) << s;
   }
-  EXPECT_EQ(out["screenshots"].size(), 6u) << out["screenshots"];
+  EXPECT_EQ(out["screenshots"].size(), 8u) << out["screenshots"];
 
   // Nothing went wrong inside the page.
   EXPECT_TRUE(out["page_errors"].empty()) << out["page_errors"];
@@ -146,11 +230,19 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
   EXPECT_NE(Str(a, "meta").find("chosen by the router"), std::string::npos) << a;
   EXPECT_EQ(Str(a["detail"], "error"), "") << a["detail"];
   EXPECT_FALSE(Str(a["detail"], "title").empty()) << a["detail"];
+  // Issue 38: the citation opened its passage in the book, highlighted: the characters of the
+  // file at the offsets of the answer's spans, and scrolled into view.
+  ASSERT_TRUE(a["detail"].contains("passage")) << a["detail"];
+  EXPECT_EQ(Str(a["detail"]["passage"], "id"), "christmas_carol.txt");
+  CheckPassage(root, a["detail"]["passage"],
+               AskedCitation(base, "Who is Marley?", "auto", Str(a["detail"], "clicked")));
   const json& gl = out["global"];
   EXPECT_EQ(Str(gl, "method"), "global");
   EXPECT_GT(gl.value("inline_citations", 0), 0) << gl;
   EXPECT_EQ(Str(gl["detail"], "error"), "") << gl["detail"];
   EXPECT_TRUE(HasSection(gl["detail"], "Members")) << gl["detail"];
+  ASSERT_TRUE(gl["detail"].contains("passage")) << gl["detail"];
+  CheckPassage(root, gl["detail"]["passage"], json());
   const json& l = out["local"];
   EXPECT_EQ(Str(l, "method"), "local");
   EXPECT_NE(Str(l, "answer").find("Marley"), std::string::npos) << l;
@@ -165,6 +257,23 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
   EXPECT_FALSE(Str(l["community"], "title").empty()) << l["community"];
   EXPECT_EQ(Str(l["chunk"], "error"), "") << l["chunk"];
   EXPECT_NE(Str(l["chunk"], "title").find("christmas_carol.txt"), std::string::npos) << l["chunk"];
+  for (const char* kind : {"entity", "relationship", "community", "chunk"}) {
+    ASSERT_TRUE(l[kind].contains("passage")) << kind << ": " << l[kind];
+    CheckPassage(root, l[kind]["passage"], json());
+  }
+
+  // The note's passage, opened from the source list: exactly the cited sentence highlighted,
+  // though two emoji come before it; again after going back to it.
+  const json& p = out["passage"];
+  EXPECT_EQ(Str(p, "method"), "basic") << p;
+  ASSERT_TRUE(p["detail"].contains("passage")) << p;
+  EXPECT_EQ(Str(p["detail"]["passage"], "id"), "notes/geister.md") << p;
+  const json cited = AskedCitation(base, "Was zeigte der Geist der zukünftigen Weihnacht?", "basic",
+                                   Str(p["detail"], "clicked"));
+  ASSERT_FALSE(cited.is_null()) << p;
+  EXPECT_EQ(CheckPassage(root, p["detail"]["passage"], cited), std::vector<std::string>{sentence});
+  EXPECT_EQ(CheckPassage(root, p["back"], cited), std::vector<std::string>{sentence});
+  EXPECT_EQ(Str(p["detail"], "kind"), "chunk");  // its "Cites" link: the chunk
 
   // Graph: the top entities drawn, coloured by community, sized by degree; a click opens the
   // entity; expanding a node adds its neighbours.
@@ -194,10 +303,10 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
 
   // Documents: the book listed; an upload indexed by a job started from the page, then deleted.
   const json& d = out["documents"];
-  EXPECT_EQ(d["before"], json::array({"christmas_carol.txt"})) << d;
+  EXPECT_EQ(d["before"], json::array({"christmas_carol.txt", "notes/geister.md"})) << d;
   EXPECT_NE(Str(d, "upload_message").find("visit.txt"), std::string::npos) << d;
   EXPECT_EQ(Str(d["job"], "state"), "succeeded") << d;
-  EXPECT_EQ(d["after"], json::array({"christmas_carol.txt", "visit.txt"})) << d;
+  EXPECT_EQ(d["after"], json::array({"christmas_carol.txt", "notes/geister.md", "visit.txt"})) << d;
   EXPECT_NE(Str(d, "delete_message").find("Deleted visit.txt"), std::string::npos) << d;
   EXPECT_FALSE(std::filesystem::exists(root + "/input/visit.txt"));
 

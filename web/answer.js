@@ -1,5 +1,6 @@
 // An answer's text as HTML elements: paragraphs, "- " lists, **bold**, _italic_, and citation
-// markers ([E12], [S1, S2], [Data: Reports (49, 55)]) turned into links to what they cite.
+// markers ([E12], [S1, S2], [Data: Reports (49, 55)]) turned into links to what they cite: the
+// cited passage in its document when the citation has spans, else the item itself.
 
 import {h} from './dom.js';
 
@@ -15,6 +16,28 @@ export function citationTarget(c) {
   if (r.community !== undefined) return {kind: 'community', id: r.community};
   if (r.chunk_id) return {kind: 'chunk', id: r.chunk_id};
   return null;
+}
+
+// What a citation with character spans opens: the document of its best span at that passage,
+// the citation's spans in that document highlighted; null when it has none. `cited` keeps what
+// it cites (an entity, a report, a chunk) one click away.
+export function citationPassage(c) {
+  const spans = c && Array.isArray(c.spans) ? c.spans : [];
+  if (!spans.length) return null;
+  const doc = spans[0].document_id;
+  return {
+    kind: 'passage', id: doc, cite: citationKey(c), claim: c.claim || '',
+    spans: spans.filter((s) => s.document_id === doc),
+    elsewhere: spans.filter((s) => s.document_id !== doc),
+    cited: citationTarget(c), citedLabel: citationLabel(c),
+  };
+}
+
+// "part1.txt chars 10234–10391" of a span (code points into the document's text), without the
+// document when it is `known`.
+export function spanLabel(s, known) {
+  const where = `chars ${s.start}–${s.end}`;
+  return s.document_id === known ? where : `${s.title || s.document_id} ${where}`;
 }
 
 // The label of a citation in the source list.

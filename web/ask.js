@@ -1,15 +1,17 @@
 // Ask: a question, a method (auto by default), the answer streamed as it is written, then
-// rendered with its citations, each of which opens what it cites in the side panel.
+// rendered with its citations, each of which opens in the side panel: the cited passage
+// highlighted in its document when the citation has character spans, else what it cites.
 
 import {stream} from './api.js';
-import {citationKey, citationLabel, citationTarget, renderAnswer} from './answer.js';
+import {citationKey, citationLabel, citationPassage, citationTarget, renderAnswer, spanLabel}
+  from './answer.js';
 import {openDetail} from './detail.js';
 import {clear, errorBox, h} from './dom.js';
 
 let running = null;
 
 function openCitation(c) {
-  const target = citationTarget(c);
+  const target = citationPassage(c) || citationTarget(c);
   if (target) openDetail(target);
 }
 
@@ -31,8 +33,10 @@ function sources(result) {
   if (!cites.length) return h('p', {class: 'muted'}, 'No citations.');
   return h('div', {class: 'sources'}, h('h4', {}, `Sources (${cites.length})`),
            h('ol', {}, cites.map((c) => {
-             const target = citationTarget(c);
-             const label = `[${citationKey(c)}] ${citationLabel(c)}`;
+             const target = citationPassage(c) || citationTarget(c);
+             const spans = c.spans || [];
+             const label = `[${citationKey(c)}] ${citationLabel(c)}` +
+                           (spans.length ? ` · ${spanLabel(spans[0], c.document_id)}` : '');
              return h('li', {}, target ? h('a', {
                href: '#', class: 'source-link', dataset: {cite: citationKey(c)},
                onclick: (e) => {

@@ -1,5 +1,6 @@
 // The side panel: one entity, relationship, community report, passage or document, opened from
-// any page (a citation, a graph node, a list). It keeps a history for its back button.
+// any page (a citation, a graph node, a list), or a citation's passage highlighted in its
+// document. It keeps a history for its back button.
 
 import {api} from './api.js';
 import {clear, communityColour, errorBox, h, shorten} from './dom.js';
@@ -209,10 +210,111 @@ async function renderDocument(t) {
   ];
 }
 
+// The UTF-16 index (a JavaScript string's unit) of each code point of `text`, and its length
+// last: citation offsets count code points, and a character outside the Basic Multilingual
+// Plane (an emoji) is two units in a JavaScript string.
+function utf16Offsets(text) {
+  const at = [];
+  let i = 0;
+  for (const ch of text) {
+    at.push(i);
+    i += ch.length;
+  }
+  at.push(i);
+  return at;
+}
+
+// The spans' [start, end) code point ranges, in order, overlapping ones joined.
+function joinedRanges(spans, length) {
+  const ranges = spans
+    .map((s) => [Math.max(0, s.start), Math.min(length, s.end)])
+    .filter(([a, b]) => a < b)
+    .sort((x, y) => x[0] - y[0]);
+  const out = [];
+  for (const r of ranges) {
+    const last = out[out.length - 1];
+    if (last && r[0] <= last[1]) last[1] = Math.max(last[1], r[1]);
+    else out.push(r);
+  }
+  return out;
+}
+
+// The document's text with the ranges marked: [pre, the first mark].
+function markedText(text, ranges, cite) {
+  const at = utf16Offsets(text);
+  const pre = h('pre', {class: 'passage-text document-text'});
+  let last = 0;
+  let first = null;
+  for (const [a, b] of ranges) {
+    if (at[a] > last) pre.append(text.slice(last, at[a]));
+    const mark = h('mark', {class: 'cited', dataset: {start: a, end: b, cite}},
+                   text.slice(at[a], at[b]));
+    first = first || mark;
+    pre.append(mark);
+    last = at[b];
+  }
+  if (last < text.length) pre.append(text.slice(last));
+  return [pre, first];
+}
+
+// A citation's passage(s) highlighted in its document (target from answer.js citationPassage).
+async function renderPassage(t) {
+  let d = null;
+  let failure = null;
+  try {
+    d = await api(`/v1/documents/${encodeURIComponent(t.id)}/text`);
+  } catch (err) {
+    failure = err;  // shown under the heading: what the citation names stays one click away
+  }
+  const out = [
+    h('div', {class: 'kind'}, `cited passage [${t.cite}]`),
+    h('h2', {}, d ? link(d.title || d.id, {kind: 'document', id: d.id}) : t.id),
+    h('p', {class: 'muted'}, t.spans.map((s) => `chars ${s.start}–${s.end} (${s.precision})`)
+      .join(' · ')),
+  ];
+  if (t.claim) out.push(h('blockquote', {class: 'claim'}, t.claim));
+  if (t.cited) {
+    out.push(h('p', {}, 'Cites ', link(t.citedLabel || t.cited.kind, t.cited,
+                                        {class: 'cited-item'})));
+  }
+  if (failure) {
+    out.push(errorBox(failure));
+    return out;
+  }
+  if (d.note) out.push(h('p', {class: 'warning'}, d.note));
+  const hashes = new Set(t.spans.map((s) => s.content_hash).filter(Boolean));
+  if (hashes.size && !hashes.has(d.content_hash)) {
+    out.push(h('p', {class: 'warning'}, 'The document was indexed again since this answer: ' +
+                                        'the highlighted characters may not be the cited ones.'));
+  }
+  const elsewhere = t.elsewhere || [];
+  if (elsewhere.length) {
+    const docs = [...new Set(elsewhere.map((s) => s.document_id))];
+    out.push(section('Also cited in', h('ul', {}, docs.map((id) => {
+      const spans = elsewhere.filter((s) => s.document_id === id);
+      const where = spans.map((s) => `chars ${s.start}–${s.end}`).join(', ');
+      return h('li', {}, link(`${spans[0].title || id} ${where}`,
+                              {...t, id, spans, elsewhere: []}));
+    }))));
+  }
+  const [pre, first] = markedText(d.text, joinedRanges(t.spans, d.characters), t.cite);
+  out.push(pre);
+  // Once the panel shows it: the first highlight in the middle of the text's own scroll box,
+  // the heading, claim and links kept in view above it.
+  if (first) {
+    requestAnimationFrame(() => {
+      if (!first.isConnected) return;
+      pre.scrollTop = Math.max(0, first.offsetTop - (pre.clientHeight - first.offsetHeight) / 2);
+    });
+  }
+  return out;
+}
+
 const RENDER = {
   entity: renderEntity,
   relationship: renderRelationship,
   community: renderCommunity,
   chunk: renderChunk,
   document: renderDocument,
+  passage: renderPassage,
 };

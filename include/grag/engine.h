@@ -227,6 +227,23 @@ struct DocumentDetail {
   std::vector<ChunkRecord> chunks;  // in order
 };
 
+// Whether the file a document was read from still holds the text the index has.
+enum class SourceFileState {
+  kUnchanged,  // the file gives the same text (same content hash): the text is the file's
+  kChanged,    // the file (or its record) now gives other text: the indexed text is served
+  kMissing,    // the file, or its record, is gone: the indexed text is served
+};
+std::string_view SourceFileStateName(SourceFileState s);  // "unchanged" | "changed" | "missing"
+
+// A document's text as citation offsets index it (SourceSpan's start/end, byte_start/byte_end):
+// the file's text (after a byte-order mark) or, for JSON/CSV records, the record's text field.
+struct DocumentText {
+  DocumentInfo info;
+  std::string text;  // the indexed text: citation offsets always apply to it
+  SourceFileState file = SourceFileState::kUnchanged;
+  std::string file_path;  // where the file is on disk
+};
+
 // Callbacks of a long update: progress (from worker threads too), the plan before any model
 // call, and a flag that stops it cleanly (Ctrl-C, a cancelled job).
 struct IndexCallbacks {
@@ -313,6 +330,10 @@ class Engine {
   Result<std::optional<CommunityDetail>> GetCommunity(int64_t id);
   Result<std::optional<ChunkRecord>> GetChunk(std::string_view id);
   Result<std::optional<DocumentDetail>> GetDocument(std::string_view id);
+  // A document's text as read again from the file the index recorded, compared with the
+  // indexed text (content hash); the indexed text when the file changed or is gone, saying so.
+  // Reads the whole file (a file of records: all of it, for one record).
+  Result<std::optional<DocumentText>> GetDocumentText(std::string_view id);
   // Errors: kInvalidArgument for a level the index does not have, kNotFound for an unknown
   // `around` entity.
   Result<GraphView> Graph(const GraphViewRequest& request);

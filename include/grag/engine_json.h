@@ -40,6 +40,9 @@ std::string CommunitiesJson(const std::vector<CommunityInfo>& communities, bool 
 std::string CommunityDetailJson(const CommunityDetail& detail, bool pretty);
 std::string ChunkJson(const ChunkRecord& chunk, bool pretty);
 std::string DocumentDetailJson(const DocumentDetail& detail, bool pretty);
+// {id, title, source_path, content_hash, file, note, characters, bytes, text}: GET
+// /v1/documents/{id}/text (docs/server.md).
+std::string DocumentTextJson(const DocumentText& text, bool pretty);
 std::string GraphViewJson(const GraphView& view, bool pretty);
 // grag export: the files written and what each holds.
 std::string ExportSummaryJson(const ExportSummary& summary, bool pretty);

@@ -19,6 +19,7 @@
 #include "grag/indexer.h"
 #include "grag/lazy_library.h"
 #include "grag/lexical_embedder.h"
+#include "grag/loader.h"
 #include "grag/log.h"
 #include "grag/models.h"
 #include "grag/prompts.h"
@@ -967,6 +968,50 @@ Result<std::optional<DocumentDetail>> Engine::GetDocument(std::string_view id) {
   out.text = std::move(doc->text);
   GRAG_ASSIGN_OR_RETURN(out.chunks, store.ListChunks(id));
   return std::optional<DocumentDetail>(std::move(out));
+}
+
+std::string_view SourceFileStateName(SourceFileState s) {
+  switch (s) {
+    case SourceFileState::kUnchanged:
+      return "unchanged";
+    case SourceFileState::kChanged:
+      return "changed";
+    case SourceFileState::kMissing:
+      return "missing";
+  }
+  return "unchanged";
+}
+
+Result<std::optional<DocumentText>> Engine::GetDocumentText(std::string_view id) {
+  Store& store = *impl_->store;
+  GRAG_ASSIGN_OR_RETURN(std::optional<grag::Document> doc, store.GetDocument(id));
+  if (!doc) return std::optional<DocumentText>();
+  DocumentText out;
+  GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> docs, store.ListDocuments());
+  for (auto& d : docs) {
+    if (d.id == id) out.info = std::move(d);
+  }
+  out.file_path = ResolveSourcePath(doc->source_path, impl_->config.root);
+  out.text = std::move(doc->text);
+  out.file = SourceFileState::kMissing;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(std::filesystem::u8path(out.file_path), ec)) {
+    return std::optional<DocumentText>(std::move(out));
+  }
+  // Read as indexing reads it (ids relative to the input folder, the same record fields), so
+  // the text compared is the one the offsets were taken from.
+  Result<LoadResult> loaded = LoadDocuments({out.file_path}, LoadOptionsFor(impl_->config));
+  if (!loaded.ok()) return std::optional<DocumentText>(std::move(out));  // unreadable: gone
+  for (grag::Document& d : loaded->documents) {
+    if (d.id != id) continue;
+    if (d.content_hash == doc->content_hash) {
+      out.file = SourceFileState::kUnchanged;
+      out.text = std::move(d.text);
+    } else {
+      out.file = SourceFileState::kChanged;
+    }
+  }
+  return std::optional<DocumentText>(std::move(out));
 }
 
 Result<GraphView> Engine::Graph(const GraphViewRequest& request) {

@@ -1025,6 +1025,32 @@ std::string DocumentDetailJson(const DocumentDetail& d, bool pretty) {
   return Dump(j, pretty);
 }
 
+std::string DocumentTextJson(const DocumentText& d, bool pretty) {
+  int64_t characters = 0;
+  for (const char c : d.text) characters += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  std::string note;
+  if (d.file == SourceFileState::kChanged) {
+    note = "the file " + d.info.source_path +
+           " changed since it was indexed: this is the indexed text, which citation offsets "
+           "index; run grag index to index the new text";
+  } else if (d.file == SourceFileState::kMissing) {
+    note = "the file " + d.info.source_path +
+           " (or its record) is gone: this is the indexed text, which citation offsets index; "
+           "the next grag index drops the document";
+  }
+  return Dump({{"id", d.info.id},
+               {"title", d.info.title},
+               {"source_path", d.info.source_path},
+               {"content_hash", d.info.content_hash},
+               {"updated_at", d.info.updated_at},
+               {"file", std::string(SourceFileStateName(d.file))},
+               {"note", note.empty() ? json(nullptr) : json(note)},
+               {"characters", characters},
+               {"bytes", d.text.size()},
+               {"text", d.text}},
+              pretty);
+}
+
 std::string GraphViewJson(const GraphView& v, bool pretty) {
   json nodes = json::array();
   for (const auto& n : v.nodes) {

@@ -305,15 +305,16 @@ std::vector<PathParam> PathParams(const std::string& path) {
   return out;
 }
 
-// The regex httplib matches: {name} is one path segment, except a last {id} of a document
-// (document ids hold '/'). Route templates hold no other regex characters.
+// The regex httplib matches: {name} is one path segment, except the {id} of a document
+// (document ids hold '/': /v1/documents/books/carol.txt/text is books/carol.txt's text). Route
+// templates hold no other regex characters.
 std::string PathRegex(const std::string& path) {
   std::string out;
   size_t last = 0;
   for (const PathParam& p : PathParams(path)) {
     out += path.substr(last, p.begin - last);
-    const bool tail = path.rfind("/v1/documents/", 0) == 0 && p.end == path.size();
-    out += tail ? "(.+)" : "([^/]+)";
+    const bool document = path.rfind("/v1/documents/", 0) == 0 && p.name == "id";
+    out += document ? "(.+)" : "([^/]+)";
     last = p.end;
   }
   out += path.substr(last);
@@ -699,6 +700,8 @@ struct Server::Impl {
   void Doctor(const Request& req, Response& res);
   void ListDocuments(const Request& req, Response& res);
   void GetDocument(const Request& req, Response& res);
+  void GetDocumentById(const std::string& id, Response& res);
+  void GetDocumentText(const Request& req, Response& res);
   void PostDocument(const Request& req, Response& res);
   void DeleteDocument(const Request& req, Response& res);
   void StartIndex(const Request& req, Response& res);
@@ -928,6 +931,17 @@ void Server::Impl::DeclareRoutes() {
        document_body,
        "{id, path, replaced, indexed:false}",
        bind(&Impl::PostDocument)},
+      // Before /v1/documents/{id}, whose pattern also matches this one's paths.
+      {"GET",
+       "/v1/documents/{id}/text",
+       "An indexed document's text, the one citation spans' offsets (code points) index: read "
+       "again from its file, or the indexed text with file:\"changed\"|\"missing\" and a note "
+       "when the file no longer holds it",
+       true,
+       {},
+       nullptr,
+       "{id, title, source_path, content_hash, file, note, characters, bytes, text}",
+       bind(&Impl::GetDocumentText)},
       {"GET",
        "/v1/documents/{id}",
        "One indexed document: text and chunks",
@@ -1522,7 +1536,25 @@ void Server::Impl::ListDocuments(const Request&, Response& res) {
 }
 
 void Server::Impl::GetDocument(const Request& req, Response& res) {
+  GetDocumentById(req.matches[1], res);
+}
+
+void Server::Impl::GetDocumentText(const Request& req, Response& res) {
   const std::string id = req.matches[1];
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+  auto text = (*engine)->GetDocumentText(id);
+  if (!text.ok()) return SendError(res, text.status());
+  if (!*text) {
+    // A document whose own id ends in "/text" is asked for by this route's path too.
+    auto whole = (*engine)->GetDocument(id + "/text");
+    if (whole.ok() && *whole) return GetDocumentById(id + "/text", res);
+    return SendError(res, Status::NotFound("no indexed document \"" + id + "\""));
+  }
+  SendJson(res, 200, DocumentTextJson(**text, false));
+}
+
+void Server::Impl::GetDocumentById(const std::string& id, Response& res) {
   auto engine = Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   auto doc = (*engine)->GetDocument(id);

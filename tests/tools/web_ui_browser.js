@@ -1,8 +1,11 @@
 // Drives grag's web UI in a real browser (Debian's chromium, headless, through the pinned
-// puppeteer-core) against a running `grag serve` whose index holds A Christmas Carol and which
-// wants an API key: gives a wrong key then the right one, asks three questions and opens
-// their citations (entity, relationship, report, passage), draws the graph, clicks an entity and expands a node, opens a community
-// report, uploads a document, indexes it and deletes it. Saves a screenshot of each page.
+// puppeteer-core) against a running `grag serve` whose index holds A Christmas Carol and a short
+// German note with emoji (notes/geister.md), and which wants an API key: gives a wrong key then
+// the right one, asks questions and opens their citations (each opens the cited passage
+// highlighted in its document, then what it cites: entity, relationship, report, passage),
+// opens the note's cited passage from the source list, draws the graph, clicks an entity and
+// expands a node, opens a community report, uploads a document, indexes it and deletes it.
+// Saves a screenshot of each page.
 //
 // usage: node web_ui_browser.js BASE_URL KEY SCREENSHOT_DIR CHROMIUM
 // Prints one JSON object of what it saw (the C++ test checks it); exits 1 when a step failed,
@@ -13,6 +16,7 @@ const path = require('path');
 const puppeteer = require('puppeteer-core');
 
 const [base, key, shots, chromium] = process.argv.slice(2);
+const PASSAGE_QUESTION = 'Was zeigte der Geist der zukünftigen Weihnacht?';
 const WAIT = {timeout: 120000};  // an upper bound for a step, never a speed requirement
 const out = {steps: [], screenshots: [], console_errors: [], page_errors: []};
 
@@ -28,13 +32,13 @@ async function shot(page, name) {
   out.screenshots.push(file);
 }
 
-// The side panel once it shows a loaded `kind`: {kind, title, text}.
+// The side panel once it shows a loaded `kind` (or one of several): {kind, title, text}.
 async function detailShown(page, kind) {
-  await page.waitForFunction((k) => {
+  await page.waitForFunction((kinds) => {
     const body = document.getElementById('detail-body');
-    return body && !document.getElementById('detail').hidden && body.dataset.kind === k &&
+    return body && !document.getElementById('detail').hidden && kinds.includes(body.dataset.kind) &&
            body.querySelector('h2, .error') !== null;
-  }, WAIT, kind);
+  }, WAIT, [].concat(kind));
   return page.evaluate(() => {
     const body = document.getElementById('detail-body');
     const h2 = body.querySelector('h2');
@@ -43,6 +47,38 @@ async function detailShown(page, kind) {
             error: err ? err.innerText : '', text: body.innerText.slice(0, 2000),
             sections: [...body.querySelectorAll('h4')].map((x) => x.innerText)};
   });
+}
+
+// A citation's passage in the side panel: the document shown, its highlights (their text and
+// code point offsets) once the first is scrolled into the panel's view.
+async function passageShown(page) {
+  const detail = await detailShown(page, 'passage');
+  await page.waitForFunction(() => {
+    const mark = document.querySelector('#detail-body mark.cited');
+    if (!mark) return document.querySelector('#detail-body .error') !== null;
+    // In view: inside the text's scroll box, and that box inside the panel.
+    const r = mark.getBoundingClientRect();
+    const box = mark.closest('pre').getBoundingClientRect();
+    const p = document.getElementById('detail').getBoundingClientRect();
+    return r.bottom > box.top && r.top < box.bottom && r.bottom > p.top && r.top < p.bottom;
+  }, WAIT);
+  detail.marks = await page.$$eval('#detail-body mark.cited', (ms) => ms.map((m) => ({
+    text: m.textContent, start: Number(m.dataset.start), end: Number(m.dataset.end),
+    cite: m.dataset.cite})));
+  return detail;
+}
+
+// Clicks the citation link `selector`: a citation with spans opens its passage, whose "Cites"
+// link then opens what it cites, `kind`. {clicked, passage?, ...the detail of `kind`}.
+// `shotName`: a screenshot of the passage.
+async function openCitation(page, selector, kind, shotName) {
+  const clicked = await page.$eval(selector, (a) => (a.click(), a.dataset.cite));
+  const first = await detailShown(page, ['passage', kind]);
+  if (first.kind !== 'passage') return {clicked, ...first};
+  const passage = await passageShown(page);
+  if (shotName) await shot(page, shotName);
+  await page.click('#detail-body a.cited-item');
+  return {clicked, passage, ...(await detailShown(page, kind))};
 }
 
 async function ask(page, question, method) {
@@ -113,27 +149,33 @@ async function main() {
 
     await step('ask', async () => {
       out.auto = await ask(page, 'Who is Marley?', 'auto');
-      // An inline citation of the answer opens what it cites.
-      const kindOf = await page.$eval('.answer .answer-text a.cite', (a) => {
-        a.click();
-        return a.dataset.cite;
-      });
-      out.auto.clicked = kindOf;
-      out.auto.detail = await detailShown(page, /^S/.test(kindOf) ? 'chunk' :
-                                                /^E/.test(kindOf) ? 'entity' : 'community');
+      // An inline citation of the answer opens the cited passage, then what it cites.
+      const kindOf = await page.$eval('.answer .answer-text a.cite', (a) => a.dataset.cite);
+      out.auto.detail = await openCitation(page, '.answer .answer-text a.cite',
+                                           /^S/.test(kindOf) ? 'chunk' :
+                                           /^E/.test(kindOf) ? 'entity' : 'community',
+                                           'ask-passage');
       out.global = await ask(page, 'What are the main themes of this story?', 'global');
-      await page.$eval('.answer .answer-text a.cite', (a) => a.click());
-      out.global.detail = await detailShown(page, 'community');
+      out.global.detail = await openCitation(page, '.answer .answer-text a.cite', 'community');
       // A local answer cites entities, relationships, reports and passages: each opens.
       out.local = await ask(page, 'Who is Jacob Marley?', 'local');
       for (const [prefix, kind] of [['R', 'relationship'], ['C', 'community'], ['S', 'chunk'],
                                     ['E', 'entity']]) {
-        const clicked = await page.$eval(`.answer .answer-text a.cite[data-cite^="${prefix}"]`,
-                                         (a) => (a.click(), a.dataset.cite));
-        out.local[kind] = {clicked, ...(await detailShown(page, kind))};
+        out.local[kind] = await openCitation(
+          page, `.answer .answer-text a.cite[data-cite^="${prefix}"]`, kind);
       }
       out.local.detail = out.local.entity;
       await shot(page, 'ask');
+    });
+
+    await step('cited passage', async () => {
+      // A document with emoji before the cited sentence: offsets in code points, highlighted
+      // in a JavaScript (UTF-16) string. Its citation in the source list opens the passage.
+      out.passage = await ask(page, PASSAGE_QUESTION, 'basic');
+      out.passage.detail = await openCitation(page, '.answer .sources a.source-link', 'chunk');
+      await page.click('#detail-back');
+      out.passage.back = await passageShown(page);
+      await shot(page, 'passage');
     });
 
     await step('graph', async () => {
