@@ -65,11 +65,11 @@ TEST(E2eOpenAiClientTest, OfficialClientListsModelsAnswersStreamsAndIsRefusedAWr
   ASSERT_NO_THROW(out = nlohmann::json::parse(run.out)) << run.out;
   std::cout << "[ openai npm " << out.value("openai", std::string("?")) << " ]\n";
 
-  // models.list(): the five models, one per query method.
+  // models.list(): the seven models, one per query method.
   std::set<std::string> models;
   for (const auto& m : out["models"]) models.insert(m.get<std::string>());
   EXPECT_EQ(models, (std::set<std::string>{"grag-auto", "grag-global", "grag-local", "grag-hybrid",
-                                           "grag-basic"}));
+                                           "grag-basic", "grag-drift", "grag-lazy"}));
 
   // Non-streaming: an extractive answer about Marley.
   const std::string answer = out.value("answer", std::string());

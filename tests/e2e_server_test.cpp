@@ -710,7 +710,7 @@ TEST_F(E2eServerTest, OpenAiCompatibleChat) {
   std::set<std::string> ids;
   for (const auto& m : models["data"]) ids.insert(m["id"].get<std::string>());
   EXPECT_EQ(ids, (std::set<std::string>{"grag-auto", "grag-global", "grag-local", "grag-hybrid",
-                                        "grag-basic"}));
+                                        "grag-basic", "grag-drift", "grag-lazy"}));
 
   const json messages = {
       {{"role", "system"}, {"content", "Be brief."}},
@@ -728,6 +728,13 @@ TEST_F(E2eServerTest, OpenAiCompatibleChat) {
   EXPECT_EQ(chat["choices"][0]["finish_reason"], "stop");
   EXPECT_FALSE(chat["citations"].empty());
   EXPECT_EQ(chat["grag"]["method"], "local");
+  // DRIFT and the budgeted search need a chat model; this server has none: a clear 400.
+  for (const char* model : {"grag-drift", "grag-lazy"}) {
+    auto refused = Post("/v1/chat/completions", {{"model", model}, {"messages", messages}});
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 400) << model;
+    EXPECT_NE(refused->body.find("model"), std::string::npos) << refused->body;
+  }
 
   auto stream = Post("/v1/chat/completions",
                      {{"model", "grag-local"}, {"messages", messages}, {"stream", true}});

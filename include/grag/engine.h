@@ -44,6 +44,13 @@ namespace grag {
 // indexes built without a model.
 enum class QueryMethod { kAuto, kGlobal, kLocal, kBasic, kHybrid, kDrift, kLazy };
 std::string_view QueryMethodName(QueryMethod method);  // "auto", "global", ..., "drift", "lazy"
+// Every method, in the order front ends offer them: the CLI's choices, MCP's enum, the
+// OpenAI-compatible endpoint's models (grag-<name>).
+inline constexpr QueryMethod kQueryMethods[] = {
+    QueryMethod::kAuto,   QueryMethod::kGlobal, QueryMethod::kLocal, QueryMethod::kBasic,
+    QueryMethod::kHybrid, QueryMethod::kDrift,  QueryMethod::kLazy};
+// Their names, joined with `separator` ("auto, global, ...").
+std::string QueryMethodNames(std::string_view separator, std::string_view prefix = "");
 // Also accepts "budgeted" for kLazy.
 Result<QueryMethod> ParseQueryMethod(std::string_view name);
 

@@ -202,11 +202,12 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("QUESTION", o->question,
                   "The question; - reads it from standard input (for long or scripted questions)")
       ->required();
+  std::vector<std::string> methods;
+  for (QueryMethod m : kQueryMethods) methods.emplace_back(QueryMethodName(m));
+  methods.emplace_back("budgeted");
   cmd->add_option("-m,--method", o->method,
-                  "auto | global | local | basic | hybrid | drift | lazy (also: budgeted) "
-                  "(default query.method, auto)")
-      ->check(CLI::IsMember(
-          {"auto", "global", "local", "basic", "hybrid", "drift", "lazy", "budgeted"}));
+                  QueryMethodNames(" | ") + " (also: budgeted) (default query.method, auto)")
+      ->check(CLI::IsMember(methods));
   cmd->add_option("--level", o->level,
                   "global: community level, 0 (coarsest) to the index's deepest (default "
                   "global_search.level); with --method auto it means global")

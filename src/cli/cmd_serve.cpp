@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "grag/engine.h"
 #include "grag/log.h"
 #ifdef GRAG_CLI_SERVER
 #include "grag/server.h"
@@ -52,10 +53,12 @@ Command AddServeCommand(CLI::App& app, GlobalOptions& g) {
       "Serve the index over HTTP: JSON API (query, search, documents, index jobs with progress "
       "events, entities, relationships, communities, chunks, stats; GET /openapi.json "
       "describes it) and an OpenAI-compatible chat endpoint (POST /v1/chat/completions, "
-      "models grag-auto, grag-global, grag-local, grag-hybrid, grag-basic). Listens on "
-      "127.0.0.1:8080 by default (settings server.*). With server.api_keys (or GRAG_API_KEYS) "
-      "set, every route but /health needs `Authorization: Bearer KEY`. SIGINT or SIGTERM "
-      "stops it cleanly: a running index job stops resumably, requests in flight finish.");
+      "models " +
+          QueryMethodNames(", ", "grag-") +
+          "). Listens on "
+          "127.0.0.1:8080 by default (settings server.*). With server.api_keys (or GRAG_API_KEYS) "
+          "set, every route but /health needs `Authorization: Bearer KEY`. SIGINT or SIGTERM "
+          "stops it cleanly: a running index job stops resumably, requests in flight finish.");
   auto o = std::make_shared<ServeOpts>();
   cmd->add_option("--host", o->host, "Address to listen on (default server.host, 127.0.0.1)");
   cmd->add_option("--port", o->port, "TCP port (default server.port, 8080; 0: any free port)")

@@ -47,14 +47,23 @@ std::string_view QueryMethodName(QueryMethod method) {
   return "auto";
 }
 
+std::string QueryMethodNames(std::string_view separator, std::string_view prefix) {
+  std::string out;
+  for (QueryMethod m : kQueryMethods) {
+    if (!out.empty()) out += separator;
+    out += prefix;
+    out += QueryMethodName(m);
+  }
+  return out;
+}
+
 Result<QueryMethod> ParseQueryMethod(std::string_view name) {
-  for (auto m : {QueryMethod::kAuto, QueryMethod::kGlobal, QueryMethod::kLocal, QueryMethod::kBasic,
-                 QueryMethod::kHybrid, QueryMethod::kDrift, QueryMethod::kLazy}) {
+  for (QueryMethod m : kQueryMethods) {
     if (name == QueryMethodName(m)) return m;
   }
   if (name == "budgeted") return QueryMethod::kLazy;
-  return Status::InvalidArgument("unknown query method \"" + std::string(name) +
-                                 "\" (auto, global, local, basic, hybrid, drift or lazy)");
+  return Status::InvalidArgument("unknown query method \"" + std::string(name) + "\" (" +
+                                 QueryMethodNames(", ") + ")");
 }
 
 struct Engine::Impl {

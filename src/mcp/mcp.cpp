@@ -22,6 +22,13 @@ namespace {
 
 using nlohmann::json;
 
+// The query tool's methods (grag/engine.h's kQueryMethods).
+json MethodNames() {
+  json out = json::array();
+  for (QueryMethod m : kQueryMethods) out.push_back(std::string(QueryMethodName(m)));
+  return out;
+}
+
 // The protocol revisions this server speaks, newest first. A client asking for one of them gets
 // it; any other gets the newest, and the client decides whether it can go on.
 constexpr std::array<std::string_view, 3> kProtocolVersions = {"2025-06-18", "2025-03-26",
@@ -252,7 +259,7 @@ std::vector<McpServer::Impl::Tool> McpServer::Impl::MakeTools() {
                  {"description", "The question, in natural language"}}},
                {"method",
                 {{"type", "string"},
-                 {"enum", {"auto", "global", "local", "basic", "hybrid", "drift", "lazy"}},
+                 {"enum", MethodNames()},
                  {"description",
                   "auto (default): chosen by the question. global: map-reduce over community "
                   "reports. local: entities named, their neighbourhood and passages. basic: "

@@ -459,12 +459,13 @@ bool IsLoopback(const std::string& host) {
 
 // The chat model names of the OpenAI-compatible endpoint and the method each picks.
 const std::vector<std::pair<std::string, QueryMethod>>& ChatModels() {
-  static const std::vector<std::pair<std::string, QueryMethod>> models = {
-      {"grag-auto", QueryMethod::kAuto},
-      {"grag-global", QueryMethod::kGlobal},
-      {"grag-local", QueryMethod::kLocal},
-      {"grag-hybrid", QueryMethod::kHybrid},
-      {"grag-basic", QueryMethod::kBasic}};
+  static const std::vector<std::pair<std::string, QueryMethod>> models = [] {
+    std::vector<std::pair<std::string, QueryMethod>> out;
+    for (QueryMethod m : kQueryMethods) {
+      out.emplace_back("grag-" + std::string(QueryMethodName(m)), m);
+    }
+    return out;
+  }();
   return models;
 }
 
@@ -824,10 +825,13 @@ void Server::Impl::DeclareRoutes() {
     "text":{"type":"string"}}})json";
   const char* index_body = R"json({"type":"object","properties":{
     "remove":{"type":"array","items":{"type":"string"},"description":"ids of documents to remove from the index (otherwise the index follows the input folder)"}}})json";
-  const char* chat_body = R"json({"type":"object","required":["messages"],"properties":{
-    "model":{"type":"string","enum":["grag-auto","grag-global","grag-local","grag-hybrid","grag-basic"]},
+  static const std::string chat_body_text =
+      R"json({"type":"object","required":["messages"],"properties":{
+    "model":{"type":"string","enum":[)json" +
+      QueryMethodNames("\",", "\"grag-") + "\"" + R"json(]},
     "messages":{"type":"array","items":{"type":"object"}},
     "stream":{"type":"boolean"}}})json";
+  const char* chat_body = chat_body_text.c_str();
   routes = {
       {"GET",
        "/health",
@@ -1910,9 +1914,8 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
     if (name == model_name) method = m;
   }
   if (!method) {
-    return SendError(res, Status::NotFound("the model \"" + model_name +
-                                           "\" does not exist (grag-auto, grag-global, grag-local, "
-                                           "grag-hybrid, grag-basic; GET /v1/models)"));
+    return SendError(res, Status::NotFound("the model \"" + model_name + "\" does not exist (" +
+                                           QueryMethodNames(", ", "grag-") + "; GET /v1/models)"));
   }
   auto question = LastUserText(*body);
   if (!question.ok()) return SendError(res, question.status());
