@@ -39,12 +39,25 @@ std::vector<std::string> ListedCommands(const std::string& help) {
   return out;
 }
 
-TEST(E2eInstallTest, InstalledGragRunsWithItsManPageAndCompletions) {
-  TempDir dir;
-  const std::string prefix = dir / "prefix";
+// `cmake --install` of this build into `prefix`.
+void InstallInto(const std::string& prefix) {
   auto installed = RunCommand("cmake --install " + ShellQuote(GRAG_BUILD_DIR) + " --prefix " +
                               ShellQuote(prefix));
   ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+}
+
+// A project folder at `root` whose input is the book.
+void BookProject(const std::string& root) {
+  std::filesystem::create_directories(root + "/input");
+  std::filesystem::copy_file(
+      std::string(GRAG_SOURCE_DIR) + "/tests/data/christmas_carol/christmas_carol.txt",
+      root + "/input/christmas_carol.txt");
+}
+
+TEST(E2eInstallTest, InstalledGragRunsWithItsManPageAndCompletions) {
+  TempDir dir;
+  const std::string prefix = dir / "prefix";
+  ASSERT_NO_FATAL_FAILURE(InstallInto(prefix));
   const std::string grag = prefix + "/bin/grag";
   ASSERT_TRUE(std::filesystem::exists(prefix + "/bin/grag-serve"));
 
@@ -99,9 +112,7 @@ TEST(E2eInstallTest, InstalledGragRunsWithItsManPageAndCompletions) {
 TEST(E2eInstallTest, AProgramBuildsAgainstTheInstalledLibrary) {
   TempDir dir;
   const std::string prefix = dir / "prefix";
-  auto installed = RunCommand("cmake --install " + ShellQuote(GRAG_BUILD_DIR) + " --prefix " +
-                              ShellQuote(prefix));
-  ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+  ASSERT_NO_FATAL_FAILURE(InstallInto(prefix));
   ASSERT_TRUE(std::filesystem::exists(prefix + "/include/grag/engine.h"));
   const std::string source = std::string(GRAG_SOURCE_DIR) + "/tests/data/library_consumer";
   const std::string build = dir / "consumer";
@@ -113,10 +124,7 @@ TEST(E2eInstallTest, AProgramBuildsAgainstTheInstalledLibrary) {
   ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
 
   const std::string root = dir / "book";
-  std::filesystem::create_directories(root + "/input");
-  std::filesystem::copy_file(
-      std::string(GRAG_SOURCE_DIR) + "/tests/data/christmas_carol/christmas_carol.txt",
-      root + "/input/christmas_carol.txt");
+  BookProject(root);
   auto run = RunCommand(ShellQuote(build + "/consumer") + " " + ShellQuote(root) +
                         " 'Who was Jacob Marley?'");
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
@@ -169,10 +177,7 @@ TEST(E2eInstallTest, TheDebianPackageHoldsTheFilesAndNamesItsDependencies) {
   ASSERT_EQ(unpacked.exit_code, 0) << unpacked.err;
   const std::string grag = root + "/usr/bin/grag";
   const std::string project = dir / "book";
-  std::filesystem::create_directories(project + "/input");
-  std::filesystem::copy_file(
-      std::string(GRAG_SOURCE_DIR) + "/tests/data/christmas_carol/christmas_carol.txt",
-      project + "/input/christmas_carol.txt");
+  BookProject(project);
   auto indexed = RunCommand(ShellQuote(grag) + " --root " + ShellQuote(project) +
                             " --no-llm index --no-progress");
   ASSERT_EQ(indexed.exit_code, 0) << indexed.out << indexed.err;

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "support/fake_graphrag_llm.h"
+#include "support/code_points.h"
 #include "support/run_command.h"
 #include "support/server_process.h"
 #include "support/temp_dir.h"
@@ -28,6 +29,7 @@ namespace grag {
 namespace {
 
 using nlohmann::json;
+using testing::CodePointSlice;
 using testing::RunCommand;
 using testing::ServerProcess;
 using testing::ShellQuote;
@@ -844,18 +846,6 @@ TEST_F(E2eServerTest, DocumentsAndIndexJobs) {
   EXPECT_EQ(Parse(client_->Get("/v1/documents")).size(), 2u);
   EXPECT_EQ(client_->Get("/v1/documents/porto.txt")->status, 404);
   EXPECT_EQ(server_.Stop(SIGTERM), 0) << server_.log();
-}
-
-// The bytes of `text` from code point `start` to code point `end` (what Python's text[start:end]
-// gives), or "<out of range>".
-std::string CodePointSlice(const std::string& text, int64_t start, int64_t end) {
-  std::vector<size_t> at;  // byte offset of each code point, then the end
-  for (size_t i = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) at.push_back(i);
-  }
-  at.push_back(text.size());
-  if (start < 0 || end < start || static_cast<size_t>(end) >= at.size()) return "<out of range>";
-  return text.substr(at[start], at[end] - at[start]);
 }
 
 // Issue 38: GET /v1/documents/{id}/text gives the text citation offsets index (code points into

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "support/code_points.h"
 #include "support/run_command.h"
 #include "support/server_process.h"
 #include "support/temp_dir.h"
@@ -24,6 +25,7 @@ namespace grag {
 namespace {
 
 using nlohmann::json;
+using testing::CodePointSlice;
 using testing::RunCommand;
 using testing::ServerProcess;
 using testing::ShellQuote;
@@ -44,18 +46,6 @@ bool HasSection(const json& detail, const std::string& prefix) {
     if (s.is_string() && s.get<std::string>().rfind(prefix, 0) == 0) return true;
   }
   return false;
-}
-
-// The bytes of `text` from code point `start` to code point `end` (Python's text[start:end]),
-// or "<out of range>".
-std::string CodePointSlice(const std::string& text, int64_t start, int64_t end) {
-  std::vector<size_t> at;  // byte offset of each code point, then the end
-  for (size_t i = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) at.push_back(i);
-  }
-  at.push_back(text.size());
-  if (start < 0 || end < start || static_cast<size_t>(end) >= at.size()) return "<out of range>";
-  return text.substr(at[start], at[end] - at[start]);
 }
 
 // The text of input/`id` as citation offsets index it (after a byte-order mark).

@@ -181,20 +181,27 @@ async function main() {
     await step('graph', async () => {
       await page.click('nav a[data-page="graph"]');
       await page.waitForSelector('#cy[data-ready="true"]');
-      // The entity to click: the highest degree one not under the legend.
+      // The entity to click: the highest degree one not under the legend nor overlapped by
+      // another node (a click there could open the other one: the layout differs from run to
+      // run on a loaded machine).
       const target = await page.evaluate(() => {
         const cy = window.gragGraph;
         const area = document.getElementById('cy').getBoundingClientRect();
         const legend = document.getElementById('graph-legend').getBoundingClientRect();
         const nodes = cy.nodes().toArray().sort((a, b) => b.data('degree') - a.data('degree'));
+        const covered = (n, p) => nodes.some((o) => {
+          if (o === n) return false;
+          const b = o.renderedBoundingBox({includeLabels: false});
+          return p.x >= b.x1 - 2 && p.x <= b.x2 + 2 && p.y >= b.y1 - 2 && p.y <= b.y2 + 2;
+        });
         for (const n of nodes) {
           const p = n.renderedPosition();
           const x = area.left + p.x;
           const y = area.top + p.y;
           const underLegend = x >= legend.left && x <= legend.right && y >= legend.top &&
                               y <= legend.bottom;
-          if (!underLegend && x > area.left + 5 && x < area.right - 5 && y > area.top + 5 &&
-              y < area.bottom - 5) {
+          if (!underLegend && !covered(n, p) && x > area.left + 5 && x < area.right - 5 &&
+              y > area.top + 5 && y < area.bottom - 5) {
             return {name: n.data('label'), entity: n.data('entity'), x, y};
           }
         }
