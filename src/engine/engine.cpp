@@ -965,15 +965,21 @@ Result<std::optional<ChunkRecord>> Engine::GetChunk(std::string_view id) {
   return impl_->store->GetChunk(id);
 }
 
+// A document's line of the documents list (title, path, chunk count, ...); empty when gone.
+static Result<DocumentInfo> ListedDocument(Store& store, std::string_view id) {
+  GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> docs, store.ListDocuments());
+  for (DocumentInfo& d : docs) {
+    if (d.id == id) return std::move(d);
+  }
+  return DocumentInfo{};
+}
+
 Result<std::optional<DocumentDetail>> Engine::GetDocument(std::string_view id) {
   Store& store = *impl_->store;
   GRAG_ASSIGN_OR_RETURN(std::optional<grag::Document> doc, store.GetDocument(id));
   if (!doc) return std::optional<DocumentDetail>();
   DocumentDetail out;
-  GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> docs, store.ListDocuments());
-  for (auto& d : docs) {
-    if (d.id == id) out.info = std::move(d);
-  }
+  GRAG_ASSIGN_OR_RETURN(out.info, ListedDocument(store, id));
   out.text = std::move(doc->text);
   GRAG_ASSIGN_OR_RETURN(out.chunks, store.ListChunks(id));
   return std::optional<DocumentDetail>(std::move(out));
@@ -996,10 +1002,7 @@ Result<std::optional<DocumentText>> Engine::GetDocumentText(std::string_view id)
   GRAG_ASSIGN_OR_RETURN(std::optional<grag::Document> doc, store.GetDocument(id));
   if (!doc) return std::optional<DocumentText>();
   DocumentText out;
-  GRAG_ASSIGN_OR_RETURN(std::vector<DocumentInfo> docs, store.ListDocuments());
-  for (auto& d : docs) {
-    if (d.id == id) out.info = std::move(d);
-  }
+  GRAG_ASSIGN_OR_RETURN(out.info, ListedDocument(store, id));
   out.file_path = ResolveSourcePath(doc->source_path, impl_->config.root);
   out.text = std::move(doc->text);
   out.file = SourceFileState::kMissing;
