@@ -2,6 +2,7 @@
 // (summaries, reports) to [llm]'s, each with the model named for its role.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "support/fake_graphrag_llm.h"
 #include "support/fake_openai_server.h"
 #include "support/run_command.h"
+#include "support/server_process.h"
 #include "support/temp_dir.h"
 
 namespace grag {
@@ -113,6 +115,36 @@ TEST(E2eModelRolesTest, ExtractionAndAnswersGoToTheirOwnModels) {
   }
   auto text = RunCommand(env + Grag("--root " + ShellQuote(root) + " " + prices + "stats"));
   EXPECT_THAT(text.out, ::testing::HasSubstr("tokens       extract ")) << text.out;
+
+  // A request may choose the model that answers it, among server.query_models, on the query
+  // role's server; any other is refused before a call.
+  {
+    testing::ServerProcess serve;
+    ASSERT_TRUE(serve.Start("env " + env +
+                            Grag("--root " + ShellQuote(root) +
+                                 " --set server.query_models=cheap-model,strong-model"
+                                 " serve --port 0")))
+        << serve.log();
+    const std::string url = "http://127.0.0.1:" + std::to_string(serve.port()) + "/v1/query";
+    auto ask = [&](const std::string& model) {
+      nlohmann::json body = {{"question", "Who is Jacob Marley?"}, {"method", "local"}};
+      if (!model.empty()) body["model"] = model;
+      return RunCommand("curl -s -o /dev/stderr -w '%{http_code}' -X POST " + ShellQuote(url) +
+                        " -H 'Content-Type: application/json' -d " + ShellQuote(body.dump()));
+    };
+    const size_t before = query_server.requests().size();
+    auto cheap = ask("cheap-model");
+    EXPECT_EQ(cheap.out, "200") << cheap.err;
+    std::set<std::string> asked;
+    auto requests = query_server.requests();
+    for (size_t i = before; i < requests.size(); ++i) asked.insert(requests[i].Model());
+    EXPECT_EQ(asked, std::set<std::string>{"cheap-model"});
+    auto other = ask("gpt-9");
+    EXPECT_EQ(other.out, "400");
+    EXPECT_THAT(other.err, ::testing::HasSubstr("server.query_models"));
+    EXPECT_EQ(query_server.requests().size(), requests.size());  // refused before any call
+    EXPECT_EQ(serve.Stop(SIGTERM), 0) << serve.log();
+  }
 
   // Changing the extraction model re-extracts; changing the answer model changes nothing indexed.
   auto same = RunCommand(env + "GRAG_LLM_QUERY_MODEL=other " +

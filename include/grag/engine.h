@@ -79,6 +79,10 @@ struct QueryRequest {
   std::optional<int64_t> top_k;  // local: matched entities; basic and hybrid: passages
   // lazy: relevance-test calls at most (1-1000); default lazy.budget.
   std::optional<int64_t> budget;
+  // The model that answers this question (the query role's calls: map, reduce, answers), on the
+  // query role's server; empty: llm.query.model (else llm.model). The HTTP server lets a request
+  // choose among server.query_models.
+  std::string model;
   // Called with each piece of the answer as it is produced (streaming); empty: no streaming.
   std::function<void(std::string_view delta)> on_answer_delta;
   // When set and true, the question stops: no further model call starts, the ones in flight are
@@ -348,7 +352,11 @@ class Engine {
   const Config& config() const;
   Store& store();
   const Tokenizer& tokenizer() const;
-  ChatModel* chat();           // nullptr: no LLM (extractive answers)
+  ChatModel* chat();  // nullptr: no LLM (extractive answers)
+  // The chat model a question asking for `name` (QueryRequest::model) is answered with: chat()
+  // itself for "" or the configured query model, else one whose query role is `name` (made on
+  // first use, kept). Errors: kInvalidArgument when no chat model is configured at all.
+  Result<ChatModel*> QueryModel(const std::string& name);
   EmbeddingModel* embedder();  // the configured model, or the lexical embedder
   // The retrieval indexes, built on first use and kept. Errors: the store's.
   Result<const Retriever*> retriever();

@@ -559,6 +559,10 @@ std::vector<Setting> Settings(Config& c) {
       {"server.max_connections_per_client", "",
        "grag serve: open connections from one client address (more: 503); 0: no cap",
        &c.server.max_connections_per_client, AtLeast(0)},
+      {"server.query_models", "",
+       "grag serve: models a /v1/query request may choose to answer it (\"model\"), on the query "
+       "role's server; empty: requests cannot choose",
+       &c.server.query_models},
       {"server.cors_origins", "",
        "grag serve: origins browsers may call the API from (empty: no CORS; \"*\": any)",
        &c.server.cors_origins},

@@ -96,6 +96,9 @@ struct Engine::Impl {
     preload_hold.reset();
   }
   std::mutex retriever_mu;
+  // Chat models made for questions that asked for another query model (QueryRequest::model).
+  std::mutex query_models_mu;
+  std::map<std::string, std::unique_ptr<ChatModel>> query_models;
   std::unique_ptr<Retriever> retriever;  // guarded by retriever_mu until built
 
   bool lexical() const { return embedder != nullptr && IsLexicalEmbeddingModel(embedder->model()); }
@@ -180,6 +183,26 @@ const Tokenizer& Engine::tokenizer() const {
   return *impl_->tokenizer;  // the encoding was checked at Open
 }
 ChatModel* Engine::chat() { return impl_->chat.get(); }
+
+Result<ChatModel*> Engine::QueryModel(const std::string& name) {
+  ChatModel* configured = chat();
+  if (name.empty() || configured == nullptr || name == configured->model_for(ChatRole::kQuery)) {
+    if (!name.empty() && configured == nullptr) {
+      return Status::InvalidArgument("model \"" + name +
+                                     "\" asked for, but no chat model is configured (llm.model)");
+    }
+    return configured;
+  }
+  std::lock_guard lock(impl_->query_models_mu);
+  std::unique_ptr<ChatModel>& made = impl_->query_models[name];
+  if (!made) {
+    // The query role's server and key, this model: the other roles keep theirs.
+    Config c = impl_->config;
+    c.llm.query.model = name;
+    GRAG_ASSIGN_OR_RETURN(made, MakeChatModel(c, &impl_->store->ReplyCache()));
+  }
+  return made.get();
+}
 EmbeddingModel* Engine::embedder() { return impl_->embedder.get(); }
 
 Result<const Retriever*> Engine::retriever() {
@@ -479,7 +502,7 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
   }
   // Global search starts no thread of its own: the model's library may load at once.
   if (result.method == QueryMethod::kGlobal) impl_->ReleasePreloads();
-  ChatModel* model = chat();
+  GRAG_ASSIGN_OR_RETURN(ChatModel * model, QueryModel(request.model));
   result.llm = model != nullptr;
   std::optional<CancellableChat> cancellable;
   if (model != nullptr && request.cancel != nullptr)

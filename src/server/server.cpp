@@ -9,7 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 
 #include <atomic>
 #include <cctype>
@@ -814,6 +817,7 @@ void Server::Impl::DeclareRoutes() {
     "level":{"type":"integer","minimum":0,"description":"global: community level"},
     "budget":{"type":"integer","minimum":1,"maximum":1000,"description":"lazy: relevance-test calls at most (default lazy.budget)"},
     "k":{"type":"integer","minimum":1,"maximum":1000,"description":"local: matched entities; basic, hybrid: passages"},
+    "model":{"type":"string","description":"the model that answers, one of server.query_models (default: llm.query.model, else llm.model)"},
     "stream":{"type":"boolean","description":"send the answer as Server-Sent Events (delta, then result)"}}})json";
   const char* search_body = R"json({"type":"object","required":["question"],"properties":{
     "question":{"type":"string"},
@@ -1421,7 +1425,8 @@ void Server::Impl::WebFile(const Request& req, Response& res) {
 
 namespace {
 
-Result<QueryRequest> ParseQuery(const json& body) {
+// `allowed`: server.query_models, the models a request may ask for.
+Result<QueryRequest> ParseQuery(const json& body, const std::vector<std::string>& allowed) {
   QueryRequest q;
   GRAG_ASSIGN_OR_RETURN(q.question, NeedString(body, "question"));
   GRAG_ASSIGN_OR_RETURN(std::optional<std::string> method, OptString(body, "method"));
@@ -1431,6 +1436,17 @@ Result<QueryRequest> ParseQuery(const json& body) {
   GRAG_ASSIGN_OR_RETURN(q.level, OptInt(body, "level", 0, 1000));
   GRAG_ASSIGN_OR_RETURN(q.top_k, OptInt(body, "k", 1, 1000));
   GRAG_ASSIGN_OR_RETURN(q.budget, OptInt(body, "budget", 1, 1000));
+  GRAG_ASSIGN_OR_RETURN(std::optional<std::string> model, OptString(body, "model"));
+  if (model && !model->empty()) {
+    if (std::find(allowed.begin(), allowed.end(), *model) == allowed.end()) {
+      return Status::InvalidArgument(
+          allowed.empty()
+              ? "this server does not let a request choose its model (server.query_models)"
+              : fmt::format("the model \"{}\" is not offered here (server.query_models: {})",
+                            *model, fmt::join(allowed, ", ")));
+    }
+    q.model = *model;
+  }
   return q;
 }
 
@@ -1439,7 +1455,7 @@ Result<QueryRequest> ParseQuery(const json& body) {
 void Server::Impl::Query(const Request& req, Response& res) {
   auto body = ParseBody(req, false);
   if (!body.ok()) return SendError(res, body.status());
-  auto q = ParseQuery(*body);
+  auto q = ParseQuery(*body, config.server.query_models);
   if (!q.ok()) return SendError(res, q.status());
   auto stream = OptBool(*body, "stream", false);
   if (!stream.ok()) return SendError(res, stream.status());

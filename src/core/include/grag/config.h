@@ -297,6 +297,9 @@ struct ServerConfig {
   // Open connections from one client address (more: 503 and closed); 0: no cap.
   int64_t max_connections_per_client = 256;
   std::vector<std::string> cors_origins;  // origins allowed by CORS; empty: off; "*": any
+  // Models a /v1/query request may ask to be answered by ("model"), on the query role's server;
+  // empty: requests cannot choose (each model is a cost the operator agrees to).
+  std::vector<std::string> query_models;
   // Host header names accepted besides IP addresses and localhost (DNS rebinding: a page on
   // evil.example resolving to this machine sends Host: evil.example); "*": any.
   std::vector<std::string> allowed_hosts;
