@@ -303,6 +303,50 @@ TEST(ConfigTest, EndpointsAreReadFromArraysOfTables) {
   EXPECT_EQ(EmbeddingConcurrency(plain), 7);
 }
 
+TEST(ConfigTest, ARoleHasEndpointsAKeyVariableAndLimitsOfItsOwn) {
+  TempDir dir;
+  dir.Write("grag.toml",
+            "[llm]\nbase_url = \"http://main:1/v1\"\nmodel = \"big\"\nconcurrency = 6\n"
+            "requests_per_minute = 100\n"
+            "[llm.extract]\nmodel = \"small\"\nconcurrency = 3\n"
+            "[[llm.extract.endpoints]]\nbase_url = \"http://gpu-a:11434/v1\"\n"
+            "[[llm.extract.endpoints]]\nbase_url = \"http://gpu-b:11434/v1\"\nconcurrency = 5\n"
+            "[llm.query]\nbase_url = \"https://answers.example/v1\"\n"
+            "api_key_env = \"ANSWERS_KEY\"\nrequests_per_minute = 0\n"
+            "[llm.resolve]\nconcurrency = 2\n");
+  auto c = LoadConfig(dir.path().string(), "", FakeEnv({}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->llm.extract.endpoints.size(), 2u);
+  EXPECT_EQ(c->llm.extract.endpoints[1].base_url, "http://gpu-b:11434/v1");
+  EXPECT_EQ(c->llm.query.api_key_env, "ANSWERS_KEY");
+  EXPECT_EQ(c->llm.query.requests_per_minute, 0);  // unlimited, apart from [llm]'s 100
+  EXPECT_EQ(c->llm.query.tokens_per_minute, -1);   // [llm]'s
+  EXPECT_EQ(c->llm.summarize.requests_per_minute, -1);
+  EXPECT_TRUE(c->llm.summarize.empty());
+  EXPECT_FALSE(c->llm.resolve.empty());  // limits alone give a role a client of its own
+  // Workers per stage follow each role's limits.
+  EXPECT_EQ(LlmConcurrency(*c), 6);
+  EXPECT_EQ(LlmConcurrency(*c, "extract"), 3 + 5);
+  EXPECT_EQ(LlmConcurrency(*c, "query"), 6);
+  EXPECT_EQ(LlmConcurrency(*c, "resolve"), 2);
+  EXPECT_EQ(LlmConcurrency(*c, "summarize"), 6);
+
+  // Also from --set, and shown without keys.
+  Config d;
+  ASSERT_TRUE(ApplySetting(d, "llm.summarize.endpoints",
+                           "[{base_url = \"http://a:1/v1\", api_key = \"sk-x\"}]")
+                  .ok());
+  ASSERT_EQ(d.llm.summarize.endpoints.size(), 1u);
+  EXPECT_EQ(d.llm.summarize.endpoints[0].api_key, "sk-x");
+  bool listed = false;
+  for (const SettingInfo& s : ListSettings(d)) {
+    if (s.key != "llm.summarize.endpoints") continue;
+    listed = true;
+    EXPECT_EQ(s.value_text, "[{base_url = \"http://a:1/v1\", api_key = \"***\"}]");
+  }
+  EXPECT_TRUE(listed);
+}
+
 TEST(ConfigTest, BadEndpointsAreRefusedByName) {
   struct Case {
     std::string toml;
@@ -336,6 +380,24 @@ TEST(ConfigTest, BadEndpointsAreRefusedByName) {
       {"[llm]\nendpoints = \"http://a/v1\"\n", "llm.endpoints must be a list of tables"},
       {"[embeddings]\nendpoints = [{base_url = \"http://a/v1\"}]\n",
        "embeddings.endpoints: set embeddings.model"},
+      // A role's own.
+      {"[llm]\nbase_url = \"http://m/v1\"\n[[llm.extract.endpoints]]\nbase_url = \"http://a/v1\"\n"
+       "model = \"one\"\n[[llm.extract.endpoints]]\nbase_url = \"http://b/v1\"\nmodel = \"two\"\n",
+       "llm.extract.endpoints: set llm.extract.model"},
+      {"[llm]\nbase_url = \"http://m/v1\"\nmodel = \"m\"\n[[llm.query.endpoints]]\nbase_url = "
+       "\"\"\n",
+       "llm.query.endpoints[0]: base_url is empty"},
+      {"[llm]\nbase_url = \"http://m/v1\"\nmodel = \"m\"\n[llm.query]\nbase_url = \"http://q/v1\"\n"
+       "endpoints = [{base_url = \"http://a/v1\"}]\n",
+       "set llm.query.base_url or llm.query.endpoints, not both"},
+      {"[llm]\nbase_url = \"http://m/v1\"\nmodel = \"m\"\n[llm.resolve]\napi_key = \"k\"\n"
+       "api_key_env = \"K\"\n",
+       "set llm.resolve.api_key or llm.resolve.api_key_env, not both"},
+      {"[llm]\nbase_url = \"http://m/v1\"\nmodel = \"m\"\n[llm.extract]\nconcurrency = -2\n",
+       "llm.extract.concurrency"},
+      {"[llm]\nbase_url = \"http://m/v1\"\nmodel = \"m\"\n[llm.extract]\nrequests_per_minute = "
+       "-5\n",
+       "llm.extract.requests_per_minute"},
   };
   for (const Case& c : cases) {
     TempDir dir;

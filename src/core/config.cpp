@@ -88,6 +88,28 @@ std::vector<Setting> RoleSettings(Config& c) {
                             ".base_url; empty = llm.api_key when the role keeps llm.base_url, "
                             "else none"),
                    &role->api_key});
+    out.push_back({Interned("llm." + n + ".api_key_env"), "",
+                   Interned("Environment variable holding llm." + n +
+                            "'s API key (instead of llm." + n + ".api_key)"),
+                   &role->api_key_env});
+    out.push_back({Interned("llm." + n + ".endpoints"), "",
+                   Interned("Several servers of the model for " + what.at(n) +
+                            ", as llm.endpoints; they take the place of llm." + n +
+                            ".base_url and [llm]'s servers"),
+                   &role->endpoints});
+    out.push_back({Interned("llm." + n + ".concurrency"), "",
+                   Interned("Requests for " + what.at(n) +
+                            " in flight at once, apart from other roles'; 0 = llm.concurrency"),
+                   &role->concurrency, AtLeast(0)});
+    for (const char* limit : {"requests", "tokens"}) {
+      const std::string key = std::string(limit) + "_per_minute";
+      out.push_back(
+          {Interned("llm." + n + "." + key), "",
+           Interned(std::string("Rate limit on ") + what.at(n) + " (" + limit +
+                    " a minute, apart from other roles'); 0 = unlimited, -1 = llm." + key),
+           limit == std::string("requests") ? &role->requests_per_minute : &role->tokens_per_minute,
+           AtLeast(-1)});
+    }
     for (const char* way : {"input", "output"}) {
       const std::string key = std::string("price_") + way + "_per_million";
       out.push_back({Interned("llm." + n + "." + key), "",  // as llm.price_*: no variable
@@ -560,8 +582,9 @@ std::vector<Setting> Settings(Config& c) {
        "grag serve: open connections from one client address (more: 503); 0: no cap",
        &c.server.max_connections_per_client, AtLeast(0)},
       {"server.query_models", "",
-       "grag serve: models a /v1/query request may choose to answer it (\"model\"), on the query "
-       "role's server; empty: requests cannot choose",
+       "grag serve and grag mcp: models a request may choose to answer it (/v1/query's "
+       "\"model\", a chat model grag-METHOD/MODEL, the MCP query tool's \"model\"), on the "
+       "query role's server; empty: requests cannot choose",
        &c.server.query_models},
       {"server.cors_origins", "",
        "grag serve: origins browsers may call the API from (empty: no CORS; \"*\": any)",
@@ -730,7 +753,7 @@ Status ValidateEndpoints(const char* key, const std::string& model,
     }
   }
   if (!endpoints.empty() && LogicalModel(model, endpoints).empty()) {
-    const std::string role(key, std::string_view(key).find('.'));
+    const std::string role(key, std::string_view(key).rfind('.'));
     return Status::InvalidArgument(
         std::string(key) + ": set " + role +
         ".model to name the model these endpoints serve (its name keys the reply cache), or give "
@@ -956,6 +979,18 @@ Status ValidateConfig(const Config& c) {
       return Status::InvalidArgument(std::string("llm.") + name +
                                      ".base_url must start with http:// or https://");
     }
+    const std::string key = std::string("llm.") + name;
+    if (!role->api_key.empty() && !role->api_key_env.empty()) {
+      return Status::InvalidArgument("set " + key + ".api_key or " + key +
+                                     ".api_key_env, not both");
+    }
+    if (!role->endpoints.empty() && !role->base_url.empty()) {
+      return Status::InvalidArgument("set " + key + ".base_url or " + key + ".endpoints, not both");
+    }
+    GRAG_RETURN_IF_ERROR(ValidateEndpoints(
+        Interned(key + ".endpoints"),
+        role->model.empty() ? LogicalModel(c.llm.model, c.llm.endpoints) : role->model,
+        role->endpoints));
     if (!role->empty() && c.llm.base_url.empty() && c.llm.endpoints.empty()) {
       return Status::InvalidArgument(
           std::string("llm.") + name +
@@ -1034,6 +1069,28 @@ int64_t SumConcurrency(const std::vector<EndpointConfig>& endpoints, int64_t fal
 
 int64_t LlmConcurrency(const Config& c) {
   return SumConcurrency(c.llm.endpoints, c.llm.concurrency);
+}
+
+Status CheckOfferedModel(const Config& c, std::string_view model) {
+  const std::vector<std::string>& offered = c.server.query_models;
+  if (std::find(offered.begin(), offered.end(), model) != offered.end()) return Status::Ok();
+  if (offered.empty()) {
+    return Status::InvalidArgument(
+        "this server does not let a request choose its model (server.query_models is empty)");
+  }
+  std::string list;
+  for (const std::string& m : offered) list += (list.empty() ? "" : ", ") + m;
+  return Status::InvalidArgument("the model \"" + std::string(model) +
+                                 "\" is not offered here (server.query_models: " + list + ")");
+}
+
+int64_t LlmConcurrency(const Config& c, std::string_view role) {
+  const LlmRoleConfig* r = c.llm.Role(role);
+  if (r == nullptr || r->empty()) return LlmConcurrency(c);
+  const int64_t each = r->concurrency > 0 ? r->concurrency : c.llm.concurrency;
+  if (!r->endpoints.empty()) return SumConcurrency(r->endpoints, each);
+  if (!r->base_url.empty()) return each;
+  return SumConcurrency(c.llm.endpoints, each);
 }
 
 int64_t EmbeddingConcurrency(const Config& c) {

@@ -246,7 +246,7 @@ GlobalSearchOptions Engine::GlobalOptions() const {
   o.reduce_budget_tokens = c.global_search.reduce_budget_tokens;
   o.map_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(c.global_search.map_timeout_seconds * 1000));
-  o.concurrency = static_cast<int>(LlmConcurrency(c));
+  o.concurrency = static_cast<int>(LlmConcurrency(c, "query"));
   o.map_json_mode = c.llm.json_mode;
   o.map_prompt = impl_->map_prompt;
   o.reduce_prompt = impl_->reduce_prompt;
@@ -298,7 +298,7 @@ DriftSearchOptions Engine::DriftOptions() const {
   o.reduce_budget_tokens = d.reduce_budget_tokens;
   o.reply_max_tokens = static_cast<int>(d.reply_max_tokens);
   o.reduce_reply_max_tokens = static_cast<int>(d.reduce_reply_max_tokens);
-  o.concurrency = static_cast<int>(LlmConcurrency(impl_->config));
+  o.concurrency = static_cast<int>(LlmConcurrency(impl_->config, "query"));
   o.local = LocalOptions();
   o.local.context_budget_tokens = d.local_budget_tokens;
   o.local.chunk_share = d.local_chunk_share;

@@ -90,7 +90,10 @@ void DetectOllama(const Config& c, DoctorReport& r) {
 
 // Where a role's calls go: its own server, else [llm]'s.
 std::string RoleUrl(const Config& c, const LlmRoleConfig& role) {
-  return role.base_url.empty() ? c.llm.base_url : role.base_url;
+  if (!role.endpoints.empty()) return role.endpoints.front().base_url;
+  if (!role.base_url.empty()) return role.base_url;
+  if (c.llm.base_url.empty() && !c.llm.endpoints.empty()) return c.llm.endpoints.front().base_url;
+  return c.llm.base_url;
 }
 
 // Sends one chat request, never from the cache, and notes what came back.

@@ -6,11 +6,22 @@
 namespace grag {
 namespace {
 
+// The value of the environment variable `name` holds, which must be set; `key` is the setting
+// that named it (llm.query.api_key_env, llm.endpoints[0].api_key_env).
+Result<std::string> KeyFromEnv(const std::string& key, const std::string& name) {
+  std::optional<std::string> value = ProcessEnv(name);
+  if (!value || value->empty()) {
+    return Status::InvalidArgument(key + " names " + name +
+                                   ", which is not set in the environment");
+  }
+  return *value;
+}
+
 // A role's endpoint list as client options: keys from api_key or the variable api_key_env names
-// (never the role's own key: the list may mix hosts), concurrency 0 meaning llm.concurrency.
-Result<std::vector<EndpointOptions>> EndpointsFor(const char* key,
+// (never the role's own key: the list may mix hosts), concurrency 0 meaning `concurrency`.
+Result<std::vector<EndpointOptions>> EndpointsFor(const std::string& key,
                                                   const std::vector<EndpointConfig>& list,
-                                                  const Config& c) {
+                                                  int64_t concurrency) {
   std::vector<EndpointOptions> out;
   for (size_t i = 0; i < list.size(); ++i) {
     const EndpointConfig& e = list[i];
@@ -19,17 +30,12 @@ Result<std::vector<EndpointOptions>> EndpointsFor(const char* key,
     o.base_url = e.base_url;
     o.api_key = e.api_key;
     if (!e.api_key_env.empty()) {
-      std::optional<std::string> value = ProcessEnv(e.api_key_env);
-      if (!value || value->empty()) {
-        return Status::InvalidArgument(std::string(key) + "[" + std::to_string(i) +
-                                       "]: api_key_env names " + e.api_key_env +
-                                       ", which is not set in the environment");
-      }
-      o.api_key = *value;
+      GRAG_ASSIGN_OR_RETURN(
+          o.api_key, KeyFromEnv(key + "[" + std::to_string(i) + "].api_key_env", e.api_key_env));
     }
     o.model = e.model;
     o.weight = e.weight;
-    o.max_concurrency = static_cast<int>(e.concurrency > 0 ? e.concurrency : c.llm.concurrency);
+    o.max_concurrency = static_cast<int>(e.concurrency > 0 ? e.concurrency : concurrency);
     o.requests_per_minute = static_cast<int>(e.rpm);
     o.tokens_per_minute = static_cast<int>(e.tpm);
     out.push_back(std::move(o));
@@ -72,8 +78,8 @@ Result<std::unique_ptr<ChatModel>> MakeChatModel(const Config& config, KeyValueC
   base.base_url = config.llm.base_url.empty() ? base.base_url : config.llm.base_url;
   base.api_key = config.llm.api_key;
   base.model = model;
-  GRAG_ASSIGN_OR_RETURN(base.endpoints,
-                        EndpointsFor("llm.endpoints", config.llm.endpoints, config));
+  GRAG_ASSIGN_OR_RETURN(
+      base.endpoints, EndpointsFor("llm.endpoints", config.llm.endpoints, config.llm.concurrency));
   base.usage_role = "llm";
   std::map<ChatRole, std::unique_ptr<ChatModel>> by_role;
   for (const auto& [role, rc] :
@@ -82,17 +88,39 @@ Result<std::unique_ptr<ChatModel>> MakeChatModel(const Config& config, KeyValueC
         {ChatRole::kResolve, &config.llm.resolve},
         {ChatRole::kQuery, &config.llm.query}}) {
     if (rc->empty()) continue;
+    const std::string key = "llm." + std::string(ChatRoleName(role));
     OpenAIOptions o = base;
-    if (!rc->model.empty()) o.model = rc->model;
-    if (!rc->base_url.empty()) {
+    std::string api_key = rc->api_key;
+    if (!rc->api_key_env.empty()) {
+      GRAG_ASSIGN_OR_RETURN(api_key, KeyFromEnv(key + ".api_key_env", rc->api_key_env));
+    }
+    const int64_t concurrency = rc->concurrency > 0 ? rc->concurrency : config.llm.concurrency;
+    o.max_concurrency = static_cast<int>(concurrency);
+    if (rc->requests_per_minute >= 0) {
+      o.requests_per_minute = static_cast<int>(rc->requests_per_minute);
+    }
+    if (rc->tokens_per_minute >= 0) o.tokens_per_minute = static_cast<int>(rc->tokens_per_minute);
+    const std::string endpoints_model = LogicalModel("", rc->endpoints);
+    o.model = !rc->model.empty() ? rc->model : !endpoints_model.empty() ? endpoints_model : model;
+    if (!rc->endpoints.empty()) {
+      // Servers of its own: neither [llm]'s servers nor its key go there; each endpoint sends
+      // its own key (api_key or api_key_env), as in llm.endpoints.
+      GRAG_ASSIGN_OR_RETURN(o.endpoints,
+                            EndpointsFor(key + ".endpoints", rc->endpoints, concurrency));
+      o.base_url = o.endpoints.front().base_url;
+      o.api_key = api_key;
+    } else if (!rc->base_url.empty()) {
       // Another server: neither [llm]'s endpoints nor its key go there.
       o.base_url = rc->base_url;
       o.endpoints.clear();
-      o.api_key = rc->api_key;
-    } else if (!rc->api_key.empty()) {
-      o.api_key = rc->api_key;
+      o.api_key = api_key;
+    } else {
+      if (!api_key.empty()) o.api_key = api_key;
+      // [llm]'s servers, within the role's own limits.
+      GRAG_ASSIGN_OR_RETURN(o.endpoints,
+                            EndpointsFor("llm.endpoints", config.llm.endpoints, concurrency));
     }
-    o.usage_role = "llm." + std::string(ChatRoleName(role));
+    o.usage_role = key;
     GRAG_ASSIGN_OR_RETURN(std::unique_ptr<OpenAIClient> client, OpenAIClient::Create(std::move(o)));
     by_role.emplace(role, std::move(client));
   }
@@ -110,8 +138,9 @@ Result<std::unique_ptr<EmbeddingModel>> MakeEmbeddingModel(const Config& config,
     return std::unique_ptr<EmbeddingModel>(std::make_unique<LexicalEmbedder>());
   }
   GRAG_ASSIGN_OR_RETURN(OpenAIOptions o, BaseOptions(config, cache));
-  GRAG_ASSIGN_OR_RETURN(o.endpoints,
-                        EndpointsFor("embeddings.endpoints", config.embeddings.endpoints, config));
+  GRAG_ASSIGN_OR_RETURN(
+      o.endpoints,
+      EndpointsFor("embeddings.endpoints", config.embeddings.endpoints, config.llm.concurrency));
   o.usage_role = "embeddings";
   o.base_url =
       config.embeddings.base_url.empty() ? config.llm.base_url : config.embeddings.base_url;

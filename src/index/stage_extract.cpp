@@ -301,7 +301,7 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
     // Waits for its window; its reply's spend is in the run's record already (Run::RecordSpend).
     return Status::Ok();
   };
-  const size_t concurrency = static_cast<size_t>(LlmConcurrency(c));
+  const size_t concurrency = static_cast<size_t>(LlmConcurrency(c, "extract"));
   // A model that extracts nothing (a reasoning model's thoughts parsed as its answer, a prompt
   // cut by the server's context window, a wrong model) is caught on the first few chunks, before
   // the budget is spent: those go first, a few at a time, and are judged before the rest.

@@ -108,7 +108,7 @@ Status ResolveDescriptions(Run& run, std::vector<DescriptionJob>& jobs, MergeSum
   std::atomic<int64_t> done{0};
   const auto total = static_cast<int64_t>(llm_jobs.size());
   Status st = ParallelForStatus(
-      llm_jobs.size(), static_cast<size_t>(LlmConcurrency(run.config())),
+      llm_jobs.size(), static_cast<size_t>(LlmConcurrency(run.config(), "summarize")),
       [&](size_t k) -> Status {
         auto& j = jobs[llm_jobs[k]];
         auto summary = SummarizeDescriptions(*run.chat(), j.name, *j.descriptions, so);
@@ -147,7 +147,7 @@ ResolveOptions ResolveOptionsFor(const Config& c) {
   o.no_llm_merge_threshold = c.resolution.no_llm_merge_threshold;
   o.adjudication_batch = static_cast<size_t>(c.resolution.adjudication_batch);
   o.max_block = static_cast<size_t>(c.resolution.max_block);
-  o.llm_concurrency = static_cast<int>(LlmConcurrency(c));
+  o.llm_concurrency = static_cast<int>(LlmConcurrency(c, "resolve"));
   return o;
 }
 

@@ -41,7 +41,7 @@ Result<ReportStageSummary> WriteReports(Run& run, const Tokenizer& tok, bool ref
   ReportOptions ro;
   GRAG_ASSIGN_OR_RETURN(ro.prompt,
                         LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kCommunityReport));
-  ro.concurrency = static_cast<int>(LlmConcurrency(c));
+  ro.concurrency = static_cast<int>(LlmConcurrency(c, "summarize"));
   ro.json_mode = c.llm.json_mode;
   ro.cancel = run.cancel_flag();  // Ctrl-C: no new community starts
   ro.include = llm_worthy;

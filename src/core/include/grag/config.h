@@ -55,15 +55,28 @@ struct EndpointConfig {
 };
 
 // A model role's own model (llm.extract, llm.summarize, llm.resolve, llm.query): empty fields
-// take [llm]'s. A role with its own base_url sends its own api_key only.
+// take [llm]'s. A role with its own base_url or endpoints sends its own key only.
 struct LlmRoleConfig {
   std::string model;
   std::string base_url;
   std::string api_key;
+  std::string api_key_env;  // environment variable holding the role's key
+  // Several servers of the role's model, as llm.endpoints; they take the place of base_url.
+  std::vector<EndpointConfig> endpoints;
+  // The role's own limits, apart from [llm]'s: concurrency 0 means llm.concurrency; a rate below
+  // 0 means [llm]'s (0: unlimited).
+  int64_t concurrency = 0;
+  int64_t requests_per_minute = -1;
+  int64_t tokens_per_minute = -1;
   // Per million tokens; below 0: llm.price_*_per_million (0 is a price: a free local model).
   double price_input_per_million = -1;
   double price_output_per_million = -1;
-  bool empty() const { return model.empty() && base_url.empty() && api_key.empty(); }
+  // Nothing but prices set: the role's calls go to [llm]'s client.
+  bool empty() const {
+    return model.empty() && base_url.empty() && api_key.empty() && api_key_env.empty() &&
+           endpoints.empty() && concurrency == 0 && requests_per_minute < 0 &&
+           tokens_per_minute < 0;
+  }
 };
 
 struct LlmConfig {
@@ -297,8 +310,10 @@ struct ServerConfig {
   // Open connections from one client address (more: 503 and closed); 0: no cap.
   int64_t max_connections_per_client = 256;
   std::vector<std::string> cors_origins;  // origins allowed by CORS; empty: off; "*": any
-  // Models a /v1/query request may ask to be answered by ("model"), on the query role's server;
-  // empty: requests cannot choose (each model is a cost the operator agrees to).
+  // Models a request to the server or the MCP server may ask to be answered by (/v1/query's
+  // "model", a chat model "grag-local/NAME", the MCP query tool's "model"), on the query role's
+  // server; empty: requests cannot choose (each model is a cost the operator agrees to).
+  // CheckOfferedModel.
   std::vector<std::string> query_models;
   // Host header names accepted besides IP addresses and localhost (DNS rebinding: a page on
   // evil.example resolving to this machine sends Host: evil.example); "*": any.
@@ -345,6 +360,11 @@ std::string RedactUrlPassword(std::string_view url);
 // there is none, or they differ: ValidateConfig refuses that).
 std::string LogicalModel(const std::string& model, const std::vector<EndpointConfig>& endpoints);
 
+// A client's choice of the model that answers (QueryRequest::model) where clients are not the
+// operator (grag serve, grag mcp): OK when `model` is one of server.query_models, else an
+// InvalidArgument saying which are.
+Status CheckOfferedModel(const Config& config, std::string_view model);
+
 // No model endpoint at all, whatever the file or environment configured: the built-in extractor,
 // embedder, reports and answers (`grag --no-llm`, the demo, `grag.Engine(no_llm=True)`).
 void DisableModels(Config& config);
@@ -352,6 +372,9 @@ void DisableModels(Config& config);
 // Chat requests in flight at once: llm.concurrency, or with llm.endpoints the sum of theirs. The
 // LLM-bound stages run this many workers.
 int64_t LlmConcurrency(const Config& config);
+// The same for one model role's requests ("extract", "summarize", "resolve", "query"): the role's
+// own concurrency and endpoints where it sets them.
+int64_t LlmConcurrency(const Config& config, std::string_view role);
 // The same for embedding requests (embeddings.endpoints, else llm.concurrency).
 int64_t EmbeddingConcurrency(const Config& config);
 
