@@ -5,6 +5,9 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -143,7 +146,108 @@ TEST(E2eModelRolesTest, ExtractionAndAnswersGoToTheirOwnModels) {
     EXPECT_EQ(other.out, "400");
     EXPECT_THAT(other.err, ::testing::HasSubstr("server.query_models"));
     EXPECT_EQ(query_server.requests().size(), requests.size());  // refused before any call
+
+    // The OpenAI-compatible endpoint: a chat model grag-METHOD/MODEL, listed by /v1/models.
+    const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
+    auto models = RunCommand("curl -s " + ShellQuote(base + "/v1/models"));
+    std::set<std::string> ids;
+    const auto listed = nlohmann::json::parse(models.out);
+    for (const auto& m : listed["data"]) {
+      ids.insert(m["id"].get<std::string>());
+    }
+    EXPECT_TRUE(ids.count("grag-local") && ids.count("grag-local/cheap-model") &&
+                ids.count("grag-global/strong-model"))
+        << models.out;
+    auto chat = [&](const std::string& model) {
+      nlohmann::json body = {
+          {"model", model},
+          {"messages", {{{"role", "user"}, {"content", "Who is Bob Cratchit?"}}}}};
+      return RunCommand("curl -s -o /dev/stderr -w '%{http_code}' -X POST " +
+                        ShellQuote(base + "/v1/chat/completions") +
+                        " -H 'Content-Type: application/json' -d " + ShellQuote(body.dump()));
+    };
+    const size_t chat_before = query_server.requests().size();
+    auto chatted = chat("grag-local/cheap-model");
+    ASSERT_EQ(chatted.out, "200") << chatted.err;
+    EXPECT_EQ(nlohmann::json::parse(chatted.err)["model"], "grag-local/cheap-model");
+    requests = query_server.requests();
+    ASSERT_GT(requests.size(), chat_before);
+    for (size_t i = chat_before; i < requests.size(); ++i) {
+      EXPECT_EQ(requests[i].Model(), "cheap-model");
+    }
+    auto refused = chat("grag-local/gpt-9");
+    EXPECT_EQ(refused.out, "400") << refused.err;
+    EXPECT_THAT(refused.err,
+                ::testing::HasSubstr("server.query_models: cheap-model, strong-model"));
+    EXPECT_EQ(query_server.requests().size(), requests.size());
     EXPECT_EQ(serve.Stop(SIGTERM), 0) << serve.log();
+  }
+
+  // The MCP query tool offers the same models, and refuses others before a call.
+  {
+    const std::string session = dir / "mcp.jsonl";
+    {
+      auto call = [](int id, nlohmann::json args) {
+        return nlohmann::json{{"jsonrpc", "2.0"},
+                              {"id", id},
+                              {"method", "tools/call"},
+                              {"params", {{"name", "query"}, {"arguments", std::move(args)}}}}
+            .dump();
+      };
+      std::ofstream in(session);
+      in << nlohmann::json{{"jsonrpc", "2.0"},
+                           {"id", 1},
+                           {"method", "initialize"},
+                           {"params",
+                            {{"protocolVersion", "2025-06-18"},
+                             {"capabilities", nlohmann::json::object()},
+                             {"clientInfo", {{"name", "roles"}, {"version", "1"}}}}}}
+                .dump()
+         << "\n"
+         << nlohmann::json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}}.dump() << "\n"
+         << call(3, {{"question", "Who is Fezziwig?"},  // not asked before: not cached
+                     {"method", "local"},
+                     {"model", "cheap-model"}})
+         << "\n"
+         << call(4, {{"question", "Who is Jacob Marley?"}, {"method", "local"}, {"model", "gpt-9"}})
+         << "\n";
+    }
+    const size_t before = query_server.requests().size();
+    auto mcp = RunCommand(env + Grag("--root " + ShellQuote(root) +
+                                     " --set server.query_models=cheap-model mcp < " +
+                                     ShellQuote(session)));
+    ASSERT_EQ(mcp.exit_code, 0) << mcp.err;
+    std::map<int, nlohmann::json> replies;
+    std::istringstream lines(mcp.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty()) continue;
+      auto reply = nlohmann::json::parse(line);
+      replies[reply["id"].get<int>()] = reply;
+    }
+    for (const auto& tool : replies[2]["result"]["tools"]) {
+      if (tool["name"] != "query") continue;
+      EXPECT_EQ(tool["inputSchema"]["properties"]["model"]["enum"],
+                nlohmann::json::array({"cheap-model"}));
+    }
+    EXPECT_FALSE(replies[3]["result"].value("isError", false)) << replies[3].dump();
+    EXPECT_TRUE(replies[4]["result"].value("isError", false)) << replies[4].dump();
+    EXPECT_THAT(replies[4].dump(), ::testing::HasSubstr("cheap-model"));
+    EXPECT_THAT(replies[4].dump(), ::testing::HasSubstr("gpt-9"));
+    std::set<std::string> asked;
+    auto requests = query_server.requests();
+    for (size_t i = before; i < requests.size(); ++i) asked.insert(requests[i].Model());
+    EXPECT_EQ(asked, std::set<std::string>{"cheap-model"});
+  }
+
+  // The command line chooses any model: its user is the operator.
+  {
+    const size_t before = query_server.requests().size();
+    auto q = RunCommand(env + Grag("--root " + ShellQuote(root) +
+                                   " query --method local --model tiny-model 'Who is Scrooge?'"));
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    auto requests = query_server.requests();
+    ASSERT_GT(requests.size(), before);
+    EXPECT_EQ(requests.back().Model(), "tiny-model");
   }
 
   // Changing the extraction model re-extracts; changing the answer model changes nothing indexed.
@@ -155,6 +259,84 @@ TEST(E2eModelRolesTest, ExtractionAndAnswersGoToTheirOwnModels) {
                             Grag("--root " + ShellQuote(root) + " index --dry-run --json"));
   ASSERT_EQ(changed.exit_code, 0) << changed.err;
   EXPECT_EQ(nlohmann::json::parse(changed.out)["chunks_to_extract"], 42) << changed.out;
+}
+
+// The header a server saw on every chat request it was sent ("" where absent).
+std::set<std::string> Headers(const FakeOpenAIServer& s, std::string_view name) {
+  std::set<std::string> out;
+  for (const FakeRequest& r : s.requests()) {
+    if (r.IsChat()) out.insert(r.Header(name));
+  }
+  return out;
+}
+
+TEST(E2eModelRolesTest, ARoleHasServersAKeyAndLimitsOfItsOwn) {
+  TempDir dir;
+  const std::string root = dir / "roles";
+  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
+  std::filesystem::copy_file(
+      std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
+      root + "/input/christmas_carol.txt");
+  // Extraction on two slow servers, so that its limit is reached and can be seen kept.
+  auto slow = [inner = FakeGraphRagHandler()](const FakeRequest& r) {
+    testing::FakeReply reply = inner(r);
+    reply.delay = std::chrono::milliseconds(25);
+    return reply;
+  };
+  FakeOpenAIServer main_server{FakeGraphRagHandler()};
+  FakeOpenAIServer gpu1{slow};
+  FakeOpenAIServer gpu2{slow};
+  FakeOpenAIServer answers{FakeGraphRagHandler()};
+  {
+    std::ofstream toml(root + "/grag.toml", std::ios::app);
+    toml << "\n[llm.extract]\nmodel = \"small-model\"\nconcurrency = 2\n"
+         << "[[llm.extract.endpoints]]\nname = \"gpu1\"\nbase_url = \"" << gpu1.base_url()
+         << "\"\n[[llm.extract.endpoints]]\nname = \"gpu2\"\nbase_url = \"" << gpu2.base_url()
+         << "\"\n[llm.query]\nbase_url = \"" << answers.base_url()
+         << "\"\napi_key_env = \"ANSWERS_KEY\"\n";
+  }
+  const std::string env = "GRAG_LLM_BASE_URL=" + main_server.base_url() +
+                          " GRAG_LLM_MODEL=strong-model GRAG_LLM_API_KEY=main-key ";
+
+  // The role's key variable unset: a clear error before any call, naming the setting.
+  auto unset = RunCommand(env + Grag("--root " + ShellQuote(root) + " index"));
+  EXPECT_EQ(unset.exit_code, 2) << unset.err;
+  EXPECT_THAT(unset.err, ::testing::HasSubstr("llm.query.api_key_env names ANSWERS_KEY, which is "
+                                              "not set"));
+  EXPECT_EQ(main_server.request_count() + gpu1.request_count() + answers.request_count(), 0);
+
+  const std::string keyed = env + "ANSWERS_KEY=answers-key ";
+  auto index = RunCommand(
+      keyed + Grag("--root " + ShellQuote(root) + " --set llm.concurrency=16 index --json"));
+  ASSERT_EQ(index.exit_code, 0) << index.err;
+  // Every extraction on the role's two servers, two at a time on each, without [llm]'s key.
+  for (const FakeOpenAIServer* gpu : {&gpu1, &gpu2}) {
+    EXPECT_GT(gpu->request_count(), 5);
+    const std::set<std::string> kinds = Kinds(*gpu);
+    EXPECT_TRUE(kinds.count("extract")) << ::testing::PrintToString(kinds);
+    EXPECT_EQ(kinds.size(), kinds.count("glean") ? 2u : 1u);  // nothing but extraction
+    EXPECT_EQ(Models(*gpu), std::set<std::string>{"small-model"});
+    EXPECT_LE(gpu->max_in_flight(), 2);
+    EXPECT_EQ(Headers(*gpu, "Authorization"), std::set<std::string>{""});
+  }
+  EXPECT_EQ(gpu1.max_in_flight() + gpu2.max_in_flight(), 4) << "the role's limit was not reached";
+  EXPECT_FALSE(Kinds(main_server).count("extract"));
+  EXPECT_EQ(Headers(main_server, "Authorization"), std::set<std::string>{"Bearer main-key"});
+  // The run's usage names each of the role's servers.
+  std::set<std::string> names;
+  const auto summary = nlohmann::json::parse(index.out);
+  for (const auto& e : summary["llm"]["endpoints"]) {
+    names.insert(e["role"].get<std::string>() + "/" + e["name"].get<std::string>());
+  }
+  EXPECT_TRUE(names.count("llm.extract/gpu1") && names.count("llm.extract/gpu2"))
+      << ::testing::PrintToString(names);
+
+  // Answers on the query role's server, with the key its variable holds.
+  auto q = RunCommand(
+      keyed + Grag("--root " + ShellQuote(root) + " query --method local 'Who is Jacob Marley?'"));
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_GT(answers.request_count(), 0);
+  EXPECT_EQ(Headers(answers, "Authorization"), std::set<std::string>{"Bearer answers-key"});
 }
 
 TEST(E2eModelRolesTest, ARoleWithoutADefaultModelIsAClearError) {

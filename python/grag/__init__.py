@@ -228,14 +228,17 @@ class Engine:
     # ---- questions
     def query(self, question: str, method: str = "auto", *, level: Optional[int] = None,
               k: Optional[int] = None, budget: Optional[int] = None,
-              on_text: Optional[Callable[[str], Any]] = None) -> QueryResult:
+              on_text: Optional[Callable[[str], Any]] = None,
+              model: Optional[str] = None) -> QueryResult:
         """Answers ``question``. ``method``: auto (the router picks), global, local, basic,
         hybrid, drift or lazy (budgeted search, for indexes built without a model). ``level``:
         global search's community level; ``k``: local search's entities, basic/hybrid's
         passages; ``budget``: lazy's relevance-test calls. ``on_text(piece)`` is called with
-        each piece of a model's answer as it is written (streaming), on this thread."""
+        each piece of a model's answer as it is written (streaming), on this thread.
+        ``model``: the model that answers, on the query role's server (default
+        ``llm.query.model``, else ``llm.model``); nothing indexed changes."""
         return QueryResult(json.loads(self._engine.query(question, method, level, k, budget,
-                                                         on_text)))
+                                                         on_text, model)))
 
     def search(self, question: str, k: Optional[int] = None,
                method: Optional[str] = None) -> SearchResult:

@@ -53,13 +53,15 @@ class PyEngine {
   // ---- questions
   std::string Query(const std::string& question, const std::string& method,
                     std::optional<int64_t> level, std::optional<int64_t> k,
-                    std::optional<int64_t> budget, const py::object& on_delta) {
+                    std::optional<int64_t> budget, const py::object& on_delta,
+                    const std::optional<std::string>& model) {
     QueryRequest request;
     request.question = question;
     request.method = Unwrap(ParseQueryMethod(method));
     request.level = level;
     request.top_k = k;
     request.budget = budget;
+    request.model = model.value_or("");
     std::shared_ptr<Engine> engine = Reader();
     Watch watch(cancel_epoch_);
     request.cancel = watch.cancel_flag();
@@ -396,7 +398,7 @@ PYBIND11_MODULE(_grag, m) {
            py::arg("root"), py::arg("config_file"), py::arg("settings"), py::arg("no_llm"),
            py::arg("log_level"))
       .def("query", &PyEngine::Query, py::arg("question"), py::arg("method"), py::arg("level"),
-           py::arg("k"), py::arg("budget"), py::arg("on_delta"))
+           py::arg("k"), py::arg("budget"), py::arg("on_delta"), py::arg("model"))
       .def("search", &PyEngine::Search, py::arg("question"), py::arg("k"), py::arg("method"),
            py::arg("as_json") = false)
       .def("search_loop", &PyEngine::SearchLoop, py::arg("question"), py::arg("k"),

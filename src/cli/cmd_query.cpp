@@ -19,6 +19,7 @@ struct QueryOpts {
   std::optional<int64_t> level;
   std::optional<int64_t> top_k;
   std::optional<int64_t> budget;  // lazy: relevance calls (lazy.budget)
+  std::string model;              // the model that answers; empty: llm.query.model, llm.model
   bool json = false;
   bool no_stream = false;
   bool explain = false;  // --route: say what auto would do, and stop
@@ -219,6 +220,9 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
                   "lazy: relevance-test calls at most, 1 to 1000 (default lazy.budget, 20); the "
                   "refine, claims and reduce calls come on top and are reported")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  cmd->add_option("--model", o->model,
+                  "The model that answers this question, on the query role's server (default "
+                  "llm.query.model, else llm.model); nothing indexed changes");
   cmd->add_flag("--json", o->json,
                 "Print answer, citations, context or points, route, diagnostics and statistics "
                 "as JSON");
@@ -266,6 +270,7 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
             request.budget = o->budget;
             request.level = o->level;
             request.top_k = o->top_k;
+            request.model = o->model;
             bool streamed = false;
             request.on_answer_delta = AnswerStream(*o, streamed);
             auto r = (*engine)->Query(request);

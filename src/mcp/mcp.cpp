@@ -209,7 +209,9 @@ struct McpServer::Impl {
     Handler handler;
   };
 
-  Impl(Config c, McpOptions o) : config(std::move(c)), options(std::move(o)), tools(MakeTools()) {}
+  Impl(Config c, McpOptions o) : config(std::move(c)), options(std::move(o)), tools(MakeTools()) {
+    OfferModels();
+  }
 
   Config config;
   McpOptions options;
@@ -222,6 +224,8 @@ struct McpServer::Impl {
   std::optional<int64_t> reader_run;  // the latest finished update when it was opened
 
   static std::vector<Tool> MakeTools();
+  // The query tool's "model": the models server.query_models offers, when it offers any.
+  void OfferModels();
 
   std::optional<json> HandleMessage(const json& message);
   json Dispatch(const std::string& method, const json& id, const json& params);
@@ -488,10 +492,29 @@ json McpServer::Impl::JsonResult(std::optional<std::string> lead, const std::str
   return result;
 }
 
+void McpServer::Impl::OfferModels() {
+  if (config.server.query_models.empty()) return;
+  for (Tool& tool : tools) {
+    if (tool.name != "query") continue;
+    tool.schema["properties"]["model"] = {
+        {"type", "string"},
+        {"enum", config.server.query_models},
+        {"description",
+         "The model that writes the answer (default: the configured one); each costs what its "
+         "provider charges"}};
+  }
+}
+
 json McpServer::Impl::Query(const json& args) {
+  QueryRequest request;
+  if (std::optional<std::string> model = OptString(args, "model"); model && !model->empty()) {
+    if (Status offered = CheckOfferedModel(config, *model); !offered.ok()) {
+      return ToolError("query: " + offered.message());
+    }
+    request.model = *model;
+  }
   auto engine = Reader();
   if (!engine.ok()) return ToolError(engine.status().message());
-  QueryRequest request;
   request.question = args.at("question").get<std::string>();
   auto method = ParseQueryMethod(OptString(args, "method").value_or(config.query.method));
   if (!method.ok()) return ToolError(method.status().message());

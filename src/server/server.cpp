@@ -9,11 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -831,8 +829,9 @@ void Server::Impl::DeclareRoutes() {
     "remove":{"type":"array","items":{"type":"string"},"description":"ids of documents to remove from the index (otherwise the index follows the input folder)"}}})json";
   static const std::string chat_body_text =
       R"json({"type":"object","required":["messages"],"properties":{
-    "model":{"type":"string","enum":[)json" +
-      QueryMethodNames("\",", "\"grag-") + "\"" + R"json(]},
+    "model":{"type":"string","description":"the method: )json" +
+      QueryMethodNames(", ", "grag-") +
+      R"json(; each may be followed by /MODEL, one of server.query_models, the model that writes the answer (GET /v1/models lists them all)"},
     "messages":{"type":"array","items":{"type":"object"}},
     "stream":{"type":"boolean"}}})json";
   const char* chat_body = chat_body_text.c_str();
@@ -1425,8 +1424,8 @@ void Server::Impl::WebFile(const Request& req, Response& res) {
 
 namespace {
 
-// `allowed`: server.query_models, the models a request may ask for.
-Result<QueryRequest> ParseQuery(const json& body, const std::vector<std::string>& allowed) {
+// `config`: its server.query_models are the models a request may ask for.
+Result<QueryRequest> ParseQuery(const json& body, const Config& config) {
   QueryRequest q;
   GRAG_ASSIGN_OR_RETURN(q.question, NeedString(body, "question"));
   GRAG_ASSIGN_OR_RETURN(std::optional<std::string> method, OptString(body, "method"));
@@ -1438,13 +1437,7 @@ Result<QueryRequest> ParseQuery(const json& body, const std::vector<std::string>
   GRAG_ASSIGN_OR_RETURN(q.budget, OptInt(body, "budget", 1, 1000));
   GRAG_ASSIGN_OR_RETURN(std::optional<std::string> model, OptString(body, "model"));
   if (model && !model->empty()) {
-    if (std::find(allowed.begin(), allowed.end(), *model) == allowed.end()) {
-      return Status::InvalidArgument(
-          allowed.empty()
-              ? "this server does not let a request choose its model (server.query_models)"
-              : fmt::format("the model \"{}\" is not offered here (server.query_models: {})",
-                            *model, fmt::join(allowed, ", ")));
-    }
+    GRAG_RETURN_IF_ERROR(CheckOfferedModel(config, *model));
     q.model = *model;
   }
   return q;
@@ -1455,7 +1448,7 @@ Result<QueryRequest> ParseQuery(const json& body, const std::vector<std::string>
 void Server::Impl::Query(const Request& req, Response& res) {
   auto body = ParseBody(req, false);
   if (!body.ok()) return SendError(res, body.status());
-  auto q = ParseQuery(*body, config.server.query_models);
+  auto q = ParseQuery(*body, config);
   if (!q.ok()) return SendError(res, q.status());
   auto stream = OptBool(*body, "stream", false);
   if (!stream.ok()) return SendError(res, stream.status());
@@ -1882,9 +1875,14 @@ void Server::Impl::GetChunk(const Request& req, Response& res) {
 
 void Server::Impl::Models(const Request&, Response& res) {
   json data = json::array();
-  for (const auto& [name, method] : ChatModels()) {
+  auto add = [&](const std::string& id) {
     data.push_back(
-        {{"id", name}, {"object", "model"}, {"created", 1767225600}, {"owned_by", "grag"}});
+        {{"id", id}, {"object", "model"}, {"created", 1767225600}, {"owned_by", "grag"}});
+  };
+  for (const auto& [name, method] : ChatModels()) add(name);
+  // Each method again with each model a request may choose to answer (server.query_models).
+  for (const std::string& answering : config.server.query_models) {
+    for (const auto& [name, method] : ChatModels()) add(name + "/" + answering);
   }
   SendJson(res, 200, Dump({{"object", "list"}, {"data", data}}));
 }
@@ -1925,13 +1923,24 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
   auto model = OptString(*body, "model");
   if (!model.ok()) return SendError(res, model.status());
   const std::string model_name = model->value_or("grag-auto");
+  // "grag-local", or "grag-local/gpt-4o-mini": the method, then the model that answers.
+  const size_t slash = model_name.find('/');
+  const std::string method_name = model_name.substr(0, slash);
   std::optional<QueryMethod> method;
   for (const auto& [name, m] : ChatModels()) {
-    if (name == model_name) method = m;
+    if (name == method_name) method = m;
   }
   if (!method) {
     return SendError(res, Status::NotFound("the model \"" + model_name + "\" does not exist (" +
-                                           QueryMethodNames(", ", "grag-") + "; GET /v1/models)"));
+                                           QueryMethodNames(", ", "grag-") +
+                                           ", each optionally /MODEL; GET /v1/models)"));
+  }
+  std::string answering;
+  if (slash != std::string::npos) {
+    answering = model_name.substr(slash + 1);
+    if (Status offered = CheckOfferedModel(config, answering); !offered.ok()) {
+      return SendError(res, offered);
+    }
   }
   auto question = LastUserText(*body);
   if (!question.ok()) return SendError(res, question.status());
@@ -1943,6 +1952,7 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
   auto request = std::make_shared<QueryRequest>();
   request->question = *question;
   request->method = *method;
+  request->model = answering;
   const std::string id = "chatcmpl-" + RandomHex(12);
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
 

@@ -282,6 +282,16 @@ def test_query_with_scripted_model_streams(book_project, scripted_model):
     assert r.citations and r.citations[0].to_dict()
 
 
+def test_query_chooses_its_model(book_project, scripted_model):
+    model = scripted_model(reply="Jacob Marley was Scrooge's partner [S1].")
+    engine = grag.Engine(book_project["root"], llm__base_url=model.base_url,
+                         llm__model="scripted", llm__api_key="k")
+    engine.query(QUESTION, method="basic", model="a-cheaper-model")
+    assert model.requests[-1]["model"] == "a-cheaper-model"
+    engine.query(QUESTION, method="basic")
+    assert model.requests[-1]["model"] == "scripted"
+
+
 def test_cancel_from_another_thread(book_copy, scripted_model, tmp_path):
     model = scripted_model(reply="not an extraction", delay=1.0)
     (tmp_path / "new").mkdir()
