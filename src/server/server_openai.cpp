@@ -1,0 +1,248 @@
+// grag serve's OpenAI-compatible endpoint: /v1/models and /v1/chat/completions, each query
+// method a chat model (grag-local, or grag-local/MODEL to choose the model that answers).
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+#include <string>
+
+#include "grag/engine_json.h"
+#include "grag/words.h"
+#include "server_internal.h"
+
+namespace grag {
+namespace {
+
+std::string RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  size_t filled = 0;
+  while (filled < bytes) {
+    const ssize_t n = ::getrandom(raw.data() + filled, bytes - filled, 0);
+    if (n > 0) {
+      filled += static_cast<size_t>(n);
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  if (filled < bytes) raw = std::to_string(std::time(nullptr)) + std::to_string(::getpid());
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out.substr(0, bytes * 2);
+}
+
+// The chat model names of the OpenAI-compatible endpoint and the method each picks.
+const std::vector<std::pair<std::string, QueryMethod>>& ChatModels() {
+  static const std::vector<std::pair<std::string, QueryMethod>> models = [] {
+    std::vector<std::pair<std::string, QueryMethod>> out;
+    for (QueryMethod m : kQueryMethods) {
+      out.emplace_back("grag-" + std::string(QueryMethodName(m)), m);
+    }
+    return out;
+  }();
+  return models;
+}
+
+// "Sources:" lines for a chat answer, from the citations of a query's JSON.
+std::string SourcesText(const json& result) {
+  auto it = result.find("citations");
+  if (it == result.end() || !it->is_array() || it->empty()) return "";
+  std::string out = "\n\nSources:";
+  for (const auto& c : *it) {
+    out += "\n- ";
+    if (c.contains("community")) {
+      out += "[" + std::to_string(c.value("community", int64_t{0})) + "] " + c.value("title", "") +
+             " (community report, level " + std::to_string(c.value("level", int64_t{0})) + ")";
+    } else if (c.contains("chunk_id")) {
+      out += "[" + c.value("id", "") + "] chunk " +
+             std::to_string(c.value("chunk_index", int64_t{0})) + " of " +
+             c.value("document_id", "");
+    } else {
+      out += "[" + c.value("id", "") + "] " + c.value("source", "");
+    }
+    // The passage, in characters of its document: carol.txt:10234-10391 "Marley was dead: …"
+    auto spans = c.find("spans");
+    if (spans != c.end() && spans->is_array() && !spans->empty()) {
+      const json& s = spans->front();
+      out += ": " + s.value("document_id", "") + ":" +
+             std::to_string(s.value("start", int64_t{0})) + "-" +
+             std::to_string(s.value("end", int64_t{0})) + " \"" +
+             ShortenAtWord(s.value("text", ""), 60) + "\"";
+    }
+  }
+  return out;
+}
+
+// Prompt and completion tokens of a query's JSON (0 when no model wrote the answer).
+std::pair<int64_t, int64_t> UsageOf(const json& result) {
+  const json& s = result.contains("stats") ? result["stats"] : json::object();
+  if (s.contains("tokens_in"))
+    return {s.value("tokens_in", int64_t{0}), s.value("tokens_out", int64_t{0})};
+  return {s.value("prompt_tokens", int64_t{0}), s.value("completion_tokens", int64_t{0})};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- OpenAI compatibility
+
+void Server::Impl::Models(const Request&, Response& res) {
+  json data = json::array();
+  auto add = [&](const std::string& id) {
+    data.push_back(
+        {{"id", id}, {"object", "model"}, {"created", 1767225600}, {"owned_by", "grag"}});
+  };
+  for (const auto& [name, method] : ChatModels()) add(name);
+  // Each method again with each model a request may choose to answer (server.query_models).
+  for (const std::string& answering : config.server.query_models) {
+    for (const auto& [name, method] : ChatModels()) add(name + "/" + answering);
+  }
+  SendJson(res, 200, Dump({{"object", "list"}, {"data", data}}));
+}
+
+namespace {
+
+// The question of a chat request: the last user message's text.
+Result<std::string> LastUserText(const json& body) {
+  auto it = body.find("messages");
+  if (it == body.end() || !it->is_array() || it->empty()) {
+    return Status::InvalidArgument("\"messages\" must be a non-empty array");
+  }
+  for (auto m = it->rbegin(); m != it->rend(); ++m) {
+    if (!m->is_object() || m->value("role", "") != "user") continue;
+    const json& content = (*m)["content"];
+    if (content.is_string()) return content.get<std::string>();
+    if (content.is_array()) {
+      std::string text;
+      for (const auto& part : content) {
+        if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+            part["text"].is_string()) {
+          if (!text.empty()) text += "\n";
+          text += part["text"].get<std::string>();
+        }
+      }
+      if (!text.empty()) return text;
+    }
+    return Status::InvalidArgument("the last user message has no text content");
+  }
+  return Status::InvalidArgument("\"messages\" holds no user message");
+}
+
+}  // namespace
+
+void Server::Impl::ChatCompletions(const Request& req, Response& res) {
+  auto body = ParseBody(req, false);
+  if (!body.ok()) return SendError(res, body.status());
+  auto model = OptString(*body, "model");
+  if (!model.ok()) return SendError(res, model.status());
+  const std::string model_name = model->value_or("grag-auto");
+  // "grag-local", or "grag-local/gpt-4o-mini": the method, then the model that answers.
+  const size_t slash = model_name.find('/');
+  const std::string method_name = model_name.substr(0, slash);
+  std::optional<QueryMethod> method;
+  for (const auto& [name, m] : ChatModels()) {
+    if (name == method_name) method = m;
+  }
+  if (!method) {
+    return SendError(res, Status::NotFound("the model \"" + model_name + "\" does not exist (" +
+                                           QueryMethodNames(", ", "grag-") +
+                                           ", each optionally /MODEL; GET /v1/models)"));
+  }
+  std::string answering;
+  if (slash != std::string::npos) {
+    answering = model_name.substr(slash + 1);
+    if (Status offered = CheckOfferedModel(config, answering); !offered.ok()) {
+      return SendError(res, offered);
+    }
+  }
+  auto question = LastUserText(*body);
+  if (!question.ok()) return SendError(res, question.status());
+  auto stream = OptBool(*body, "stream", false);
+  if (!stream.ok()) return SendError(res, stream.status());
+  auto engine = Reader();
+  if (!engine.ok()) return SendError(res, engine.status());
+
+  auto request = std::make_shared<QueryRequest>();
+  request->question = *question;
+  request->method = *method;
+  request->model = answering;
+  const std::string id = "chatcmpl-" + RandomHex(12);
+  const int64_t created = static_cast<int64_t>(std::time(nullptr));
+
+  if (!*stream) {
+    auto result = Ask(**engine, *request);
+    if (!result.ok()) return SendError(res, result.status());
+    const json full = json::parse(QueryResultJson(*result, request->question, false));
+    const auto [prompt_tokens, completion_tokens] = UsageOf(full);
+    json out = {
+        {"id", id},
+        {"object", "chat.completion"},
+        {"created", created},
+        {"model", model_name},
+        {"choices",
+         json::array({{{"index", 0},
+                       {"message",
+                        {{"role", "assistant"}, {"content", result->answer + SourcesText(full)}}},
+                       {"logprobs", nullptr},
+                       {"finish_reason", "stop"}}})},
+        {"usage",
+         {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}}},
+        {"citations", full.value("citations", json::array())},
+        {"grag", {{"method", QueryMethodName(result->method)}}}};
+    return SendJson(res, 200, Dump(out));
+  }
+
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, request, engine = *engine, id, created, model_name](size_t, httplib::DataSink& sink) {
+        auto chunk = [&](const json& delta, const json& finish, json extra) {
+          json c = {{"id", id},
+                    {"object", "chat.completion.chunk"},
+                    {"created", created},
+                    {"model", model_name},
+                    {"choices", json::array({{{"index", 0},
+                                              {"delta", delta},
+                                              {"logprobs", nullptr},
+                                              {"finish_reason", finish}}})}};
+          for (auto& [k, v] : extra.items()) c[k] = v;
+          return SseEvent("", Dump(c));
+        };
+        bool open = SinkWrite(
+            sink, chunk({{"role", "assistant"}, {"content", ""}}, nullptr, json::object()));
+        bool streamed = false;
+        std::atomic<bool> gone{!open};  // the asker disconnected: stop the question
+        request->cancel = &gone;
+        request->on_answer_delta = [&](std::string_view d) {
+          streamed = true;
+          if (open) open = SinkWrite(sink, chunk({{"content", d}}, nullptr, json::object()));
+          if (!open) gone = true;
+        };
+        auto result = [&] {
+          DisconnectWatch watch(sink, gone);
+          return Ask(*engine, *request);
+        }();
+        if (!open || gone) return false;
+        if (!result.ok()) {
+          SinkWrite(sink, SseEvent("", Dump(ErrorObject(result.status()))));
+        } else {
+          const json full = json::parse(QueryResultJson(*result, request->question, false));
+          // An answer written without a model (extractive) arrives whole, with its sources.
+          std::string rest = streamed ? SourcesText(full) : result->answer + SourcesText(full);
+          SinkWrite(sink, chunk({{"content", rest}}, nullptr, json::object()));
+          SinkWrite(sink, chunk(json::object(), "stop",
+                                {{"citations", full.value("citations", json::array())},
+                                 {"grag", {{"method", QueryMethodName(result->method)}}}}));
+        }
+        SinkWrite(sink, "data: [DONE]\n\n");
+        sink.done();
+        return true;
+      });
+}
+
+}  // namespace grag
