@@ -1,14 +1,18 @@
 // Entity resolution's internals, shared by its files and exposed for its tests. Private to
-// src/graph: resolve_names.cpp parses and compares names; resolve.cpp blocks, scores, asks the
-// judge and clusters.
+// src/graph: resolve_names.cpp parses and compares names; resolve_mentions.cpp finds the names
+// descriptions give other entities; resolve.cpp blocks, scores, asks the judge and clusters.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <unordered_set>
+#include <utility>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "grag/resolve.h"
 
 namespace grag::resolve_internal {
 
@@ -119,5 +123,52 @@ bool TypesConfusable(const NameForm& a, const NameForm& b);
 
 // How two parsed names compare: similarity, containment and the conflict that keeps them apart.
 PairInfo Compare(const NameForm& A, const NameForm& B);
+
+// ---- description mentions (resolve_mentions.cpp): entity A's description names entity B
+
+// Two entity indices as one key, the smaller first.
+inline uint64_t PairKey(size_t a, size_t b) {
+  if (a > b) std::swap(a, b);
+  return (static_cast<uint64_t>(a) << 32) | static_cast<uint64_t>(b);
+}
+
+struct DescWord {
+  std::string text;         // folded
+  bool possessive = false;  // "Scrooge's" -> "scrooge"
+  bool boundary = false;    // punctuation (a clause or sentence end) before this word
+  bool paren = false;       // directly after "("
+  bool lower = false;       // written in lower case
+  bool capital = false;     // capitalised, not the first word of a sentence
+  uint32_t sentence = 0;
+};
+
+enum MentionKind : uint8_t { kNoMention = 0, kIdentityMention = 1, kRoleMention = 2 };
+
+// A function word of descriptions ("of", "and", "who", "the"): it ends the name it follows.
+bool IsMentionFunctionWord(std::string_view w);
+
+// The corpus's common words: words written in lower case somewhere in the descriptions
+// (singular forms). A name made of them is a description ("the baby", "back-shop"), not a
+// proper name. For names, `common_noun` is stricter: written in lower case at least as often as
+// capitalised inside a sentence ("shop", "city"; not "Apple" when an apple is also mentioned,
+// nor "Ghost" in a book that writes "the Ghost").
+struct Corpus {
+  std::vector<std::vector<DescWord>> desc;  // each entity's description words
+  std::unordered_set<std::string> common;
+  std::unordered_set<std::string> common_noun;
+  // Words capitalised inside a sentence at least once and at least as often as written in lower
+  // case ("Jacob", "Ebenezer"): proper words. A word neither written in lower case nor
+  // capitalised inside a sentence is only seen at sentence starts ("Whereat"): the extractor
+  // may have glued it to a name.
+  std::unordered_set<std::string> proper;
+  std::unordered_set<std::string> seen;
+};
+
+Corpus ReadCorpus(const ResolveInput& input);
+
+// Pairs (PairKey of entity indices) whose descriptions link them, with the kind of link.
+std::vector<std::pair<uint64_t, uint8_t>> DescriptionMentions(const ResolveInput& input,
+                                                              const ResolveOptions& options,
+                                                              const Corpus& corpus);
 
 }  // namespace grag::resolve_internal
