@@ -48,13 +48,18 @@ std::set<std::string> Models(const FakeOpenAIServer& s) {
   return out;
 }
 
+// A project at `root` holding the book, not indexed yet.
+bool InitBookProject(const std::string& root) {
+  if (RunCommand(Grag("init " + ShellQuote(root))).exit_code != 0) return false;
+  return std::filesystem::copy_file(
+      std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
+      root + "/input/christmas_carol.txt");
+}
+
 TEST(E2eModelRolesTest, ExtractionAndAnswersGoToTheirOwnModels) {
   TempDir dir;
   const std::string root = dir / "roles";
-  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
-  std::filesystem::copy_file(
-      std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
-      root + "/input/christmas_carol.txt");
+  ASSERT_TRUE(InitBookProject(root));
   FakeOpenAIServer main_server{FakeGraphRagHandler()};     // [llm]: summaries, reports
   FakeOpenAIServer extract_server{FakeGraphRagHandler()};  // llm.extract
   FakeOpenAIServer query_server{FakeGraphRagHandler()};    // llm.query
@@ -273,10 +278,7 @@ std::set<std::string> Headers(const FakeOpenAIServer& s, std::string_view name) 
 TEST(E2eModelRolesTest, ARoleHasServersAKeyAndLimitsOfItsOwn) {
   TempDir dir;
   const std::string root = dir / "roles";
-  ASSERT_EQ(RunCommand(Grag("init " + ShellQuote(root))).exit_code, 0);
-  std::filesystem::copy_file(
-      std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
-      root + "/input/christmas_carol.txt");
+  ASSERT_TRUE(InitBookProject(root));
   // Extraction on two slow servers, so that its limit is reached and can be seen kept.
   auto slow = [inner = FakeGraphRagHandler()](const FakeRequest& r) {
     testing::FakeReply reply = inner(r);
