@@ -54,6 +54,22 @@ std::string QueryMethodNames(std::string_view separator, std::string_view prefix
 // Also accepts "budgeted" for kLazy.
 Result<QueryMethod> ParseQueryMethod(std::string_view name);
 
+// The range of a numeric request parameter, declared once: the CLI's checks, the HTTP and MCP
+// schemas and the engine's own validation (CheckParam) all read it.
+struct ParamRange {
+  int64_t min;
+  int64_t max;
+  bool Contains(int64_t v) const { return v >= min && v <= max; }
+};
+// QueryRequest::top_k and SearchRequest::top_k: local search's entities, passages retrieved.
+inline constexpr ParamRange kTopKRange{1, 1000};
+// QueryRequest::level: a community level (the index's deepest bounds it too).
+inline constexpr ParamRange kLevelRange{0, 1000};
+// QueryRequest::budget: lazy search's relevance-test calls.
+inline constexpr ParamRange kBudgetRange{1, 1000};
+// InvalidArgument naming `name` and the range when `value` is outside it.
+Status CheckParam(std::string_view name, const ParamRange& range, int64_t value);
+
 struct EngineOptions {
   // Reading (query, search, stats): an index on read-only media opens read-only. Writing
   // (index, add, remove, entity corrections): the writer lock is taken (unless

@@ -35,6 +35,13 @@ Result<Config> LoadProjectConfig(const GlobalOptions& g);
 // Prints "error: <message>" on stderr and returns the exit code for `status`.
 int Fail(const Status& status);
 
+// A request parameter's range (grag/engine.h's kTopKRange, ...) as a flag's check, and as text
+// for its help ("1 to 1000").
+inline CLI::Range InRange(int64_t min, int64_t max) { return CLI::Range(min, max); }
+inline std::string RangeText(int64_t min, int64_t max) {
+  return std::to_string(min) + " to " + std::to_string(max);
+}
+
 // Each command registers itself on the app and returns the function that runs it.
 using Runner = std::function<int()>;
 struct Command {

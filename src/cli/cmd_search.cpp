@@ -28,11 +28,15 @@ Command AddSearchCommand(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<Opts>();
   cmd->add_option("QUESTION", o->question, "The question; - reads it from standard input")
       ->required();
+  std::vector<std::string> methods;
+  for (RetrievalMethod m : kRetrievalMethods) methods.emplace_back(RetrievalMethodName(m));
   cmd->add_option("-m,--method", o->method,
-                  "vector | bm25 | graph | hybrid (default search.method)")
-      ->check(CLI::IsMember({"vector", "bm25", "graph", "hybrid"}));
-  cmd->add_option("--k", o->top_k, "Chunks returned, 1 to 1000 (default search.top_k)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+                  RetrievalMethodNames(" | ") + " (default search.method)")
+      ->check(CLI::IsMember(methods));
+  cmd->add_option("--k", o->top_k,
+                  "Chunks returned, " + RangeText(kTopKRange.min, kTopKRange.max) +
+                      " (default search.top_k)")
+      ->check(InRange(kTopKRange.min, kTopKRange.max));
   cmd->add_flag("--json", o->json,
                 "Print the chunks (ids, document, text, fused score, each signal's rank and "
                 "score), the graph's seeds and statistics as JSON");

@@ -57,6 +57,13 @@ std::string QueryMethodNames(std::string_view separator, std::string_view prefix
   return out;
 }
 
+Status CheckParam(std::string_view name, const ParamRange& range, int64_t value) {
+  if (range.Contains(value)) return Status::Ok();
+  return Status::InvalidArgument(std::string(name) + " must be between " +
+                                 std::to_string(range.min) + " and " + std::to_string(range.max) +
+                                 ", not " + std::to_string(value));
+}
+
 Result<QueryMethod> ParseQueryMethod(std::string_view name) {
   for (QueryMethod m : kQueryMethods) {
     if (name == QueryMethodName(m)) return m;
@@ -491,6 +498,9 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
   GRAG_RETURN_IF_ERROR(impl_->prompts_status);
   GRAG_RETURN_IF_ERROR(
       CheckQuestion(request.question, tokenizer(), config().query.max_question_tokens));
+  if (request.top_k) GRAG_RETURN_IF_ERROR(CheckParam("--k", kTopKRange, *request.top_k));
+  if (request.level) GRAG_RETURN_IF_ERROR(CheckParam("--level", kLevelRange, *request.level));
+  if (request.budget) GRAG_RETURN_IF_ERROR(CheckParam("--budget", kBudgetRange, *request.budget));
   QueryResult result;
   result.method = request.method;
   // A community level only means something to global search: asking for one picks it.
@@ -588,13 +598,7 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
             "Without one, --method global gives an extractive digest");
       }
       LazySearchOptions o = LazyOptions();
-      if (request.budget) {
-        if (*request.budget < 1 || *request.budget > 1000) {
-          return Status::InvalidArgument("--budget must be between 1 and 1000, not " +
-                                         std::to_string(*request.budget));
-        }
-        o.budget = static_cast<int>(*request.budget);
-      }
+      if (request.budget) o.budget = static_cast<int>(*request.budget);
       o.on_answer_delta = request.on_answer_delta;
       GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());
       auto lazy = LazySearch(store(), *r, *model, tokenizer(), request.question, o);
@@ -629,9 +633,7 @@ Result<RetrievalResult> Engine::Search(const SearchRequest& request) {
   RetrievalOptions o = SearchOptions();
   if (request.method) o.method = *request.method;
   if (request.top_k) {
-    if (*request.top_k < 1 || *request.top_k > 1000) {
-      return Status::InvalidArgument("--k must be between 1 and 1000");
-    }
+    GRAG_RETURN_IF_ERROR(CheckParam("--k", kTopKRange, *request.top_k));
     o.top_k = static_cast<int>(*request.top_k);
   }
   GRAG_ASSIGN_OR_RETURN(const Retriever* r, retriever());

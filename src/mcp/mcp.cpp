@@ -29,6 +29,13 @@ json MethodNames() {
   return out;
 }
 
+// The search tool's (kRetrievalMethods).
+json RetrievalMethodList() {
+  json out = json::array();
+  for (RetrievalMethod m : kRetrievalMethods) out.push_back(std::string(RetrievalMethodName(m)));
+  return out;
+}
+
 // The protocol revisions this server speaks, newest first. A client asking for one of them gets
 // it; any other gets the newest, and the client decides whether it can go on.
 constexpr std::array<std::string_view, 3> kProtocolVersions = {"2025-06-18", "2025-03-26",
@@ -178,6 +185,10 @@ json IntProp(std::string description, int64_t min, std::optional<int64_t> max = 
   if (max) j["maximum"] = *max;
   return j;
 }
+// A request parameter whose range the engine declares (kTopKRange, ...).
+json IntProp(std::string description, const ParamRange& range) {
+  return IntProp(std::move(description), range.min, range.max);
+}
 json Schema(json properties, std::vector<std::string> required) {
   json j = {
       {"type", "object"}, {"properties", std::move(properties)}, {"additionalProperties", false}};
@@ -274,12 +285,12 @@ std::vector<McpServer::Impl::Tool> McpServer::Impl::MakeTools() {
                   "a budget of model calls (indexes built without a model)"}}},
                {"level", IntProp("global: community level, 0 (coarsest) to the index's "
                                  "deepest; with method auto it means global",
-                                 0, 1000)},
+                                 kLevelRange)},
                {"top_k", IntProp("local: entities matched at most; basic and hybrid: passages "
                                  "retrieved",
-                                 1, 1000)},
+                                 kTopKRange)},
                {"budget",
-                IntProp("lazy: relevance-test calls at most (default lazy.budget)", 1, 1000)}},
+                IntProp("lazy: relevance-test calls at most (default lazy.budget)", kBudgetRange)}},
               {"question"}),
        true, &Impl::Query});
   t.push_back(
@@ -293,9 +304,9 @@ std::vector<McpServer::Impl::Tool> McpServer::Impl::MakeTools() {
                  {"description", "What to look for, in natural language"}}},
                {"method",
                 {{"type", "string"},
-                 {"enum", {"vector", "bm25", "graph", "hybrid"}},
+                 {"enum", RetrievalMethodList()},
                  {"description", "Ranking signal; hybrid (default) fuses the other three"}}},
-               {"top_k", IntProp("Passages to return (default 10)", 1, 1000)}},
+               {"top_k", IntProp("Passages to return (default 10)", kTopKRange)}},
               {"question"}),
        true, &Impl::Search});
   t.push_back(
@@ -317,8 +328,8 @@ std::vector<McpServer::Impl::Tool> McpServer::Impl::MakeTools() {
   t.push_back({"list_communities", "List communities",
                "List the communities of the graph with their report's title and summary, by "
                "level (0: the coarsest, broadest topics) then id.",
-               Schema({{"level", IntProp("Only communities of this level", 0, 1000)}}, {}), true,
-               &Impl::ListCommunities});
+               Schema({{"level", IntProp("Only communities of this level", kLevelRange)}}, {}),
+               true, &Impl::ListCommunities});
   t.push_back(
       {"add_document", "Add a document",
        "Save a text document into the project's input folder and (unless index is false) "

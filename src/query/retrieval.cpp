@@ -155,13 +155,21 @@ std::string_view RetrievalMethodName(RetrievalMethod method) {
   return "hybrid";
 }
 
+std::string RetrievalMethodNames(std::string_view separator) {
+  std::string out;
+  for (RetrievalMethod m : kRetrievalMethods) {
+    if (!out.empty()) out += separator;
+    out += RetrievalMethodName(m);
+  }
+  return out;
+}
+
 Result<RetrievalMethod> ParseRetrievalMethod(std::string_view name) {
-  for (auto m : {RetrievalMethod::kVector, RetrievalMethod::kBm25, RetrievalMethod::kGraph,
-                 RetrievalMethod::kHybrid}) {
+  for (RetrievalMethod m : kRetrievalMethods) {
     if (name == RetrievalMethodName(m)) return m;
   }
-  return Status::InvalidArgument("unknown retrieval method \"" + std::string(name) +
-                                 "\" (vector, bm25, graph or hybrid)");
+  return Status::InvalidArgument("unknown retrieval method \"" + std::string(name) + "\" (" +
+                                 RetrievalMethodNames(", ") + ")");
 }
 
 std::string_view SignalName(Signal signal) {

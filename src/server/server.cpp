@@ -470,9 +470,9 @@ Result<QueryRequest> ParseQuery(const json& body, const Config& config) {
   if (method) {
     GRAG_ASSIGN_OR_RETURN(q.method, ParseQueryMethod(*method));
   }
-  GRAG_ASSIGN_OR_RETURN(q.level, OptInt(body, "level", 0, 1000));
-  GRAG_ASSIGN_OR_RETURN(q.top_k, OptInt(body, "k", 1, 1000));
-  GRAG_ASSIGN_OR_RETURN(q.budget, OptInt(body, "budget", 1, 1000));
+  GRAG_ASSIGN_OR_RETURN(q.level, OptInt(body, "level", kLevelRange.min, kLevelRange.max));
+  GRAG_ASSIGN_OR_RETURN(q.top_k, OptInt(body, "k", kTopKRange.min, kTopKRange.max));
+  GRAG_ASSIGN_OR_RETURN(q.budget, OptInt(body, "budget", kBudgetRange.min, kBudgetRange.max));
   GRAG_ASSIGN_OR_RETURN(std::optional<std::string> model, OptString(body, "model"));
   if (model && !model->empty()) {
     GRAG_RETURN_IF_ERROR(CheckOfferedModel(config, *model));
@@ -547,7 +547,7 @@ void Server::Impl::Search(const Request& req, Response& res) {
     if (!m.ok()) return SendError(res, m.status());
     s.method = *m;
   }
-  auto k = OptInt(*body, "k", 1, 1000);
+  auto k = OptInt(*body, "k", kTopKRange.min, kTopKRange.max);
   if (!k.ok()) return SendError(res, k.status());
   s.top_k = *k;
   auto engine = Reader();

@@ -153,18 +153,52 @@ void Server::Impl::DeclareRoutes() {
   auto bind = [this](void (Impl::*m)(const Request&, Response&)) {
     return [this, m](const Request& req, Response& res) { (this->*m)(req, res); };
   };
-  const char* query_body = R"json({"type":"object","required":["question"],"properties":{
-    "question":{"type":"string"},
-    "method":{"type":"string","enum":["auto","global","local","basic","hybrid","drift","lazy"],"description":"drift needs a chat model: a primer over the reports, follow-ups answered locally, one reduce; lazy: budgeted search for indexes built without a model"},
-    "level":{"type":"integer","minimum":0,"description":"global: community level"},
-    "budget":{"type":"integer","minimum":1,"maximum":1000,"description":"lazy: relevance-test calls at most (default lazy.budget)"},
-    "k":{"type":"integer","minimum":1,"maximum":1000,"description":"local: matched entities; basic, hybrid: passages"},
-    "model":{"type":"string","description":"the model that answers, one of server.query_models (default: llm.query.model, else llm.model)"},
-    "stream":{"type":"boolean","description":"send the answer as Server-Sent Events (delta, then result)"}}})json";
-  const char* search_body = R"json({"type":"object","required":["question"],"properties":{
-    "question":{"type":"string"},
-    "method":{"type":"string","enum":["hybrid","vector","bm25","graph"]},
-    "k":{"type":"integer","minimum":1,"maximum":1000}}})json";
+  // The query and search bodies: their methods and ranges are the engine's (kQueryMethods,
+  // kRetrievalMethods, kTopKRange, ...), as the CLI's and MCP's are.
+  auto range = [](const ParamRange& r, const char* description) {
+    return json{
+        {"type", "integer"}, {"minimum", r.min}, {"maximum", r.max}, {"description", description}};
+  };
+  json query_methods = json::array();
+  for (QueryMethod m : kQueryMethods) query_methods.push_back(std::string(QueryMethodName(m)));
+  json search_methods = json::array();
+  for (RetrievalMethod m : kRetrievalMethods) {
+    search_methods.push_back(std::string(RetrievalMethodName(m)));
+  }
+  static const std::string query_body_text =
+      json{{"type", "object"},
+           {"required", json::array({"question"})},
+           {"properties",
+            {{"question", {{"type", "string"}}},
+             {"method",
+              {{"type", "string"},
+               {"enum", query_methods},
+               {"description",
+                "drift needs a chat model: a primer over the reports, follow-ups answered "
+                "locally, one reduce; lazy: budgeted search for indexes built without a model"}}},
+             {"level", range(kLevelRange, "global: community level")},
+             {"budget",
+              range(kBudgetRange, "lazy: relevance-test calls at most (default lazy.budget)")},
+             {"k", range(kTopKRange, "local: matched entities; basic, hybrid: passages")},
+             {"model",
+              {{"type", "string"},
+               {"description",
+                "the model that answers, one of server.query_models (default: llm.query.model, "
+                "else llm.model)"}}},
+             {"stream",
+              {{"type", "boolean"},
+               {"description", "send the answer as Server-Sent Events (delta, then result)"}}}}}}
+          .dump();
+  static const std::string search_body_text =
+      json{{"type", "object"},
+           {"required", json::array({"question"})},
+           {"properties",
+            {{"question", {{"type", "string"}}},
+             {"method", {{"type", "string"}, {"enum", search_methods}}},
+             {"k", range(kTopKRange, "passages returned (default search.top_k)")}}}}
+          .dump();
+  const char* query_body = query_body_text.c_str();
+  const char* search_body = search_body_text.c_str();
   const char* document_body = R"json({"type":"object","required":["text"],"properties":{
     "id":{"type":"string","description":"path inside the input folder, e.g. notes/meeting.md (default: from the title, else doc-<hash>.txt)"},
     "title":{"type":"string"},

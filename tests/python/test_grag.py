@@ -268,6 +268,16 @@ def test_project_init(tmp_path):
 
 # ---------------------------------------------------------------- a model over loopback HTTP
 
+def test_request_ranges_are_the_engines(book_project):
+    engine = grag.Engine(book_project["root"], no_llm=True)
+    for args in ({"k": 1001}, {"k": 0}, {"budget": 1001}, {"level": -1}):
+        with pytest.raises(grag.InvalidArgument) as bad:
+            engine.query(QUESTION, method="local", **args)
+        assert "must be between" in str(bad.value)
+    with pytest.raises(grag.InvalidArgument):
+        engine.search(QUESTION, k=1001)
+
+
 def test_query_with_scripted_model_streams(book_project, scripted_model):
     model = scripted_model(reply="Jacob Marley was Scrooge's late business partner [S1].")
     engine = grag.Engine(book_project["root"], llm__base_url=model.base_url,

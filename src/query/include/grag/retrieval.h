@@ -41,6 +41,12 @@ class VectorIndex;
 
 enum class RetrievalMethod { kVector, kBm25, kGraph, kHybrid };
 std::string_view RetrievalMethodName(RetrievalMethod method);  // "vector", "bm25", ...
+// Every method, in the order front ends offer them (the CLI's choices, the HTTP and MCP enums).
+inline constexpr RetrievalMethod kRetrievalMethods[] = {
+    RetrievalMethod::kVector, RetrievalMethod::kBm25, RetrievalMethod::kGraph,
+    RetrievalMethod::kHybrid};
+// Their names, joined with `separator` ("vector, bm25, graph, hybrid").
+std::string RetrievalMethodNames(std::string_view separator);
 Result<RetrievalMethod> ParseRetrievalMethod(std::string_view name);
 
 // The three signals, in the order of RetrievedChunk::ranks.
