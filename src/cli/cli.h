@@ -35,9 +35,8 @@ Result<Config> LoadProjectConfig(const GlobalOptions& g);
 // Prints "error: <message>" on stderr and returns the exit code for `status`.
 int Fail(const Status& status);
 
-// A request parameter's range (grag/engine.h's kTopKRange, ...) as a flag's check, and as text
-// for its help ("1 to 1000").
-inline CLI::Range InRange(int64_t min, int64_t max) { return CLI::Range(min, max); }
+// A request parameter's range (grag/engine.h's kTopKRange, ...) as text for a flag's help
+// ("1 to 1000").
 inline std::string RangeText(int64_t min, int64_t max) {
   return std::to_string(min) + " to " + std::to_string(max);
 }

@@ -212,17 +212,17 @@ Command AddQueryCommand(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--level", o->level,
                   "global: community level, 0 (coarsest) to the index's deepest (default "
                   "global_search.level); with --method auto it means global")
-      ->check(InRange(kLevelRange.min, kLevelRange.max));
+      ->check(CLI::Range(kLevelRange.min, kLevelRange.max));
   cmd->add_option("--k", o->top_k,
                   "local: matched entities at most; basic, hybrid: passages retrieved; " +
                       RangeText(kTopKRange.min, kTopKRange.max))
-      ->check(InRange(kTopKRange.min, kTopKRange.max));
+      ->check(CLI::Range(kTopKRange.min, kTopKRange.max));
   cmd->add_option("--budget", o->budget,
                   "lazy: relevance-test calls at most, " +
                       RangeText(kBudgetRange.min, kBudgetRange.max) +
                       " (default lazy.budget, 20); the refine, claims and reduce calls come on "
                       "top and are reported")
-      ->check(InRange(kBudgetRange.min, kBudgetRange.max));
+      ->check(CLI::Range(kBudgetRange.min, kBudgetRange.max));
   cmd->add_option("--model", o->model,
                   "The model that answers this question, on the query role's server (default "
                   "llm.query.model, else llm.model); nothing indexed changes");

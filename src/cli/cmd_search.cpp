@@ -36,7 +36,7 @@ Command AddSearchCommand(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--k", o->top_k,
                   "Chunks returned, " + RangeText(kTopKRange.min, kTopKRange.max) +
                       " (default search.top_k)")
-      ->check(InRange(kTopKRange.min, kTopKRange.max));
+      ->check(CLI::Range(kTopKRange.min, kTopKRange.max));
   cmd->add_flag("--json", o->json,
                 "Print the chunks (ids, document, text, fused score, each signal's rank and "
                 "score), the graph's seeds and statistics as JSON");
