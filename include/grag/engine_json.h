@@ -50,5 +50,6 @@ std::string ExportSummaryJson(const ExportSummary& summary, bool pretty);
 // not in the array; callers say it elsewhere (stderr).
 std::string SqlRowsJson(const SqlRows& rows, bool pretty);
 std::string InitJson(const InitResult& result, std::string_view root, bool pretty);
+std::string WorkspacesJson(const std::vector<WorkspaceInfo>& workspaces, bool pretty);
 
 }  // namespace grag

@@ -25,11 +25,13 @@ struct GlobalOptions {
   std::string log_level;
   bool verbose = false;
   bool quiet = false;
+  std::string workspace;  // --workspace: one of the project's workspaces instead of it
   bool no_llm = false;    // --no-llm: no model endpoint is used, whatever is configured
   char** argv = nullptr;  // the command line as given (`grag serve` hands it to grag-serve)
 };
 
-// Loads the configuration for the selected project: defaults < file < environment < --set.
+// Loads the configuration for the selected project: defaults < file < environment < --set;
+// with --workspace, that workspace's grag.toml over it, then --set again.
 Result<Config> LoadProjectConfig(const GlobalOptions& g);
 
 // Prints "error: <message>" on stderr and returns the exit code for `status`.
@@ -70,5 +72,6 @@ Command AddMcpCommand(CLI::App& app, GlobalOptions& g);
 Command AddExportCommand(CLI::App& app, GlobalOptions& g);
 Command AddSqlCommand(CLI::App& app, GlobalOptions& g);
 Command AddMigrateCommand(CLI::App& app, GlobalOptions& g);
+Command AddWorkspaceCommand(CLI::App& app, GlobalOptions& g);
 
 }  // namespace grag::cli

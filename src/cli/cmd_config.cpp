@@ -24,7 +24,11 @@ Command AddConfigCommand(CLI::App& app, GlobalOptions& g) {
             if (!config.ok()) return Fail(config.status());
             auto settings = ListSettings(*config);
             for (auto& s : settings) {
-              if (s.key.ends_with("api_key") && s.value_text != "\"\"") s.value_text = "\"***\"";
+              // Keys are not for the terminal (api_key, server.api_keys, workspace_keys).
+              const bool secret = s.key.ends_with("api_key") || s.key.ends_with("_keys");
+              if (secret && s.value_text != "\"\"" && s.value_text != "[]") {
+                s.value_text = s.value_text.starts_with("[") ? "[\"***\"]" : "\"***\"";
+              }
             }
             if (*json) {
               std::cout << SettingsJson(settings, isatty(STDOUT_FILENO) != 0) << "\n";

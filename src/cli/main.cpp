@@ -2,18 +2,27 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "grag/project.h"
 #include "grag/log.h"
 
 namespace grag::cli {
 
 Result<Config> LoadProjectConfig(const GlobalOptions& g) {
   GRAG_ASSIGN_OR_RETURN(Config config, LoadConfig(g.root, g.config_file));
-  for (const auto& kv : g.sets) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos) {
-      return Status::InvalidArgument("--set expects key=value, got \"" + kv + "\"");
+  auto apply_sets = [&g](Config& c) -> Status {
+    for (const auto& kv : g.sets) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos) {
+        return Status::InvalidArgument("--set expects key=value, got \"" + kv + "\"");
+      }
+      GRAG_RETURN_IF_ERROR(ApplySetting(c, kv.substr(0, eq), kv.substr(eq + 1)));
     }
-    GRAG_RETURN_IF_ERROR(ApplySetting(config, kv.substr(0, eq), kv.substr(eq + 1)));
+    return Status::Ok();
+  };
+  GRAG_RETURN_IF_ERROR(apply_sets(config));
+  if (!g.workspace.empty()) {
+    GRAG_ASSIGN_OR_RETURN(config, LoadWorkspaceConfig(config, g.workspace));
+    GRAG_RETURN_IF_ERROR(apply_sets(config));
   }
   // No endpoint at all: the built-in extractor, embedder, reports and answers.
   if (g.no_llm) DisableModels(config);
@@ -56,6 +65,9 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", g.log_level, "trace | debug | info | warn | error | off");
   app.add_flag("-v,--verbose", g.verbose, "Debug logging on stderr");
   app.add_flag("-q,--quiet", g.quiet, "Only warnings and errors on stderr");
+  app.add_option("-w,--workspace", g.workspace,
+                 "Work on workspace NAME of the project (grag workspace list) instead of the "
+                 "project itself");
   app.add_flag("--no-llm", g.no_llm,
                "Use no model endpoint even if one is configured: built-in NLP extraction, "
                "lexical embeddings, extractive reports and answers (the default when no LLM is "
@@ -65,13 +77,13 @@ int main(int argc, char** argv) {
       "configuration or input path. Logs go to stderr, results to stdout.");
 
   std::vector<Command> commands = {
-      AddInitCommand(app, g),     AddConfigCommand(app, g), AddChunkCommand(app, g),
-      AddIndexCommand(app, g),    AddAddCommand(app, g),    AddRemoveCommand(app, g),
-      AddStatsCommand(app, g),    AddCacheCommand(app, g),  AddQueryCommand(app, g),
-      AddSearchCommand(app, g),   AddCheckCommand(app, g),  AddDoctorCommand(app, g),
-      AddEntitiesCommand(app, g), AddExportCommand(app, g), AddSqlCommand(app, g),
-      AddMigrateCommand(app, g),  AddServeCommand(app, g),  AddMcpCommand(app, g),
-      AddEvalCommand(app, g),
+      AddInitCommand(app, g),     AddConfigCommand(app, g),    AddChunkCommand(app, g),
+      AddIndexCommand(app, g),    AddAddCommand(app, g),       AddRemoveCommand(app, g),
+      AddStatsCommand(app, g),    AddCacheCommand(app, g),     AddQueryCommand(app, g),
+      AddSearchCommand(app, g),   AddCheckCommand(app, g),     AddDoctorCommand(app, g),
+      AddEntitiesCommand(app, g), AddExportCommand(app, g),    AddSqlCommand(app, g),
+      AddMigrateCommand(app, g),  AddServeCommand(app, g),     AddMcpCommand(app, g),
+      AddEvalCommand(app, g),     AddWorkspaceCommand(app, g),
   };
   // Last: they describe every command above.
   commands.push_back(AddCompletionCommand(app, g));

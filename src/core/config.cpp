@@ -2,6 +2,8 @@
 // rendering it (`grag config`, `grag init`'s grag.toml, the reference), all from the one table
 // in settings_table.cpp.
 #include "grag/config.h"
+
+#include "grag/project.h"
 #include "grag/location.h"
 #include "settings_table.h"
 
@@ -450,6 +452,15 @@ Status ValidateConfig(const Config& c) {
           "drift.max_calls must be 0 (the formula's bound) or at least " + std::to_string(least) +
           " (hyde, one primer call, reduce)");
   }
+  for (const std::string& entry : c.server.workspace_keys) {
+    const size_t colon = entry.find(':');
+    if (colon == std::string::npos || colon + 1 == entry.size() ||
+        !ValidateWorkspaceName(entry.substr(0, colon)).ok()) {
+      return Status::InvalidArgument(
+          "server.workspace_keys: each entry is WORKSPACE:KEY, a workspace name (lower-case "
+          "letters, digits, - and _) and its key");
+    }
+  }
   if (c.search.fact_seed_share + c.search.passage_seed_share > 1)
     return Status::InvalidArgument(
         "search.fact_seed_share and search.passage_seed_share must sum to at most 1");
@@ -582,6 +593,53 @@ std::optional<std::string> ProcessEnv(const std::string& name) {
   return std::string(v);
 }
 
+Status ApplyConfigFile(Config& config, const std::string& file) {
+  toml::table table;
+  try {
+    table = toml::parse_file(file);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    return Status::InvalidArgument(file + ":" + std::to_string(where.line) + ":" +
+                                   std::to_string(where.column) + ": " +
+                                   std::string(e.description()));
+  }
+  auto settings = Settings(config);
+  // Every key in the file must be known: a typo silently ignored costs a whole index run.
+  std::vector<std::string> unknown;
+  auto check = [&](const std::string& full, const toml::node& n) {
+    bool known = false;
+    for (const auto& s : settings) {
+      if (full == s.key) {
+        known = true;
+        auto st = FromToml(s, n, file + ":" + std::to_string(n.source().begin.line));
+        if (!st.ok()) unknown.push_back("!" + st.message());
+      }
+    }
+    if (!known) unknown.push_back(full + " (line " + std::to_string(n.source().begin.line) + ")");
+  };
+  // Tables nest as deep as the keys do ("extraction.nlp.min_node_freq").
+  std::function<void(const toml::table&, const std::string&)> walk =
+      [&](const toml::table& t, const std::string& prefix) {
+        t.for_each([&](const toml::key& k, const toml::node& node) {
+          const std::string full = prefix + std::string(k.str());
+          if (const auto* sub = node.as_table()) {
+            walk(*sub, full + ".");
+          } else {
+            check(full, node);
+          }
+        });
+      };
+  walk(table, "");
+  for (const auto& u : unknown) {
+    if (u[0] == '!') return Status::InvalidArgument(u.substr(1));
+  }
+  if (!unknown.empty()) {
+    return Status::InvalidArgument(file + ": unknown setting " + unknown[0] +
+                                   " (run `grag config` to list the settings)");
+  }
+  return Status::Ok();
+}
+
 Result<Config> LoadConfig(const std::string& root, const std::string& config_file,
                           const EnvLookup& env) {
   Config config;
@@ -597,51 +655,7 @@ Result<Config> LoadConfig(const std::string& root, const std::string& config_fil
   } else if (!fs::exists(file, ec)) {
     return Status::NotFound("config file " + file + " does not exist");
   }
-  if (!file.empty()) {
-    toml::table table;
-    try {
-      table = toml::parse_file(file);
-    } catch (const toml::parse_error& e) {
-      const auto& where = e.source().begin;
-      return Status::InvalidArgument(file + ":" + std::to_string(where.line) + ":" +
-                                     std::to_string(where.column) + ": " +
-                                     std::string(e.description()));
-    }
-    auto settings = Settings(config);
-    // Every key in the file must be known: a typo silently ignored costs a whole index run.
-    std::vector<std::string> unknown;
-    auto check = [&](const std::string& full, const toml::node& n) {
-      bool known = false;
-      for (const auto& s : settings) {
-        if (full == s.key) {
-          known = true;
-          auto st = FromToml(s, n, file + ":" + std::to_string(n.source().begin.line));
-          if (!st.ok()) unknown.push_back("!" + st.message());
-        }
-      }
-      if (!known) unknown.push_back(full + " (line " + std::to_string(n.source().begin.line) + ")");
-    };
-    // Tables nest as deep as the keys do ("extraction.nlp.min_node_freq").
-    std::function<void(const toml::table&, const std::string&)> walk =
-        [&](const toml::table& t, const std::string& prefix) {
-          t.for_each([&](const toml::key& k, const toml::node& node) {
-            const std::string full = prefix + std::string(k.str());
-            if (const auto* sub = node.as_table()) {
-              walk(*sub, full + ".");
-            } else {
-              check(full, node);
-            }
-          });
-        };
-    walk(table, "");
-    for (const auto& u : unknown) {
-      if (u[0] == '!') return Status::InvalidArgument(u.substr(1));
-    }
-    if (!unknown.empty()) {
-      return Status::InvalidArgument(file + ": unknown setting " + unknown[0] +
-                                     " (run `grag config` to list the settings)");
-    }
-  }
+  if (!file.empty()) GRAG_RETURN_IF_ERROR(ApplyConfigFile(config, file));
   for (const auto& s : Settings(config)) {
     if (s.env[0] == '\0') continue;
     if (auto v = env(s.env); v && !v->empty()) {

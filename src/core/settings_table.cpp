@@ -559,6 +559,22 @@ std::vector<Setting> Settings(Config& c) {
        AtLeast(2)},
       {"server.workers", "", "grag serve: queries and searches run at once (0: one per CPU core)",
        &c.server.workers, AtLeast(0)},
+      {"server.workspaces_dir", "GRAG_WORKSPACES_DIR",
+       "grag serve: the folder holding the workspaces, one project folder each (grag workspace "
+       "create NAME; /v1/workspaces/NAME/...)",
+       &c.server.workspaces_dir},
+      {"server.workspace_keys", "GRAG_WORKSPACE_KEYS",
+       "grag serve: API keys that open one workspace only, as WORKSPACE:KEY (comma-separated in "
+       "the environment); server.api_keys open every workspace and manage them",
+       &c.server.workspace_keys},
+      {"server.workspace_workers", "",
+       "grag serve: questions one workspace answers at once, within server.workers (0: no limit "
+       "of its own)",
+       &c.server.workspace_workers, AtLeast(0)},
+      {"server.max_loaded_workspaces", "",
+       "grag serve: workspaces kept loaded (graph and vectors in memory); the least recently "
+       "used idle one is unloaded past this, and loaded again when asked",
+       &c.server.max_loaded_workspaces, AtLeast(1)},
       {"rerank.base_url", "GRAG_RERANK_BASE_URL",
        "Reranker endpoint (Cohere-style /v1/rerank); empty = llm.base_url", &c.rerank.base_url},
       {"rerank.model", "GRAG_RERANK_MODEL",

@@ -899,6 +899,16 @@ std::string InitJson(const InitResult& result, std::string_view root, bool prett
   return Dump({{"root", root}, {"written", result.written}, {"kept", result.kept}}, pretty);
 }
 
+std::string WorkspacesJson(const std::vector<WorkspaceInfo>& workspaces, bool pretty) {
+  json out = json::array();
+  for (const WorkspaceInfo& w : workspaces) {
+    json j = {{"name", w.name}, {"dir", w.dir}, {"index", w.index}, {"indexed", w.indexed}};
+    j["error"] = w.status.ok() ? json(nullptr) : json(w.status.message());
+    out.push_back(std::move(j));
+  }
+  return Dump(out, pretty);
+}
+
 }  // namespace grag
 
 // ---------------------------------------------------------------- the graph, for front ends

@@ -320,6 +320,12 @@ struct ServerConfig {
   std::vector<std::string> allowed_hosts;
   int64_t threads = 64;  // requests served at once (idle and slow connections hold none)
   int64_t workers = 0;   // engine calls (queries, searches) at once; 0: one per CPU core
+  // Workspaces: several indexes behind one server, each a project folder under this one
+  // (relative to the project root). See grag/project.h.
+  std::string workspaces_dir = "workspaces";
+  std::vector<std::string> workspace_keys;  // "WORKSPACE:KEY": a key opening that one only
+  int64_t workspace_workers = 0;            // questions at once per workspace; 0: no own limit
+  int64_t max_loaded_workspaces = 8;        // readers kept open; the idle LRU one unloads past it
 };
 
 struct Config {
@@ -407,6 +413,11 @@ std::optional<std::string> ProcessEnv(const std::string& name);
 // Errors name the file, line and key.
 Result<Config> LoadConfig(const std::string& root, const std::string& config_file = "",
                           const EnvLookup& env = ProcessEnv);
+
+// Applies the settings of a grag.toml onto `config` (over what it holds already): a
+// workspace's file over its server's settings. Unknown keys and bad values are errors naming
+// the file and line. Does not validate the result (ValidateConfig).
+Status ApplyConfigFile(Config& config, const std::string& file);
 
 // The config file `grag init` writes: every setting, commented with its help and default.
 std::string RenderConfigFile(const Config& config);
