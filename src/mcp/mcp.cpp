@@ -7,6 +7,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -14,6 +15,7 @@
 
 #include "grag/engine.h"
 #include "grag/engine_json.h"
+#include "grag/project.h"
 #include "grag/input_files.h"
 #include "grag/log.h"
 
@@ -220,23 +222,34 @@ struct McpServer::Impl {
     Handler handler;
   };
 
-  Impl(Config c, McpOptions o) : config(std::move(c)), options(std::move(o)), tools(MakeTools()) {
+  Impl(Config c, McpOptions o)
+      : base(c), config(std::move(c)), options(std::move(o)), tools(MakeTools()) {
     OfferModels();
+    OfferWorkspaces();
   }
 
-  Config config;
+  const Config base;  // the project's settings: its workspaces' are read over them
+  Config config;      // the settings of the workspace the tool call in progress works on
   McpOptions options;
   std::vector<Tool> tools;
   std::string protocol_version{kProtocolVersions.front()};
   // Opened on first use (an index may not exist yet) and kept: with the graph in memory every
   // later question is fast. Closed after add_document writes, so the next one sees the change,
   // and reopened when another process (`grag index` in a shell) finished an update since.
-  std::unique_ptr<Engine> reader;
-  std::optional<int64_t> reader_run;  // the latest finished update when it was opened
+  struct Opened {
+    std::unique_ptr<Engine> reader;
+    std::optional<int64_t> reader_run;  // the latest finished update when it was opened
+  };
+  std::map<std::string, Opened> opened;  // by workspace ("default": the project)
+  Opened* active = nullptr;              // the tool call's workspace
 
   static std::vector<Tool> MakeTools();
   // The query tool's "model": the models server.query_models offers, when it offers any.
   void OfferModels();
+  // Every tool's "workspace": one of the project's workspaces (grag/project.h) to work on.
+  void OfferWorkspaces();
+  // Sets config and active to workspace `name`'s.
+  Status UseWorkspace(const std::string& name);
 
   std::optional<json> HandleMessage(const json& message);
   json Dispatch(const std::string& method, const json& id, const json& params);
@@ -458,15 +471,23 @@ json McpServer::Impl::CallTool(const json& id, const json& params) {
   if (Status s = CheckArguments(tool->schema, args); !s.ok()) {
     return ResultReply(id, ToolError(name + ": " + s.message()));
   }
+  std::string workspace(kDefaultWorkspace);
+  if (args.contains("workspace") && args.at("workspace").is_string()) {
+    workspace = args.at("workspace").get<std::string>();
+  }
+  if (Status s = UseWorkspace(workspace); !s.ok()) {
+    return ResultReply(id, ToolError(name + ": " + s.message()));
+  }
   McpLog(LogLevel::kDebug, "tools/call " + name);
   return ResultReply(id, (this->*(tool->handler))(args));
 }
 
 Result<Engine*> McpServer::Impl::Reader() {
+  std::unique_ptr<Engine>& reader = active->reader;
   if (reader) {
     // One small read per tool call, against answers from an index that is no longer there.
     auto latest = LatestFinishedRun(*reader);
-    if (latest.ok() && *latest && *latest != reader_run) {
+    if (latest.ok() && *latest && *latest != active->reader_run) {
       McpLog(LogLevel::kInfo, "the index was updated: reopening it");
       reader.reset();
     }
@@ -484,7 +505,7 @@ Result<Engine*> McpServer::Impl::Reader() {
     }
     reader = std::move(engine).value();
     auto latest = LatestFinishedRun(*reader);
-    reader_run = latest.ok() ? *latest : std::nullopt;
+    active->reader_run = latest.ok() ? *latest : std::nullopt;
   }
   return reader.get();
 }
@@ -501,6 +522,25 @@ json McpServer::Impl::JsonResult(std::optional<std::string> lead, const std::str
         structured.is_object() ? std::move(structured) : json{{key, std::move(structured)}};
   }
   return result;
+}
+
+void McpServer::Impl::OfferWorkspaces() {
+  auto names = ListWorkspaces(base);
+  std::string which = names.ok() && !names->empty()
+                          ? " (now: default, " + Join(*names, ", ") + ")"
+                          : " (this project has none now: grag workspace create NAME)";
+  for (Tool& tool : tools) {
+    tool.schema["properties"]["workspace"] = {
+        {"type", "string"},
+        {"description", "The workspace to work on, one of the project's" + which +
+                            "; default: the project itself"}};
+  }
+}
+
+Status McpServer::Impl::UseWorkspace(const std::string& name) {
+  GRAG_ASSIGN_OR_RETURN(config, LoadWorkspaceConfig(base, name));
+  active = &opened[name];
+  return Status::Ok();
 }
 
 void McpServer::Impl::OfferModels() {
@@ -657,8 +697,8 @@ json McpServer::Impl::AddDocument(const json& args) {
   request.sync_folders = false;
   McpLog(LogLevel::kInfo, "indexing " + saved->id);
   auto summary = writer->Index(request);
-  writer.reset();  // releases the writer lock
-  reader.reset();  // the next read sees the new document
+  writer.reset();          // releases the writer lock
+  active->reader.reset();  // the next read sees the new document
   if (!summary.ok()) {
     return ToolError("add_document: saved as \"" + saved->id +
                      "\" but indexing failed: " + summary.status().message() +

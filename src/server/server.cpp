@@ -253,7 +253,9 @@ bool IsLoopback(const std::string& host) {
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() {
-  if (impl_) impl_->jobs->CancelAndJoin();
+  if (impl_) {
+    for (auto& ws : impl_->OpenWorkspaces()) ws->jobs->CancelAndJoin();
+  }
 }
 
 Result<std::unique_ptr<Server>> Server::Create(Config config) {
@@ -266,11 +268,7 @@ Result<std::unique_ptr<Server>> Server::Create(Config config) {
   impl->workers = std::make_unique<FairSlots>(workers);
   impl->worker_count = workers;
   impl->max_body = static_cast<size_t>(sc.max_body_mb) << 20;
-  Impl* raw = impl.get();
-  impl->jobs = std::make_unique<server::JobManager>([raw](server::JobState state) {
-    raw->metrics.ObserveJob(server::JobStateName(state));
-    raw->ReloadReader();
-  });
+  impl->main = impl->MakeWorkspace(std::string(kDefaultWorkspace), impl->config);
   for (const auto& asset : server::WebAssets()) {
     impl->web_etags[asset.name] = "\"" + Sha256Hex(asset.bytes).substr(0, 32) + "\"";
   }
@@ -326,7 +324,7 @@ void Server::Shutdown() {
   if (s.stopping.exchange(true)) return;
   Log(LogLevel::kInfo, "serve",
       "shutting down: stopping the index job, if any, and finishing requests in flight");
-  s.jobs->CancelAndJoin();
+  for (auto& ws : s.OpenWorkspaces()) ws->jobs->CancelAndJoin();
   s.http.stop();
 }
 
@@ -334,75 +332,51 @@ std::string Server::OpenApiJson() const { return impl_->OpenApi(); }
 
 // ---------------------------------------------------------------- handlers
 
-Status Server::Impl::ProbeStore() {
-  const auto now = std::chrono::steady_clock::now();
-  {
-    std::lock_guard<std::mutex> lock(probe_mu);
-    if (probe_at.time_since_epoch().count() != 0 && now - probe_at < kProbeEvery) {
-      return probe_status;
+void Server::Impl::MetricsText(Workspace&, const Request&, Response& res) {
+  LlmUsage query, spent;
+  int64_t loaded = 0, running = 0;
+  for (auto& ws : OpenWorkspaces()) {
+    {
+      std::lock_guard<std::mutex> lock(ws->reader_mu);
+      query += ws->ReaderUsage();
+      loaded += ws->reader != nullptr ? 1 : 0;
     }
-  }
-  Status st;
-  std::shared_ptr<Engine> current;
-  {
-    std::lock_guard<std::mutex> lock(reader_mu);
-    current = reader;
-  }
-  // The engine questions use (not reloaded here: that is a question's work), or a new one.
-  auto engine = current ? Result<std::shared_ptr<Engine>>(current) : Reader();
-  if (engine.ok()) {
-    auto version = (*engine)->IndexVersion();  // a read of the runs table: the store answers
-    if (!version.ok()) st = version.status();
-  } else if (!(engine.status().code() == ErrorCode::kUnavailable &&
-               engine.status().message().starts_with("no index yet"))) {
-    st = engine.status();  // no index yet is fine: the store answered that
-  }
-  std::lock_guard<std::mutex> lock(probe_mu);
-  probe_at = now;
-  probe_status = st;
-  return st;
-}
-
-void Server::Impl::MetricsText(const Request&, Response& res) {
-  LlmUsage query;
-  bool loaded = false;
-  {
-    std::lock_guard<std::mutex> lock(reader_mu);
-    query = ReaderUsage();
-    loaded = reader != nullptr;
+    spent += ws->jobs->Spent();
+    running += ws->jobs->Running() ? 1 : 0;
   }
   const std::vector<server::GaugeValue> gauges = {
-      {"grag_index_job_running", "1 while an index job runs", jobs->Running() ? 1.0 : 0.0},
-      {"grag_index_loaded", "1 once the read engine (graph and vectors) is open",
-       loaded ? 1.0 : 0.0},
+      {"grag_index_job_running", "Index jobs running (one per workspace at most)",
+       static_cast<double>(running)},
+      {"grag_index_loaded",
+       "Read engines open (graph and vectors in memory), one per loaded workspace",
+       static_cast<double>(loaded)},
       {"grag_query_workers", "Questions answered at once at most (server.workers)",
        static_cast<double>(worker_count)},
   };
   res.status = 200;
-  res.set_content(metrics.Render(query, jobs->Spent(), gauges),
-                  "text/plain; version=0.0.4; charset=utf-8");
+  res.set_content(metrics.Render(query, spent, gauges), "text/plain; version=0.0.4; charset=utf-8");
 }
 
-void Server::Impl::Health(const Request&, Response& res) {
+void Server::Impl::Health(Workspace& ws, const Request&, Response& res) {
   // A PostgreSQL index lives on another server, which can go away while this one runs: then
   // nothing can be answered, and /health says so (503) rather than "ok".
   if (!config.store.url.empty()) {
-    if (Status store = ProbeStore(); !store.ok()) {
+    if (Status store = ws.ProbeStore(); !store.ok()) {
       SendJson(res, 503,
                Dump({{"status", "unavailable"},
                      {"version", kVersion},
                      {"store", "unreachable"},
                      {"error", store.message()},
-                     {"job_running", jobs->Running()}}));
+                     {"job_running", ws.jobs->Running()}}));
       return;
     }
   }
   bool loaded = false;
   json version;  // what the read engine answers from (Engine::IndexVersion); null: not open
   {
-    std::lock_guard<std::mutex> lock(reader_mu);
-    loaded = reader != nullptr;
-    if (reader) version = reader_version;
+    std::lock_guard<std::mutex> lock(ws.reader_mu);
+    loaded = ws.reader != nullptr;
+    if (ws.reader) version = ws.reader_version;
   }
   if (!loaded) {
     std::error_code ec;
@@ -414,7 +388,7 @@ void Server::Impl::Health(const Request&, Response& res) {
                  {"version", kVersion},
                  {"index_loaded", loaded},
                  {"index_version", version},
-                 {"job_running", jobs->Running()}}));
+                 {"job_running", ws.jobs->Running()}}));
 }
 
 void Server::Impl::SendWebAsset(const server::WebAsset& asset, const Request& req, Response& res) {
@@ -438,21 +412,21 @@ void Server::Impl::SendWebAsset(const server::WebAsset& asset, const Request& re
   res.set_content(std::string(asset.bytes), std::string(asset.mime));
 }
 
-void Server::Impl::WebUi(const Request& req, Response& res) {
+void Server::Impl::WebUi(Workspace&, const Request& req, Response& res) {
   for (const auto& asset : server::WebAssets()) {
     if (asset.name == "index.html") return SendWebAsset(asset, req, res);
   }
   SendError(res, Status::NotFound("this grag was built without its web UI"));
 }
 
-void Server::Impl::ApiDocs(const Request& req, Response& res) {
+void Server::Impl::ApiDocs(Workspace&, const Request& req, Response& res) {
   for (const auto& asset : server::WebAssets()) {
     if (asset.name == "api-docs.html") return SendWebAsset(asset, req, res);
   }
   SendError(res, Status::NotFound("this grag was built without its web UI"));
 }
 
-void Server::Impl::WebFile(const Request& req, Response& res) {
+void Server::Impl::WebFile(Workspace&, const Request& req, Response& res) {
   const std::string name = req.matches[1];
   for (const auto& asset : server::WebAssets()) {
     if (asset.name == name) return SendWebAsset(asset, req, res);
@@ -483,28 +457,29 @@ Result<QueryRequest> ParseQuery(const json& body, const Config& config) {
 
 }  // namespace
 
-void Server::Impl::Query(const Request& req, Response& res) {
+void Server::Impl::Query(Workspace& ws, const Request& req, Response& res) {
   auto body = ParseBody(req, false);
   if (!body.ok()) return SendError(res, body.status());
-  auto q = ParseQuery(*body, config);
+  auto q = ParseQuery(*body, ws.config);
   if (!q.ok()) return SendError(res, q.status());
   auto stream = OptBool(*body, "stream", false);
   if (!stream.ok()) return SendError(res, stream.status());
   if (!body->contains("method")) {  // as grag query: the configured default
-    auto m = ParseQueryMethod(config.query.method);
+    auto m = ParseQueryMethod(ws.config.query.method);
     if (m.ok()) q->method = *m;
   }
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   if (!*stream) {
-    auto result = Ask(**engine, *q);
+    auto result = Ask(ws, **engine, *q);
     if (!result.ok()) return SendError(res, result.status());
     return SendJson(res, 200, QueryResultJson(*result, q->question, false));
   }
   auto request = std::make_shared<QueryRequest>(std::move(*q));
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream", [this, request, engine = *engine](size_t, httplib::DataSink& sink) {
+      "text/event-stream", [this, ws = ws.shared_from_this(), request, engine = *engine](
+                               size_t, httplib::DataSink& sink) {
         bool open = true;
         bool streamed = false;
         std::atomic<bool> gone{false};  // the asker disconnected: stop the question
@@ -516,7 +491,7 @@ void Server::Impl::Query(const Request& req, Response& res) {
         };
         auto result = [&] {
           DisconnectWatch watch(sink, gone);
-          return Ask(*engine, *request);
+          return Ask(*ws, *engine, *request);
         }();
         if (!open || gone) return false;
         if (result.ok()) {
@@ -533,7 +508,7 @@ void Server::Impl::Query(const Request& req, Response& res) {
       });
 }
 
-void Server::Impl::Search(const Request& req, Response& res) {
+void Server::Impl::Search(Workspace& ws, const Request& req, Response& res) {
   auto body = ParseBody(req, false);
   if (!body.ok()) return SendError(res, body.status());
   SearchRequest s;
@@ -550,26 +525,26 @@ void Server::Impl::Search(const Request& req, Response& res) {
   auto k = OptInt(*body, "k", kTopKRange.min, kTopKRange.max);
   if (!k.ok()) return SendError(res, k.status());
   s.top_k = *k;
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
-  auto result = WithWorker([&] { return (*engine)->Search(s); });
+  auto result = WithWorker(ws, [&] { return (*engine)->Search(s); });
   if (!result.ok()) return SendError(res, result.status());
   const RetrievalMethod used = s.method ? *s.method : (*engine)->SearchOptions().method;
   SendJson(res, 200, RetrievalResultJson(*result, s.question, used, false));
 }
 
-void Server::Impl::Stats(const Request& req, Response& res) {
+void Server::Impl::Stats(Workspace& ws, const Request& req, Response& res) {
   auto top = QueryInt(req, "top", 0, 10000);
   if (!top.ok()) return SendError(res, top.status());
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   auto stats = (*engine)->Stats(top->value_or(10));
   if (!stats.ok()) return SendError(res, stats.status());
   SendJson(res, 200, IndexStatsJson(*stats, false));
 }
 
-void Server::Impl::Doctor(const Request&, Response& res) {
-  auto report = RunDoctor(config, {});
+void Server::Impl::Doctor(Workspace& ws, const Request&, Response& res) {
+  auto report = RunDoctor(ws.config, {});
   if (!report.ok()) return SendError(res, report.status());
   SendJson(res, 200, DoctorJson(*report, false));
 }

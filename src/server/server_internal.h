@@ -44,6 +44,9 @@ inline constexpr const char* kJson = "application/json";
 
 std::string Dump(const json& j);
 
+// Compares digests, so neither the length nor the content of a key leaks through timing.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
 // ---------------------------------------------------------------- responses
 
 void SendJson(Response& res, int status, std::string body);
@@ -115,15 +118,35 @@ struct Param {
   const char* description;
 };
 
+struct Workspace;
+
+// Who may call a route, and on what.
+enum class Scope {
+  kPublic,     // anyone, no key
+  kServer,     // any valid key: the server as a whole
+  kAdmin,      // a key of server.api_keys (not a workspace's own): managing workspaces
+  kWorkspace,  // one workspace's: /v1/X acts on "default" (or X-Grag-Workspace), and the same
+               // route is served as /v1/workspaces/{workspace}/X
+};
+
 struct Route {
   const char* method;  // GET | POST | DELETE
   const char* path;    // OpenAPI template, e.g. /v1/documents/{id}
   const char* summary;
-  bool auth = true;
+  Scope scope = Scope::kWorkspace;
   std::vector<Param> query;
   const char* body = nullptr;  // JSON Schema of the JSON body, as text; nullptr: none
   const char* response = "JSON";
-  std::function<void(const Request&, Response&)> handler;
+  // The workspace the request names (the default one for server routes).
+  std::function<void(Workspace&, const Request&, Response&)> handler;
+};
+
+// The key a request carries: a key of server.api_keys opens everything (or no keys are set);
+// a workspace key (server.workspace_keys) opens its workspace only.
+struct Caller {
+  bool admin = false;
+  std::string workspace;  // a workspace key's workspace
+  bool Opens(std::string_view name) const { return admin || name == workspace; }
 };
 
 // Engine slots handed out first come, first served: a plain semaphore lets a late request
@@ -159,14 +182,20 @@ class FairSlots {
 
 using namespace server_internal;  // NOLINT: the module's own, as an unnamed namespace's would be
 
-struct Server::Impl {
+namespace server_internal {
+
+// One index the server answers from: its own project ("default") or a workspace
+// (grag/project.h), with its own settings, read engine, index jobs and question slots.
+struct Workspace : std::enable_shared_from_this<Workspace> {
+  std::string name;
+  std::string api;  // its routes' prefix: "/v1", or "/v1/workspaces/NAME"
   Config config;
-  server::HttpServer http;
-  std::vector<Route> routes;
-  std::unique_ptr<FairSlots> workers;
-  int64_t worker_count = 0;  // its slots
-  size_t max_body = 0;
-  std::atomic<bool> stopping{false};
+  server::Metrics* metrics = nullptr;  // the server's
+  std::unique_ptr<FairSlots> slots;    // server.workspace_workers; null: no limit of its own
+  // Called (without locks held) after a read engine was opened: the server may unload others.
+  std::function<void()> on_load;
+  std::atomic<int64_t> last_used{0};  // steady_clock ticks of its last question
+  std::atomic<bool> deleted{false};   // set under start_mu: no job or document may start
 
   // Held from "is a job running?" until a new job runs: two POST /v1/index at once otherwise
   // both saw none, and the second failed on the writer lock the first had just taken (503
@@ -179,118 +208,94 @@ struct Server::Impl {
   std::string reader_version;
   std::chrono::steady_clock::time_point reader_checked;
   std::atomic<bool> reloading{false};  // a request is replacing a stale reader
-
   std::unique_ptr<server::JobManager> jobs;
-  server::Metrics metrics;
-  std::map<std::string_view, std::string> web_etags;  // by asset name: a hash of its bytes
 
   // How often a request checks whether another process (a `grag index`, another server on the
   // same PostgreSQL database) finished writing the index: at most this stale after it did.
   static constexpr std::chrono::milliseconds kRecheck{500};
+
+  Workspace(std::string name, Config config, server::Metrics* metrics);
 
   // The read engine, opened now if needed. No index yet is kUnavailable, saying what to do.
   // The reader keeps the graph and vectors in memory, so the first request at least kRecheck
   // after the last check compares the index version with the reader's; when another process
   // finished a write since, that request opens and warms a new reader (the others keep
   // answering from the old one meanwhile) and swaps it in.
-  Result<std::shared_ptr<Engine>> Reader() {
-    std::shared_ptr<Engine> current;
-    std::string version;
-    {
-      std::lock_guard<std::mutex> lock(reader_mu);
-      if (!reader) return OpenReader();
-      const auto now = std::chrono::steady_clock::now();
-      if (now - reader_checked < kRecheck || reloading.exchange(true)) return reader;
-      reader_checked = now;
-      current = reader;
-      version = reader_version;
-    }
-    struct Done {
-      std::atomic<bool>* flag;
-      ~Done() { flag->store(false); }
-    } done{&reloading};
-    auto stored = current->IndexVersion();
-    if (!stored.ok() || *stored == version) return current;  // a failed check: try again later
-    auto fresh = OpenEngine();
-    if (!fresh.ok()) return current;
-    (void)fresh->first->retriever();  // warm it here, not in the next requests
-    std::lock_guard<std::mutex> lock(reader_mu);
-    if (reader == current) {  // not replaced meanwhile (a job of this server finished)
-      RetireReader();
-      reader = std::move(fresh->first);
-      reader_version = std::move(fresh->second);
-    }
-    return reader;
-  }
-
-  // A read engine and the index version it was opened at (read first: a write finishing while
-  // it loads makes the next check reload it again rather than keep a mix).
-  Result<std::pair<std::shared_ptr<Engine>, std::string>> OpenEngine() {
-    EngineOptions options;
-    options.keep_graph = true;  // many questions: the graph stays in memory
-    auto engine = Engine::Open(config, options);
-    if (!engine.ok()) {
-      if (engine.status().code() == ErrorCode::kNotFound) {
-        return Status::Unavailable(
-            "no index yet: add documents (POST /v1/documents) and start an index job (POST "
-            "/v1/index)");
-      }
-      return engine.status();
-    }
-    std::shared_ptr<Engine> shared(std::move(*engine));
-    GRAG_ASSIGN_OR_RETURN(std::string version, shared->IndexVersion());
-    return std::make_pair(std::move(shared), std::move(version));
-  }
-
+  Result<std::shared_ptr<Engine>> Reader();
+  // A read engine and the index version it was opened at.
+  Result<std::pair<std::shared_ptr<Engine>, std::string>> OpenEngine();
   // What the read engine's models spent, with reader_mu held.
-  LlmUsage ReaderUsage() const {
-    LlmUsage u;
-    if (reader == nullptr) return u;
-    if (ChatModel* chat = reader->chat()) u += chat->Usage();
-    // The built-in embedder spends nothing worth counting; a configured one does.
-    if (EmbeddingModel* e = reader->embedder();
-        e != nullptr && !IsLexicalEmbeddingModel(e->model())) {
-      u += e->Usage();
-    }
-    return u;
-  }
+  LlmUsage ReaderUsage() const;
   // The read engine is about to go: its spend so far stays in the metrics. With reader_mu held.
-  void RetireReader() { metrics.RetireQueryUsage(ReaderUsage()); }
+  void RetireReader();
+  Result<std::shared_ptr<Engine>> OpenReader();  // with reader_mu held
+  void ReloadReader();
+  bool Loaded();
+  // Closes the read engine unless a job runs (memory back; the next question opens it again).
+  bool Unload();
 
-  // With reader_mu held.
-  Result<std::shared_ptr<Engine>> OpenReader() {
-    GRAG_ASSIGN_OR_RETURN(auto opened, OpenEngine());
-    reader = std::move(opened.first);
-    reader_version = std::move(opened.second);
-    reader_checked = std::chrono::steady_clock::now();
-    return reader;
-  }
+  // Whether the store answers a read (Engine::IndexVersion), asked at most every kProbeEvery.
+  Status ProbeStore();
+  static constexpr std::chrono::milliseconds kProbeEvery{1000};
+  std::mutex probe_mu;
+  std::chrono::steady_clock::time_point probe_at;  // guarded by probe_mu; epoch: never
+  Status probe_status;                             // guarded by probe_mu
+};
 
-  void ReloadReader() {
-    {
-      std::lock_guard<std::mutex> lock(reader_mu);
-      RetireReader();
-      reader.reset();
-    }
-    // Warm the next engine here (in the job's thread) rather than in the next request.
-    auto r = Reader();
-    if (r.ok()) (void)(*r)->retriever();
-  }
+}  // namespace server_internal
 
-  // Runs `f` holding one of the server.workers engine slots.
+struct Server::Impl {
+  Config config;
+  server::HttpServer http;
+  std::vector<Route> routes;
+  std::unique_ptr<FairSlots> workers;
+  int64_t worker_count = 0;  // its slots
+  size_t max_body = 0;
+  std::atomic<bool> stopping{false};
+
+  server::Metrics metrics;
+  std::map<std::string_view, std::string> web_etags;  // by asset name: a hash of its bytes
+
+  std::shared_ptr<Workspace> main;  // the server's own project: "default"
+  std::mutex workspaces_mu;
+  // The workspaces asked for since start (their settings loaded; their read engines open only
+  // while in use, at most server.max_loaded_workspaces at once), by name; guarded.
+  std::map<std::string, std::shared_ptr<Workspace>, std::less<>> workspaces;
+
+  std::shared_ptr<Workspace> MakeWorkspace(std::string name, Config config);
+  // Workspace `name` ("default": main). kNotFound when it does not exist.
+  Result<std::shared_ptr<Workspace>> OpenWorkspace(std::string_view name);
+  // The workspaces open now, main first.
+  std::vector<std::shared_ptr<Workspace>> OpenWorkspaces();
+  // Past server.max_loaded_workspaces read engines, closes the least recently used idle ones.
+  void UnloadIdle();
+  // The key a request carries (the pre-routing check already refused a wrong one).
+  Caller CallerOf(const Request& req) const;
+  // Workspace `name` if the request's key opens it; a key that does not gets the 404 a missing
+  // workspace gets (it learns nothing of the others).
+  Result<std::shared_ptr<Workspace>> WorkspaceFor(const Request& req, std::string_view name);
+
+  // Runs `f` holding one of the workspace's slots (if it has its own limit), then one of the
+  // server.workers engine slots.
   template <typename F>
-  auto WithWorker(F&& f) {
-    workers->Acquire();
+  auto WithWorker(Workspace& ws, F&& f) {
     struct Release {
       FairSlots* s;
-      ~Release() { s->Release(); }
-    } release{workers.get()};
+      ~Release() {
+        if (s) s->Release();
+      }
+    };
+    if (ws.slots) ws.slots->Acquire();
+    Release own{ws.slots.get()};
+    workers->Acquire();
+    Release shared{workers.get()};
+    ws.last_used = std::chrono::steady_clock::now().time_since_epoch().count();
     return f();
   }
 
   // A question on `engine`, in a worker slot, counted in the metrics by the method that answered.
-  Result<QueryResult> Ask(Engine& engine, const QueryRequest& request) {
-    auto result = WithWorker([&] { return engine.Query(request); });
+  Result<QueryResult> Ask(Workspace& ws, Engine& engine, const QueryRequest& request) {
+    auto result = WithWorker(ws, [&] { return engine.Query(request); });
     metrics.ObserveQuestion(result.ok() ? QueryMethodName(result->method) : "error");
     return result;
   }
@@ -298,46 +303,43 @@ struct Server::Impl {
   void DeclareRoutes();
   void Register();
   std::string OpenApi() const;
-  // Whether `path` is served without an API key (a route declared with auth = false).
+  // Whether `path` is served without an API key (a route declared kPublic).
   bool IsPublic(const std::string& path) const;
 
   // ---- handlers
-  void Health(const Request&, Response& res);
-  void MetricsText(const Request&, Response& res);
-  // Whether the store answers a read (Engine::IndexVersion), asked at most every kProbeEvery.
-  Status ProbeStore();
-  static constexpr std::chrono::milliseconds kProbeEvery{1000};
-  std::mutex probe_mu;
-  std::chrono::steady_clock::time_point probe_at;  // guarded by probe_mu; epoch: never
-  Status probe_status;                             // guarded by probe_mu
-  void WebUi(const Request& req, Response& res);
-  void WebFile(const Request& req, Response& res);
-  void ApiDocs(const Request& req, Response& res);
+  void Health(Workspace& ws, const Request&, Response& res);
+  void MetricsText(Workspace& ws, const Request&, Response& res);
+  void WebUi(Workspace& ws, const Request& req, Response& res);
+  void WebFile(Workspace& ws, const Request& req, Response& res);
+  void ApiDocs(Workspace& ws, const Request& req, Response& res);
   void SendWebAsset(const server::WebAsset& asset, const Request& req, Response& res);
-  void Query(const Request& req, Response& res);
-  void Search(const Request& req, Response& res);
-  void Stats(const Request& req, Response& res);
-  void Doctor(const Request& req, Response& res);
-  void ListDocuments(const Request& req, Response& res);
-  void GetDocument(const Request& req, Response& res);
-  void GetDocumentById(const std::string& id, Response& res);
-  void GetDocumentText(const Request& req, Response& res);
-  void PostDocument(const Request& req, Response& res);
-  void DeleteDocument(const Request& req, Response& res);
-  void StartIndex(const Request& req, Response& res);
-  void GetJob(const Request& req, Response& res);
-  void JobEvents(const Request& req, Response& res);
-  void CancelJob(const Request& req, Response& res);
-  void ListJobs(const Request& req, Response& res);
-  void Graph(const Request& req, Response& res);
-  void ListEntities(const Request& req, Response& res);
-  void GetEntity(const Request& req, Response& res);
-  void ListRelationships(const Request& req, Response& res);
-  void ListCommunities(const Request& req, Response& res);
-  void GetCommunity(const Request& req, Response& res);
-  void GetChunk(const Request& req, Response& res);
-  void Models(const Request& req, Response& res);
-  void ChatCompletions(const Request& req, Response& res);
+  void Query(Workspace& ws, const Request& req, Response& res);
+  void Search(Workspace& ws, const Request& req, Response& res);
+  void Stats(Workspace& ws, const Request& req, Response& res);
+  void Doctor(Workspace& ws, const Request& req, Response& res);
+  void ListDocuments(Workspace& ws, const Request& req, Response& res);
+  void GetDocument(Workspace& ws, const Request& req, Response& res);
+  void GetDocumentById(Workspace& ws, const std::string& id, Response& res);
+  void GetDocumentText(Workspace& ws, const Request& req, Response& res);
+  void PostDocument(Workspace& ws, const Request& req, Response& res);
+  void DeleteDocument(Workspace& ws, const Request& req, Response& res);
+  void StartIndex(Workspace& ws, const Request& req, Response& res);
+  void GetJob(Workspace& ws, const Request& req, Response& res);
+  void JobEvents(Workspace& ws, const Request& req, Response& res);
+  void CancelJob(Workspace& ws, const Request& req, Response& res);
+  void ListJobs(Workspace& ws, const Request& req, Response& res);
+  void Graph(Workspace& ws, const Request& req, Response& res);
+  void ListEntities(Workspace& ws, const Request& req, Response& res);
+  void GetEntity(Workspace& ws, const Request& req, Response& res);
+  void ListRelationships(Workspace& ws, const Request& req, Response& res);
+  void ListCommunities(Workspace& ws, const Request& req, Response& res);
+  void GetCommunity(Workspace& ws, const Request& req, Response& res);
+  void GetChunk(Workspace& ws, const Request& req, Response& res);
+  void Models(Workspace& ws, const Request& req, Response& res);
+  void ChatCompletions(Workspace& ws, const Request& req, Response& res);
+  void ListWorkspacesRoute(Workspace& ws, const Request& req, Response& res);
+  void CreateWorkspaceRoute(Workspace& ws, const Request& req, Response& res);
+  void DeleteWorkspaceRoute(Workspace& ws, const Request& req, Response& res);
 };
 
 }  // namespace grag

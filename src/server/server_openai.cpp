@@ -9,6 +9,7 @@
 
 #include "grag/engine_json.h"
 #include "grag/words.h"
+#include "grag/project.h"
 #include "server_internal.h"
 
 namespace grag {
@@ -89,7 +90,7 @@ std::pair<int64_t, int64_t> UsageOf(const json& result) {
 
 // ---------------------------------------------------------------- OpenAI compatibility
 
-void Server::Impl::Models(const Request&, Response& res) {
+void Server::Impl::Models(Workspace& ws, const Request& req, Response& res) {
   json data = json::array();
   auto add = [&](const std::string& id) {
     data.push_back(
@@ -97,8 +98,18 @@ void Server::Impl::Models(const Request&, Response& res) {
   };
   for (const auto& [name, method] : ChatModels()) add(name);
   // Each method again with each model a request may choose to answer (server.query_models).
-  for (const std::string& answering : config.server.query_models) {
+  for (const std::string& answering : ws.config.server.query_models) {
     for (const auto& [name, method] : ChatModels()) add(name + "/" + answering);
+  }
+  // Each method on each other workspace the key opens: grag-local@NAME.
+  const Caller caller = CallerOf(req);
+  std::vector<std::string> others = {std::string(kDefaultWorkspace)};
+  if (auto listed = ListWorkspaces(config); listed.ok()) {
+    others.insert(others.end(), listed->begin(), listed->end());
+  }
+  for (const std::string& other : others) {
+    if (other == ws.name || !caller.Opens(other)) continue;
+    for (const auto& [name, method] : ChatModels()) add(name + "@" + other);
   }
   SendJson(res, 200, Dump({{"object", "list"}, {"data", data}}));
 }
@@ -133,15 +144,25 @@ Result<std::string> LastUserText(const json& body) {
 
 }  // namespace
 
-void Server::Impl::ChatCompletions(const Request& req, Response& res) {
+void Server::Impl::ChatCompletions(Workspace& route_ws, const Request& req, Response& res) {
   auto body = ParseBody(req, false);
   if (!body.ok()) return SendError(res, body.status());
   auto model = OptString(*body, "model");
   if (!model.ok()) return SendError(res, model.status());
   const std::string model_name = model->value_or("grag-auto");
-  // "grag-local", or "grag-local/gpt-4o-mini": the method, then the model that answers.
-  const size_t slash = model_name.find('/');
-  const std::string method_name = model_name.substr(0, slash);
+  // "grag-local", or "grag-local/gpt-4o-mini": the method, then the model that answers; either
+  // may end in @WORKSPACE, the workspace that answers.
+  std::string chosen = model_name;
+  std::shared_ptr<Workspace> ws = route_ws.shared_from_this();
+  if (const size_t at = chosen.rfind('@');
+      at != std::string::npos && ValidateWorkspaceName(chosen.substr(at + 1), true).ok()) {
+    auto named = WorkspaceFor(req, chosen.substr(at + 1));
+    if (!named.ok()) return SendError(res, named.status());
+    ws = *named;
+    chosen.resize(at);
+  }
+  const size_t slash = chosen.find('/');
+  const std::string method_name = chosen.substr(0, slash);
   std::optional<QueryMethod> method;
   for (const auto& [name, m] : ChatModels()) {
     if (name == method_name) method = m;
@@ -153,8 +174,8 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
   }
   std::string answering;
   if (slash != std::string::npos) {
-    answering = model_name.substr(slash + 1);
-    if (Status offered = CheckOfferedModel(config, answering); !offered.ok()) {
+    answering = chosen.substr(slash + 1);
+    if (Status offered = CheckOfferedModel(ws->config, answering); !offered.ok()) {
       return SendError(res, offered);
     }
   }
@@ -162,7 +183,7 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
   if (!question.ok()) return SendError(res, question.status());
   auto stream = OptBool(*body, "stream", false);
   if (!stream.ok()) return SendError(res, stream.status());
-  auto engine = Reader();
+  auto engine = ws->Reader();
   if (!engine.ok()) return SendError(res, engine.status());
 
   auto request = std::make_shared<QueryRequest>();
@@ -173,7 +194,7 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
 
   if (!*stream) {
-    auto result = Ask(**engine, *request);
+    auto result = Ask(*ws, **engine, *request);
     if (!result.ok()) return SendError(res, result.status());
     const json full = json::parse(QueryResultJson(*result, request->question, false));
     const auto [prompt_tokens, completion_tokens] = UsageOf(full);
@@ -199,8 +220,8 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
 
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, request, engine = *engine, id, created, model_name](size_t, httplib::DataSink& sink) {
+      "text/event-stream", [this, ws, request, engine = *engine, id, created, model_name](
+                               size_t, httplib::DataSink& sink) {
         auto chunk = [&](const json& delta, const json& finish, json extra) {
           json c = {{"id", id},
                     {"object", "chat.completion.chunk"},
@@ -225,7 +246,7 @@ void Server::Impl::ChatCompletions(const Request& req, Response& res) {
         };
         auto result = [&] {
           DisconnectWatch watch(sink, gone);
-          return Ask(*engine, *request);
+          return Ask(*ws, *engine, *request);
         }();
         if (!open || gone) return false;
         if (!result.ok()) {

@@ -10,8 +10,8 @@
 
 namespace grag {
 
-void Server::Impl::ListDocuments(const Request&, Response& res) {
-  auto engine = Reader();
+void Server::Impl::ListDocuments(Workspace& ws, const Request&, Response& res) {
+  auto engine = ws.Reader();
   if (!engine.ok()) {
     // Nothing indexed yet is an empty list, not an error.
     if (engine.status().code() == ErrorCode::kUnavailable) return SendJson(res, 200, "[]");
@@ -22,37 +22,37 @@ void Server::Impl::ListDocuments(const Request&, Response& res) {
   SendJson(res, 200, DocumentsJson(*docs, false));
 }
 
-void Server::Impl::GetDocument(const Request& req, Response& res) {
-  GetDocumentById(req.matches[1], res);
+void Server::Impl::GetDocument(Workspace& ws, const Request& req, Response& res) {
+  GetDocumentById(ws, req.matches[1], res);
 }
 
-void Server::Impl::GetDocumentText(const Request& req, Response& res) {
+void Server::Impl::GetDocumentText(Workspace& ws, const Request& req, Response& res) {
   const std::string id = req.matches[1];
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   auto text = (*engine)->GetDocumentText(id);
   if (!text.ok()) return SendError(res, text.status());
   if (!*text) {
     // A document whose own id ends in "/text" is asked for by this route's path too.
     auto whole = (*engine)->GetDocument(id + "/text");
-    if (whole.ok() && *whole) return GetDocumentById(id + "/text", res);
+    if (whole.ok() && *whole) return GetDocumentById(ws, id + "/text", res);
     return SendError(res, Status::NotFound("no indexed document \"" + id + "\""));
   }
   SendJson(res, 200, DocumentTextJson(**text, false));
 }
 
-void Server::Impl::GetDocumentById(const std::string& id, Response& res) {
-  auto engine = Reader();
+void Server::Impl::GetDocumentById(Workspace& ws, const std::string& id, Response& res) {
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   auto doc = (*engine)->GetDocument(id);
   if (!doc.ok()) return SendError(res, doc.status());
   if (!*doc) {
     std::error_code ec;
-    const bool saved =
-        ValidateDocumentId(id).ok() &&
-        std::filesystem::is_regular_file(
-            std::filesystem::path(config.Resolve(config.input.dir)) / std::filesystem::u8path(id),
-            ec);
+    const bool saved = ValidateDocumentId(id).ok() &&
+                       std::filesystem::is_regular_file(
+                           std::filesystem::path(ws.config.Resolve(ws.config.input.dir)) /
+                               std::filesystem::u8path(id),
+                           ec);
     return SendError(
         res, Status::NotFound(
                  "no indexed document \"" + id + "\"" +
@@ -62,7 +62,7 @@ void Server::Impl::GetDocumentById(const std::string& id, Response& res) {
   SendJson(res, 200, DocumentDetailJson(**doc, false));
 }
 
-void Server::Impl::PostDocument(const Request& req, Response& res) {
+void Server::Impl::PostDocument(Workspace& ws, const Request& req, Response& res) {
   std::string id, title, text;
   if (req.is_multipart_form_data()) {
     if (!req.has_file("file")) {
@@ -100,12 +100,15 @@ void Server::Impl::PostDocument(const Request& req, Response& res) {
                                      "); grag reads .txt, .md, .json, .jsonl and .csv"));
   }
   if (id.empty()) id = DefaultDocumentId(title, text);
-  auto saved = SaveInputDocument(config, id, text);
+  std::lock_guard<std::mutex> starting(ws.start_mu);  // not into a workspace being deleted
+  if (ws.deleted) return SendError(res, Status::NotFound("no workspace \"" + ws.name + "\""));
+  auto saved = SaveInputDocument(ws.config, id, text);
   if (!saved.ok()) return SendError(res, saved.status());
   Log(LogLevel::kInfo, "serve",
       "saved document " + saved->id + " (" + std::to_string(text.size()) + " bytes)");
-  const std::string rel =
-      std::filesystem::path(saved->path).lexically_relative(config.Resolve(".")).generic_string();
+  const std::string rel = std::filesystem::path(saved->path)
+                              .lexically_relative(ws.config.Resolve("."))
+                              .generic_string();
   SendJson(res, saved->replaced ? 200 : 201,
            Dump({{"id", saved->id},
                  {"path", rel},
@@ -114,9 +117,9 @@ void Server::Impl::PostDocument(const Request& req, Response& res) {
                  {"next", "POST /v1/index to index it"}}));
 }
 
-void Server::Impl::DeleteDocument(const Request& req, Response& res) {
+void Server::Impl::DeleteDocument(Workspace& ws, const Request& req, Response& res) {
   const std::string id = req.matches[1];
-  auto deleted = DeleteInputDocument(config, id);
+  auto deleted = DeleteInputDocument(ws.config, id);
   if (!deleted.ok()) return SendError(res, deleted.status());
   if (*deleted) {
     Log(LogLevel::kInfo, "serve", "deleted document " + id + " from the input folder");
@@ -126,12 +129,12 @@ void Server::Impl::DeleteDocument(const Request& req, Response& res) {
             {{"id", id}, {"deleted", true}, {"next", "POST /v1/index to drop it from the index"}}));
   }
   // Not a file of the input folder: indexed from elsewhere, or one record of a JSON/CSV file.
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (engine.ok()) {
     auto doc = (*engine)->GetDocument(id);
     if (doc.ok() && *doc) {
       std::error_code ec;
-      const std::string file = ResolveSourcePath((*doc)->info.source_path, config.Resolve("."));
+      const std::string file = ResolveSourcePath((*doc)->info.source_path, ws.config.Resolve("."));
       if (!std::filesystem::exists(file, ec)) {
         return SendError(
             res, Status::NotFound("document \"" + id +
@@ -151,7 +154,7 @@ void Server::Impl::DeleteDocument(const Request& req, Response& res) {
   SendError(res, Status::NotFound("no document \"" + id + "\""));
 }
 
-void Server::Impl::StartIndex(const Request& req, Response& res) {
+void Server::Impl::StartIndex(Workspace& ws, const Request& req, Response& res) {
   if (stopping) return SendError(res, Status::Unavailable("the server is shutting down"));
   auto body = ParseBody(req, true);
   if (!body.ok()) return SendError(res, body.status());
@@ -166,19 +169,20 @@ void Server::Impl::StartIndex(const Request& req, Response& res) {
       request.remove.push_back(v.get<std::string>());
     }
   }
-  std::lock_guard<std::mutex> starting(start_mu);
-  if (jobs->Running()) {
+  std::lock_guard<std::mutex> starting(ws.start_mu);
+  if (ws.deleted) return SendError(res, Status::NotFound("no workspace \"" + ws.name + "\""));
+  if (ws.jobs->Running()) {
     return SendError(res, Status::AlreadyExists("an index job is running; one job at a time"));
   }
   EngineOptions options;
   options.writable = true;
   options.lock_holder = "grag serve";
-  auto engine = Engine::Open(config, options);
+  auto engine = Engine::Open(ws.config, options);
   if (!engine.ok()) return SendError(res, engine.status());
-  auto id = jobs->Start(std::move(*engine), std::move(request));
+  auto id = ws.jobs->Start(std::move(*engine), std::move(request));
   if (!id.ok()) return SendError(res, id.status());
-  res.set_header("Location", "/v1/jobs/" + std::to_string(*id));
-  auto job = jobs->Get(*id);
+  res.set_header("Location", ws.api + "/jobs/" + std::to_string(*id));
+  auto job = ws.jobs->Get(*id);
   SendJson(res, 202, job ? server::JobJson(*job) : "{}");
 }
 
@@ -198,53 +202,54 @@ Result<int64_t> PathId(const Request& req, const char* what) {
 
 }  // namespace
 
-void Server::Impl::GetJob(const Request& req, Response& res) {
+void Server::Impl::GetJob(Workspace& ws, const Request& req, Response& res) {
   auto id = PathId(req, "job");
   if (!id.ok()) return SendError(res, id.status());
-  auto job = jobs->Get(*id);
+  auto job = ws.jobs->Get(*id);
   if (!job) return SendError(res, Status::NotFound("no job " + std::to_string(*id)));
   SendJson(res, 200, server::JobJson(*job));
 }
 
-void Server::Impl::JobEvents(const Request& req, Response& res) {
+void Server::Impl::JobEvents(Workspace& ws, const Request& req, Response& res) {
   auto id = PathId(req, "job");
   if (!id.ok()) return SendError(res, id.status());
-  if (!jobs->Get(*id)) return SendError(res, Status::NotFound("no job " + std::to_string(*id)));
+  if (!ws.jobs->Get(*id)) return SendError(res, Status::NotFound("no job " + std::to_string(*id)));
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream", [this, job_id = *id](size_t, httplib::DataSink& sink) {
-        int64_t seen = -1;
-        while (true) {
-          auto job = jobs->WaitChange(job_id, seen, std::chrono::seconds(15));
-          if (!job) return false;
-          if (job->version == seen) {
-            if (!SinkWrite(sink, ": keep-alive\n\n")) return false;  // a comment line
-            continue;
-          }
-          seen = job->version;
-          const bool over = job->state != server::JobState::kRunning;
-          if (!SinkWrite(sink, SseEvent(over ? "done" : "progress", server::JobJson(*job))))
-            return false;
-          if (over) break;
-          // Coalesce: progress arrives per chunk; a few events a second are plenty.
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-        sink.done();
-        return true;
-      });
+  res.set_chunked_content_provider("text/event-stream", [ws = ws.shared_from_this(), job_id = *id](
+                                                            size_t, httplib::DataSink& sink) {
+    int64_t seen = -1;
+    while (true) {
+      auto job = ws->jobs->WaitChange(job_id, seen, std::chrono::seconds(15));
+      if (!job) return false;
+      if (job->version == seen) {
+        if (!SinkWrite(sink, ": keep-alive\n\n")) return false;  // a comment line
+        continue;
+      }
+      seen = job->version;
+      const bool over = job->state != server::JobState::kRunning;
+      if (!SinkWrite(sink, SseEvent(over ? "done" : "progress", server::JobJson(*job))))
+        return false;
+      if (over) break;
+      // Coalesce: progress arrives per chunk; a few events a second are plenty.
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    sink.done();
+    return true;
+  });
 }
 
-void Server::Impl::CancelJob(const Request& req, Response& res) {
+void Server::Impl::CancelJob(Workspace& ws, const Request& req, Response& res) {
   auto id = PathId(req, "job");
   if (!id.ok()) return SendError(res, id.status());
-  if (!jobs->Cancel(*id)) return SendError(res, Status::NotFound("no job " + std::to_string(*id)));
-  auto job = jobs->Get(*id);
+  if (!ws.jobs->Cancel(*id))
+    return SendError(res, Status::NotFound("no job " + std::to_string(*id)));
+  auto job = ws.jobs->Get(*id);
   SendJson(res, 202, job ? server::JobJson(*job) : "{}");
 }
 
-void Server::Impl::ListJobs(const Request&, Response& res) {
+void Server::Impl::ListJobs(Workspace& ws, const Request&, Response& res) {
   std::string out = "[";
-  for (const auto& job : jobs->List()) {
+  for (const auto& job : ws.jobs->List()) {
     if (out.size() > 1) out += ",";
     out += server::JobJson(job);
   }
@@ -252,14 +257,14 @@ void Server::Impl::ListJobs(const Request&, Response& res) {
   SendJson(res, 200, out);
 }
 
-void Server::Impl::Graph(const Request& req, Response& res) {
+void Server::Impl::Graph(Workspace& ws, const Request& req, Response& res) {
   auto limit = QueryInt(req, "limit", 0, 100000);
   if (!limit.ok()) return SendError(res, limit.status());
   auto level = QueryInt(req, "level", 0, 1000);
   if (!level.ok()) return SendError(res, level.status());
   auto around = QueryInt(req, "around", 0, INT64_MAX);
   if (!around.ok()) return SendError(res, around.status());
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   GraphViewRequest request;
   request.limit = limit->value_or(200);
@@ -270,22 +275,22 @@ void Server::Impl::Graph(const Request& req, Response& res) {
   SendJson(res, 200, GraphViewJson(*view, false));
 }
 
-void Server::Impl::ListEntities(const Request& req, Response& res) {
+void Server::Impl::ListEntities(Workspace& ws, const Request& req, Response& res) {
   auto limit = QueryInt(req, "limit", 1, 100000);
   if (!limit.ok()) return SendError(res, limit.status());
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   auto entities = (*engine)->Entities(req.get_param_value("search"));
   if (!entities.ok()) return SendError(res, entities.status());
   SendJson(res, 200, EntitiesJson(*entities, static_cast<size_t>(limit->value_or(50)), false));
 }
 
-void Server::Impl::GetEntity(const Request& req, Response& res) {
+void Server::Impl::GetEntity(Workspace& ws, const Request& req, Response& res) {
   auto neighbours = QueryInt(req, "neighbours", 0, 100000);
   if (!neighbours.ok()) return SendError(res, neighbours.status());
   auto chunks = QueryInt(req, "chunks", 0, 100000);
   if (!chunks.ok()) return SendError(res, chunks.status());
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   const std::string key = req.matches[1];
   std::optional<int64_t> id;
@@ -302,32 +307,32 @@ void Server::Impl::GetEntity(const Request& req, Response& res) {
   SendJson(res, 200, EntityDetailJson(**detail, false));
 }
 
-void Server::Impl::ListRelationships(const Request& req, Response& res) {
+void Server::Impl::ListRelationships(Workspace& ws, const Request& req, Response& res) {
   auto entity = QueryInt(req, "entity", 0, INT64_MAX);
   if (!entity.ok()) return SendError(res, entity.status());
   auto limit = QueryInt(req, "limit", 1, 1000000);
   if (!limit.ok()) return SendError(res, limit.status());
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   auto rels = (*engine)->Relationships(*entity, limit->value_or(100));
   if (!rels.ok()) return SendError(res, rels.status());
   SendJson(res, 200, RelationshipsJson(*rels, false));
 }
 
-void Server::Impl::ListCommunities(const Request& req, Response& res) {
+void Server::Impl::ListCommunities(Workspace& ws, const Request& req, Response& res) {
   auto level = QueryInt(req, "level", 0, 1000);
   if (!level.ok()) return SendError(res, level.status());
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   auto communities = (*engine)->Communities(*level);
   if (!communities.ok()) return SendError(res, communities.status());
   SendJson(res, 200, CommunitiesJson(*communities, false));
 }
 
-void Server::Impl::GetCommunity(const Request& req, Response& res) {
+void Server::Impl::GetCommunity(Workspace& ws, const Request& req, Response& res) {
   auto id = PathId(req, "community");
   if (!id.ok()) return SendError(res, id.status());
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   auto detail = (*engine)->GetCommunity(*id);
   if (!detail.ok()) return SendError(res, detail.status());
@@ -335,9 +340,9 @@ void Server::Impl::GetCommunity(const Request& req, Response& res) {
   SendJson(res, 200, CommunityDetailJson(**detail, false));
 }
 
-void Server::Impl::GetChunk(const Request& req, Response& res) {
+void Server::Impl::GetChunk(Workspace& ws, const Request& req, Response& res) {
   const std::string id = req.matches[1];
-  auto engine = Reader();
+  auto engine = ws.Reader();
   if (!engine.ok()) return SendError(res, engine.status());
   auto chunk = (*engine)->GetChunk(id);
   if (!chunk.ok()) return SendError(res, chunk.status());

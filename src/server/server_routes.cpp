@@ -4,15 +4,23 @@
 #include <netinet/in.h>
 #include <nettle/memops.h>
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 
 #include "grag/engine_json.h"
 #include "grag/hash.h"
 #include "grag/log.h"
+#include "grag/project.h"
 #include "server_internal.h"
 
 namespace grag {
+
+bool server_internal::ConstantTimeEquals(std::string_view a, std::string_view b) {
+  const std::string da = Sha256Hex(a), db = Sha256Hex(b);
+  return memeql_sec(da.data(), db.data(), da.size()) != 0;
+}
+
 namespace {
 
 // Body of an error httplib itself raised (no route, body too large, bad request line).
@@ -57,18 +65,15 @@ std::string PathRegex(const std::string& path) {
   size_t last = 0;
   for (const PathParam& p : PathParams(path)) {
     out += path.substr(last, p.begin - last);
-    const bool document = path.rfind("/v1/documents/", 0) == 0 && p.name == "id";
-    out += document ? "(.+)" : "([^/]+)";
+    const bool document = p.name == "id" && path.substr(0, p.begin).ends_with("/documents/");
+    // A workspace route's prefix is matched but not captured: its handler's matches[1] is the
+    // same whether it was asked as /v1/X or /v1/workspaces/NAME/X.
+    const bool prefix = p.name == "workspace" && p.end < path.size();
+    out += document ? "(.+)" : prefix ? "(?:[^/]+)" : "([^/]+)";
     last = p.end;
   }
   out += path.substr(last);
   return out;
-}
-
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  // Compare digests so neither the length nor the content leaks through timing.
-  const std::string da = Sha256Hex(a), db = Sha256Hex(b);
-  return memeql_sec(da.data(), db.data(), da.size()) != 0;
 }
 
 std::string Lower(std::string_view s) {
@@ -85,6 +90,36 @@ std::string HostName(std::string_view host) {
     return Lower(host.substr(1, close == std::string_view::npos ? host.npos : close - 1));
   }
   return Lower(host.substr(0, host.find(':')));
+}
+
+// The route /v1/X of a workspace as served under its name: /v1/workspaces/{workspace}/X.
+std::string WorkspacePath(std::string_view path) {
+  return "/v1/workspaces/{workspace}" + std::string(path.substr(3));
+}
+
+// Every path the routes are served at, each with its route: a workspace's twice.
+std::vector<std::pair<const Route*, std::string>> ServedPaths(const std::vector<Route>& routes) {
+  std::vector<std::pair<const Route*, std::string>> out;
+  for (const Route& r : routes) out.emplace_back(&r, r.path);
+  for (const Route& r : routes) {
+    if (r.scope == Scope::kWorkspace) out.emplace_back(&r, WorkspacePath(r.path));
+  }
+  return out;
+}
+
+// The workspace a request names: its path's /v1/workspaces/NAME/..., else the
+// X-Grag-Workspace header, else "default".
+Result<std::string> WorkspaceOf(const Request& req, bool prefixed) {
+  const std::string header = req.get_header_value("X-Grag-Workspace");
+  if (!prefixed) return header.empty() ? std::string(kDefaultWorkspace) : header;
+  constexpr std::string_view kPrefix = "/v1/workspaces/";
+  const std::string_view rest = std::string_view(req.path).substr(kPrefix.size());
+  std::string name(rest.substr(0, rest.find('/')));
+  if (!header.empty() && header != name) {
+    return Status::InvalidArgument("the path names workspace \"" + name +
+                                   "\" and X-Grag-Workspace \"" + header + "\"");
+  }
+  return name;
 }
 
 bool IsIpAddress(const std::string& name) {
@@ -142,7 +177,11 @@ bool BodyTypeAllowed(const Request& req) {
   type = type.substr(0, type.find(';'));
   while (!type.empty() && type.back() == ' ') type.pop_back();
   if (type == "application/json") return true;
-  return type == "multipart/form-data" && req.method == "POST" && req.path == "/v1/documents";
+  const bool documents =
+      req.path == "/v1/documents" ||
+      (req.path.starts_with("/v1/workspaces/") && req.path.ends_with("/documents") &&
+       std::count(req.path.begin(), req.path.end(), '/') == 4);
+  return type == "multipart/form-data" && req.method == "POST" && documents;
 }
 
 }  // namespace
@@ -150,8 +189,9 @@ bool BodyTypeAllowed(const Request& req) {
 // ---------------------------------------------------------------- routes
 
 void Server::Impl::DeclareRoutes() {
-  auto bind = [this](void (Impl::*m)(const Request&, Response&)) {
-    return [this, m](const Request& req, Response& res) { (this->*m)(req, res); };
+  auto bind = [this](void (Impl::*m)(Workspace&, const Request&, Response&)) {
+    return
+        [this, m](Workspace& ws, const Request& req, Response& res) { (this->*m)(ws, req, res); };
   };
   // The query and search bodies: their methods and ranges are the engine's (kQueryMethods,
   // kRetrievalMethods, kTopKRange, ...), as the CLI's and MCP's are.
@@ -209,16 +249,19 @@ void Server::Impl::DeclareRoutes() {
       R"json({"type":"object","required":["messages"],"properties":{
     "model":{"type":"string","description":"the method: )json" +
       QueryMethodNames(", ", "grag-") +
-      R"json(; each may be followed by /MODEL, one of server.query_models, the model that writes the answer (GET /v1/models lists them all)"},
+      R"json(; each may be followed by /MODEL, one of server.query_models, the model that writes the answer, and then by @WORKSPACE, the workspace that answers (GET /v1/models lists them all)"},
     "messages":{"type":"array","items":{"type":"object"}},
     "stream":{"type":"boolean"}}})json";
   const char* chat_body = chat_body_text.c_str();
+  const char* workspace_body = R"json({"type":"object","required":["name"],"properties":{
+    "name":{"type":"string","description":"lower-case letters, digits, - and _ (at most 64)"},
+    "settings":{"type":"object","description":"settings of its own, by name (as grag config --set), e.g. {\"llm.model\": \"gpt-4o-mini\"}; the rest are the server's"}}})json";
   routes = {
       {"GET",
        "/health",
        "Liveness: whether an index is loaded and a job is running; 503 when the index's "
        "PostgreSQL server does not answer",
-       false,
+       Scope::kPublic,
        {},
        nullptr,
        "{status, version, index_loaded, index_version, job_running}",
@@ -226,7 +269,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/docs",
        "This API's reference (Swagger UI over /openapi.json), to read and try the routes",
-       false,
+       Scope::kPublic,
        {},
        nullptr,
        "text/html",
@@ -235,8 +278,8 @@ void Server::Impl::DeclareRoutes() {
        "/metrics",
        "Prometheus metrics: requests by route and status with latency histograms, questions by "
        "method, index jobs, model calls and tokens (query and index), process CPU, memory and "
-       "file descriptors; needs a key when keys are set",
-       true,
+       "file descriptors, over all workspaces; needs a key of server.api_keys when keys are set",
+       Scope::kAdmin,
        {},
        nullptr,
        "text/plain (Prometheus text format 0.0.4)",
@@ -244,7 +287,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/",
        "The web UI (ask, graph, communities, documents); it asks for the API key when one is set",
-       false,
+       Scope::kPublic,
        {},
        nullptr,
        "text/html",
@@ -252,7 +295,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/ui/{name}",
        "The web UI's files (scripts, styles, the graph library), embedded in grag",
-       false,
+       Scope::kPublic,
        {},
        nullptr,
        "the file",
@@ -261,15 +304,15 @@ void Server::Impl::DeclareRoutes() {
        "/openapi.json",
        "This API as OpenAPI 3 (no key needed: /docs reads it before you authorize, and it holds "
        "nothing but what docs/server.md says)",
-       false,
+       Scope::kPublic,
        {},
        nullptr,
        "OpenAPI document",
-       [this](const Request&, Response& res) { SendJson(res, 200, OpenApi()); }},
+       [this](Workspace&, const Request&, Response& res) { SendJson(res, 200, OpenApi()); }},
       {"POST",
        "/v1/query",
        "Answer a question (the same JSON as grag query --json)",
-       true,
+       Scope::kWorkspace,
        {},
        query_body,
        "query result, or text/event-stream with stream:true",
@@ -277,7 +320,7 @@ void Server::Impl::DeclareRoutes() {
       {"POST",
        "/v1/search",
        "Rank passages for a question (as grag search --json)",
-       true,
+       Scope::kWorkspace,
        {},
        search_body,
        "ranked chunks",
@@ -285,7 +328,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/v1/stats",
        "What the index holds and what it cost (grag stats --json)",
-       true,
+       Scope::kWorkspace,
        {{"top", "integer", "top entities listed (default 10)"}},
        nullptr,
        "stats",
@@ -294,7 +337,7 @@ void Server::Impl::DeclareRoutes() {
        "/v1/doctor",
        "Try the configured models once (an extraction, an answer, an embedding) and say what to "
        "change (grag doctor --json); sends real requests, never from the reply cache",
-       true,
+       Scope::kWorkspace,
        {},
        nullptr,
        "doctor report",
@@ -302,7 +345,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/v1/documents",
        "Indexed documents",
-       true,
+       Scope::kWorkspace,
        {},
        nullptr,
        "documents",
@@ -311,7 +354,7 @@ void Server::Impl::DeclareRoutes() {
        "/v1/documents",
        "Save a document into the input folder (JSON {id?, title?, text} or a multipart upload "
        "with a file field); POST /v1/index indexes it",
-       true,
+       Scope::kWorkspace,
        {},
        document_body,
        "{id, path, replaced, indexed:false}",
@@ -322,7 +365,7 @@ void Server::Impl::DeclareRoutes() {
        "An indexed document's text, the one citation spans' offsets (code points) index: read "
        "again from its file, or the indexed text with file:\"changed\"|\"missing\" and a note "
        "when the file no longer holds it",
-       true,
+       Scope::kWorkspace,
        {},
        nullptr,
        "{id, title, source_path, content_hash, file, note, characters, bytes, text}",
@@ -330,7 +373,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/v1/documents/{id}",
        "One indexed document: text and chunks",
-       true,
+       Scope::kWorkspace,
        {},
        nullptr,
        "document",
@@ -338,7 +381,7 @@ void Server::Impl::DeclareRoutes() {
       {"DELETE",
        "/v1/documents/{id}",
        "Delete a document's file from the input folder; the next index job drops it",
-       true,
+       Scope::kWorkspace,
        {},
        nullptr,
        "{id, deleted}",
@@ -346,7 +389,7 @@ void Server::Impl::DeclareRoutes() {
       {"POST",
        "/v1/index",
        "Start an index job bringing the index in line with the input folder (409 while one runs)",
-       true,
+       Scope::kWorkspace,
        {},
        index_body,
        "job (202)",
@@ -354,7 +397,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/v1/jobs/{id}",
        "An index job: state, stage, done/total, LLM calls, tokens, ETA",
-       true,
+       Scope::kWorkspace,
        {},
        nullptr,
        "job",
@@ -362,7 +405,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/v1/jobs/{id}/events",
        "An index job's progress as Server-Sent Events (progress, then done)",
-       true,
+       Scope::kWorkspace,
        {},
        nullptr,
        "text/event-stream",
@@ -370,7 +413,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/v1/jobs",
        "The recent index jobs, newest first (the running one, if any, is first)",
-       true,
+       Scope::kWorkspace,
        {},
        nullptr,
        "jobs",
@@ -378,7 +421,7 @@ void Server::Impl::DeclareRoutes() {
       {"DELETE",
        "/v1/jobs/{id}",
        "Cancel an index job (it stops cleanly and resumes next time)",
-       true,
+       Scope::kWorkspace,
        {},
        nullptr,
        "job",
@@ -386,7 +429,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/v1/entities",
        "Entities, highest degree first",
-       true,
+       Scope::kWorkspace,
        {{"search", "string", "part of a name or alias"},
         {"limit", "integer", "at most this many (default 50)"}},
        nullptr,
@@ -396,7 +439,7 @@ void Server::Impl::DeclareRoutes() {
        "/v1/entities/{id}",
        "One entity (by id, or by name when not a number): description, neighbours, communities, "
        "source chunks",
-       true,
+       Scope::kWorkspace,
        {{"neighbours", "integer", "at most (default 50)"},
         {"chunks", "integer", "at most (default 20)"}},
        nullptr,
@@ -406,7 +449,7 @@ void Server::Impl::DeclareRoutes() {
        "/v1/graph",
        "The graph to draw: the entities of highest degree (or one entity and its heaviest "
        "neighbours) with their community at a level, and the relationships among them",
-       true,
+       Scope::kWorkspace,
        {{"limit", "integer", "entities at most (with around: neighbours; default 200)"},
         {"level", "integer", "community level the nodes carry (default 0)"},
         {"around", "integer", "an entity id: it and its neighbours instead of the top entities"}},
@@ -416,7 +459,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/v1/relationships",
        "Relationships, heaviest first",
-       true,
+       Scope::kWorkspace,
        {{"entity", "integer", "only those touching this entity id"},
         {"limit", "integer", "at most this many (default 100)"}},
        nullptr,
@@ -425,7 +468,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/v1/communities",
        "Communities by level, with their report's title and summary",
-       true,
+       Scope::kWorkspace,
        {{"level", "integer", "only this level"}},
        nullptr,
        "communities",
@@ -433,7 +476,7 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/v1/communities/{id}",
        "One community: full report, members, child communities",
-       true,
+       Scope::kWorkspace,
        {},
        nullptr,
        "community",
@@ -441,27 +484,57 @@ void Server::Impl::DeclareRoutes() {
       {"GET",
        "/v1/chunks/{id}",
        "One chunk's text",
-       true,
+       Scope::kWorkspace,
        {},
        nullptr,
        "chunk",
        bind(&Impl::GetChunk)},
       {"GET",
        "/v1/models",
-       "OpenAI-compatible: the chat models (one per query method)",
-       true,
+       "OpenAI-compatible: the chat models, one per query method (grag-local, ...), each also "
+       "with /MODEL for every model of server.query_models and @WORKSPACE for every other "
+       "workspace the key opens",
+       Scope::kWorkspace,
        {},
        nullptr,
        "model list",
        bind(&Impl::Models)},
       {"POST",
        "/v1/chat/completions",
-       "OpenAI-compatible chat: the last user message is the question, the model picks the method",
-       true,
+       "OpenAI-compatible chat: the last user message is the question, the model picks the method "
+       "(and, ending in @WORKSPACE, the workspace)",
+       Scope::kWorkspace,
        {},
        chat_body,
        "chat.completion, or chat.completion.chunk events",
        bind(&Impl::ChatCompletions)},
+      {"GET",
+       "/v1/workspaces",
+       "The workspaces this key opens (every one for a key of server.api_keys), \"default\" "
+       "being the server's own project: name, api (their routes' prefix), loaded, job_running",
+       Scope::kServer,
+       {},
+       nullptr,
+       "[{name, api, loaded, job_running}]",
+       bind(&Impl::ListWorkspacesRoute)},
+      {"POST",
+       "/v1/workspaces",
+       "Create a workspace (a key of server.api_keys): its own documents and index, and the "
+       "settings given overriding the server's",
+       Scope::kAdmin,
+       {},
+       workspace_body,
+       "{name, api} (201)",
+       bind(&Impl::CreateWorkspaceRoute)},
+      {"DELETE",
+       "/v1/workspaces/{workspace}",
+       "Delete a workspace with its documents and index (a key of server.api_keys; 409 while an "
+       "index job runs in it)",
+       Scope::kAdmin,
+       {},
+       nullptr,
+       "{name, deleted}",
+       bind(&Impl::DeleteWorkspaceRoute)},
   };
 }
 
@@ -529,16 +602,10 @@ void Server::Impl::Register() {
                       "'{...}'), or a file as multipart/form-data to POST /v1/documents");
       }
     }
-    const auto& keys = settings.api_keys;
-    if (!keys.empty() && !IsPublic(req.path)) {
-      const std::string auth = req.get_header_value("Authorization");
-      bool ok = false;
-      // The scheme name is case-insensitive (RFC 9110 §11.1): "bearer KEY" is the same.
-      if (auth.size() > 7 && Lower(std::string_view(auth).substr(0, 7)) == "bearer ") {
-        const std::string_view given = std::string_view(auth).substr(7);
-        for (const auto& k : keys) ok = ConstantTimeEquals(given, k) || ok;  // no early exit
-      }
-      if (!ok) {
+    const bool keys = !settings.api_keys.empty() || !settings.workspace_keys.empty();
+    if (keys && !IsPublic(req.path)) {
+      const Caller caller = CallerOf(req);
+      if (!caller.admin && caller.workspace.empty()) {
         res.set_header("WWW-Authenticate", "Bearer");
         SendJson(
             res, 401,
@@ -576,40 +643,56 @@ void Server::Impl::Register() {
   });
 
   for (const Route& r : routes) {
-    const std::string pattern = PathRegex(r.path);
-    const std::string method = r.method;
-    // Each request a route answers is counted and timed (GET /metrics), by the route's template.
-    auto handler = [this, route = std::string(r.path), method, inner = r.handler](
-                       const Request& req, Response& res) {
-      metrics.AddInFlight(1);
-      const auto start = std::chrono::steady_clock::now();
-      struct Observe {
-        Impl* impl;
-        const std::string& route;
-        const std::string& method;
-        Response& res;
-        std::chrono::steady_clock::time_point start;
-        ~Observe() {
-          impl->metrics.AddInFlight(-1);
-          impl->metrics.ObserveRequest(
-              route, method, res.status,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    // A workspace's route is served twice: /v1/X on the default workspace (or the one
+    // X-Grag-Workspace names), and /v1/workspaces/{workspace}/X on the one named.
+    for (const bool prefixed : {false, true}) {
+      if (prefixed && r.scope != Scope::kWorkspace) continue;
+      const std::string path = prefixed ? WorkspacePath(r.path) : std::string(r.path);
+      const std::string method = r.method;
+      auto handler = [this, route = path, method, scope = r.scope, prefixed, inner = r.handler](
+                         const Request& req, Response& res) {
+        // Each request a route answers is counted and timed (GET /metrics), by its template.
+        metrics.AddInFlight(1);
+        const auto start = std::chrono::steady_clock::now();
+        struct Observe {
+          Impl* impl;
+          const std::string& route;
+          const std::string& method;
+          Response& res;
+          std::chrono::steady_clock::time_point start;
+          ~Observe() {
+            impl->metrics.AddInFlight(-1);
+            impl->metrics.ObserveRequest(
+                route, method, res.status,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+          }
+        } observe{this, route, method, res, start};
+        if (scope == Scope::kAdmin && !CallerOf(req).admin) {
+          return SendError(res, Status::PermissionDenied(
+                                    "this key opens one workspace only: this route needs a key "
+                                    "of server.api_keys"));
         }
-      } observe{this, route, method, res, start};
-      inner(req, res);
-    };
-    if (method == "GET")
-      http.Get(pattern, handler);
-    else if (method == "POST")
-      http.Post(pattern, handler);
-    else if (method == "DELETE")
-      http.Delete(pattern, handler);
+        if (scope != Scope::kWorkspace) return inner(*main, req, res);
+        auto name = WorkspaceOf(req, prefixed);
+        if (!name.ok()) return SendError(res, name.status());
+        auto ws = WorkspaceFor(req, *name);
+        if (!ws.ok()) return SendError(res, ws.status());
+        inner(**ws, req, res);
+      };
+      const std::string pattern = PathRegex(path);
+      if (method == "GET")
+        http.Get(pattern, handler);
+      else if (method == "POST")
+        http.Post(pattern, handler);
+      else if (method == "DELETE")
+        http.Delete(pattern, handler);
+    }
   }
 }
 
 bool Server::Impl::IsPublic(const std::string& path) const {
   for (const Route& r : routes) {
-    if (r.auth) continue;
+    if (r.scope != Scope::kPublic) continue;
     const std::string_view t = r.path;
     const size_t brace = t.find('{');
     if (brace == std::string_view::npos) {
@@ -625,15 +708,14 @@ bool Server::Impl::IsPublic(const std::string& path) const {
 
 std::string Server::Impl::OpenApi() const {
   json paths = json::object();
-  for (const Route& r : routes) {
-    json op = {{"summary", r.summary}};
+  for (const auto& [r, path] : ServedPaths(routes)) {
+    json op = {{"summary", r->summary}};
     json params = json::array();
-    const std::string path = r.path;
     for (const PathParam& p : PathParams(path)) {
       params.push_back(
           {{"name", p.name}, {"in", "path"}, {"required", true}, {"schema", {{"type", "string"}}}});
     }
-    for (const Param& p : r.query) {
+    for (const Param& p : r->query) {
       params.push_back({{"name", p.name},
                         {"in", "query"},
                         {"required", false},
@@ -641,19 +723,20 @@ std::string Server::Impl::OpenApi() const {
                         {"schema", {{"type", p.type}}}});
     }
     if (!params.empty()) op["parameters"] = params;
-    if (r.body) {
+    if (r->body) {
       op["requestBody"] = {{"required", true},
-                           {"content", {{kJson, {{"schema", json::parse(r.body)}}}}}};
+                           {"content", {{kJson, {{"schema", json::parse(r->body)}}}}}};
     }
     op["responses"] = {
-        {"200", {{"description", r.response}}},
+        {"200", {{"description", r->response}}},
         {"default",
          {{"description", "error"},
           {"content", {{kJson, {{"schema", {{"$ref", "#/components/schemas/Error"}}}}}}}}}};
-    op["security"] = r.auth ? json::array({{{"bearer", json::array()}}}) : json::array();
-    std::string m = r.method;
+    op["security"] =
+        r->scope != Scope::kPublic ? json::array({{{"bearer", json::array()}}}) : json::array();
+    std::string m = r->method;
     for (auto& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    paths[r.path][m] = std::move(op);
+    paths[path][m] = std::move(op);
   }
   json doc = {{"openapi", "3.0.3"},
               {"info",
