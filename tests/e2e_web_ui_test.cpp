@@ -2,7 +2,8 @@
 // (tests/tools/web_ui_browser.js under node) against the real `grag serve` over a --no-llm index
 // of A Christmas Carol, with an API key set. The script gives a wrong key then the right one,
 // asks questions (auto, global, local) and opens their citations, draws the graph and clicks an
-// entity, expands a node, opens a community report, uploads, indexes and deletes a document; this
+// entity, expands a node, opens a community report, uploads, indexes and deletes a document,
+// then switches to another workspace with the picker and asks there; this
 // test checks what it saw. Screenshots of each page are kept under the build folder (the path is
 // printed). Skips, saying what to install, when node, puppeteer-core or chromium is missing.
 #include <signal.h>
@@ -169,6 +170,14 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
       << sentence << " Scrooge weinte.\n";
   auto reindex = RunCommand(grag + " --root " + ShellQuote(root) + " --no-llm index --no-progress");
   ASSERT_EQ(reindex.exit_code, 0) << reindex.err;
+  // A workspace of its own, for the picker.
+  auto created = RunCommand(grag + " --root " + ShellQuote(root) + " workspace create lighthouse");
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  std::ofstream(root + "/workspaces/lighthouse/input/keeper.txt", std::ios::binary)
+      << "Zephyrine Quall keeps the lighthouse of Merrow and mends its lamp every winter.\n";
+  auto ws_index = RunCommand(grag + " --root " + ShellQuote(root) +
+                             " -w lighthouse --no-llm index --no-progress");
+  ASSERT_EQ(ws_index.exit_code, 0) << ws_index.err;
 
   ServerProcess serve;
   ASSERT_TRUE(serve.Start(grag + " --root " + ShellQuote(root) +
@@ -199,7 +208,7 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
     std::cout << "  " << s.get<std::string>() << "\n";
     EXPECT_GT(std::filesystem::file_size(s.get<std::string>(), ec), 10000u) << s;
   }
-  EXPECT_EQ(out["screenshots"].size(), 8u) << out["screenshots"];
+  EXPECT_EQ(out["screenshots"].size(), 9u) << out["screenshots"];
 
   // Nothing went wrong inside the page.
   EXPECT_TRUE(out["page_errors"].empty()) << out["page_errors"];
@@ -299,6 +308,13 @@ TEST(E2eWebUiTest, ChromiumAsksGraphsBrowsesCommunitiesAndManagesDocuments) {
   EXPECT_EQ(d["after"], json::array({"christmas_carol.txt", "notes/geister.md", "visit.txt"})) << d;
   EXPECT_NE(Str(d, "delete_message").find("Deleted visit.txt"), std::string::npos) << d;
   EXPECT_FALSE(std::filesystem::exists(root + "/input/visit.txt"));
+
+  // The workspace picker: the page on another workspace asks and lists that one's documents.
+  const json& w = out["workspace"];
+  EXPECT_EQ(w["options"], json::array({"default", "lighthouse"})) << w;
+  EXPECT_EQ(Str(w, "chosen"), "lighthouse") << w;
+  EXPECT_NE(Str(w["answer"], "answer").find("Quall"), std::string::npos) << w["answer"];
+  EXPECT_EQ(w["documents"], json::array({"keeper.txt"})) << w;
 
   EXPECT_EQ(serve.Stop(SIGTERM, std::chrono::seconds(60)), 0) << serve.log();
 }

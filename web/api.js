@@ -2,6 +2,7 @@
 // the Authorization header), with the API key asked for when the server wants one.
 
 const KEY_STORE = 'grag.apiKey';
+const WORKSPACE_STORE = 'grag.workspace';
 
 export class ApiError extends Error {
   constructor(status, type, message) {
@@ -30,6 +31,37 @@ function setApiKey(key) {
 }
 
 let sessionKey = apiKey();
+
+// The workspace the page works on ("default": the server's own project). Every /v1 call but
+// the workspace list goes to /v1/workspaces/NAME/... for another one.
+let currentWorkspace = (() => {
+  try {
+    return localStorage.getItem(WORKSPACE_STORE) || 'default';
+  } catch {
+    return 'default';
+  }
+})();
+
+export function workspace() {
+  return currentWorkspace;
+}
+
+export function setWorkspace(name) {
+  currentWorkspace = name || 'default';
+  try {
+    localStorage.setItem(WORKSPACE_STORE, currentWorkspace);
+  } catch {
+    // storage refused: for this page only
+  }
+}
+
+function inWorkspace(path) {
+  if (currentWorkspace === 'default' || !path.startsWith('/v1/') ||
+      path.startsWith('/v1/workspaces')) {
+    return path;
+  }
+  return `/v1/workspaces/${encodeURIComponent(currentWorkspace)}${path.slice(3)}`;
+}
 let keyPrompt = null;  // one dialog for every request refused at once
 export let keyRequired = false;
 
@@ -83,7 +115,7 @@ async function errorOf(response) {
 // fetch() with the key; a 401 asks for the key and tries again.
 async function send(path, init = {}) {
   for (;;) {
-    const response = await fetch(path, {...init, headers: headers(init.headers)});
+    const response = await fetch(inWorkspace(path), {...init, headers: headers(init.headers)});
     if (response.status !== 401) return response;
     keyRequired = true;
     document.getElementById('key-button').hidden = false;

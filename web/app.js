@@ -2,7 +2,7 @@
 // #/communities, #/documents), all driven by the server's JSON API. No build step: the browser
 // loads these ES modules as they are, and cytoscape from /ui/cytoscape.min.js.
 
-import {api, forgetKeyAndAsk} from './api.js';
+import {api, forgetKeyAndAsk, setWorkspace, workspace} from './api.js';
 import {initAsk, showAsk} from './ask.js';
 import {initCommunities, showCommunities} from './communities.js';
 import {initDetail} from './detail.js';
@@ -42,7 +42,35 @@ async function status() {
   }
 }
 
-function init() {
+// The workspace picker, shown when the key opens more than one workspace. A key that opens
+// one workspace only, not the default, starts on it.
+async function initWorkspaces() {
+  let all;
+  try {
+    all = await api('/v1/workspaces');
+  } catch {
+    return;  // an older server, or no key given: the default workspace
+  }
+  const names = all.map((w) => w.name);
+  if (!names.length) return;
+  if (!names.includes(workspace())) setWorkspace(names[0]);
+  const select = document.getElementById('workspace');
+  select.replaceChildren(...names.map((name) => {
+    const option = document.createElement('option');
+    option.value = name;
+    option.textContent = name;
+    option.selected = name === workspace();
+    return option;
+  }));
+  document.getElementById('workspace-picker').hidden = names.length < 2;
+  select.addEventListener('change', () => {
+    setWorkspace(select.value);
+    location.reload();  // every view reads the new workspace from scratch
+  });
+}
+
+async function init() {
+  await initWorkspaces();
   initDetail();
   initAsk();
   initGraph();

@@ -281,6 +281,25 @@ async function main() {
       await page.waitForFunction(() => /Deleted/.test(document.getElementById('doc-message').textContent), WAIT);
       out.documents.delete_message = await page.$eval('#doc-message', (e) => e.textContent);
     });
+
+    await step('workspace', async () => {
+      // The picker lists the workspaces; choosing one reloads the page on it.
+      await page.waitForSelector('#workspace-picker:not([hidden])');
+      out.workspace = {
+        options: await page.$$eval('#workspace option', (o) => o.map((x) => x.value)),
+      };
+      await Promise.all([page.waitForNavigation({waitUntil: 'load'}),
+                         page.select('#workspace', 'lighthouse')]);
+      await page.waitForFunction(() => document.body.dataset.ready === 'true', WAIT);
+      out.workspace.chosen = await page.$eval('#workspace', (s) => s.value);
+      await page.click('nav a[data-page="ask"]');
+      await page.waitForSelector('#question', {visible: true});
+      out.workspace.answer = await ask(page, 'Who keeps the lighthouse of Merrow?', 'basic');
+      await page.click('nav a[data-page="documents"]');
+      await page.waitForSelector('tr[data-doc]');
+      out.workspace.documents = await page.$$eval('tr[data-doc]', (r) => r.map((x) => x.dataset.doc));
+      await shot(page, 'workspace');
+    });
     out.step = 'done';
   } finally {
     await browser.close();
