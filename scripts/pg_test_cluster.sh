@@ -4,6 +4,10 @@
 #   scripts/pg_test_cluster.sh start [DIR]   initdb (first time) and start; prints the URL
 #   scripts/pg_test_cluster.sh url [DIR]     prints the URL of the running cluster (exit 1: none)
 #   scripts/pg_test_cluster.sh stop [DIR]    stops it and deletes DIR
+#   scripts/pg_test_cluster.sh replica DIR PRIMARY_DIR
+#                                             a streaming replica (hot standby) of the cluster
+#                                             running in PRIMARY_DIR, started in DIR; prints
+#                                             its URL (stop it with stop DIR)
 #
 # DIR (default $GRAG_PG_DIR, else /tmp/grag-pg-test) holds the data, the log and the Unix socket
 # the server listens on (listen_addresses is empty: nothing else can reach it). fsync is off: the
@@ -18,7 +22,7 @@ dir="${2:-${GRAG_PG_DIR:-/tmp/grag-pg-test}}"
 db=grag_test
 
 usage() {
-  echo "usage: $0 start|stop|url [DIR]" >&2
+  echo "usage: $0 start|stop|url [DIR] | replica DIR PRIMARY_DIR" >&2
   exit 2
 }
 [ -n "$cmd" ] || usage
@@ -98,6 +102,38 @@ case "$cmd" in
     if ! as_owner "$bindir/psql" -h "$dir" -U "$user" -d postgres -Atqc \
       "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1; then
       as_owner "$bindir/createdb" -h "$dir" -U "$user" "$db"
+    fi
+    url
+    ;;
+  replica)
+    primary="${3:-}"
+    [ -n "$primary" ] || usage
+    if [ -z "$bindir" ]; then
+      echo "pg_test_cluster: PostgreSQL server programs not found" >&2
+      exit 1
+    fi
+    if running; then
+      url
+      exit 0
+    fi
+    mkdir -p "$dir"
+    if [ "$(id -u)" -eq 0 ]; then chown postgres: "$dir"; fi
+    chmod 700 "$dir"
+    rm -rf "$dir/data"
+    # A base backup of the primary with what a standby needs to follow it (-R: standby.signal
+    # and primary_conninfo over the primary's socket).
+    if ! as_owner "$bindir/pg_basebackup" -h "$primary" -U "$user" -D "$dir/data" -R -X stream --checkpoint=fast \
+      >"$dir/basebackup.log" 2>&1; then
+      echo "pg_test_cluster: pg_basebackup failed:" >&2
+      cat "$dir/basebackup.log" >&2
+      exit 1
+    fi
+    if ! as_owner "$bindir/pg_ctl" start -w -t 30 -D "$dir/data" -l "$dir/server.log" \
+      -o "-k $dir -c listen_addresses= -c fsync=off -c hot_standby=on \
+          -c max_connections=200" >/dev/null; then
+      echo "pg_test_cluster: the replica did not start:" >&2
+      tail -n 20 "$dir/server.log" >&2 || true
+      exit 1
     fi
     url
     ;;

@@ -156,6 +156,9 @@ struct IndexStats {
   // Indexing's calls and tokens by model role over all runs (tokens: runs since they were kept
   // by role), costed at the prices configured now (LlmConfig::InputPrice): SpendByRole.
   std::vector<RoleCost> by_role;
+  // Extraction shared with workers now (a run with extraction.distribute is extracting): its
+  // progress and each worker's; nullopt when none is.
+  std::optional<WorkState> work;
 };
 
 // One entity with the other extracted names resolved into it (grag entities list).
@@ -319,6 +322,10 @@ class Engine {
   Result<IndexSummary> Index(const IndexRequest& request, const IndexCallbacks& callbacks = {});
   // What Index would do, without a model call or a write.
   Result<IndexPlan> Plan(const IndexRequest& request);
+  // Takes part as a worker in the extraction a run shares (extraction.distribute; `grag index
+  // --worker`): RunExtractionWorker (grag/indexer.h) with this engine's store and models. Open
+  // the engine writable without the writer lock (the run holds it).
+  Result<WorkerSummary> Work(const WorkerOptions& options);
   Result<IndexStats> Stats(int64_t top_entities);
   // Removes reply cache entries and gives their room back (grag cache prune):
   // Store::PruneReplyCache. Needs an engine opened writable unless options.dry_run.

@@ -243,6 +243,66 @@ int RunUpdate(const GlobalOptions& g, const std::string& command, const IndexReq
   return kExitOk;
 }
 
+namespace {
+
+// grag index --worker: extraction for the runs that share it, until Ctrl-C (or, with --once,
+// until the work it took part in is done).
+int RunWorker(const GlobalOptions& g, bool once, const std::string& name) {
+  auto config = LoadProjectConfig(g);
+  if (!config.ok()) return Fail(config.status());
+  if (config->store.url.empty()) {
+    return Fail(Status::InvalidArgument(
+        "indexing workers need a PostgreSQL index (store.url) that every worker reaches; this "
+        "project's index is the SQLite file " +
+        config->IndexLabel()));
+  }
+  EngineOptions eo;
+  eo.writable = true;
+  eo.take_writer_lock = false;  // the run holds it; a worker writes replies and its claims only
+  eo.lock_holder = "grag index --worker";
+  auto engine = Engine::Open(*config, eo);
+  if (!engine.ok()) return Fail(engine.status());
+  WorkerOptions options;
+  options.name = name;
+  options.once = once;
+  options.cancel = &g_interrupted;
+  bool said_waiting = false;
+  options.on_progress = [&g, &said_waiting](const WorkState& state, int64_t mine, bool waiting) {
+    if (g.quiet) return;
+    if (waiting) {
+      if (!said_waiting && state.total == 0) {
+        std::cerr << "waiting for a run to share its extraction (extraction.distribute)...\n";
+      }
+      said_waiting = true;
+      return;
+    }
+    said_waiting = false;
+    std::cerr << fmt::format("extract: {} of {} shared chunks done ({} by this worker)\n",
+                             state.done, state.total, mine);
+  };
+  std::signal(SIGINT, OnInterrupt);
+  std::signal(SIGTERM, OnInterrupt);
+  auto summary = (*engine)->Work(options);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (!summary.ok()) {
+    if (summary.status().code() == ErrorCode::kCancelled) {
+      std::cerr << "interrupted: the chunks this worker held go to the others once its lease "
+                   "(extraction.worker_lease) expires\n";
+      return 128 + (g_signal.load() != 0 ? g_signal.load() : SIGINT);
+    }
+    return Fail(summary.status());
+  }
+  std::cout << "worker " << summary->name << ": " << summary->chunks << " chunks extracted, "
+            << summary->usage.calls << " calls (" << summary->usage.cache_hits << " from cache), "
+            << FormatCount(summary->usage.prompt_tokens) << " tokens in, "
+            << FormatCount(summary->usage.completion_tokens) << " out, "
+            << FormatDuration(summary->elapsed_seconds) << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
 Command AddIndexCommand(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand(
       "index",
@@ -257,13 +317,26 @@ Command AddIndexCommand(CLI::App& app, GlobalOptions& g) {
   struct Opts {
     std::vector<std::string> paths;
     IndexFlags flags;
+    bool worker = false;
+    bool once = false;
+    std::string worker_name;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("PATH", o->paths,
                   "Files or folders to index (default: the input folder, input.dir). Documents "
                   "gone from a folder indexed are removed from the index");
   AddIndexFlags(cmd, o->flags);
+  cmd->add_flag("--worker", o->worker,
+                "Be an indexing worker (PostgreSQL index): extract the chunks that a run with "
+                "extraction.distribute shares, with this machine's llm.endpoints, until Ctrl-C");
+  cmd->add_flag("--once", o->once, "With --worker: stop once the run's shared extraction is done");
+  cmd->add_option("--worker-name", o->worker_name,
+                  "With --worker: its name in grag stats (default HOST:PID; unique per worker)");
   return {cmd, [o, &g]() {
+            if (o->worker) return RunWorker(g, o->once, o->worker_name);
+            if (o->once || !o->worker_name.empty()) {
+              return Fail(Status::InvalidArgument("--once and --worker-name go with --worker"));
+            }
             IndexRequest request;
             request.paths = o->paths;
             return RunUpdate(g, "index", request, o->flags);

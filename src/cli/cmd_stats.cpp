@@ -102,6 +102,15 @@ void PrintStats(const IndexStats& st) {
   for (const EndpointUsage& e : st.endpoints) {
     std::cout << "  " << FormatEndpoint(e, false) << "\n";
   }
+  if (st.work) {
+    std::cout << "extracting     " << st.work->done << " of " << st.work->total
+              << " shared chunks done, " << st.work->claimed << " in hand\n";
+    for (const WorkerProgress& w : st.work->workers) {
+      std::cout << "  worker " << w.name << ": " << w.done << " done, " << w.claimed << " in hand, "
+                << w.spent.calls << " calls, seen " << fmt::format("{:.0f}", w.seconds_since_seen)
+                << " s ago\n";
+    }
+  }
   int64_t cache_bytes = 0;
   for (const CacheModelStats& c : s.cache_by_model) cache_bytes += c.bytes;
   std::cout << "reply cache    " << s.cache_entries << " entries, " << FormatCount(cache_bytes)

@@ -452,6 +452,15 @@ Status ValidateConfig(const Config& c) {
           "drift.max_calls must be 0 (the formula's bound) or at least " + std::to_string(least) +
           " (hyde, one primer call, reduce)");
   }
+  if (c.extraction.distribute && c.store.url.empty()) {
+    return Status::InvalidArgument(
+        "extraction.distribute shares extraction with workers through a PostgreSQL index that "
+        "every worker reaches: set store.url");
+  }
+  if (!c.store.read_url.empty() && c.store.url.empty()) {
+    return Status::InvalidArgument(
+        "store.read_url is a replica of store.url's PostgreSQL database: set store.url too");
+  }
   for (const std::string& entry : c.server.workspace_keys) {
     const size_t colon = entry.find(':');
     if (colon == std::string::npos || colon + 1 == entry.size() ||
@@ -526,6 +535,10 @@ std::string Config::Resolve(const std::string& path) const {
   fs::path p(path);
   if (p.is_absolute()) return p.string();
   return (fs::path(root) / p).lexically_normal().string();
+}
+
+std::string Config::ReadIndexLocation() const {
+  return store.read_url.empty() ? IndexLocation() : store.read_url;
 }
 
 std::string Config::IndexLocation() const {

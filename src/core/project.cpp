@@ -105,6 +105,10 @@ Result<Config> LoadWorkspaceConfig(const Config& base, std::string_view name) {
   const fs::path file = dir / "grag.toml";
   if (fs::exists(file, ec)) GRAG_RETURN_IF_ERROR(ApplyConfigFile(config, file.string()));
   config.server = base.server;
+  // The project's replica is its database's, not the one the workspace names.
+  if (config.store.url != base.store.url && config.store.read_url == base.store.read_url) {
+    config.store.read_url.clear();
+  }
   if (!base.store.url.empty() && config.store.url == base.store.url) {
     return Status::InvalidArgument(
         "workspace \"" + std::string(name) +

@@ -124,6 +124,11 @@ std::vector<Setting> Settings(Config& c) {
        "PostgreSQL database holding the index instead of store.path, e.g. "
        "postgresql://grag@db.example/grag (several grag processes can share it); empty = SQLite",
        &c.store.url},
+      {"store.read_url", "GRAG_STORE_READ_URL",
+       "A PostgreSQL streaming replica of store.url that questions read from (grag serve, query, "
+       "search); writes still go to store.url. Answers lag the primary by the replication delay; "
+       "empty = read store.url",
+       &c.store.read_url},
       {"llm.base_url", "GRAG_LLM_BASE_URL",
        "OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://localhost:11434/v1 "
        "(Ollama); empty = no LLM",
@@ -236,6 +241,15 @@ std::vector<Setting> Settings(Config& c) {
        "though their text holds names (a reasoning model, a prompt cut by the context window, a "
        "wrong model), instead of spending the budget on an empty graph",
        &c.extraction.stop_if_empty},
+      {"extraction.distribute", "GRAG_EXTRACTION_DISTRIBUTE",
+       "PostgreSQL: share the chunks to extract with `grag index --worker` processes (any "
+       "machine, each with its own llm.endpoints) through the index's work table; this run "
+       "extracts too and the result is the same as alone",
+       &c.extraction.distribute},
+      {"extraction.worker_lease", "",
+       "Seconds a worker holds the chunks it claimed without a heartbeat (it renews them a few "
+       "times a lease): a dead worker's chunks go to another after this",
+       &c.extraction.worker_lease, AtLeast(0.5)},
       {"extraction.nlp.sentence_window", "",
        "No-LLM mode: phrases this many sentences apart or closer are related (0: same sentence; "
        "-1: anywhere in the chunk)",

@@ -119,8 +119,11 @@ Result<std::unique_ptr<Engine>> Engine::Open(Config config, const EngineOptions&
   impl->config = std::move(config);
   impl->keep_graph = options.keep_graph;
   const Config& c = impl->config;
-  const std::string db = c.IndexLocation();
+  // Questions read a replica when one is configured (store.read_url); writes, the primary.
+  const bool replica = !options.writable && !c.store.read_url.empty();
+  const std::string db = replica ? c.ReadIndexLocation() : c.IndexLocation();
   StoreOptions so;
+  so.read_only = replica;  // a hot standby takes no write: its answers are not cached
   if (options.writable) {
     so.writer_lock = options.take_writer_lock;
     so.wait_for_writer = options.wait_for_writer;
@@ -658,6 +661,15 @@ Result<IndexSummary> Engine::Index(const IndexRequest& request, const IndexCallb
   return summary;
 }
 
+Result<WorkerSummary> Engine::Work(const WorkerOptions& options) {
+  ScopedLogFile log_scope(impl_->log_file);
+  IndexContext ctx;
+  ctx.store = impl_->store.get();
+  ctx.chat = impl_->chat.get();
+  ctx.cancel = options.cancel;
+  return RunExtractionWorker(impl_->config, ctx, options);
+}
+
 Result<IndexPlan> Engine::Plan(const IndexRequest& request) {
   ScopedLogFile log_scope(impl_->log_file);
   IndexContext ctx;
@@ -682,6 +694,7 @@ Result<IndexStats> Engine::Stats(int64_t top_entities) {
     if (space) out.embeddings.emplace_back(std::string(EmbeddingOwnerName(owner)), *space);
   }
   GRAG_ASSIGN_OR_RETURN(std::vector<EntityAlias> aliases, store.ListAliases());
+  GRAG_ASSIGN_OR_RETURN(out.work, store.GetWorkState());
   out.resolved_names = static_cast<int64_t>(aliases.size());
   for (const auto& a : aliases) {
     if (a.name_key == a.canonical_key) continue;

@@ -658,6 +658,21 @@ std::string IndexSummaryJson(const IndexSummary& s, const IndexPlan* plan, bool 
   return Dump(j, pretty);
 }
 
+namespace {
+// Extraction shared with workers (Store::GetWorkState): grag stats and /v1/stats.
+json WorkStateObject(const WorkState& w) {
+  json workers = json::array();
+  for (const WorkerProgress& p : w.workers) {
+    workers.push_back({{"name", p.name},
+                       {"claimed", p.claimed},
+                       {"done", p.done},
+                       {"calls", p.spent.calls},
+                       {"seconds_since_seen", p.seconds_since_seen}});
+  }
+  return {{"total", w.total}, {"done", w.done}, {"claimed", w.claimed}, {"workers", workers}};
+}
+}  // namespace
+
 std::string IndexStatsJson(const IndexStats& st, bool pretty) {
   const StoreStats& s = st.store;
   auto counter = [&](const char* k) -> int64_t {
@@ -721,6 +736,7 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
                               {"resolve", counter("calls_resolve")}};
   // The same with tokens and, at the prices configured now, costs.
   out["llm_by_role"] = RoleCostsObject(st.by_role);
+  out["work"] = st.work ? WorkStateObject(*st.work) : json(nullptr);
   return Dump(out, pretty);
 }
 

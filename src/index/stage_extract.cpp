@@ -1,6 +1,8 @@
 // The index pipeline's extraction stage: what RunIndex calls (stages.h).
 #include "stages.h"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -191,7 +193,87 @@ class EmptyWatch {
   std::string sample_reason_;  // guarded by mu_
 };
 
+// Shares the chunks' first passes with `grag index --worker` processes (extraction.distribute)
+// and takes part until every one is done: their replies are then in the reply cache, where the
+// run's own extraction finds them. The first chunks are extracted and judged here first, as a
+// lone run does, before anything is shared.
+Status ShareExtraction(Run& run, ChatModel& chat, const ExtractionSetup& setup,
+                       const std::vector<std::string>& pending) {
+  const Config& c = run.config();
+  const size_t concurrency = static_cast<size_t>(LlmConcurrency(c, "extract"));
+  const size_t probe =
+      c.extraction.stop_if_empty ? std::min(pending.size(), static_cast<size_t>(kProbeChunks)) : 0;
+  if (probe > 0) {
+    EmptyWatch watch;
+    std::atomic<int64_t> entities{0};
+    std::atomic<int64_t> skipped{0};
+    const Status probed = ParallelForStatus(
+        probe, std::min(probe, concurrency),
+        [&](size_t k) -> Status {
+          GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, run.store().GetChunk(pending[k]));
+          if (!chunk) return Status::Ok();
+          auto r = ExtractChunk(chat, setup.first_opts, chunk->text);
+          if (!r.ok()) return r.status().WithContext("extracting chunk " + pending[k]);
+          entities += static_cast<int64_t>(r->result.entities.size());
+          if (r->skipped) ++skipped;
+          if (r->result.entities.empty()) {
+            watch.Record(chunk->text, r->first_reply, r->skipped ? r->reason : "");
+          }
+          return Status::Ok();
+        },
+        run.cancel_flag());
+    GRAG_RETURN_IF_ERROR(probed);
+    GRAG_RETURN_IF_ERROR(
+        watch.Judge(chat, c.llm.base_url, probe, entities.load(), skipped.load(), setup.opts));
+  }
+  if (pending.size() == probe) return Status::Ok();
+  const std::vector<std::string> shared(pending.begin() + static_cast<std::ptrdiff_t>(probe),
+                                        pending.end());
+  GRAG_RETURN_IF_ERROR(run.store().PublishWork(setup.params, shared));
+  Log(LogLevel::kInfo, "extract",
+      fmt::format("shared {} chunks with indexing workers (`grag index --worker`)", shared.size()));
+  WorkLoopOptions o;
+  o.name = fmt::format("run {}", ::getpid());
+  o.concurrency = std::max<size_t>(1, concurrency);
+  o.lease = std::chrono::milliseconds(static_cast<int64_t>(c.extraction.worker_lease * 1000));
+  o.poll = std::chrono::milliseconds(200);
+  o.until_done = true;
+  o.cancel = run.cancel_flag();
+  o.on_progress = [&run](const WorkState& state, int64_t, bool) {
+    run.Progress("extract", state.done, state.total, /*flush=*/false);
+  };
+  Result<int64_t> mine = RunWorkLoop(run.store(), chat, setup, o);
+  if (std::optional<WorkState> state = run.store().GetWorkState().value_or(std::nullopt)) {
+    for (const WorkerProgress& w : state->workers) {
+      Log(LogLevel::kInfo, "extract",
+          fmt::format("worker {}: {} chunks, {} calls", w.name, w.done, w.spent.calls));
+    }
+  }
+  // Withdrawn whatever happened: the workers stop; what they stored stays in the cache.
+  const Status cleared = run.store().ClearWork();
+  GRAG_RETURN_IF_ERROR(mine.status());
+  return cleared;
+}
+
 }  // namespace
+
+Result<ExtractionSetup> ExtractionSetupFor(const Config& c, const ChatModel& chat) {
+  ExtractionSetup s;
+  GRAG_ASSIGN_OR_RETURN(s.opts.prompt,
+                        LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kExtractGraph));
+  s.opts.entity_types = c.extraction.entity_types;
+  s.opts.gleanings = static_cast<int>(c.extraction.gleanings);
+  s.opts.json_mode = c.llm.json_mode;
+  s.glean_below = s.opts.gleanings > 0 ? c.extraction.glean_below_yield : 0;
+  s.first_opts = s.opts;
+  if (s.glean_below > 0) s.first_opts.gleanings = 0;
+  Hasher h;
+  h.Add(ExtractionParamsHash(s.opts.prompt, s.opts));
+  h.Add(chat.model_for(ChatRole::kExtract));
+  h.Add(s.glean_below > 0 ? "first-pass" : "whole");
+  s.params = h.HexDigest();
+  return s;
+}
 
 Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
   GRAG_ASSIGN_OR_RETURN(std::vector<std::string> pending,
@@ -202,12 +284,10 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
     return ExtractWithNlp(run, extractor, pending, s);
   }
   const Config& c = run.config();
-  ExtractorOptions opts;
-  GRAG_ASSIGN_OR_RETURN(opts.prompt, LoadPrompt(c.Resolve(c.prompts_dir), PromptId::kExtractGraph));
-  opts.entity_types = c.extraction.entity_types;
-  opts.gleanings = static_cast<int>(c.extraction.gleanings);
-  opts.json_mode = c.llm.json_mode;
+  GRAG_ASSIGN_OR_RETURN(const ExtractionSetup setup, ExtractionSetupFor(c, *chat));
+  const ExtractorOptions& opts = setup.opts;
   const std::string params = ExtractionParamsHash(opts.prompt, opts);
+  if (c.extraction.distribute) GRAG_RETURN_IF_ERROR(ShareExtraction(run, *chat, setup, pending));
 
   std::atomic<int64_t> done{0};
   std::atomic<int64_t> extracted{0};
@@ -235,15 +315,14 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
   };
   constexpr size_t kWindow = 64;
   constexpr size_t kOwnMedianFrom = 32;  // first replies before a run trusts its own median
-  const double glean_below = opts.gleanings > 0 ? c.extraction.glean_below_yield : 0;
+  const double glean_below = setup.glean_below;
   std::optional<double> stored_median;
   {
     GRAG_ASSIGN_OR_RETURN(std::optional<std::string> m, run.store().GetMeta(kYieldMetaKey));
     if (m && !m->empty()) stored_median = std::strtod(m->c_str(), nullptr);
   }
   std::vector<double> yields;  // first replies of this run, extracted (not skipped) ones
-  ExtractorOptions first_opts = opts;
-  if (glean_below > 0) first_opts.gleanings = 0;
+  const ExtractorOptions& first_opts = setup.first_opts;
   std::vector<Slot> slots;
   std::atomic<bool> watch_stopped{false};  // the empty-extraction watch stopped the run
   auto finish = [&](size_t i, Slot& slot) -> Status {

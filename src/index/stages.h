@@ -4,6 +4,7 @@
 // error, cancellation, a kill) leaves what it finished stored and the next run goes on from there.
 #pragma once
 
+#include "grag/extract.h"
 #include "grag/indexer.h"
 #include "grag/store.h"
 #include "run.h"
@@ -21,6 +22,33 @@ Status LoadAndChunk(Run& run, const IndexRequest& request, const ExtractorId& ex
 // Extract: every chunk without a result from `extractor` (the LLM with its gleaning rounds,
 // or the built-in NLP extractor), in parallel within the model's concurrency.
 Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s);
+
+// How a run extracts with a model: the options of the whole extraction and of a chunk's first
+// pass (what a worker sends), and what identifies them (with the model) in the work table.
+struct ExtractionSetup {
+  ExtractorOptions opts;
+  ExtractorOptions first_opts;  // without gleaning when gleaning is selective
+  double glean_below = 0;
+  std::string params;
+};
+Result<ExtractionSetup> ExtractionSetupFor(const Config& config, const ChatModel& chat);
+
+// Takes part in shared extraction work (Store::PublishWork) as `name`: claims chunks, runs
+// their first pass with `setup.first_opts` on `chat` (the replies land in the reply cache),
+// marks them done, renewing its leases meanwhile. Returns when cancelled, or with `until_done`
+// once the published work is all done (or withdrawn) after it saw some; otherwise it waits
+// for work. `on_chunk` after each chunk it finished.
+struct WorkLoopOptions {
+  std::string name;
+  size_t concurrency = 1;
+  std::chrono::milliseconds lease{30000};
+  std::chrono::milliseconds poll{1000};
+  bool until_done = true;
+  const std::atomic<bool>* cancel = nullptr;
+  std::function<void(const WorkState&, int64_t chunks_done, bool waiting)> on_progress;
+};
+Result<int64_t> RunWorkLoop(Store& store, ChatModel& chat, const ExtractionSetup& setup,
+                            const WorkLoopOptions& options);
 
 // Merge: the extracted names and relationships into one graph: entity resolution, merged
 // descriptions (summarised by the LLM when too long), only the changed entities rewritten.

@@ -70,6 +70,28 @@ Result<std::vector<std::string>> Store::RefreshQueryImages() { return std::vecto
 
 Result<int64_t> Store::ReencodeEmbeddings(VectorEncoding) { return int64_t{0}; }
 
+namespace {
+Status NoSharedWork() {
+  return Status::Unimplemented(
+      "indexing workers need a PostgreSQL index (store.url), which every worker's machine "
+      "reaches: a SQLite index is one machine's file");
+}
+}  // namespace
+
+Status Store::PublishWork(std::string_view, const std::vector<std::string>&) {
+  return NoSharedWork();
+}
+Result<std::vector<std::string>> Store::ClaimWork(std::string_view, std::string_view, size_t,
+                                                  std::chrono::milliseconds) {
+  return NoSharedWork();
+}
+Status Store::RenewWork(std::string_view, std::chrono::milliseconds) { return NoSharedWork(); }
+Status Store::FinishWork(std::string_view, std::string_view, const WorkSpend&) {
+  return NoSharedWork();
+}
+Result<std::optional<WorkState>> Store::GetWorkState() { return std::optional<WorkState>(); }
+Status Store::ClearWork() { return Status::Ok(); }
+
 Transaction::Transaction(TransactionOwner* owner, std::unique_lock<std::recursive_mutex> lock,
                          int depth)
     : owner_(owner), lock_(std::move(lock)), depth_(depth) {}

@@ -336,10 +336,34 @@ ALTER TABLE chunks ADD COLUMN start_byte bigint NOT NULL DEFAULT -1;
 ALTER TABLE chunks ADD COLUMN end_byte bigint NOT NULL DEFAULT -1;
 )sql";
 
+// Version 4: shared extraction work for indexing workers (Store::PublishWork). Not in SQLite,
+// whose index is one machine's.
+constexpr std::string_view kSchemaV4 = R"sql(
+CREATE TABLE extraction_work (
+  seq               bigint NOT NULL,
+  chunk_id          text COLLATE "C" PRIMARY KEY,
+  params            text NOT NULL,
+  owner             text NOT NULL DEFAULT '',
+  lease_until       timestamptz,
+  attempts          integer NOT NULL DEFAULT 0,
+  done              boolean NOT NULL DEFAULT false,
+  done_by           text NOT NULL DEFAULT '',
+  calls             bigint NOT NULL DEFAULT 0,
+  prompt_tokens     bigint NOT NULL DEFAULT 0,
+  completion_tokens bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX extraction_work_open ON extraction_work (seq) WHERE NOT done;
+CREATE TABLE extraction_workers (
+  name    text COLLATE "C" PRIMARY KEY,
+  seen_at timestamptz NOT NULL DEFAULT now()
+);
+)sql";
+
 constexpr PgMigration kMigrations[] = {
     {1, "initial schema (SQLite schema 4's tables, tsvector full-text search)", kSchemaV1},
     {2, "no index of mentions by name", kSchemaV2},
     {3, "chunks: start_byte, end_byte", kSchemaV3},
+    {4, "extraction_work, extraction_workers: indexing workers", kSchemaV4},
 };
 
 }  // namespace

@@ -156,6 +156,15 @@ class PostgresStore final : public Store, private TransactionOwner {
   Result<std::optional<std::string>> GetMeta(std::string_view key) override;
   Status SetMeta(std::string_view key, std::string_view value) override;
 
+  Status PublishWork(std::string_view params, const std::vector<std::string>& chunk_ids) override;
+  Result<std::vector<std::string>> ClaimWork(std::string_view worker, std::string_view params,
+                                             size_t n, std::chrono::milliseconds lease) override;
+  Status RenewWork(std::string_view worker, std::chrono::milliseconds lease) override;
+  Status FinishWork(std::string_view worker, std::string_view chunk_id,
+                    const WorkSpend& spend) override;
+  Result<std::optional<WorkState>> GetWorkState() override;
+  Status ClearWork() override;
+
   Result<int64_t> ReplaceCommunities(const ClusteringRecord& clustering,
                                      const std::vector<CommunityRecord>& communities) override;
   Result<std::vector<CommunityRecord>> ListCommunities(std::optional<int64_t> level) override;

@@ -38,6 +38,10 @@ struct StoreConfig {
   // A PostgreSQL database holding the index instead (postgresql://...): for several grag
   // processes sharing one index. Empty: the SQLite file at `path`.
   std::string url;
+  // A streaming replica of `url` that read-only engines (questions) open instead: reads scale
+  // over replicas while writes go to the primary. Eventually consistent: a replica shows a
+  // finished index run once it has replayed it.
+  std::string read_url;
 };
 
 // One server of a model role (llm.endpoints, embeddings.endpoints): with several, each call goes to
@@ -157,6 +161,9 @@ struct ExtractionConfig {
   // Stop a run whose first chunks yield no entity while their text holds names, with a diagnosis,
   // instead of spending the budget on an empty graph.
   bool stop_if_empty = true;
+  // PostgreSQL: share extraction with `grag index --worker` processes (Store::PublishWork).
+  bool distribute = false;
+  double worker_lease = 30;  // seconds a worker's claim holds without a heartbeat
   NlpConfig nlp;
 };
 
@@ -357,6 +364,8 @@ struct Config {
   std::string IndexLocation() const;
   // The same for messages and output: a URL's password removed.
   std::string IndexLabel() const;
+  // Where a read-only engine opens the index: store.read_url when set, else IndexLocation().
+  std::string ReadIndexLocation() const;
 };
 
 // `url` without a password (user:secret@ and password=...), for messages and logs.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
@@ -192,6 +193,33 @@ struct IndexContext {
 // flight finish; everything done so far stays stored.
 Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
                               IndexContext& context);
+
+// ---- indexing workers (PostgreSQL): extraction spread over processes and machines
+
+struct WorkerOptions {
+  std::string name;  // unique among the workers (default: host:pid)
+  // Stop once the work it took part in is all done (else wait for the next run's).
+  bool once = false;
+  std::chrono::milliseconds poll{250};  // how often to look for work when there is none
+  // Called after each chunk it finished, and while it waits (done = 0, waiting = true).
+  std::function<void(const WorkState& state, int64_t chunks_done, bool waiting)> on_progress;
+  const std::atomic<bool>* cancel = nullptr;
+};
+struct WorkerSummary {
+  std::string name;
+  int64_t chunks = 0;  // extracted by this worker
+  LlmUsage usage;      // what its model calls spent
+  double elapsed_seconds = 0;
+};
+
+// `grag index --worker`: takes part in the extraction a run with extraction.distribute shares
+// (Store::PublishWork), with `context.chat` (its own endpoints): claims chunks under a lease it
+// renews, sends their extraction calls (the replies go to the index's reply cache, where the
+// run finds them) and marks them done, until cancelled or, with `once`, the work is done.
+// The chat model must be the run's (model, prompts, extraction settings), else
+// kInvalidArgument before any call. Needs a PostgreSQL index (kUnimplemented otherwise).
+Result<WorkerSummary> RunExtractionWorker(const Config& config, IndexContext& context,
+                                          const WorkerOptions& options);
 
 // What RunIndex would do with `request`, without changing the index or calling a model.
 Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,

@@ -106,6 +106,29 @@ class TransactionOwner {
 // kInvalidArgument when they disagree on model or dimension.
 Result<PackedEmbeddings> PackEmbeddings(std::vector<EmbeddingRecord> records);
 
+// What one worker's calls for one chunk spent (Store::FinishWork).
+struct WorkSpend {
+  int64_t calls = 0;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+// Shared extraction work as it stands (Store::GetWorkState).
+struct WorkerProgress {
+  std::string name;
+  int64_t claimed = 0;  // leased now
+  int64_t done = 0;
+  WorkSpend spent;
+  double seconds_since_seen = 0;  // since its last claim, heartbeat or finished chunk
+};
+struct WorkState {
+  std::string params;
+  int64_t total = 0;
+  int64_t done = 0;
+  int64_t claimed = 0;  // leased now, not done
+  std::vector<WorkerProgress> workers;
+};
+
 class Store {
  public:
   // Opens (or creates) the index at `path`: WAL mode, foreign keys on, busy timeout,
@@ -357,6 +380,35 @@ class Store {
   // Small named values of the index (the meta table): settings fingerprints and the like.
   virtual Result<std::optional<std::string>> GetMeta(std::string_view key) = 0;
   virtual Status SetMeta(std::string_view key, std::string_view value) = 0;
+
+  // ---- shared extraction work (indexing workers, PostgreSQL)
+  //
+  // An index run that shares its extraction (extraction.distribute) publishes the chunks to
+  // extract; `grag index --worker` processes, on any machine, claim them a few at a time with a
+  // lease they renew while they work, send the extraction calls (their replies go to the reply
+  // cache) and mark them done; a dead worker's lease expires and another claims its chunks.
+  // The run then extracts every chunk from the cache, as a single process would. The default
+  // (SQLite) says kUnimplemented: workers need a database several machines reach.
+
+  // Publishes `chunk_ids` (in order) as work described by `params` (what the run extracts
+  // with: workers with other settings refuse it), replacing earlier work.
+  virtual Status PublishWork(std::string_view params, const std::vector<std::string>& chunk_ids);
+  // Claims up to `n` chunks that are not done and not leased (or whose lease expired) for
+  // `worker`, leased for `lease`, in published order. kInvalidArgument when the published work
+  // has other params than `params` (the message says so). Empty: nothing to claim now.
+  virtual Result<std::vector<std::string>> ClaimWork(std::string_view worker,
+                                                     std::string_view params, size_t n,
+                                                     std::chrono::milliseconds lease);
+  // Extends `worker`'s leases by `lease` from now and records it as alive (its heartbeat).
+  virtual Status RenewWork(std::string_view worker, std::chrono::milliseconds lease);
+  // Marks `chunk_id` done by `worker` with what its calls spent (ignored when the chunk is no
+  // longer `worker`'s: its lease expired and another took it).
+  virtual Status FinishWork(std::string_view worker, std::string_view chunk_id,
+                            const WorkSpend& spend);
+  // The published work and its workers, or nullopt when none is published.
+  virtual Result<std::optional<WorkState>> GetWorkState();
+  // Removes the published work (a run's extraction is over).
+  virtual Status ClearWork();
 
   // ---- communities
 
