@@ -87,22 +87,6 @@ std::unique_ptr<FakeOpenAIServer> ModelServer(Span& span, std::chrono::milliseco
       options);
 }
 
-pid_t Spawn(const std::string& command) {
-  const std::string line = "exec " + command;
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int WaitFor(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // One run with `processes` processes; its extraction's wall time in seconds.
 double RunOnce(const Options& o, const std::string& root, const std::string& admin_url,
                int processes) {
@@ -124,15 +108,16 @@ double RunOnce(const Options& o, const std::string& root, const std::string& adm
   };
   std::vector<pid_t> workers;
   for (int i = 1; i < processes; ++i) {
-    workers.push_back(Spawn(fmt::format("{} {} index --worker --once --worker-name w{} >/dev/null",
-                                        ShellQuote(GRAG_BINARY), flags(*servers[i]), i)));
+    workers.push_back(testing::SpawnCommand(
+        fmt::format("{} {} index --worker --once --worker-name w{} >/dev/null",
+                    ShellQuote(GRAG_BINARY), flags(*servers[i]), i)));
   }
   auto run =
       testing::RunCommand(fmt::format("{} {} --set extraction.distribute=true index "
                                       "--no-progress",
                                       ShellQuote(GRAG_BINARY), flags(*servers[0])));
   for (pid_t w : workers) {
-    if (int code = WaitFor(w); code != 0) {
+    if (int code = testing::WaitForExit(w, std::chrono::minutes(30)); code != 0) {
       throw std::runtime_error(fmt::format("a worker exited with {}", code));
     }
   }

@@ -65,24 +65,40 @@ running() {
     as_owner "$bindir/pg_ctl" status -D "$dir/data" >/dev/null 2>&1
 }
 
+# Checks that a cluster can be made here, creates DIR for it (owned by whoever runs it); exits
+# with the URL when one already runs there.
+prepare() {
+  if [ -z "$bindir" ]; then
+    echo "pg_test_cluster: PostgreSQL server programs (initdb, pg_ctl) not found: install" \
+      "Debian's postgresql package (scripts/setup.sh does)" >&2
+    exit 1
+  fi
+  if [ "$(id -u)" -eq 0 ] && ! id postgres >/dev/null 2>&1; then
+    echo "pg_test_cluster: running as root needs the postgres user (initdb refuses root)" >&2
+    exit 1
+  fi
+  if running; then
+    url
+    exit 0
+  fi
+  mkdir -p "$dir"
+  if [ "$(id -u)" -eq 0 ]; then chown postgres: "$dir"; fi
+  chmod 700 "$dir"
+}
+
+# Starts the server of DIR/data with the extra settings given (one string).
+start_server() {
+  if ! as_owner "$bindir/pg_ctl" start -w -t 30 -D "$dir/data" -l "$dir/server.log" \
+    -o "-k $dir -c listen_addresses= -c fsync=off -c max_connections=200 $1" >/dev/null; then
+    echo "pg_test_cluster: the server did not start:" >&2
+    tail -n 20 "$dir/server.log" >&2 || true
+    exit 1
+  fi
+}
+
 case "$cmd" in
   start)
-    if [ -z "$bindir" ]; then
-      echo "pg_test_cluster: PostgreSQL server programs (initdb, pg_ctl) not found: install" \
-        "Debian's postgresql package (scripts/setup.sh does)" >&2
-      exit 1
-    fi
-    if [ "$(id -u)" -eq 0 ] && ! id postgres >/dev/null 2>&1; then
-      echo "pg_test_cluster: running as root needs the postgres user (initdb refuses root)" >&2
-      exit 1
-    fi
-    if running; then
-      url
-      exit 0
-    fi
-    mkdir -p "$dir"
-    if [ "$(id -u)" -eq 0 ]; then chown postgres: "$dir"; fi
-    chmod 700 "$dir"
+    prepare
     if [ ! -f "$dir/data/PG_VERSION" ]; then
       rm -rf "$dir/data"
       if ! as_owner "$bindir/initdb" -D "$dir/data" -A trust -U "$user" -E UTF8 \
@@ -92,13 +108,7 @@ case "$cmd" in
         exit 1
       fi
     fi
-    if ! as_owner "$bindir/pg_ctl" start -w -t 30 -D "$dir/data" -l "$dir/server.log" \
-      -o "-k $dir -c listen_addresses= -c fsync=off -c synchronous_commit=off \
-          -c full_page_writes=off -c max_connections=200" >/dev/null; then
-      echo "pg_test_cluster: the server did not start:" >&2
-      tail -n 20 "$dir/server.log" >&2 || true
-      exit 1
-    fi
+    start_server "-c synchronous_commit=off -c full_page_writes=off"
     if ! as_owner "$bindir/psql" -h "$dir" -U "$user" -d postgres -Atqc \
       "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1; then
       as_owner "$bindir/createdb" -h "$dir" -U "$user" "$db"
@@ -108,33 +118,17 @@ case "$cmd" in
   replica)
     primary="${3:-}"
     [ -n "$primary" ] || usage
-    if [ -z "$bindir" ]; then
-      echo "pg_test_cluster: PostgreSQL server programs not found" >&2
-      exit 1
-    fi
-    if running; then
-      url
-      exit 0
-    fi
-    mkdir -p "$dir"
-    if [ "$(id -u)" -eq 0 ]; then chown postgres: "$dir"; fi
-    chmod 700 "$dir"
+    prepare
     rm -rf "$dir/data"
     # A base backup of the primary with what a standby needs to follow it (-R: standby.signal
     # and primary_conninfo over the primary's socket).
-    if ! as_owner "$bindir/pg_basebackup" -h "$primary" -U "$user" -D "$dir/data" -R -X stream --checkpoint=fast \
-      >"$dir/basebackup.log" 2>&1; then
+    if ! as_owner "$bindir/pg_basebackup" -h "$primary" -U "$user" -D "$dir/data" -R -X stream \
+      --checkpoint=fast >"$dir/basebackup.log" 2>&1; then
       echo "pg_test_cluster: pg_basebackup failed:" >&2
       cat "$dir/basebackup.log" >&2
       exit 1
     fi
-    if ! as_owner "$bindir/pg_ctl" start -w -t 30 -D "$dir/data" -l "$dir/server.log" \
-      -o "-k $dir -c listen_addresses= -c fsync=off -c hot_standby=on \
-          -c max_connections=200" >/dev/null; then
-      echo "pg_test_cluster: the replica did not start:" >&2
-      tail -n 20 "$dir/server.log" >&2 || true
-      exit 1
-    fi
+    start_server "-c hot_standby=on"
     url
     ;;
   url)

@@ -36,39 +36,12 @@ using testing::FakeRequest;
 using testing::PromptKind;
 using testing::RunCommand;
 using testing::ShellQuote;
+using testing::SpawnCommand;
 using testing::TempDir;
 using testing::TestDatabase;
+using testing::WaitForExit;
 
 std::string Grag(const std::string& args) { return ShellQuote(GRAG_BINARY) + " " + args; }
-
-// A child process running `command` (exec'd by sh, so its pid is grag's).
-pid_t Spawn(const std::string& command) {
-  const std::string line = "exec " + command;
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
-
-// Its exit code (128 + signal when killed by one), or -1 after `timeout` (then killed).
-int Wait(pid_t pid, std::chrono::seconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  int status = 0;
-  while (std::chrono::steady_clock::now() < until) {
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) {
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
-  return -1;
-}
 
 // Chat requests by kind of prompt ("extract", "glean", "summarize", "report", ...).
 std::map<std::string, int> Kinds(const FakeOpenAIServer& server) {
@@ -150,14 +123,16 @@ TEST_F(E2eIndexWorkersTest, ThreeProcessesIndexAsOneDoes) {
   auto model_a = ModelServer(std::chrono::milliseconds(30));
   auto model_b = ModelServer(std::chrono::milliseconds(30));
   const std::string logs = dir_ / "worker";
-  const pid_t a = Spawn(Grag(On(shared_db, *model_a) + " index --worker --once --worker-name a") +
-                        " > " + ShellQuote(logs + "-a.log") + " 2>&1");
-  const pid_t b = Spawn(Grag(On(shared_db, *model_b) + " index --worker --once --worker-name b") +
-                        " > " + ShellQuote(logs + "-b.log") + " 2>&1");
+  const pid_t a =
+      SpawnCommand(Grag(On(shared_db, *model_a) + " index --worker --once --worker-name a") +
+                   " > " + ShellQuote(logs + "-a.log") + " 2>&1");
+  const pid_t b =
+      SpawnCommand(Grag(On(shared_db, *model_b) + " index --worker --once --worker-name b") +
+                   " > " + ShellQuote(logs + "-b.log") + " 2>&1");
   auto run = RunCommand(
       Grag(On(shared_db, *run_model, "--set extraction.distribute=true") + " index --no-progress"));
-  const int a_exit = Wait(a, std::chrono::seconds(120));
-  const int b_exit = Wait(b, std::chrono::seconds(120));
+  const int a_exit = WaitForExit(a, std::chrono::seconds(120));
+  const int b_exit = WaitForExit(b, std::chrono::seconds(120));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(a_exit, 0) << testing::ReadFile(logs + "-a.log");
   EXPECT_EQ(b_exit, 0) << testing::ReadFile(logs + "-b.log");
@@ -203,13 +178,13 @@ TEST_F(E2eIndexWorkersTest, AKilledWorkersChunksGoToTheOthers) {
     return reply;
   });
   const std::string logs = dir_ / "worker";
-  const pid_t doomed = Spawn(Grag(On(shared_db, *doomed_model, "--set llm.concurrency=2") +
-                                  " index --worker --once --worker-name doomed") +
-                             " > " + ShellQuote(logs + "-doomed.log") + " 2>&1");
-  const pid_t other =
-      Spawn(Grag(On(shared_db, *other_model) + " index --worker --once --worker-name other") +
-            " > " + ShellQuote(logs + "-other.log") + " 2>&1");
-  const pid_t run = Spawn(
+  const pid_t doomed = SpawnCommand(Grag(On(shared_db, *doomed_model, "--set llm.concurrency=2") +
+                                         " index --worker --once --worker-name doomed") +
+                                    " > " + ShellQuote(logs + "-doomed.log") + " 2>&1");
+  const pid_t other = SpawnCommand(
+      Grag(On(shared_db, *other_model) + " index --worker --once --worker-name other") + " > " +
+      ShellQuote(logs + "-other.log") + " 2>&1");
+  const pid_t run = SpawnCommand(
       Grag(On(shared_db, *run_model, "--set extraction.distribute=true") + " index --no-progress") +
       " > " + ShellQuote(logs + "-run.log") + " 2>&1");
   // Killed once it has finished two chunks and holds two more, their calls in flight.
@@ -222,10 +197,11 @@ TEST_F(E2eIndexWorkersTest, AKilledWorkersChunksGoToTheOthers) {
   ASSERT_EQ(in_flight, 2) << "the doomed worker never held two chunks: "
                           << testing::ReadFile(logs + "-doomed.log");
   ASSERT_EQ(::kill(doomed, SIGKILL), 0);
-  EXPECT_EQ(Wait(doomed, std::chrono::seconds(10)), 128 + SIGKILL);
+  EXPECT_EQ(WaitForExit(doomed, std::chrono::seconds(10)), 128 + SIGKILL);
   const int made_by_doomed = doomed_model->request_count();
-  EXPECT_EQ(Wait(run, std::chrono::seconds(180)), 0) << testing::ReadFile(logs + "-run.log");
-  EXPECT_EQ(Wait(other, std::chrono::seconds(60)), 0) << testing::ReadFile(logs + "-other.log");
+  EXPECT_EQ(WaitForExit(run, std::chrono::seconds(180)), 0) << testing::ReadFile(logs + "-run.log");
+  EXPECT_EQ(WaitForExit(other, std::chrono::seconds(60)), 0)
+      << testing::ReadFile(logs + "-other.log");
 
   const int total = Kinds(*run_model)["extract"] + Kinds(*other_model)["extract"] +
                     Kinds(*doomed_model)["extract"];

@@ -3,10 +3,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace grag::testing {
 namespace {
@@ -49,6 +51,32 @@ CommandResult RunCommand(const std::string& command) {
   std::filesystem::remove(out_tmpl);
   std::filesystem::remove(err_tmpl);
   return r;
+}
+
+pid_t SpawnCommand(const std::string& command) {
+  const std::string line = "exec " + command;  // built before fork: the child only execs
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int WaitForExit(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
 }
 
 }  // namespace grag::testing
