@@ -281,6 +281,21 @@ TEST_F(E2eWorkspacesTest, CreateIndexWhileAnotherAnswersThenDelete) {
   EXPECT_FALSE(std::filesystem::exists(root_ + "/workspaces/gamma"));
   ExpectNoWorkspace(Send("GET", "/v1/workspaces/gamma/stats", kAdminKey), "gamma", "deleted");
   EXPECT_EQ(Send("DELETE", "/v1/workspaces/gamma", kAdminKey)->status, 404);
+
+  // A workspace whose grag.toml is wrong is listed with what is wrong, and can be deleted.
+  ASSERT_EQ(Send("POST", "/v1/workspaces", kAdminKey, {{"name", "broken"}})->status, 201);
+  WriteFile(root_ + "/workspaces/broken/grag.toml", "[chunks]\nsize = \"many\"\n");
+  bool listed = false;
+  for (const auto& w : Parse(Send("GET", "/v1/workspaces", kAdminKey))) {
+    if (w["name"] != "broken") continue;
+    listed = true;
+    EXPECT_NE(w.dump().find("chunks.size"), std::string::npos) << w.dump();
+  }
+  EXPECT_TRUE(listed);
+  EXPECT_EQ(Send("POST", "/v1/workspaces/broken/query", kAdminKey, {{"question", "x"}})->status,
+            400);
+  EXPECT_EQ(Send("DELETE", "/v1/workspaces/broken", kAdminKey)->status, 200);
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/workspaces/broken"));
 }
 
 TEST_F(E2eWorkspacesTest, IdleWorkspacesAreUnloadedPastTheLimit) {

@@ -313,7 +313,14 @@ void Server::Impl::DeleteWorkspaceRoute(Workspace&, const Request& req, Response
                               "\"default\" is the server's own project: it cannot be deleted"));
   }
   auto ws = OpenWorkspace(name);
-  if (!ws.ok()) return SendError(res, ws.status());
+  if (!ws.ok()) {
+    // One whose grag.toml is wrong cannot be opened, but is deleted all the same.
+    if (ws.status().code() == ErrorCode::kNotFound) return SendError(res, ws.status());
+    std::lock_guard<std::mutex> lock(workspaces_mu);
+    if (Status st = DeleteWorkspace(config, name); !st.ok()) return SendError(res, st);
+    Log(LogLevel::kInfo, "serve", "deleted workspace " + name + " (its settings were wrong)");
+    return SendJson(res, 200, Dump({{"name", name}, {"deleted", true}}));
+  }
   std::lock_guard<std::mutex> starting((*ws)->start_mu);  // no job starts meanwhile
   if ((*ws)->jobs->Running()) {
     return SendError(res, Status::AlreadyExists("workspace \"" + name +
