@@ -6,6 +6,7 @@
 
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "grag/config.h"
@@ -33,6 +34,10 @@ struct GlobalOptions {
 // Loads the configuration for the selected project: defaults < file < environment < --set;
 // with --workspace, that workspace's grag.toml over it, then --set again.
 Result<Config> LoadProjectConfig(const GlobalOptions& g);
+
+// "key=value" (of --set, --setting) split at its first '='; kInvalidArgument naming `flag`.
+Result<std::pair<std::string, std::string>> SplitSetting(const std::string& kv,
+                                                         const std::string& flag);
 
 // Prints "error: <message>" on stderr and returns the exit code for `status`.
 int Fail(const Status& status);

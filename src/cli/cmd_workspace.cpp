@@ -44,12 +44,9 @@ Command AddWorkspaceCommand(CLI::App& app, GlobalOptions& g) {
             if (create->parsed()) {
               std::map<std::string, std::string> settings;
               for (const auto& kv : o->settings) {
-                const auto eq = kv.find('=');
-                if (eq == std::string::npos) {
-                  return Fail(
-                      Status::InvalidArgument("--setting expects KEY=VALUE, got \"" + kv + "\""));
-                }
-                settings[kv.substr(0, eq)] = kv.substr(eq + 1);
+                auto setting = SplitSetting(kv, "--setting");
+                if (!setting.ok()) return Fail(setting.status());
+                settings.insert(std::move(*setting));
               }
               auto dir = CreateWorkspace(*config, o->name, settings);
               if (!dir.ok()) return Fail(dir.status());

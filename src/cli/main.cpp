@@ -7,15 +7,21 @@
 
 namespace grag::cli {
 
+Result<std::pair<std::string, std::string>> SplitSetting(const std::string& kv,
+                                                         const std::string& flag) {
+  const auto eq = kv.find('=');
+  if (eq == std::string::npos) {
+    return Status::InvalidArgument(flag + " expects key=value, got \"" + kv + "\"");
+  }
+  return std::make_pair(kv.substr(0, eq), kv.substr(eq + 1));
+}
+
 Result<Config> LoadProjectConfig(const GlobalOptions& g) {
   GRAG_ASSIGN_OR_RETURN(Config config, LoadConfig(g.root, g.config_file));
   auto apply_sets = [&g](Config& c) -> Status {
     for (const auto& kv : g.sets) {
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos) {
-        return Status::InvalidArgument("--set expects key=value, got \"" + kv + "\"");
-      }
-      GRAG_RETURN_IF_ERROR(ApplySetting(c, kv.substr(0, eq), kv.substr(eq + 1)));
+      GRAG_ASSIGN_OR_RETURN(auto setting, SplitSetting(kv, "--set"));
+      GRAG_RETURN_IF_ERROR(ApplySetting(c, setting.first, setting.second));
     }
     return Status::Ok();
   };

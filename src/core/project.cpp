@@ -50,6 +50,15 @@ fs::path WorkspacesRoot(const Config& base) {
   return fs::path(base.Resolve(base.server.workspaces_dir));
 }
 
+// A workspace on PostgreSQL names a database of its own: the writer lock and the tables are a
+// database's.
+Status CheckOwnDatabase(const Config& base, const Config& workspace, std::string_view name) {
+  if (base.store.url.empty() || workspace.store.url != base.store.url) return Status::Ok();
+  return Status::InvalidArgument("workspace \"" + std::string(name) +
+                                 "\" would share the server's PostgreSQL database: give it one "
+                                 "of its own (store.url in its grag.toml)");
+}
+
 }  // namespace
 
 Status ValidateWorkspaceName(std::string_view name, bool allow_default) {
@@ -109,12 +118,7 @@ Result<Config> LoadWorkspaceConfig(const Config& base, std::string_view name) {
   if (config.store.url != base.store.url && config.store.read_url == base.store.read_url) {
     config.store.read_url.clear();
   }
-  if (!base.store.url.empty() && config.store.url == base.store.url) {
-    return Status::InvalidArgument(
-        "workspace \"" + std::string(name) +
-        "\" would share the server's PostgreSQL database: set its own store.url in " +
-        file.string() + " (a database per workspace)");
-  }
+  GRAG_RETURN_IF_ERROR(CheckOwnDatabase(base, config, name));
   GRAG_RETURN_IF_ERROR(ValidateConfig(config).WithContext(file.string()));
   return config;
 }
@@ -137,11 +141,7 @@ Result<std::string> CreateWorkspace(const Config& base, std::string_view name,
     GRAG_RETURN_IF_ERROR(ApplySetting(check, key, value));
   }
   GRAG_RETURN_IF_ERROR(ValidateConfig(check));
-  if (!base.store.url.empty() && check.store.url == base.store.url) {
-    return Status::InvalidArgument(
-        "the server's index is on PostgreSQL: give the workspace a database of its own "
-        "(store.url)");
-  }
+  GRAG_RETURN_IF_ERROR(CheckOwnDatabase(base, check, name));
   std::string text =
       "# Workspace " + std::string(name) +
       ": what this file sets overrides the server project's grag.toml; the rest is inherited.\n";

@@ -67,7 +67,8 @@ Result<int64_t> RunWorkLoop(Store& store, ChatModel& chat, const ExtractionSetup
                             const WorkLoopOptions& o) {
   std::atomic<int64_t> done{0};
   Heartbeat heartbeat(store, o.name, o.lease);
-  bool seen = false;  // some work was published since the loop began
+  bool seen = false;                                 // some work was published since the loop began
+  std::chrono::steady_clock::time_point reported{};  // the last progress report
   while (!Cancelled(o.cancel)) {
     GRAG_ASSIGN_OR_RETURN(std::vector<std::string> ids,
                           store.ClaimWork(o.name, setup.params, o.concurrency, o.lease));
@@ -98,7 +99,10 @@ Result<int64_t> RunWorkLoop(Store& store, ChatModel& chat, const ExtractionSetup
         },
         o.cancel);
     GRAG_RETURN_IF_ERROR(batch);
-    if (o.on_progress) {
+    // The whole table's state is a scan: reported at most once a second, not per batch.
+    const auto now = std::chrono::steady_clock::now();
+    if (o.on_progress && now - reported >= std::chrono::seconds(1)) {
+      reported = now;
       auto state = store.GetWorkState();
       if (state.ok() && *state) o.on_progress(**state, done.load(), false);
     }

@@ -237,6 +237,7 @@ struct McpServer::Impl {
   // later question is fast. Closed after add_document writes, so the next one sees the change,
   // and reopened when another process (`grag index` in a shell) finished an update since.
   struct Opened {
+    Config config;  // read once, on the session's first call on the workspace
     std::unique_ptr<Engine> reader;
     std::optional<int64_t> reader_run;  // the latest finished update when it was opened
   };
@@ -538,8 +539,13 @@ void McpServer::Impl::OfferWorkspaces() {
 }
 
 Status McpServer::Impl::UseWorkspace(const std::string& name) {
-  GRAG_ASSIGN_OR_RETURN(config, LoadWorkspaceConfig(base, name));
-  active = &opened[name];
+  auto it = opened.find(name);
+  if (it == opened.end()) {
+    GRAG_ASSIGN_OR_RETURN(Config loaded, LoadWorkspaceConfig(base, name));
+    it = opened.emplace(name, Opened{std::move(loaded), nullptr, std::nullopt}).first;
+  }
+  active = &it->second;
+  config = active->config;
   return Status::Ok();
 }
 

@@ -271,6 +271,8 @@ struct Server::Impl {
   void UnloadIdle();
   // The key a request carries (the pre-routing check already refused a wrong one).
   Caller CallerOf(const Request& req) const;
+  // The workspaces the request's key opens, "default" first (if it opens it), then by name.
+  Result<std::vector<std::string>> WorkspacesOpenedBy(const Request& req) const;
   // Workspace `name` if the request's key opens it; a key that does not gets the 404 a missing
   // workspace gets (it learns nothing of the others).
   Result<std::shared_ptr<Workspace>> WorkspaceFor(const Request& req, std::string_view name);

@@ -102,13 +102,8 @@ void Server::Impl::Models(Workspace& ws, const Request& req, Response& res) {
     for (const auto& [name, method] : ChatModels()) add(name + "/" + answering);
   }
   // Each method on each other workspace the key opens: grag-local@NAME.
-  const Caller caller = CallerOf(req);
-  std::vector<std::string> others = {std::string(kDefaultWorkspace)};
-  if (auto listed = ListWorkspaces(config); listed.ok()) {
-    others.insert(others.end(), listed->begin(), listed->end());
-  }
-  for (const std::string& other : others) {
-    if (other == ws.name || !caller.Opens(other)) continue;
+  for (const std::string& other : WorkspacesOpenedBy(req).value_or(std::vector<std::string>{})) {
+    if (other == ws.name) continue;
     for (const auto& [name, method] : ChatModels()) add(name + "@" + other);
   }
   SendJson(res, 200, Dump({{"object", "list"}, {"data", data}}));

@@ -259,15 +259,22 @@ json WorkspaceJson(Workspace& ws) {
 
 }  // namespace
 
-void Server::Impl::ListWorkspacesRoute(Workspace&, const Request& req, Response& res) {
+Result<std::vector<std::string>> Server::Impl::WorkspacesOpenedBy(const Request& req) const {
   const Caller caller = CallerOf(req);
-  std::vector<std::string> names = {std::string(kDefaultWorkspace)};
-  auto listed = ListWorkspaces(config);
-  if (!listed.ok()) return SendError(res, listed.status());
-  names.insert(names.end(), listed->begin(), listed->end());
+  GRAG_ASSIGN_OR_RETURN(std::vector<std::string> listed, ListWorkspaces(config));
+  std::vector<std::string> names;
+  if (caller.Opens(kDefaultWorkspace)) names.emplace_back(kDefaultWorkspace);
+  for (std::string& name : listed) {
+    if (caller.Opens(name)) names.push_back(std::move(name));
+  }
+  return names;
+}
+
+void Server::Impl::ListWorkspacesRoute(Workspace&, const Request& req, Response& res) {
+  auto names = WorkspacesOpenedBy(req);
+  if (!names.ok()) return SendError(res, names.status());
   json out = json::array();
-  for (const std::string& name : names) {
-    if (!caller.Opens(name)) continue;
+  for (const std::string& name : *names) {
     auto ws = OpenWorkspace(name);
     if (ws.ok()) {
       out.push_back(WorkspaceJson(**ws));
