@@ -255,6 +255,215 @@ Status ShareExtraction(Run& run, ChatModel& chat, const ExtractionSetup& setup,
   return cleared;
 }
 
+// Each chunk's first reply comes first; gleaning follows only for the chunks of a window
+// whose yield (entities and relationships per token) falls well below the run's median: an
+// under-extracted chunk. Most chunks a capable model extracts in one go, and a gleaning call
+// costs more prompt than the extraction itself. The median is taken over the first replies
+// of every window so far, in chunk order, so a run decides the same whatever the order in
+// which replies arrive. A run of few chunks (an update) uses the figure the last larger run
+// stored instead.
+struct Slot {
+  std::optional<ChunkRecord> chunk;
+  ChunkExtraction result;
+  double yield = 0;
+  bool ready = false;  // its first reply is in
+};
+constexpr size_t kWindow = 64;
+constexpr size_t kOwnMedianFrom = 32;  // first replies before a run trusts its own median
+
+// The state of one extraction by a chat model (Extract), window by window.
+struct LlmExtraction {
+  LlmExtraction(Run& r, const ExtractorId& id, ChatModel* model, const ExtractionSetup& set_up,
+                const std::string& params_hash, const std::vector<std::string>& chunk_ids)
+      : run(r),
+        extractor(id),
+        chat(model),
+        c(r.config()),
+        opts(set_up.opts),
+        params(params_hash),
+        pending(chunk_ids),
+        total(static_cast<int64_t>(chunk_ids.size())),
+        glean_below(set_up.glean_below),
+        first_opts(set_up.first_opts) {}
+
+  // Records the chunk's extraction (deferred, committed with its window) and counts it.
+  Status Finish(size_t i, Slot& slot) {
+    if (!slot.chunk) return Status::Ok();
+    ChunkExtraction& r = slot.result;
+    ExtractionRecord rec;
+    rec.chunk_id = pending[i];
+    rec.extractor = extractor;
+    rec.params_hash = params;
+    rec.gleaning_rounds = r.gleaning_rounds;
+    if (r.skipped) {
+      rec.status = ExtractionStatus::kSkipped;
+      rec.reason = r.reason;
+      Log(LogLevel::kWarn, "extract",
+          "chunk " + pending[i] + " of " + slot.chunk->document_id + " skipped: " + r.reason);
+      ++skipped;
+    } else {
+      rec.entities = std::move(r.result.entities);
+      rec.relationships = std::move(r.result.relationships);
+      ++extracted;
+      if (rec.entities.empty()) ++empty;
+    }
+    // The chunk's extraction and the run's spend so far, deferred: committed with the chunks
+    // (and the replies) of the same window, after the replies it was made of. A run killed
+    // before that commit does the chunk again (its replies, if committed, from the cache), to
+    // the same result. The stage flushes before it returns.
+    const Status stored = run.store().WriteDeferred([&run = run, rec = std::move(rec)]() -> Status {
+      GRAG_RETURN_IF_ERROR(run.store().PutExtraction(rec));
+      run.FlushUsage();
+      return Status::Ok();
+    });
+    if (!stored.ok()) return stored;
+    run.Progress("extract", ++done, total, /*flush=*/false);
+    return Status::Ok();
+  }
+
+  // The first reply for chunk `i` of the window starting at `base`.
+  Status FirstPass(size_t base, size_t i) {
+    Slot& slot = slots[i - base];
+    GRAG_ASSIGN_OR_RETURN(slot.chunk, run.store().GetChunk(pending[i]));
+    if (!slot.chunk) return Status::Ok();  // deleted meanwhile: nothing to do
+    auto result = ExtractChunk(*chat, first_opts, slot.chunk->text);
+    if (!result.ok()) return result.status().WithContext("extracting chunk " + pending[i]);
+    slot.result = std::move(result).value();
+    slot.yield = ExtractionYield(slot.result.result, slot.chunk->n_tokens);
+    if (slot.result.skipped) ++first_skipped;
+    entities_found += static_cast<int64_t>(slot.result.result.entities.size());
+    if (slot.result.result.entities.empty()) {
+      watch.Record(slot.chunk->text, slot.result.first_reply,
+                   slot.result.skipped ? slot.result.reason : "");
+    }
+    ++first_done;
+    slot.ready = true;
+    // Without selective gleaning the chunk is done (gleaned as configured): it is committed
+    // now, not with its window.
+    if (glean_below <= 0) return Finish(i, slot);
+    // Waits for its window; its reply's spend is in the run's record already (Run::RecordSpend).
+    return Status::Ok();
+  }
+
+  // The window starting at `base`: its first replies (the probe's judged before the rest), the
+  // gleaning of its under-extracted chunks, and their records.
+  Status Window(size_t base) {
+    Status st = Status::Ok();
+    const size_t end = std::min(pending.size(), base + kWindow);
+    slots.assign(end - base, Slot{});
+    size_t from = base;
+    if (base == 0 && probe > 0) {
+      st = ParallelForStatus(
+          probe, std::min(probe, concurrency), [&](size_t k) { return FirstPass(base, k); },
+          run.cancel_flag());
+      if (st.ok()) {
+        st = watch.Judge(*chat, c.llm.base_url, probe, entities_found.load(), first_skipped.load(),
+                         opts);
+        watch_stopped = !st.ok();
+      }
+      from = probe;
+    }
+    if (st.ok()) {
+      st = ParallelForStatus(
+          end - from, concurrency,
+          [&](size_t k) -> Status {
+            GRAG_RETURN_IF_ERROR(FirstPass(base, from + k));
+            // Chunks the first ones did not judge: still nothing after many is no better.
+            const int64_t finished = first_done.load();
+            if (c.extraction.stop_if_empty && finished >= kLateCheckChunks &&
+                entities_found.load() == 0) {
+              Status judged = watch.Judge(*chat, c.llm.base_url, static_cast<size_t>(finished), 0,
+                                          first_skipped.load(), opts);
+              if (!judged.ok()) watch_stopped = true;
+              return judged;
+            }
+            return Status::Ok();
+          },
+          run.cancel_flag());
+    }
+    if (!st.ok()) {
+      // Stopped for extracting nothing: the chunks extracted so far are kept as they came
+      // (empty: nothing to glean), so `grag stats` counts them. Any other failure leaves the
+      // window to the next run, which finds the replies in the cache.
+      if (watch_stopped && glean_below > 0) {
+        for (size_t k = 0; k < slots.size(); ++k) {
+          if (!slots[k].ready) continue;
+          const Status kept = Finish(base + k, slots[k]);
+          if (!kept.ok()) Log(LogLevel::kWarn, "extract", kept.ToString());
+        }
+      }
+      return st;
+    }
+    const std::vector<size_t> glean = ToGlean();
+    st = ParallelForStatus(
+        glean.size(), concurrency,
+        [&](size_t g) -> Status {
+          Slot& slot = slots[glean[g]];
+          const Status gl = GleanChunk(*chat, opts, slot.chunk->text, slot.result);
+          if (!gl.ok()) return gl.WithContext("gleaning chunk " + pending[base + glean[g]]);
+          return Status::Ok();
+        },
+        run.cancel_flag());
+    if (!st.ok()) return st;
+    if (glean_below > 0) {
+      for (size_t k = 0; k < slots.size() && st.ok(); ++k) st = Finish(base + k, slots[k]);
+    }
+    return st;
+  }
+
+  // Which chunks of the window to glean (their slots); the window's yields join `yields`.
+  std::vector<size_t> ToGlean() {
+    std::vector<size_t> glean;
+    if (glean_below > 0) {
+      for (const Slot& slot : slots) {
+        if (slot.chunk && !slot.result.skipped) yields.push_back(slot.yield);
+      }
+      std::optional<double> median;
+      if (yields.size() >= kOwnMedianFrom || (!stored_median && !yields.empty())) {
+        std::vector<double> sorted = yields;
+        std::nth_element(sorted.begin(),
+                         sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2),
+                         sorted.end());
+        median = sorted[sorted.size() / 2];
+      } else {
+        median = stored_median;
+      }
+      for (size_t k = 0; k < slots.size(); ++k) {
+        if (slots[k].chunk && !slots[k].result.skipped && median &&
+            slots[k].yield < glean_below * *median) {
+          glean.push_back(k);
+        }
+      }
+    }
+    return glean;
+  }
+
+  Run& run;
+  const ExtractorId& extractor;
+  ChatModel* const chat;
+  const Config& c;
+  const ExtractorOptions& opts;
+  const std::string& params;
+  const std::vector<std::string>& pending;
+  std::atomic<int64_t> done{0};
+  std::atomic<int64_t> extracted{0};
+  std::atomic<int64_t> skipped{0};
+  std::atomic<int64_t> empty{0};
+  std::atomic<int64_t> entities_found{0};  // by first replies
+  std::atomic<int64_t> first_done{0};      // first replies in
+  std::atomic<int64_t> first_skipped{0};   // of them, unparseable
+  EmptyWatch watch;
+  const int64_t total;
+  const double glean_below;
+  std::optional<double> stored_median;
+  std::vector<double> yields;  // first replies of this run, extracted (not skipped) ones
+  const ExtractorOptions& first_opts;
+  std::vector<Slot> slots;
+  std::atomic<bool> watch_stopped{false};  // the empty-extraction watch stopped the run
+  size_t concurrency = 0;
+  size_t probe = 0;  // chunks judged before the rest are sent
+};
+
 }  // namespace
 
 Result<ExtractionSetup> ExtractionSetupFor(const Config& c, const ChatModel& chat) {
@@ -289,202 +498,35 @@ Status Extract(Run& run, const ExtractorId& extractor, ExtractSummary& s) {
   const std::string params = ExtractionParamsHash(opts.prompt, opts);
   if (c.extraction.distribute) GRAG_RETURN_IF_ERROR(ShareExtraction(run, *chat, setup, pending));
 
-  std::atomic<int64_t> done{0};
-  std::atomic<int64_t> extracted{0};
-  std::atomic<int64_t> skipped{0};
-  std::atomic<int64_t> empty{0};
-  std::atomic<int64_t> entities_found{0};  // by first replies
-  std::atomic<int64_t> first_done{0};      // first replies in
-  std::atomic<int64_t> first_skipped{0};   // of them, unparseable
-  EmptyWatch watch;
-  const auto total = static_cast<int64_t>(pending.size());
-  run.Progress("extract", 0, total);
-
-  // Each chunk's first reply comes first; gleaning follows only for the chunks of a window
-  // whose yield (entities and relationships per token) falls well below the run's median: an
-  // under-extracted chunk. Most chunks a capable model extracts in one go, and a gleaning call
-  // costs more prompt than the extraction itself. The median is taken over the first replies
-  // of every window so far, in chunk order, so a run decides the same whatever the order in
-  // which replies arrive. A run of few chunks (an update) uses the figure the last larger run
-  // stored instead.
-  struct Slot {
-    std::optional<ChunkRecord> chunk;
-    ChunkExtraction result;
-    double yield = 0;
-    bool ready = false;  // its first reply is in
-  };
-  constexpr size_t kWindow = 64;
-  constexpr size_t kOwnMedianFrom = 32;  // first replies before a run trusts its own median
-  const double glean_below = setup.glean_below;
-  std::optional<double> stored_median;
+  LlmExtraction x(run, extractor, chat, setup, params, pending);
+  run.Progress("extract", 0, x.total);
   {
     GRAG_ASSIGN_OR_RETURN(std::optional<std::string> m, run.store().GetMeta(kYieldMetaKey));
-    if (m && !m->empty()) stored_median = std::strtod(m->c_str(), nullptr);
+    if (m && !m->empty()) x.stored_median = std::strtod(m->c_str(), nullptr);
   }
-  std::vector<double> yields;  // first replies of this run, extracted (not skipped) ones
-  const ExtractorOptions& first_opts = setup.first_opts;
-  std::vector<Slot> slots;
-  std::atomic<bool> watch_stopped{false};  // the empty-extraction watch stopped the run
-  auto finish = [&](size_t i, Slot& slot) -> Status {
-    if (!slot.chunk) return Status::Ok();
-    ChunkExtraction& r = slot.result;
-    ExtractionRecord rec;
-    rec.chunk_id = pending[i];
-    rec.extractor = extractor;
-    rec.params_hash = params;
-    rec.gleaning_rounds = r.gleaning_rounds;
-    if (r.skipped) {
-      rec.status = ExtractionStatus::kSkipped;
-      rec.reason = r.reason;
-      Log(LogLevel::kWarn, "extract",
-          "chunk " + pending[i] + " of " + slot.chunk->document_id + " skipped: " + r.reason);
-      ++skipped;
-    } else {
-      rec.entities = std::move(r.result.entities);
-      rec.relationships = std::move(r.result.relationships);
-      ++extracted;
-      if (rec.entities.empty()) ++empty;
-    }
-    // The chunk's extraction and the run's spend so far, deferred: committed with the chunks
-    // (and the replies) of the same window, after the replies it was made of. A run killed
-    // before that commit does the chunk again (its replies, if committed, from the cache), to
-    // the same result. The stage flushes before it returns.
-    const Status stored = run.store().WriteDeferred([&run, rec = std::move(rec)]() -> Status {
-      GRAG_RETURN_IF_ERROR(run.store().PutExtraction(rec));
-      run.FlushUsage();
-      return Status::Ok();
-    });
-    if (!stored.ok()) return stored;
-    run.Progress("extract", ++done, total, /*flush=*/false);
-    return Status::Ok();
-  };
-  auto first_pass = [&](size_t base, size_t i) -> Status {
-    Slot& slot = slots[i - base];
-    GRAG_ASSIGN_OR_RETURN(slot.chunk, run.store().GetChunk(pending[i]));
-    if (!slot.chunk) return Status::Ok();  // deleted meanwhile: nothing to do
-    auto result = ExtractChunk(*chat, first_opts, slot.chunk->text);
-    if (!result.ok()) return result.status().WithContext("extracting chunk " + pending[i]);
-    slot.result = std::move(result).value();
-    slot.yield = ExtractionYield(slot.result.result, slot.chunk->n_tokens);
-    if (slot.result.skipped) ++first_skipped;
-    entities_found += static_cast<int64_t>(slot.result.result.entities.size());
-    if (slot.result.result.entities.empty()) {
-      watch.Record(slot.chunk->text, slot.result.first_reply,
-                   slot.result.skipped ? slot.result.reason : "");
-    }
-    ++first_done;
-    slot.ready = true;
-    // Without selective gleaning the chunk is done (gleaned as configured): it is committed
-    // now, not with its window.
-    if (glean_below <= 0) return finish(i, slot);
-    // Waits for its window; its reply's spend is in the run's record already (Run::RecordSpend).
-    return Status::Ok();
-  };
-  const size_t concurrency = static_cast<size_t>(LlmConcurrency(c, "extract"));
+  x.concurrency = static_cast<size_t>(LlmConcurrency(c, "extract"));
   // A model that extracts nothing (a reasoning model's thoughts parsed as its answer, a prompt
   // cut by the server's context window, a wrong model) is caught on the first few chunks, before
   // the budget is spent: those go first, a few at a time, and are judged before the rest.
-  const size_t probe =
+  x.probe =
       c.extraction.stop_if_empty ? std::min(pending.size(), static_cast<size_t>(kProbeChunks)) : 0;
   Status st = Status::Ok();
-  for (size_t base = 0; base < pending.size() && st.ok(); base += kWindow) {
-    const size_t end = std::min(pending.size(), base + kWindow);
-    slots.assign(end - base, Slot{});
-    size_t from = base;
-    if (base == 0 && probe > 0) {
-      st = ParallelForStatus(
-          probe, std::min(probe, concurrency), [&](size_t k) { return first_pass(base, k); },
-          run.cancel_flag());
-      if (st.ok()) {
-        st = watch.Judge(*chat, c.llm.base_url, probe, entities_found.load(), first_skipped.load(),
-                         opts);
-        watch_stopped = !st.ok();
-      }
-      from = probe;
-    }
-    if (st.ok()) {
-      st = ParallelForStatus(
-          end - from, concurrency,
-          [&](size_t k) -> Status {
-            GRAG_RETURN_IF_ERROR(first_pass(base, from + k));
-            // Chunks the first ones did not judge: still nothing after many is no better.
-            const int64_t finished = first_done.load();
-            if (c.extraction.stop_if_empty && finished >= kLateCheckChunks &&
-                entities_found.load() == 0) {
-              Status judged = watch.Judge(*chat, c.llm.base_url, static_cast<size_t>(finished), 0,
-                                          first_skipped.load(), opts);
-              if (!judged.ok()) watch_stopped = true;
-              return judged;
-            }
-            return Status::Ok();
-          },
-          run.cancel_flag());
-    }
-    if (!st.ok()) {
-      // Stopped for extracting nothing: the chunks extracted so far are kept as they came
-      // (empty: nothing to glean), so `grag stats` counts them. Any other failure leaves the
-      // window to the next run, which finds the replies in the cache.
-      if (watch_stopped && glean_below > 0) {
-        for (size_t k = 0; k < slots.size(); ++k) {
-          if (!slots[k].ready) continue;
-          const Status kept = finish(base + k, slots[k]);
-          if (!kept.ok()) Log(LogLevel::kWarn, "extract", kept.ToString());
-        }
-      }
-      break;
-    }
-    // Which chunks of the window to glean.
-    std::vector<size_t> glean;
-    if (glean_below > 0) {
-      for (const Slot& slot : slots) {
-        if (slot.chunk && !slot.result.skipped) yields.push_back(slot.yield);
-      }
-      std::optional<double> median;
-      if (yields.size() >= kOwnMedianFrom || (!stored_median && !yields.empty())) {
-        std::vector<double> sorted = yields;
-        std::nth_element(sorted.begin(),
-                         sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2),
-                         sorted.end());
-        median = sorted[sorted.size() / 2];
-      } else {
-        median = stored_median;
-      }
-      for (size_t k = 0; k < slots.size(); ++k) {
-        if (slots[k].chunk && !slots[k].result.skipped && median &&
-            slots[k].yield < glean_below * *median) {
-          glean.push_back(k);
-        }
-      }
-    }
-    st = ParallelForStatus(
-        glean.size(), concurrency,
-        [&](size_t g) -> Status {
-          Slot& slot = slots[glean[g]];
-          const Status gl = GleanChunk(*chat, opts, slot.chunk->text, slot.result);
-          if (!gl.ok()) return gl.WithContext("gleaning chunk " + pending[base + glean[g]]);
-          return Status::Ok();
-        },
-        run.cancel_flag());
-    if (!st.ok()) break;
-    if (glean_below > 0) {
-      for (size_t k = 0; k < slots.size() && st.ok(); ++k) st = finish(base + k, slots[k]);
-    }
-  }
+  for (size_t base = 0; base < pending.size() && st.ok(); base += kWindow) st = x.Window(base);
   // Whatever the outcome, the chunks done so far are committed before the stage returns (the
   // deferred writes hold a reference to `run`).
   Status flushed = run.store().FlushDeferred();
-  if (st.ok() && flushed.ok() && glean_below > 0 && yields.size() >= kOwnMedianFrom) {
-    std::sort(yields.begin(), yields.end());
-    flushed = run.store().SetMeta(kYieldMetaKey, fmt::format("{}", yields[yields.size() / 2]));
+  if (st.ok() && flushed.ok() && x.glean_below > 0 && x.yields.size() >= kOwnMedianFrom) {
+    std::sort(x.yields.begin(), x.yields.end());
+    flushed = run.store().SetMeta(kYieldMetaKey, fmt::format("{}", x.yields[x.yields.size() / 2]));
   }
-  s.chunks_extracted = extracted;
-  s.chunks_skipped = skipped;
-  s.chunks_empty = empty;
-  if (empty > 0 && st.ok()) {
+  s.chunks_extracted = x.extracted;
+  s.chunks_skipped = x.skipped;
+  s.chunks_empty = x.empty;
+  if (x.empty > 0 && st.ok()) {
     Log(LogLevel::kWarn, "extract",
         fmt::format("{} of {} chunks extracted this run hold no entity (`grag stats` counts them; "
                     "`grag doctor` checks the model)",
-                    empty.load(), extracted.load()));
+                    x.empty.load(), x.extracted.load()));
   }
   return st.ok() ? flushed : st;
 }

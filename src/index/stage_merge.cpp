@@ -352,6 +352,189 @@ Result<bool> MergedAlready(Store& store, const std::string& inputs, MergeSummary
   return true;
 }
 
+// Feeds the extractor's entity and relationship mentions to `merger`, as they are read.
+Status ScanMentions(Store& store, const ExtractorId& extractor, MentionMerger& merger) {
+  GRAG_RETURN_IF_ERROR(store.ScanEntityMentions(extractor, [&](const ChunkEntityMention& m) {
+    merger.Add(m.chunk_id, m.mention);
+    return Status::Ok();
+  }));
+  GRAG_RETURN_IF_ERROR(
+      store.ScanRelationshipMentions(extractor, [&](const ChunkRelationshipMention& m) {
+        merger.Add(m.chunk_id, m.mention);
+        return Status::Ok();
+      }));
+  return Status::Ok();
+}
+
+// The graph as stored before this merge, indexed by name key.
+struct StoredGraph {
+  std::vector<EntityRecord> old_entities;
+  std::unordered_map<std::string, EntityRecord*> old_by_key;
+  std::unordered_map<int64_t, std::string> key_of_id;
+  std::vector<RelationshipRecord> old_rels;
+  std::map<std::pair<std::string, std::string>, RelationshipRecord*> old_rel_by_keys;
+};
+
+Status LoadStoredGraph(Store& store, StoredGraph& out) {
+  GRAG_ASSIGN_OR_RETURN(out.old_entities, store.ListEntities());
+  // The stored descriptions' texts move into the jobs below: held once, not three times.
+  for (auto& e : out.old_entities) {
+    out.old_by_key[e.name_key] = &e;
+    out.key_of_id[e.id] = e.name_key;
+  }
+  GRAG_ASSIGN_OR_RETURN(out.old_rels, store.ListRelationships());
+  for (auto& r : out.old_rels) {
+    std::string a = out.key_of_id[r.source_id];
+    std::string b = out.key_of_id[r.target_id];
+    if (b < a) std::swap(a, b);
+    out.old_rel_by_keys[{a, b}] = &r;
+  }
+  return Status::Ok();
+}
+
+// Descriptions: reuse the stored text when the description set is unchanged. One job per
+// entity, then one per relationship; the stored texts move into them.
+std::vector<DescriptionJob> DescriptionJobs(const MergedGraph& g, StoredGraph& old) {
+  std::vector<DescriptionJob> jobs;
+  jobs.reserve(g.entities.size() + g.relationships.size());
+  for (const auto& e : g.entities) {
+    DescriptionJob j{e.name, &e.descriptions, DescriptionsHash(e.name_key, e.descriptions),
+                     {},     false,           {}};
+    if (auto it = old.old_by_key.find(e.name_key); it != old.old_by_key.end()) {
+      j.stored = {it->second->description_hash, std::move(it->second->description),
+                  it->second->description_model, std::move(it->second->description_basis)};
+      if (j.stored.hash == j.hash) {
+        j.result = std::move(j.stored);
+        j.resolved = true;
+      }
+    }
+    jobs.push_back(std::move(j));
+  }
+  for (const auto& r : g.relationships) {
+    const std::string label = r.source_key + " — " + r.target_key;
+    DescriptionJob j{label, &r.descriptions, DescriptionsHash(label, r.descriptions),
+                     {},    false,           {}};
+    if (auto it = old.old_rel_by_keys.find({r.source_key, r.target_key});
+        it != old.old_rel_by_keys.end()) {
+      j.stored = {it->second->description_hash, std::move(it->second->description),
+                  it->second->description_model, std::move(it->second->description_basis)};
+      if (j.stored.hash == j.hash) {
+        j.result = std::move(j.stored);
+        j.resolved = true;
+      }
+    }
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+// Writes the merged graph over the stored one (in the caller's transaction): what changed is
+// written, what is gone deleted, and the entities it touches added to `changed`.
+struct GraphWrite {
+  GraphWrite(Store& st, const MergedGraph& merged, std::vector<DescriptionJob>& description_jobs,
+             const SummarizeOptions& summarize, StoredGraph& stored)
+      : store(st), g(merged), jobs(description_jobs), so(summarize), old(stored) {}
+
+  // The entities, then the stored ones gone.
+  Status WriteEntities() {
+    for (size_t i = 0; i < g.entities.size(); ++i) {
+      const auto& e = g.entities[i];
+      auto old_entity = old.old_by_key.find(e.name_key);
+      if (old_entity == old.old_by_key.end() ||
+          old_entity->second->description_hash != jobs[i].hash) {
+        changed.insert(e.name_key);
+      }
+      // The description taken from the store (resolved) is the stored one, word for word.
+      const std::vector<std::string> chunk_ids(e.chunk_ids.begin(), e.chunk_ids.end());
+      if (old_entity != old.old_by_key.end() && jobs[i].resolved &&
+          old_entity->second->name == e.name && old_entity->second->type == e.type &&
+          old_entity->second->type_counts == e.type_counts) {
+        GRAG_RETURN_IF_ERROR(store.SetEntityChunks(old_entity->second->id, chunk_ids));
+        id_of_key[e.name_key] = old_entity->second->id;
+        keep.insert(e.name_key);
+        continue;
+      }
+      ++written;
+      EntityRecord rec;
+      rec.name_key = e.name_key;
+      rec.name = e.name;
+      rec.type = e.type;
+      rec.type_counts = e.type_counts;
+      rec.description = TakeText(jobs[i], so);
+      rec.description_hash = jobs[i].result.hash;
+      rec.description_model = jobs[i].result.model;
+      rec.description_basis = jobs[i].result.basis;
+      GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertEntity(rec));
+      GRAG_RETURN_IF_ERROR(store.SetEntityChunks(id, chunk_ids));
+      id_of_key[e.name_key] = id;
+      keep.insert(e.name_key);
+    }
+    for (const auto& e : old.old_entities) {
+      if (!keep.count(e.name_key)) GRAG_RETURN_IF_ERROR(store.DeleteEntity(e.id).status());
+    }
+    return Status::Ok();
+  }
+
+  // The relationships, then the stored ones gone (after the entities: they need their ids).
+  Status WriteRelationships() {
+    std::set<std::pair<int64_t, int64_t>> kept_pairs;
+    for (size_t i = 0; i < g.relationships.size(); ++i) {
+      const auto& r = g.relationships[i];
+      DescriptionJob& job = jobs[g.entities.size() + i];
+      const Description& d = job.result;
+      auto old_rel = old.old_rel_by_keys.find({r.source_key, r.target_key});
+      if (old_rel == old.old_rel_by_keys.end() || old_rel->second->weight != r.weight ||
+          old_rel->second->description_hash != d.hash) {
+        changed.insert(r.source_key);
+        changed.insert(r.target_key);
+      }
+      const std::vector<std::string> chunk_ids(r.chunk_ids.begin(), r.chunk_ids.end());
+      if (old_rel != old.old_rel_by_keys.end() && job.resolved &&
+          old_rel->second->weight == r.weight &&
+          std::minmax(old_rel->second->source_id, old_rel->second->target_id) ==
+              std::minmax(id_of_key.at(r.source_key), id_of_key.at(r.target_key))) {
+        GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(old_rel->second->id, chunk_ids));
+        kept_pairs.insert(std::minmax(old_rel->second->source_id, old_rel->second->target_id));
+        continue;
+      }
+      ++written;
+      RelationshipRecord rec;
+      rec.source_id = id_of_key.at(r.source_key);
+      rec.target_id = id_of_key.at(r.target_key);
+      rec.weight = r.weight;
+      rec.description = TakeText(job, so);
+      rec.description_hash = d.hash;
+      rec.description_model = d.model;
+      rec.description_basis = d.basis;
+      GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertRelationship(rec));
+      GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(id, chunk_ids));
+      kept_pairs.insert(std::minmax(rec.source_id, rec.target_id));
+    }
+    std::unordered_map<int64_t, std::string>& key_of_id = old.key_of_id;
+    for (const auto& r : old.old_rels) {
+      if (kept_pairs.count(std::minmax(r.source_id, r.target_id))) continue;
+      // A relationship gone (or an entity gone with it): both ends changed, the ones that remain.
+      for (int64_t end : {r.source_id, r.target_id}) {
+        if (keep.count(key_of_id[end])) changed.insert(key_of_id[end]);
+      }
+      if (keep.count(key_of_id[r.source_id]) && keep.count(key_of_id[r.target_id])) {
+        GRAG_RETURN_IF_ERROR(store.DeleteRelationship(r.id).status());
+      }
+    }
+    return Status::Ok();
+  }
+
+  Store& store;
+  const MergedGraph& g;
+  std::vector<DescriptionJob>& jobs;
+  const SummarizeOptions& so;
+  StoredGraph& old;
+  int64_t written = 0;
+  std::unordered_map<std::string, int64_t> id_of_key;
+  std::set<std::string> keep;
+  std::set<std::string> changed;
+};
+
 }  // namespace
 
 Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
@@ -370,15 +553,7 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
   }
   // Mentions are merged as they are read: a large index's mentions never are all in memory.
   MentionMerger merger;
-  GRAG_RETURN_IF_ERROR(store.ScanEntityMentions(extractor, [&](const ChunkEntityMention& m) {
-    merger.Add(m.chunk_id, m.mention);
-    return Status::Ok();
-  }));
-  GRAG_RETURN_IF_ERROR(
-      store.ScanRelationshipMentions(extractor, [&](const ChunkRelationshipMention& m) {
-        merger.Add(m.chunk_id, m.mention);
-        return Status::Ok();
-      }));
+  GRAG_RETURN_IF_ERROR(ScanMentions(store, extractor, merger));
   MergedGraph g = merger.Finish();
   GRAG_ASSIGN_OR_RETURN(Resolution resolution, ResolveGraph(run, extractor, options, g, s));
   if (extractor.kind == ExtractorKind::kNlp) {
@@ -390,147 +565,28 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
                     ps.relationships_after));
   }
 
-  GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> old_entities, store.ListEntities());
-  // The stored descriptions' texts move into the jobs below: held once, not three times.
-  std::unordered_map<std::string, EntityRecord*> old_by_key;
-  std::unordered_map<int64_t, std::string> key_of_id;
-  for (auto& e : old_entities) {
-    old_by_key[e.name_key] = &e;
-    key_of_id[e.id] = e.name_key;
-  }
-  GRAG_ASSIGN_OR_RETURN(std::vector<RelationshipRecord> old_rels, store.ListRelationships());
-  std::map<std::pair<std::string, std::string>, RelationshipRecord*> old_rel_by_keys;
-  for (auto& r : old_rels) {
-    std::string a = key_of_id[r.source_id];
-    std::string b = key_of_id[r.target_id];
-    if (b < a) std::swap(a, b);
-    old_rel_by_keys[{a, b}] = &r;
-  }
-
-  // Descriptions: reuse the stored text when the description set is unchanged.
-  std::vector<DescriptionJob> jobs;
-  jobs.reserve(g.entities.size() + g.relationships.size());
-  for (const auto& e : g.entities) {
-    DescriptionJob j{e.name, &e.descriptions, DescriptionsHash(e.name_key, e.descriptions),
-                     {},     false,           {}};
-    if (auto it = old_by_key.find(e.name_key); it != old_by_key.end()) {
-      j.stored = {it->second->description_hash, std::move(it->second->description),
-                  it->second->description_model, std::move(it->second->description_basis)};
-      if (j.stored.hash == j.hash) {
-        j.result = std::move(j.stored);
-        j.resolved = true;
-      }
-    }
-    jobs.push_back(std::move(j));
-  }
-  for (const auto& r : g.relationships) {
-    const std::string label = r.source_key + " — " + r.target_key;
-    DescriptionJob j{label, &r.descriptions, DescriptionsHash(label, r.descriptions),
-                     {},    false,           {}};
-    if (auto it = old_rel_by_keys.find({r.source_key, r.target_key}); it != old_rel_by_keys.end()) {
-      j.stored = {it->second->description_hash, std::move(it->second->description),
-                  it->second->description_model, std::move(it->second->description_basis)};
-      if (j.stored.hash == j.hash) {
-        j.result = std::move(j.stored);
-        j.resolved = true;
-      }
-    }
-    jobs.push_back(std::move(j));
-  }
+  StoredGraph old;
+  GRAG_RETURN_IF_ERROR(LoadStoredGraph(store, old));
+  std::vector<DescriptionJob> jobs = DescriptionJobs(g, old);
   GRAG_RETURN_IF_ERROR(ResolveDescriptions(run, jobs, s));
   const SummarizeOptions so = SummarizeOptionsFor(run);
 
   // An entity or relationship whose record is as stored is not written again (an UPDATE to the
   // same values still rewrites the row's page); the store leaves chunk links that are already
   // there alone. An update rewrites only what its changes reach.
-  int64_t written = 0;
+  GraphWrite w(store, g, jobs, so, old);
 
   // Write the graph in one transaction: readers never see half a merge.
   GRAG_ASSIGN_OR_RETURN(Transaction tx, store.BeginAllOrNothing());
-  std::unordered_map<std::string, int64_t> id_of_key;
-  std::set<std::string> keep;
   // Entities whose mentions or relationships changed: only they may change community (see
   // DetectCommunities). Added to what earlier merges left pending.
-  GRAG_ASSIGN_OR_RETURN(std::set<std::string> changed, PendingChanges(store));
-  const size_t pending_before = changed.size();
-  for (size_t i = 0; i < g.entities.size(); ++i) {
-    const auto& e = g.entities[i];
-    auto old = old_by_key.find(e.name_key);
-    if (old == old_by_key.end() || old->second->description_hash != jobs[i].hash) {
-      changed.insert(e.name_key);
-    }
-    // The description taken from the store (resolved) is the stored one, word for word.
-    const std::vector<std::string> chunk_ids(e.chunk_ids.begin(), e.chunk_ids.end());
-    if (old != old_by_key.end() && jobs[i].resolved && old->second->name == e.name &&
-        old->second->type == e.type && old->second->type_counts == e.type_counts) {
-      GRAG_RETURN_IF_ERROR(store.SetEntityChunks(old->second->id, chunk_ids));
-      id_of_key[e.name_key] = old->second->id;
-      keep.insert(e.name_key);
-      continue;
-    }
-    ++written;
-    EntityRecord rec;
-    rec.name_key = e.name_key;
-    rec.name = e.name;
-    rec.type = e.type;
-    rec.type_counts = e.type_counts;
-    rec.description = TakeText(jobs[i], so);
-    rec.description_hash = jobs[i].result.hash;
-    rec.description_model = jobs[i].result.model;
-    rec.description_basis = jobs[i].result.basis;
-    GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertEntity(rec));
-    GRAG_RETURN_IF_ERROR(store.SetEntityChunks(id, chunk_ids));
-    id_of_key[e.name_key] = id;
-    keep.insert(e.name_key);
-  }
-  for (const auto& e : old_entities) {
-    if (!keep.count(e.name_key)) GRAG_RETURN_IF_ERROR(store.DeleteEntity(e.id).status());
-  }
-  std::set<std::pair<int64_t, int64_t>> kept_pairs;
-  for (size_t i = 0; i < g.relationships.size(); ++i) {
-    const auto& r = g.relationships[i];
-    DescriptionJob& job = jobs[g.entities.size() + i];
-    const Description& d = job.result;
-    auto old = old_rel_by_keys.find({r.source_key, r.target_key});
-    if (old == old_rel_by_keys.end() || old->second->weight != r.weight ||
-        old->second->description_hash != d.hash) {
-      changed.insert(r.source_key);
-      changed.insert(r.target_key);
-    }
-    const std::vector<std::string> chunk_ids(r.chunk_ids.begin(), r.chunk_ids.end());
-    if (old != old_rel_by_keys.end() && job.resolved && old->second->weight == r.weight &&
-        std::minmax(old->second->source_id, old->second->target_id) ==
-            std::minmax(id_of_key.at(r.source_key), id_of_key.at(r.target_key))) {
-      GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(old->second->id, chunk_ids));
-      kept_pairs.insert(std::minmax(old->second->source_id, old->second->target_id));
-      continue;
-    }
-    ++written;
-    RelationshipRecord rec;
-    rec.source_id = id_of_key.at(r.source_key);
-    rec.target_id = id_of_key.at(r.target_key);
-    rec.weight = r.weight;
-    rec.description = TakeText(job, so);
-    rec.description_hash = d.hash;
-    rec.description_model = d.model;
-    rec.description_basis = d.basis;
-    GRAG_ASSIGN_OR_RETURN(int64_t id, store.UpsertRelationship(rec));
-    GRAG_RETURN_IF_ERROR(store.SetRelationshipChunks(id, chunk_ids));
-    kept_pairs.insert(std::minmax(rec.source_id, rec.target_id));
-  }
-  for (const auto& r : old_rels) {
-    if (kept_pairs.count(std::minmax(r.source_id, r.target_id))) continue;
-    // A relationship gone (or an entity gone with it): both ends changed, the ones that remain.
-    for (int64_t end : {r.source_id, r.target_id}) {
-      if (keep.count(key_of_id[end])) changed.insert(key_of_id[end]);
-    }
-    if (keep.count(key_of_id[r.source_id]) && keep.count(key_of_id[r.target_id])) {
-      GRAG_RETURN_IF_ERROR(store.DeleteRelationship(r.id).status());
-    }
-  }
+  GRAG_ASSIGN_OR_RETURN(w.changed, PendingChanges(store));
+  const size_t pending_before = w.changed.size();
+  GRAG_RETURN_IF_ERROR(w.WriteEntities());
+  GRAG_RETURN_IF_ERROR(w.WriteRelationships());
   GRAG_ASSIGN_OR_RETURN(std::optional<ClusteringRecord> clustered, store.LatestClustering());
-  if (clustered && changed.size() != pending_before) {  // a first index needs no list
-    GRAG_RETURN_IF_ERROR(store.SetMeta(kPendingChangesKey, nlohmann::json(changed).dump()));
+  if (clustered && w.changed.size() != pending_before) {  // a first index needs no list
+    GRAG_RETURN_IF_ERROR(store.SetMeta(kPendingChangesKey, nlohmann::json(w.changed).dump()));
   }
   GRAG_RETURN_IF_ERROR(store.ReplaceResolution(resolution.aliases, resolution.links));
   GRAG_RETURN_IF_ERROR(store.SetMeta("resolution_params", resolution.params));
@@ -544,9 +600,9 @@ Status Merge(Run& run, const ExtractorId& extractor, MergeSummary& s) {
                                                    {"merged", s.resolution_merged}}
                                         .dump()));
   GRAG_RETURN_IF_ERROR(tx.Commit());
-  s.entities_changed = static_cast<int64_t>(changed.size() - pending_before);
+  s.entities_changed = static_cast<int64_t>(w.changed.size() - pending_before);
   Log(LogLevel::kDebug, "merge",
-      fmt::format("{} of {} entities and relationships written (the rest as stored)", written,
+      fmt::format("{} of {} entities and relationships written (the rest as stored)", w.written,
                   g.entities.size() + g.relationships.size()));
   run.Progress("merge", 1, 1);
   return Status::Ok();

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "grag/hash.h"
 #include "grag/log.h"
 #include "wire.h"
@@ -135,3 +137,59 @@ void LogEmbeddingCall(std::string_view model, size_t inputs,
 }
 
 }  // namespace grag::llm_internal
+
+namespace grag {
+
+// ---- small public helpers (grag/llm.h) ----
+
+size_t EstimateTokens(std::string_view text) { return (text.size() + 3) / 4; }
+
+LlmUsage& LlmUsage::operator+=(const LlmUsage& other) {
+  calls += other.calls;
+  cache_hits += other.cache_hits;
+  http_requests += other.http_requests;
+  retries += other.retries;
+  failures += other.failures;
+  rejected += other.rejected;
+  prompt_tokens += other.prompt_tokens;
+  completion_tokens += other.completion_tokens;
+  for (const EndpointUsage& e : other.endpoints) {
+    auto it = std::find_if(endpoints.begin(), endpoints.end(), [&](const EndpointUsage& m) {
+      return m.role == e.role && m.name == e.name;
+    });
+    if (it == endpoints.end()) {
+      endpoints.push_back(e);
+    } else {
+      *it += e;
+    }
+  }
+  return *this;
+}
+
+LlmUsage& LlmUsage::operator-=(const LlmUsage& other) {
+  calls -= other.calls;
+  cache_hits -= other.cache_hits;
+  http_requests -= other.http_requests;
+  retries -= other.retries;
+  failures -= other.failures;
+  rejected -= other.rejected;
+  prompt_tokens -= other.prompt_tokens;
+  completion_tokens -= other.completion_tokens;
+  for (const EndpointUsage& e : other.endpoints) {
+    auto it = std::find_if(endpoints.begin(), endpoints.end(), [&](const EndpointUsage& m) {
+      return m.role == e.role && m.name == e.name;
+    });
+    if (it != endpoints.end()) *it -= e;
+  }
+  return *this;
+}
+
+Result<ApiStyle> ParseApiStyle(std::string_view name) {
+  if (name == "openai") return ApiStyle::kOpenAI;
+  if (name == "azure") return ApiStyle::kAzure;
+  if (name == "ollama") return ApiStyle::kOllama;
+  return Status::InvalidArgument("unknown API style '" + std::string(name) +
+                                 "' (expected openai, azure or ollama)");
+}
+
+}  // namespace grag

@@ -18,6 +18,7 @@
 #include "endpoint_pool.h"
 #include "limits.h"
 #include "model_common.h"
+#include "openai_options.h"
 #include "thinking.h"
 #include "wire.h"
 
@@ -81,6 +82,17 @@ class StreamState {
   Status error_;
 };
 
+// A failed attempt of Send: which one, on which endpoint, and what it came to.
+struct FailedAttempt {
+  int attempt = 0;
+  size_t ep = 0;
+  Status failure;
+  bool retryable = false;
+  bool never_reached = false;
+  Outcome outcome = Outcome::kCallerError;
+  std::optional<std::chrono::milliseconds> server_wait;
+};
+
 uint64_t RandomSeed() {
   try {
     return std::random_device()();
@@ -112,103 +124,6 @@ struct Counters {
     return u;
   }
 };
-
-Status CheckOptions(const OpenAIOptions& o) {
-  auto bad = [](std::string m) { return Status::InvalidArgument("LLM client options: " + m); };
-  if (!o.base_url.starts_with("http://") && !o.base_url.starts_with("https://")) {
-    return bad("base_url must start with http:// or https://, got '" + o.base_url + "'");
-  }
-  if (o.model.empty() && (o.api_style == ApiStyle::kOpenAI || o.azure_deployment.empty())) {
-    return bad("model is empty");
-  }
-  if (o.api_style == ApiStyle::kAzure) {
-    if (o.base_url.find("api.openai.com") != std::string::npos) {
-      return bad(
-          "Azure needs base_url set to the resource's endpoint "
-          "(https://NAME.openai.azure.com)");
-    }
-    if (o.azure_api_version.empty()) return bad("azure_api_version is empty");
-  }
-  if (o.max_concurrency < 1) return bad("max_concurrency must be at least 1");
-  if (o.requests_per_minute < 0) return bad("requests_per_minute must not be negative");
-  if (o.tokens_per_minute < 0) return bad("tokens_per_minute must not be negative");
-  if (o.timeout.count() <= 0) return bad("timeout must be positive");
-  if (o.connect_timeout.count() <= 0) return bad("connect_timeout must be positive");
-  if (o.max_retries < 0) return bad("max_retries must not be negative");
-  if (o.backoff_base.count() < 0 || o.backoff_cap < o.backoff_base) {
-    return bad("backoff_base must be >= 0 and backoff_cap >= backoff_base");
-  }
-  if (o.max_retry_after.count() < 0) return bad("max_retry_after must not be negative");
-  if (o.embedding_batch_size < 1) return bad("embedding_batch_size must be at least 1");
-  if (o.embedding_batch_max_tokens < 1) return bad("embedding_batch_max_tokens must be >= 1");
-  if (o.embedding_dimensions && *o.embedding_dimensions < 1) {
-    return bad("embedding_dimensions must be at least 1");
-  }
-  if (o.max_tokens_field.empty()) return bad("max_tokens_field is empty");
-  for (size_t i = 0; i < o.endpoints.size(); ++i) {
-    const EndpointOptions& e = o.endpoints[i];
-    const std::string at = fmt::format("endpoints[{}]", i);
-    if (!e.base_url.starts_with("http://") && !e.base_url.starts_with("https://")) {
-      return bad(at + ": base_url must start with http:// or https://, got '" + e.base_url + "'");
-    }
-    if (!(e.weight > 0) || !std::isfinite(e.weight)) return bad(at + ": weight must be positive");
-    if (e.max_concurrency < 1) return bad(at + ": max_concurrency must be at least 1");
-    if (e.requests_per_minute < 0 || e.tokens_per_minute < 0) {
-      return bad(at + ": requests_per_minute and tokens_per_minute must not be negative");
-    }
-    for (size_t k = 0; k < i; ++k) {
-      if (!e.name.empty() && o.endpoints[k].name == e.name) {
-        return bad(at + ": the name '" + e.name + "' is taken by endpoints[" + std::to_string(k) +
-                   "]");
-      }
-    }
-  }
-  if (!o.endpoints.empty() && o.bench_after_failures < 1) {
-    return bad("bench_after_failures must be at least 1");
-  }
-  if (o.bench_base.count() < 0 || o.bench_cap < o.bench_base) {
-    return bad("bench_base must be >= 0 and bench_cap >= bench_base");
-  }
-  return Status::Ok();
-}
-
-// "host:port" of a URL, the default name of an endpoint.
-std::string HostOf(std::string_view url) {
-  if (size_t scheme = url.find("://"); scheme != std::string_view::npos) {
-    url.remove_prefix(scheme + 3);
-  }
-  return std::string(url.substr(0, url.find('/')));
-}
-
-// The endpoints a client sends to: the list given, or one made of the single-endpoint fields.
-// Names default to host:port, made unique with #2, #3...
-std::vector<EndpointOptions> EffectiveEndpoints(const OpenAIOptions& o) {
-  std::vector<EndpointOptions> out = o.endpoints;
-  if (out.empty()) {
-    EndpointOptions e;
-    e.base_url = o.base_url;
-    e.api_key = o.api_key;
-    e.model = o.model;
-    e.max_concurrency = o.max_concurrency;
-    e.requests_per_minute = o.requests_per_minute;
-    e.tokens_per_minute = o.tokens_per_minute;
-    out.push_back(std::move(e));
-  }
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i].model.empty()) out[i].model = o.model;
-    if (!out[i].name.empty()) continue;
-    const std::string host = HostOf(out[i].base_url);
-    std::string name = host;
-    for (int n = 2;; ++n) {
-      bool taken = false;
-      for (size_t k = 0; k < out.size(); ++k) taken = taken || (k != i && out[k].name == name);
-      if (!taken) break;
-      name = host + "#" + std::to_string(n);
-    }
-    out[i].name = name;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -272,8 +187,8 @@ struct OpenAIClient::Impl {
         transport(std::move(t)),
         clock(std::move(c)),
         count(options.token_counter ? options.token_counter : TokenCounter(&EstimateTokens)),
-        pool(EffectiveEndpoints(options), options.usage_role, *clock,
-             llm_internal::BenchPolicy{EffectiveEndpoints(options).size() > 1,
+        pool(llm_internal::EffectiveEndpoints(options), options.usage_role, *clock,
+             llm_internal::BenchPolicy{llm_internal::EffectiveEndpoints(options).size() > 1,
                                        options.bench_after_failures, options.bench_base,
                                        options.bench_cap}),
         rng(options.jitter_seed != 0 ? options.jitter_seed : RandomSeed()) {
@@ -328,6 +243,13 @@ struct OpenAIClient::Impl {
                     int64_t tokens, StreamState* stream, int* retries,
                     const std::atomic<bool>* cancel = nullptr,
                     const OnRefused* on_refused = nullptr);
+  // Send: what a non-2xx reply that refuses no parameter makes of the attempt.
+  void HttpFailure(const HttpResponse& response, const std::string& where, FailedAttempt& f);
+  // Send: nullopt when the call goes again (at once on another endpoint, or after a backoff),
+  // else the error it ends with.
+  std::optional<Status> RetryOrGiveUp(std::string_view what, const FailedAttempt& f, bool several,
+                                      const std::vector<bool>& failed, StreamState* stream,
+                                      int* retries);
   // Reads what the cache remembers of an endpoint, once.
   void LoadCaps(Target& target);
   void SaveCaps(const Target& target);
@@ -341,6 +263,16 @@ struct OpenAIClient::Impl {
   // Ollama: the num_ctx a request of `prompt_tokens` and `output_tokens` is sent with.
   Result<int64_t> OllamaNumCtx(int64_t prompt_tokens, int64_t output_tokens);
   Result<ChatResponse> ChatOnce(const ChatRequest& request, int* retries);
+  // ChatOnce: the reply the cache holds under `key`, if any (passed on to on_delta).
+  std::optional<ChatResponse> CachedChat(const ChatRequest& request, const std::string& key);
+  // ChatOnce: the request body for `target`.
+  std::string ChatBody(const Target& target, const ChatRequest& request, bool ollama,
+                       int64_t num_ctx, const llm_internal::ChatBodyOptions& body_options);
+  // ChatOnce: the response to `reply`, its tokens counted (when the server does not say) and
+  // charged to the endpoint that sent it.
+  ChatResponse ResponseOf(llm_internal::ChatReply& reply, const llm_internal::ThinkingSplit& split,
+                          const ChatRequest& request, bool count_first, int64_t prompt_estimate,
+                          size_t endpoint);
   Result<EmbeddingResponse> EmbedOnce(const std::vector<std::string>& inputs, int* retries);
 
   const OpenAIOptions options;
@@ -581,23 +513,21 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
     const std::chrono::milliseconds latency = Since(*clock, sent_at);
     lent = std::move(request.body);
 
-    Status failure;
-    bool retryable = false;
-    bool never_reached = false;
-    Outcome outcome = Outcome::kCallerError;
-    std::optional<std::chrono::milliseconds> server_wait;
+    FailedAttempt f;
+    f.attempt = attempt;
+    f.ep = ep;
     if (result.ok()) {
       target.reached.store(true);
       const HttpResponse& response = *result;
       if (response.status >= 200 && response.status < 300) {
         // A web page (a proxy's, a wrong port's, a UI's) is not a model's reply: retrying or
         // parsing it as a bad answer would only spend calls.
-        failure = llm_internal::CheckReplyIsApi(response, where, stream != nullptr);
-        if (failure.ok()) {
-          pool.Release(ep, Outcome::kOk, latency, failure);
+        f.failure = llm_internal::CheckReplyIsApi(response, where, stream != nullptr);
+        if (f.failure.ok()) {
+          pool.Release(ep, Outcome::kOk, latency, f.failure);
           return Sent{std::move(result).value(), ep};
         }
-        outcome = Outcome::kDown;
+        f.outcome = Outcome::kDown;
       } else if (const std::string refused =
                      on_refused != nullptr && adaptations < 6
                          ? llm_internal::RefusedParameter(response.status, response.body)
@@ -611,86 +541,102 @@ Result<Sent> OpenAIClient::Impl::Send(std::string_view what, std::string Target:
         --attempt;
         continue;
       } else {
-        failure = llm_internal::HttpErrorStatus(response.status, response.body, where);
-        const bool quota = response.status == 429 && llm_internal::IsQuotaExhausted(response.body);
-        retryable = llm_internal::IsRetryableStatus(response.status) && !quota;
-        server_wait = llm_internal::ParseRetryAfter(response, clock->WallNow());
-        if (retryable) {
-          outcome = Outcome::kFailed;
-        } else if (quota || response.status == 401 || response.status == 403 ||
-                   response.status == 404) {
-          outcome = Outcome::kDown;  // this endpoint's key, quota, URL or model
-        }
+        HttpFailure(response, where, f);
       }
     } else {
-      failure = result.status();
-      if (stream != nullptr && !stream->error().ok()) failure = stream->error();
-      retryable =
-          failure.code() == ErrorCode::kTimeout || failure.code() == ErrorCode::kUnavailable;
-      if (retryable) outcome = Outcome::kFailed;
-      if (IsConnectFailure(failure) && !target.reached.load()) {
-        never_reached = true;
-        outcome = Outcome::kDown;
+      f.failure = result.status();
+      if (stream != nullptr && !stream->error().ok()) f.failure = stream->error();
+      f.retryable =
+          f.failure.code() == ErrorCode::kTimeout || f.failure.code() == ErrorCode::kUnavailable;
+      if (f.retryable) f.outcome = Outcome::kFailed;
+      if (IsConnectFailure(f.failure) && !target.reached.load()) {
+        f.never_reached = true;
+        f.outcome = Outcome::kDown;
       }
     }
-    pool.Release(ep, outcome, latency, failure);
+    pool.Release(ep, f.outcome, latency, f.failure);
     failed[ep] = true;
-    if (server_wait) pool.PauseUntil(ep, clock->Now() + *server_wait);
+    if (f.server_wait) pool.PauseUntil(ep, clock->Now() + *f.server_wait);
+    if (std::optional<Status> last = RetryOrGiveUp(what, f, several, failed, stream, retries)) {
+      return std::move(*last);
+    }
+  }
+}
 
-    const bool may_repeat = stream == nullptr || stream->MayRetry();
-    if (several && outcome != Outcome::kCallerError && may_repeat &&
-        attempt < options.max_retries && pool.AnyOtherInRotation(failed)) {
-      Log(LogLevel::kInfo, "llm",
-          fmt::format("{} {}: endpoint {}: {}; retry {} of {} on another endpoint", what,
-                      options.model, pool.endpoint(ep).name, failure.ToString(), attempt + 1,
-                      options.max_retries));
-      ++*retries;
-      counters.retries.fetch_add(1);
-      continue;
-    }
-    if (never_reached) {
-      bool any_reached = false;
-      for (const auto& t : targets) any_reached = any_reached || t->reached.load();
-      if (!any_reached) {
-        // Never reached: a wrong URL or a server that is not running. Fail now, not after a
-        // minute of backoff. (Once it has answered, a refused connection is a restart: retried.)
-        return Status::Unavailable(failure.message() +
-                                   " (the model endpoint does not answer: is the server "
-                                   "running, and is the base URL right?)");
-      }
-    }
-    if (retryable && !may_repeat) {
-      return Status(failure.code(),
-                    failure.message() + " (the stream broke after part of the reply was shown)");
-    }
-    if (!retryable) return failure;
-    if (attempt >= options.max_retries) {
-      return Status(failure.code(),
-                    fmt::format("{} (gave up after {} attempts)", failure.message(), attempt + 1));
-    }
+void OpenAIClient::Impl::HttpFailure(const HttpResponse& response, const std::string& where,
+                                     FailedAttempt& f) {
+  f.failure = llm_internal::HttpErrorStatus(response.status, response.body, where);
+  const bool quota = response.status == 429 && llm_internal::IsQuotaExhausted(response.body);
+  f.retryable = llm_internal::IsRetryableStatus(response.status) && !quota;
+  f.server_wait = llm_internal::ParseRetryAfter(response, clock->WallNow());
+  if (f.retryable) {
+    f.outcome = Outcome::kFailed;
+  } else if (quota || response.status == 401 || response.status == 403 || response.status == 404) {
+    f.outcome = Outcome::kDown;  // this endpoint's key, quota, URL or model
+  }
+}
 
-    std::chrono::milliseconds wait =
-        llm_internal::BackoffDelay(attempt, options.backoff_base, options.backoff_cap, Uniform());
-    if (server_wait) {
-      if (*server_wait > options.max_retry_after) {
-        return Status(failure.code(),
-                      fmt::format("{} (the server asks to retry after {} s, longer than "
-                                  "max_retry_after {} s)",
-                                  failure.message(), server_wait->count() / 1000.0,
-                                  options.max_retry_after.count() / 1000.0));
-      }
-      // Wait what the server asks, plus a little jitter so parallel callers do not return at once.
-      wait = *server_wait + std::chrono::milliseconds(static_cast<int64_t>(
-                                Uniform() * static_cast<double>(options.backoff_base.count()) / 4));
-    }
+std::optional<Status> OpenAIClient::Impl::RetryOrGiveUp(std::string_view what,
+                                                        const FailedAttempt& f, bool several,
+                                                        const std::vector<bool>& failed,
+                                                        StreamState* stream, int* retries) {
+  const int attempt = f.attempt;
+  const size_t ep = f.ep;
+  const Status& failure = f.failure;
+  const bool may_repeat = stream == nullptr || stream->MayRetry();
+  if (several && f.outcome != Outcome::kCallerError && may_repeat &&
+      attempt < options.max_retries && pool.AnyOtherInRotation(failed)) {
     Log(LogLevel::kInfo, "llm",
-        fmt::format("{} {}{}: {}; retry {} of {} in {:.1f} s", what, options.model,
-                    several ? " (endpoint " + pool.endpoint(ep).name + ")" : std::string(),
-                    failure.ToString(), attempt + 1, options.max_retries, wait.count() / 1000.0));
+        fmt::format("{} {}: endpoint {}: {}; retry {} of {} on another endpoint", what,
+                    options.model, pool.endpoint(ep).name, failure.ToString(), attempt + 1,
+                    options.max_retries));
     ++*retries;
     counters.retries.fetch_add(1);
-    clock->SleepUntil(clock->Now() + wait);
+    return std::nullopt;
   }
+  if (f.never_reached) {
+    bool any_reached = false;
+    for (const auto& t : targets) any_reached = any_reached || t->reached.load();
+    if (!any_reached) {
+      // Never reached: a wrong URL or a server that is not running. Fail now, not after a
+      // minute of backoff. (Once it has answered, a refused connection is a restart: retried.)
+      return Status::Unavailable(failure.message() +
+                                 " (the model endpoint does not answer: is the server "
+                                 "running, and is the base URL right?)");
+    }
+  }
+  if (f.retryable && !may_repeat) {
+    return Status(failure.code(),
+                  failure.message() + " (the stream broke after part of the reply was shown)");
+  }
+  if (!f.retryable) return failure;
+  if (attempt >= options.max_retries) {
+    return Status(failure.code(),
+                  fmt::format("{} (gave up after {} attempts)", failure.message(), attempt + 1));
+  }
+
+  std::chrono::milliseconds wait =
+      llm_internal::BackoffDelay(attempt, options.backoff_base, options.backoff_cap, Uniform());
+  if (f.server_wait) {
+    if (*f.server_wait > options.max_retry_after) {
+      return Status(failure.code(),
+                    fmt::format("{} (the server asks to retry after {} s, longer than "
+                                "max_retry_after {} s)",
+                                failure.message(), f.server_wait->count() / 1000.0,
+                                options.max_retry_after.count() / 1000.0));
+    }
+    // Wait what the server asks, plus a little jitter so parallel callers do not return at once.
+    wait = *f.server_wait + std::chrono::milliseconds(static_cast<int64_t>(
+                                Uniform() * static_cast<double>(options.backoff_base.count()) / 4));
+  }
+  Log(LogLevel::kInfo, "llm",
+      fmt::format("{} {}{}: {}; retry {} of {} in {:.1f} s", what, options.model,
+                  several ? " (endpoint " + pool.endpoint(ep).name + ")" : std::string(),
+                  failure.ToString(), attempt + 1, options.max_retries, wait.count() / 1000.0));
+  ++*retries;
+  counters.retries.fetch_add(1);
+  clock->SleepUntil(clock->Now() + wait);
+  return std::nullopt;
 }
 
 Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, int* retries) {
@@ -701,15 +647,7 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
   std::string key;
   if (use_cache) {
     key = llm_internal::ChatCacheKey(options.model, request, Extra());
-    if (std::optional<std::string> value = options.cache->Get(key)) {
-      if (std::optional<ChatResponse> cached = llm_internal::DecodeChatReply(*value)) {
-        counters.cache_hits.fetch_add(1);
-        cached->cache_hit = true;
-        if (request.on_delta && !cached->content.empty()) request.on_delta(cached->content);
-        return std::move(*cached);
-      }
-      Log(LogLevel::kWarn, "llm", "ignoring an unreadable reply-cache entry " + key);
-    }
+    if (std::optional<ChatResponse> cached = CachedChat(request, key)) return std::move(*cached);
   }
 
   const bool ollama = options.api_style == ApiStyle::kOllama;
@@ -734,30 +672,7 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
                                                          : options.default_output_tokens));
   }
   const BodyFor body_for = [&](const Target& target) {
-    const EndpointCaps& caps = target.caps;
-    if (ollama) {
-      llm_internal::OllamaChatOptions o;
-      o.model = target.model;
-      o.num_ctx = num_ctx;
-      o.keep_alive = options.keep_alive;
-      if (caps.think.load()) o.think = options.think;
-      o.send_json_mode = caps.json_mode.load();
-      o.send_json_schema = caps.json_schema.load();
-      return llm_internal::BuildOllamaChatBody(request, o, Extra());
-    }
-    llm_internal::ChatBodyOptions o = body_options;
-    o.model = target.model;
-    o.send_json_mode = caps.json_mode.load();
-    o.send_json_schema = caps.json_schema.load();
-    o.send_temperature = caps.temperature.load();
-    o.stream_usage = options.stream_usage && caps.stream_options.load();
-    const int field = caps.max_tokens_field.load();
-    o.max_tokens_field = field == 1   ? "max_tokens"
-                         : field == 2 ? "max_completion_tokens"
-                                      : options.max_tokens_field;
-    if (!caps.reasoning_effort.load()) o.reasoning_effort.clear();
-    if (!caps.template_kwargs.load()) o.enable_thinking.reset();
-    return llm_internal::BuildChatBody(request, o);
+    return ChatBody(target, request, ollama, num_ctx, body_options);
   };
   const OnRefused on_refused = [&](Target& target, const std::string& field) {
     return AdaptChat(target, field, request);
@@ -810,6 +725,70 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
   }
   if (request.on_delta && !delivered && !reply.content.empty()) request.on_delta(reply.content);
 
+  ChatResponse out = ResponseOf(reply, split, request, count_first, prompt_estimate, sent.endpoint);
+
+  if (request.validator) {
+    Status verdict = request.validator(out.content);
+    if (!verdict.ok()) {
+      counters.rejected.fetch_add(1);
+      return verdict;
+    }
+  }
+  if (use_cache) {
+    Status stored = options.cache->Put(key, llm_internal::EncodeChatReply(out, reply.content_json),
+                                       options.model, "chat");
+    if (!stored.ok()) Log(LogLevel::kWarn, "llm", "reply not cached: " + stored.ToString());
+  }
+  return out;
+}
+
+std::optional<ChatResponse> OpenAIClient::Impl::CachedChat(const ChatRequest& request,
+                                                           const std::string& key) {
+  if (std::optional<std::string> value = options.cache->Get(key)) {
+    if (std::optional<ChatResponse> cached = llm_internal::DecodeChatReply(*value)) {
+      counters.cache_hits.fetch_add(1);
+      cached->cache_hit = true;
+      if (request.on_delta && !cached->content.empty()) request.on_delta(cached->content);
+      return cached;
+    }
+    Log(LogLevel::kWarn, "llm", "ignoring an unreadable reply-cache entry " + key);
+  }
+  return std::nullopt;
+}
+
+std::string OpenAIClient::Impl::ChatBody(const Target& target, const ChatRequest& request,
+                                         bool ollama, int64_t num_ctx,
+                                         const llm_internal::ChatBodyOptions& body_options) {
+  const EndpointCaps& caps = target.caps;
+  if (ollama) {
+    llm_internal::OllamaChatOptions o;
+    o.model = target.model;
+    o.num_ctx = num_ctx;
+    o.keep_alive = options.keep_alive;
+    if (caps.think.load()) o.think = options.think;
+    o.send_json_mode = caps.json_mode.load();
+    o.send_json_schema = caps.json_schema.load();
+    return llm_internal::BuildOllamaChatBody(request, o, Extra());
+  }
+  llm_internal::ChatBodyOptions o = body_options;
+  o.model = target.model;
+  o.send_json_mode = caps.json_mode.load();
+  o.send_json_schema = caps.json_schema.load();
+  o.send_temperature = caps.temperature.load();
+  o.stream_usage = options.stream_usage && caps.stream_options.load();
+  const int field = caps.max_tokens_field.load();
+  o.max_tokens_field = field == 1   ? "max_tokens"
+                       : field == 2 ? "max_completion_tokens"
+                                    : options.max_tokens_field;
+  if (!caps.reasoning_effort.load()) o.reasoning_effort.clear();
+  if (!caps.template_kwargs.load()) o.enable_thinking.reset();
+  return llm_internal::BuildChatBody(request, o);
+}
+
+ChatResponse OpenAIClient::Impl::ResponseOf(llm_internal::ChatReply& reply,
+                                            const llm_internal::ThinkingSplit& split,
+                                            const ChatRequest& request, bool count_first,
+                                            int64_t prompt_estimate, size_t endpoint) {
   ChatResponse out;
   out.content = std::move(reply.content);
   out.model = reply.model.empty() ? options.model : reply.model;
@@ -826,26 +805,13 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
                               ? *reply.completion_tokens
                               : static_cast<int64_t>(count(out.content)) + thinking_tokens;
   out.reasoning_tokens = reply.reasoning_tokens ? *reply.reasoning_tokens : thinking_tokens;
-  out.endpoint = pool.endpoint(sent.endpoint).name;
+  out.endpoint = pool.endpoint(endpoint).name;
   counters.prompt_tokens.fetch_add(out.prompt_tokens);
   counters.completion_tokens.fetch_add(out.completion_tokens);
-  pool.AddTokens(sent.endpoint, out.prompt_tokens, out.completion_tokens);
-  pool.Charge(sent.endpoint,
+  pool.AddTokens(endpoint, out.prompt_tokens, out.completion_tokens);
+  pool.Charge(endpoint,
               out.completion_tokens +
                   std::max<int64_t>(0, out.prompt_tokens - (token_limited ? prompt_estimate : 0)));
-
-  if (request.validator) {
-    Status verdict = request.validator(out.content);
-    if (!verdict.ok()) {
-      counters.rejected.fetch_add(1);
-      return verdict;
-    }
-  }
-  if (use_cache) {
-    Status stored = options.cache->Put(key, llm_internal::EncodeChatReply(out, reply.content_json),
-                                       options.model, "chat");
-    if (!stored.ok()) Log(LogLevel::kWarn, "llm", "reply not cached: " + stored.ToString());
-  }
   return out;
 }
 
@@ -975,7 +941,7 @@ Result<EmbeddingResponse> OpenAIClient::Impl::EmbedOnce(const std::vector<std::s
 // ---- OpenAIClient ----
 
 Result<std::unique_ptr<OpenAIClient>> OpenAIClient::Create(OpenAIOptions options) {
-  GRAG_RETURN_IF_ERROR(CheckOptions(options));
+  GRAG_RETURN_IF_ERROR(llm_internal::CheckOpenAIOptions(options));
   if (options.model.empty()) options.model = options.azure_deployment;  // Azure: names the model
   GRAG_ASSIGN_OR_RETURN(nlohmann::json extra,
                         llm_internal::ParseExtraBody(options.extra_body_json));
@@ -1130,58 +1096,6 @@ LlmUsage OpenAIClient::Usage() const {
     u.endpoints = impl_->pool.Usage();
   }
   return u;
-}
-
-// ---- small public helpers ----
-
-size_t EstimateTokens(std::string_view text) { return (text.size() + 3) / 4; }
-
-LlmUsage& LlmUsage::operator+=(const LlmUsage& other) {
-  calls += other.calls;
-  cache_hits += other.cache_hits;
-  http_requests += other.http_requests;
-  retries += other.retries;
-  failures += other.failures;
-  rejected += other.rejected;
-  prompt_tokens += other.prompt_tokens;
-  completion_tokens += other.completion_tokens;
-  for (const EndpointUsage& e : other.endpoints) {
-    auto it = std::find_if(endpoints.begin(), endpoints.end(), [&](const EndpointUsage& m) {
-      return m.role == e.role && m.name == e.name;
-    });
-    if (it == endpoints.end()) {
-      endpoints.push_back(e);
-    } else {
-      *it += e;
-    }
-  }
-  return *this;
-}
-
-LlmUsage& LlmUsage::operator-=(const LlmUsage& other) {
-  calls -= other.calls;
-  cache_hits -= other.cache_hits;
-  http_requests -= other.http_requests;
-  retries -= other.retries;
-  failures -= other.failures;
-  rejected -= other.rejected;
-  prompt_tokens -= other.prompt_tokens;
-  completion_tokens -= other.completion_tokens;
-  for (const EndpointUsage& e : other.endpoints) {
-    auto it = std::find_if(endpoints.begin(), endpoints.end(), [&](const EndpointUsage& m) {
-      return m.role == e.role && m.name == e.name;
-    });
-    if (it != endpoints.end()) *it -= e;
-  }
-  return *this;
-}
-
-Result<ApiStyle> ParseApiStyle(std::string_view name) {
-  if (name == "openai") return ApiStyle::kOpenAI;
-  if (name == "azure") return ApiStyle::kAzure;
-  if (name == "ollama") return ApiStyle::kOllama;
-  return Status::InvalidArgument("unknown API style '" + std::string(name) +
-                                 "' (expected openai, azure or ollama)");
 }
 
 }  // namespace grag

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <tuple>
 #include <unordered_set>
 
 #include "grag/words.h"
@@ -261,6 +263,78 @@ SourceSpan SpanLocator::MakeSpan(const Document& doc, const ChunkRecord& chunk, 
   return s;
 }
 
+namespace {
+
+// A span found in one of the cited chunks, and that chunk's place in the citation's list.
+struct FoundSpan {
+  SourceSpan span;
+  size_t order = 0;
+};
+
+// The run of at most `window` sentences holding the largest share of the claim's weight (its
+// terms' idf over claim_weight): the share and the run's byte bounds. On a tie (within
+// rounding) the shorter run. A share of -1: no sentence.
+std::tuple<double, size_t, size_t> BestWindow(
+    const std::vector<std::pair<size_t, size_t>>& bounds,
+    const std::vector<std::unordered_set<std::string>>& words,
+    const std::vector<std::string>& terms, double claim_weight, size_t window,
+    const std::function<double(const std::string&)>& idf) {
+  double best_score = -1;
+  size_t best_b = 0;
+  size_t best_e = 0;
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    std::unordered_set<std::string> have;
+    for (size_t j = i; j < std::min(bounds.size(), i + window); ++j) {
+      have.insert(words[j].begin(), words[j].end());
+      double score = 0;
+      for (const auto& t : terms) score += have.count(t) != 0 ? idf(t) : 0;
+      score /= claim_weight;
+      const size_t b = bounds[i].first;
+      const size_t e = bounds[j].second;
+      if (e <= b) continue;
+      // Higher share wins; on a tie (within rounding) the shorter span.
+      if (score > best_score + 1e-9 ||
+          (std::abs(score - best_score) <= 1e-9 && e - b < best_e - best_b)) {
+        best_score = score;
+        best_b = b;
+        best_e = e;
+      }
+    }
+  }
+  return {best_score, best_b, best_e};
+}
+
+// The spans to show: the precise ones (or, when none is, the first chunk's), most precise and
+// then most overlapping first, at most max_spans, a passage found twice shown once.
+std::vector<SourceSpan> KeepBest(std::vector<FoundSpan> found, int max_spans) {
+  const bool any_precise = std::any_of(found.begin(), found.end(), [](const FoundSpan& f) {
+    return f.span.precision != SpanPrecision::kChunk;
+  });
+  std::vector<FoundSpan> kept;
+  for (auto& f : found) {
+    if (any_precise ? f.span.precision != SpanPrecision::kChunk : kept.empty()) {
+      kept.push_back(std::move(f));
+    }
+  }
+  std::stable_sort(kept.begin(), kept.end(), [](const FoundSpan& a, const FoundSpan& b) {
+    if (a.span.precision != b.span.precision) return a.span.precision < b.span.precision;
+    return a.span.overlap > b.span.overlap;
+  });
+  std::vector<SourceSpan> out;
+  for (auto& f : kept) {
+    if (static_cast<int>(out.size()) >= max_spans) break;
+    // Neighbouring chunks overlap: the same passage found twice is shown once.
+    const bool repeat = std::any_of(out.begin(), out.end(), [&f](const SourceSpan& s) {
+      return s.document_id == f.span.document_id && s.byte_start < f.span.byte_end &&
+             f.span.byte_start < s.byte_end;
+    });
+    if (!repeat) out.push_back(std::move(f.span));
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<SourceSpan>> SpanLocator::Locate(std::string_view claim, std::string_view quote,
                                                     const std::vector<CitedChunk>& chunks) {
   // The claim's content words, weighted by rarity (BM25's idf over the index's chunks).
@@ -296,11 +370,7 @@ Result<std::vector<SourceSpan>> SpanLocator::Locate(std::string_view claim, std:
   if (!quote.empty()) quotes.push_back(Fold(quote).text);
   if (std::string c = Fold(claim).text; c.size() >= 12) quotes.push_back(std::move(c));
 
-  struct Found {
-    SourceSpan span;
-    size_t order = 0;
-  };
-  std::vector<Found> found;
+  std::vector<FoundSpan> found;
   for (size_t order = 0; order < chunks.size(); ++order) {
     const CitedChunk& cited = chunks[order];
     GRAG_ASSIGN_OR_RETURN(const ChunkRecord* chunk, GetChunk(cited.chunk_id));
@@ -356,31 +426,10 @@ Result<std::vector<SourceSpan>> SpanLocator::Locate(std::string_view claim, std:
         }
         cached = sentences_.emplace(key, std::move(sw)).first;
       }
-      const auto& bounds = cached->second.bounds;
-      const auto& words = cached->second.words;
-      double best_score = -1;
-      size_t best_b = 0;
-      size_t best_e = 0;
-      const size_t w = static_cast<size_t>(std::max(1, options_.window_sentences));
-      for (size_t i = 0; i < bounds.size(); ++i) {
-        std::unordered_set<std::string> have;
-        for (size_t j = i; j < std::min(bounds.size(), i + w); ++j) {
-          have.insert(words[j].begin(), words[j].end());
-          double score = 0;
-          for (const auto& t : terms) score += have.count(t) != 0 ? Idf(t) : 0;
-          score /= claim_weight;
-          const size_t b = bounds[i].first;
-          const size_t e = bounds[j].second;
-          if (e <= b) continue;
-          // Higher share wins; on a tie (within rounding) the shorter span.
-          if (score > best_score + 1e-9 ||
-              (std::abs(score - best_score) <= 1e-9 && e - b < best_e - best_b)) {
-            best_score = score;
-            best_b = b;
-            best_e = e;
-          }
-        }
-      }
+      const auto [best_score, best_b, best_e] =
+          BestWindow(cached->second.bounds, cached->second.words, terms, claim_weight,
+                     static_cast<size_t>(std::max(1, options_.window_sentences)),
+                     [this](const std::string& t) { return Idf(t); });
       if (best_score >= options_.min_overlap) {
         best = span_of(best_b, best_e, SpanPrecision::kSentence, best_score);
       }
@@ -389,30 +438,7 @@ Result<std::vector<SourceSpan>> SpanLocator::Locate(std::string_view claim, std:
     if (!best) best = span_of(0, region.size(), SpanPrecision::kChunk, 0);
     found.push_back({std::move(*best), order});
   }
-  const bool any_precise = std::any_of(found.begin(), found.end(), [](const Found& f) {
-    return f.span.precision != SpanPrecision::kChunk;
-  });
-  std::vector<Found> kept;
-  for (auto& f : found) {
-    if (any_precise ? f.span.precision != SpanPrecision::kChunk : kept.empty()) {
-      kept.push_back(std::move(f));
-    }
-  }
-  std::stable_sort(kept.begin(), kept.end(), [](const Found& a, const Found& b) {
-    if (a.span.precision != b.span.precision) return a.span.precision < b.span.precision;
-    return a.span.overlap > b.span.overlap;
-  });
-  std::vector<SourceSpan> out;
-  for (auto& f : kept) {
-    if (static_cast<int>(out.size()) >= options_.max_spans) break;
-    // Neighbouring chunks overlap: the same passage found twice is shown once.
-    const bool repeat = std::any_of(out.begin(), out.end(), [&f](const SourceSpan& s) {
-      return s.document_id == f.span.document_id && s.byte_start < f.span.byte_end &&
-             f.span.byte_start < s.byte_end;
-    });
-    if (!repeat) out.push_back(std::move(f.span));
-  }
-  return out;
+  return KeepBest(std::move(found), options_.max_spans);
 }
 
 Result<std::vector<CitedChunk>> SpanLocator::Ranked(std::vector<std::string> ids,

@@ -409,6 +409,367 @@ class FollowUpPool {
   size_t order_ = 0;
 };
 
+// The state of one DriftSearch call, and its steps.
+struct DriftRun {
+  // One follow-up of a round: its local context and, when asked, the reply.
+  struct Outcome {
+    Result<LocalContext> context = Status::Internal("not built");
+    std::optional<Result<ChatResponse>> reply;
+  };
+
+  DriftRun(Store& store_in, ChatModel& chat_in, EmbeddingModel* embedder_in,
+           const Tokenizer& tokenizer_in, std::string_view question_in,
+           const DriftSearchOptions& options_in, const Retriever* retriever_in,
+           SteadyClock::time_point start_in)
+      : store(store_in),
+        chat(chat_in),
+        embedder(embedder_in),
+        tokenizer(tokenizer_in),
+        question(question_in),
+        options(options_in),
+        retriever(retriever_in),
+        start(start_in) {}
+
+  Store& store;
+  ChatModel& chat;
+  EmbeddingModel* embedder;
+  const Tokenizer& tokenizer;
+  std::string_view question;
+  const DriftSearchOptions& options;
+  const Retriever* retriever;
+  SteadyClock::time_point start;
+  DriftSearchResult result;
+  DriftStats& stats = result.stats;
+  std::vector<ReportCandidate> reports;
+  size_t workers = 0;
+  // Calls left under the cap, the reduce's kept back.
+  int64_t cap = 0;
+  std::vector<float> question_vector;
+  std::map<std::string, DriftCitation> known;  // every id any answer could cite
+
+  ChatRequest Request(std::string prompt, bool json) const {
+    ChatRequest r;
+    r.role = ChatRole::kQuery;
+    r.messages = {{"user", std::move(prompt)}};
+    r.max_tokens = options.reply_max_tokens;
+    r.json_mode = json;
+    return r;
+  }
+
+  // ---- HyDE
+  void Hyde() {
+    if (options.hyde) {
+      const ReportCandidate& templ = TemplateReport(reports);
+      ChatRequest r = Request(
+          FillPrompt(options.hyde_prompt, {{"question", std::string(question)},
+                                           {"report_template", templ.report.full_content.empty()
+                                                                   ? templ.report.summary
+                                                                   : templ.report.full_content}}),
+          false);
+      Result<ChatResponse> reply = chat.Chat(r);
+      ++stats.hyde_calls;
+      --cap;
+      if (!reply.ok()) {
+        ++stats.failed;
+        result.diagnostics.push_back("the hypothetical answer failed (" +
+                                     reply.status().ToString() + "): reports matched by question");
+      } else {
+        stats.tokens_in += reply->prompt_tokens;
+        stats.tokens_out += reply->completion_tokens;
+        stats.cache_hits += reply->cache_hit ? 1 : 0;
+        result.hyde_text = reply->content;
+      }
+    }
+  }
+
+  // ---- report matching
+  Status MatchReports() {
+    std::vector<std::vector<float>> queries;
+    std::string model;
+    if (embedder != nullptr) {
+      std::vector<std::string> inputs = {std::string(question)};
+      if (!result.hyde_text.empty()) inputs.push_back(result.hyde_text);
+      auto e = embedder->Embed(inputs);
+      ++stats.embedding_requests;
+      if (e.ok() && e->vectors.size() == inputs.size()) {
+        question_vector = e->vectors.front();
+        queries = std::move(e->vectors);
+        model = embedder->model();
+      } else {
+        result.diagnostics.push_back("embedding the question failed" +
+                                     (e.ok() ? std::string() : " (" + e.status().ToString() + ")") +
+                                     ": reports matched by words");
+      }
+    }
+    GRAG_ASSIGN_OR_RETURN(stats.reports_by_words, RankReports(store, reports, queries, model,
+                                                              question, result.diagnostics));
+    return Status::Ok();
+  }
+
+  // ---- primer
+  Status Primer() {
+    const auto primer_start = SteadyClock::now();
+    std::vector<Fold> folds = PackFolds(reports, question, options, tokenizer, result.diagnostics);
+    if (folds.empty()) {
+      return Status::InvalidArgument(
+          "drift.primer_fold_tokens is too small for any report with the prompt and question");
+    }
+    if (static_cast<int64_t>(folds.size()) > cap - 1) folds.resize(static_cast<size_t>(cap - 1));
+    stats.max_calls = MaxDriftCalls(options, static_cast<int64_t>(folds.size()));
+    for (const Fold& f : folds) {
+      for (size_t i : f.reports) {
+        const ReportRecord& r = reports[i].report;
+        result.primer_reports.push_back({r.community_id, r.level, r.title, reports[i].score});
+      }
+    }
+    std::map<int64_t, size_t> report_rank;
+    for (size_t i = 0; i < reports.size(); ++i) report_rank[reports[i].report.community_id] = i;
+    for (const DriftReportMatch& m : result.primer_reports) {
+      DriftCitation c;
+      c.id = "C" + std::to_string(m.community_id);
+      c.kind = LocalItemType::kReport;
+      c.community_id = m.community_id;
+      c.title = m.title;
+      known.emplace(c.id, c);
+    }
+    std::vector<Result<ChatResponse>> primer_replies(folds.size(),
+                                                     Status::Internal("primer call not made"));
+    ParallelFor(folds.size(), workers,
+                [&](size_t i) { primer_replies[i] = chat.Chat(Request(folds[i].prompt, true)); });
+    stats.primer_calls = static_cast<int64_t>(folds.size());
+    cap -= stats.primer_calls;
+    bool any_primer = false;
+    std::string first_error;
+    for (size_t i = 0; i < folds.size(); ++i) {
+      DriftAction& a = result.actions.emplace_back();
+      a.query = std::string(question);
+      a.depth = 0;
+      for (size_t r : folds[i].reports) a.report_ids.push_back(reports[r].report.community_id);
+      ReadReply(primer_replies[i], true, a, stats);
+      if (a.outcome == DriftOutcome::kFailed) {
+        if (first_error.empty()) first_error = a.error;
+        Log(LogLevel::kWarn, "drift",
+            "primer call " + std::to_string(i + 1) + " failed: " + a.error);
+        continue;
+      }
+      any_primer = true;
+      std::map<std::string, DriftCitation> mine;
+      for (int64_t id : a.report_ids) {
+        const std::string key = "C" + std::to_string(id);
+        mine.emplace(key, known.at(key));
+      }
+      a.cited = IdsIn(a.answer, mine);
+    }
+    stats.primer_time = Since(primer_start);
+    if (!any_primer) {
+      const ErrorCode code = primer_replies.front().status().code();
+      const bool same =
+          std::all_of(primer_replies.begin(), primer_replies.end(),
+                      [&](const auto& r) { return !r.ok() && r.status().code() == code; });
+      return Status(same ? code : ErrorCode::kUnavailable,
+                    fmt::format("drift search: all {} primer calls failed; first: {}", folds.size(),
+                                first_error));
+    }
+    return Status::Ok();
+  }
+
+  // Queues the follow-ups action `parent` proposed, unless it scored too low.
+  void Propose(FollowUpPool& pool, size_t parent) {
+    const DriftAction& a = result.actions[parent];
+    if (a.outcome != DriftOutcome::kOk || a.score < options.min_parent_score) return;
+    const double priority = a.score * std::pow(options.depth_decay, static_cast<double>(a.depth));
+    for (const std::string& f : a.follow_ups) {
+      if (!pool.Add(f, parent, a.depth + 1, priority)) ++stats.duplicates;
+    }
+  }
+
+  // ---- follow-ups
+  void FollowUps() {
+    const auto followup_start = SteadyClock::now();
+    FollowUpPool pool(question, options.duplicate_jaccard, options.local.max_question_tokens,
+                      tokenizer);
+    for (size_t i = 0; i < result.actions.size(); ++i) Propose(pool, i);
+
+    ChunkLabeler labeler;
+    LocalSearchOptions local = options.local;
+    local.chunk_label = nullptr;  // S<rank> per context; ChunkLabeler::Relabel renumbers them
+    local.on_answer_delta = nullptr;
+    for (int64_t d = 1; d <= options.depth; ++d) {
+      auto& open = pool.open();
+      if (open.empty() || cap <= 1) break;
+      EmbedOpen(open);
+      std::vector<query::FollowUpCandidate> cands;
+      for (const auto& o : open) cands.push_back({o.priority, o.similarity, o.order});
+      const auto breadth =
+          static_cast<size_t>(std::min<int64_t>(options.breadth, std::max<int64_t>(cap - 1, 0)));
+      std::vector<size_t> picked = query::SelectFollowUps(cands, breadth);
+      if (picked.empty()) break;
+      std::vector<FollowUpPool::Open> asked;
+      for (size_t i : picked) asked.push_back(open[i]);
+      std::sort(picked.begin(), picked.end());
+      for (size_t k = picked.size(); k-- > 0;) open.erase(open.begin() + picked[k]);
+
+      std::vector<Outcome> outcomes = AskRound(asked, local, labeler);
+      const size_t first_new = result.actions.size();
+      ReadRound(asked, outcomes);
+      for (size_t i = first_new; i < result.actions.size(); ++i) Propose(pool, i);
+    }
+    stats.followup_time = Since(followup_start);
+  }
+
+  // Similarity to the question, for ties on priority (one embedding request per round).
+  void EmbedOpen(std::vector<FollowUpPool::Open>& open) {
+    if (embedder != nullptr && !question_vector.empty()) {
+      std::vector<std::string> inputs;
+      std::vector<size_t> which;
+      for (size_t i = 0; i < open.size(); ++i) {
+        if (open[i].embedded) continue;
+        inputs.push_back(open[i].query);
+        which.push_back(i);
+      }
+      if (!inputs.empty()) {
+        auto e = embedder->Embed(inputs);
+        ++stats.embedding_requests;
+        if (e.ok() && e->vectors.size() == inputs.size()) {
+          for (size_t k = 0; k < which.size(); ++k) {
+            open[which[k]].similarity = Cosine(question_vector, e->vectors[k]);
+            open[which[k]].embedded = true;
+          }
+        }
+      }
+    }
+  }
+
+  // Builds the round's local contexts and asks the follow-ups that found something.
+  std::vector<Outcome> AskRound(const std::vector<FollowUpPool::Open>& asked,
+                                const LocalSearchOptions& local, ChunkLabeler& labeler) {
+    std::vector<Outcome> outcomes(asked.size());
+    ParallelFor(asked.size(), workers, [&](size_t i) {
+      outcomes[i].context =
+          BuildLocalContext(store, embedder, tokenizer, asked[i].query, local, nullptr, retriever);
+    });
+    // Labels in action order, whatever order the contexts were built in.
+    for (Outcome& out : outcomes) {
+      if (out.context.ok()) labeler.Relabel(*out.context, tokenizer);
+    }
+    ParallelFor(asked.size(), workers, [&](size_t i) {
+      Outcome& out = outcomes[i];
+      if (!out.context.ok() || out.context->matches.empty()) return;
+      const LocalContext& ctx = *out.context;
+      std::string prompt = FillPrompt(
+          options.local_prompt, {{"question", asked[i].query},
+                                 {"global_question", std::string(question)},
+                                 {"entities", ctx.entities_text},
+                                 {"relationships", ctx.relationships_text},
+                                 {"reports", ctx.reports_text},
+                                 {"chunks", ctx.chunks_text},
+                                 {"max_followups", std::to_string(options.followups_per_answer)}});
+      out.reply = chat.Chat(Request(std::move(prompt), true));
+    });
+    return outcomes;
+  }
+
+  // One action per asked follow-up, read from its outcome.
+  void ReadRound(const std::vector<FollowUpPool::Open>& asked, std::vector<Outcome>& outcomes) {
+    for (size_t i = 0; i < asked.size(); ++i) {
+      DriftAction& a = result.actions.emplace_back();
+      a.query = asked[i].query;
+      a.depth = asked[i].depth;
+      a.parent = asked[i].parent;
+      a.priority = asked[i].priority;
+      Outcome& out = outcomes[i];
+      if (!out.context.ok()) {
+        a.outcome = DriftOutcome::kFailed;
+        a.error = out.context.status().ToString();
+        ++stats.failed;
+        continue;
+      }
+      if (!out.reply) {
+        a.outcome = DriftOutcome::kNothingFound;
+        a.error = "no entity in the index matches this follow-up: not asked";
+        continue;
+      }
+      ++stats.local_calls;
+      --cap;
+      ReadReply(*out.reply, false, a, stats);
+      std::map<std::string, DriftCitation> mine;
+      for (const LocalContextItem& item : out.context->items) {
+        mine.emplace(item.id, CitationOf(item));
+      }
+      a.cited = IdsIn(a.answer, mine);
+      known.insert(mine.begin(), mine.end());
+    }
+  }
+
+  // ---- reduce: the primer's notes first, then the follow-ups' by score; whole notes only
+  Result<DriftSearchResult> Reduce() {
+    std::vector<size_t> notes;
+    for (size_t i = 0; i < result.actions.size(); ++i) {
+      const DriftAction& a = result.actions[i];
+      if (a.outcome != DriftOutcome::kOk && a.outcome != DriftOutcome::kUnparseable) continue;
+      if (a.answer.empty()) continue;
+      notes.push_back(i);
+    }
+    std::stable_sort(notes.begin(), notes.end(), [&](size_t x, size_t y) {
+      const DriftAction& a = result.actions[x];
+      const DriftAction& b = result.actions[y];
+      if ((a.depth == 0) != (b.depth == 0)) return a.depth == 0;
+      return a.score > b.score;
+    });
+    const std::string empty_prompt =
+        FillPrompt(options.reduce_prompt, {{"question", std::string(question)}, {"answers", ""}});
+    auto used = static_cast<int64_t>(tokenizer.Count(empty_prompt));
+    std::string blocks;
+    size_t kept = 0;
+    for (size_t i : notes) {
+      const DriftAction& a = result.actions[i];
+      const std::string block =
+          fmt::format("<note query=\"{}\" score=\"{}\" depth=\"{}\">\n{}\n</note>\n",
+                      XmlAttr(a.query), a.score, a.depth, a.answer);
+      const auto tokens = static_cast<int64_t>(tokenizer.Count(block));
+      if (used + tokens > options.reduce_budget_tokens) break;
+      used += tokens;
+      blocks += block;
+      ++kept;
+    }
+    if (kept == 0) {
+      return Status::InvalidArgument(
+          "drift.reduce_budget_tokens " + std::to_string(options.reduce_budget_tokens) +
+          " cannot hold the primer's first note with the prompt and question");
+    }
+    if (kept < notes.size()) {
+      result.diagnostics.push_back(fmt::format(
+          "{} of {} notes left out of the reduce to stay within drift.reduce_budget_tokens",
+          notes.size() - kept, notes.size()));
+    }
+    ChatRequest reduce =
+        Request(FillPrompt(options.reduce_prompt,
+                           {{"question", std::string(question)}, {"answers", blocks}}),
+                false);
+    reduce.max_tokens = options.reduce_reply_max_tokens;
+    reduce.on_delta = options.on_answer_delta;
+    const auto reduce_start = SteadyClock::now();
+    Result<ChatResponse> answer = chat.Chat(reduce);
+    stats.reduce_time = Since(reduce_start);
+    stats.reduce_calls = 1;
+    if (!answer.ok()) return answer.status().WithContext("drift search reduce");
+    stats.tokens_in += answer->prompt_tokens;
+    stats.tokens_out += answer->completion_tokens;
+    stats.cache_hits += answer->cache_hit ? 1 : 0;
+    result.answer = std::move(answer->content);
+    for (const std::string& id : IdsIn(result.answer, known)) {
+      result.citations.push_back(known.at(id));
+    }
+    stats.wall_time = Since(start);
+    Log(LogLevel::kDebug, "drift",
+        fmt::format("{} calls (hyde {}, primer {}, follow-ups {}, reduce 1; bound {}), {} failed, "
+                    "{} unparseable, {} ms",
+                    stats.calls(), stats.hyde_calls, stats.primer_calls, stats.local_calls,
+                    stats.max_calls, stats.failed, stats.unparseable, stats.wall_time.count()));
+    return std::move(result);
+  }
+};
+
 }  // namespace
 
 std::string_view DriftOutcomeName(DriftOutcome outcome) {
@@ -488,314 +849,24 @@ Result<DriftSearchResult> DriftSearch(Store& store, ChatModel& chat, EmbeddingMo
   const auto start = SteadyClock::now();
   GRAG_RETURN_IF_ERROR(CheckOptions(options));
   GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer, options.local.max_question_tokens));
-  DriftSearchResult result;
-  DriftStats& stats = result.stats;
-  GRAG_ASSIGN_OR_RETURN(std::vector<ReportCandidate> reports, LoadReports(store));
-  if (std::none_of(reports.begin(), reports.end(), [](const ReportCandidate& c) {
+  DriftRun run(store, chat, embedder, tokenizer, question, options, retriever, start);
+  DriftSearchResult& result = run.result;
+  GRAG_ASSIGN_OR_RETURN(run.reports, LoadReports(store));
+  if (std::none_of(run.reports.begin(), run.reports.end(), [](const ReportCandidate& c) {
         return c.report.generator == ReportGenerator::kLlm;
       })) {
     result.diagnostics.push_back(
         "the reports were written without a model (extractive digests): the primer reads names "
         "and phrases, not summaries");
   }
-  const size_t workers = static_cast<size_t>(std::max(1, options.concurrency));
-  auto request = [&](std::string prompt, bool json) {
-    ChatRequest r;
-    r.role = ChatRole::kQuery;
-    r.messages = {{"user", std::move(prompt)}};
-    r.max_tokens = options.reply_max_tokens;
-    r.json_mode = json;
-    return r;
-  };
-  // Calls left under the cap, the reduce's kept back.
-  int64_t cap = options.max_calls > 0 ? options.max_calls : INT64_MAX;
+  run.workers = static_cast<size_t>(std::max(1, options.concurrency));
+  run.cap = options.max_calls > 0 ? options.max_calls : INT64_MAX;
 
-  // ---- HyDE
-  if (options.hyde) {
-    const ReportCandidate& templ = TemplateReport(reports);
-    ChatRequest r = request(
-        FillPrompt(options.hyde_prompt, {{"question", std::string(question)},
-                                         {"report_template", templ.report.full_content.empty()
-                                                                 ? templ.report.summary
-                                                                 : templ.report.full_content}}),
-        false);
-    Result<ChatResponse> reply = chat.Chat(r);
-    ++stats.hyde_calls;
-    --cap;
-    if (!reply.ok()) {
-      ++stats.failed;
-      result.diagnostics.push_back("the hypothetical answer failed (" + reply.status().ToString() +
-                                   "): reports matched by question");
-    } else {
-      stats.tokens_in += reply->prompt_tokens;
-      stats.tokens_out += reply->completion_tokens;
-      stats.cache_hits += reply->cache_hit ? 1 : 0;
-      result.hyde_text = reply->content;
-    }
-  }
-
-  // ---- report matching
-  std::vector<float> question_vector;
-  std::vector<std::vector<float>> queries;
-  std::string model;
-  if (embedder != nullptr) {
-    std::vector<std::string> inputs = {std::string(question)};
-    if (!result.hyde_text.empty()) inputs.push_back(result.hyde_text);
-    auto e = embedder->Embed(inputs);
-    ++stats.embedding_requests;
-    if (e.ok() && e->vectors.size() == inputs.size()) {
-      question_vector = e->vectors.front();
-      queries = std::move(e->vectors);
-      model = embedder->model();
-    } else {
-      result.diagnostics.push_back("embedding the question failed" +
-                                   (e.ok() ? std::string() : " (" + e.status().ToString() + ")") +
-                                   ": reports matched by words");
-    }
-  }
-  GRAG_ASSIGN_OR_RETURN(stats.reports_by_words,
-                        RankReports(store, reports, queries, model, question, result.diagnostics));
-
-  // ---- primer
-  const auto primer_start = SteadyClock::now();
-  std::vector<Fold> folds = PackFolds(reports, question, options, tokenizer, result.diagnostics);
-  if (folds.empty()) {
-    return Status::InvalidArgument(
-        "drift.primer_fold_tokens is too small for any report with the prompt and question");
-  }
-  if (static_cast<int64_t>(folds.size()) > cap - 1) folds.resize(static_cast<size_t>(cap - 1));
-  stats.max_calls = MaxDriftCalls(options, static_cast<int64_t>(folds.size()));
-  for (const Fold& f : folds) {
-    for (size_t i : f.reports) {
-      const ReportRecord& r = reports[i].report;
-      result.primer_reports.push_back({r.community_id, r.level, r.title, reports[i].score});
-    }
-  }
-  std::map<std::string, DriftCitation> known;  // every id any answer could cite
-  std::map<int64_t, size_t> report_rank;
-  for (size_t i = 0; i < reports.size(); ++i) report_rank[reports[i].report.community_id] = i;
-  for (const DriftReportMatch& m : result.primer_reports) {
-    DriftCitation c;
-    c.id = "C" + std::to_string(m.community_id);
-    c.kind = LocalItemType::kReport;
-    c.community_id = m.community_id;
-    c.title = m.title;
-    known.emplace(c.id, c);
-  }
-  std::vector<Result<ChatResponse>> primer_replies(folds.size(),
-                                                   Status::Internal("primer call not made"));
-  ParallelFor(folds.size(), workers,
-              [&](size_t i) { primer_replies[i] = chat.Chat(request(folds[i].prompt, true)); });
-  stats.primer_calls = static_cast<int64_t>(folds.size());
-  cap -= stats.primer_calls;
-  bool any_primer = false;
-  std::string first_error;
-  for (size_t i = 0; i < folds.size(); ++i) {
-    DriftAction& a = result.actions.emplace_back();
-    a.query = std::string(question);
-    a.depth = 0;
-    for (size_t r : folds[i].reports) a.report_ids.push_back(reports[r].report.community_id);
-    ReadReply(primer_replies[i], true, a, stats);
-    if (a.outcome == DriftOutcome::kFailed) {
-      if (first_error.empty()) first_error = a.error;
-      Log(LogLevel::kWarn, "drift", "primer call " + std::to_string(i + 1) + " failed: " + a.error);
-      continue;
-    }
-    any_primer = true;
-    std::map<std::string, DriftCitation> mine;
-    for (int64_t id : a.report_ids) {
-      const std::string key = "C" + std::to_string(id);
-      mine.emplace(key, known.at(key));
-    }
-    a.cited = IdsIn(a.answer, mine);
-  }
-  stats.primer_time = Since(primer_start);
-  if (!any_primer) {
-    const ErrorCode code = primer_replies.front().status().code();
-    const bool same = std::all_of(primer_replies.begin(), primer_replies.end(), [&](const auto& r) {
-      return !r.ok() && r.status().code() == code;
-    });
-    return Status(same ? code : ErrorCode::kUnavailable,
-                  fmt::format("drift search: all {} primer calls failed; first: {}", folds.size(),
-                              first_error));
-  }
-
-  // ---- follow-ups
-  const auto followup_start = SteadyClock::now();
-  FollowUpPool pool(question, options.duplicate_jaccard, options.local.max_question_tokens,
-                    tokenizer);
-  auto propose = [&](size_t parent) {
-    const DriftAction& a = result.actions[parent];
-    if (a.outcome != DriftOutcome::kOk || a.score < options.min_parent_score) return;
-    const double priority = a.score * std::pow(options.depth_decay, static_cast<double>(a.depth));
-    for (const std::string& f : a.follow_ups) {
-      if (!pool.Add(f, parent, a.depth + 1, priority)) ++stats.duplicates;
-    }
-  };
-  for (size_t i = 0; i < result.actions.size(); ++i) propose(i);
-
-  ChunkLabeler labeler;
-  LocalSearchOptions local = options.local;
-  local.chunk_label = nullptr;  // S<rank> per context; ChunkLabeler::Relabel renumbers them
-  local.on_answer_delta = nullptr;
-  for (int64_t d = 1; d <= options.depth; ++d) {
-    auto& open = pool.open();
-    if (open.empty() || cap <= 1) break;
-    // Similarity to the question, for ties on priority (one embedding request per round).
-    if (embedder != nullptr && !question_vector.empty()) {
-      std::vector<std::string> inputs;
-      std::vector<size_t> which;
-      for (size_t i = 0; i < open.size(); ++i) {
-        if (open[i].embedded) continue;
-        inputs.push_back(open[i].query);
-        which.push_back(i);
-      }
-      if (!inputs.empty()) {
-        auto e = embedder->Embed(inputs);
-        ++stats.embedding_requests;
-        if (e.ok() && e->vectors.size() == inputs.size()) {
-          for (size_t k = 0; k < which.size(); ++k) {
-            open[which[k]].similarity = Cosine(question_vector, e->vectors[k]);
-            open[which[k]].embedded = true;
-          }
-        }
-      }
-    }
-    std::vector<query::FollowUpCandidate> cands;
-    for (const auto& o : open) cands.push_back({o.priority, o.similarity, o.order});
-    const auto breadth =
-        static_cast<size_t>(std::min<int64_t>(options.breadth, std::max<int64_t>(cap - 1, 0)));
-    std::vector<size_t> picked = query::SelectFollowUps(cands, breadth);
-    if (picked.empty()) break;
-    std::vector<FollowUpPool::Open> asked;
-    for (size_t i : picked) asked.push_back(open[i]);
-    std::sort(picked.begin(), picked.end());
-    for (size_t k = picked.size(); k-- > 0;) open.erase(open.begin() + picked[k]);
-
-    struct Outcome {
-      Result<LocalContext> context = Status::Internal("not built");
-      std::optional<Result<ChatResponse>> reply;
-    };
-    std::vector<Outcome> outcomes(asked.size());
-    ParallelFor(asked.size(), workers, [&](size_t i) {
-      outcomes[i].context =
-          BuildLocalContext(store, embedder, tokenizer, asked[i].query, local, nullptr, retriever);
-    });
-    // Labels in action order, whatever order the contexts were built in.
-    for (Outcome& out : outcomes) {
-      if (out.context.ok()) labeler.Relabel(*out.context, tokenizer);
-    }
-    ParallelFor(asked.size(), workers, [&](size_t i) {
-      Outcome& out = outcomes[i];
-      if (!out.context.ok() || out.context->matches.empty()) return;
-      const LocalContext& ctx = *out.context;
-      std::string prompt = FillPrompt(
-          options.local_prompt, {{"question", asked[i].query},
-                                 {"global_question", std::string(question)},
-                                 {"entities", ctx.entities_text},
-                                 {"relationships", ctx.relationships_text},
-                                 {"reports", ctx.reports_text},
-                                 {"chunks", ctx.chunks_text},
-                                 {"max_followups", std::to_string(options.followups_per_answer)}});
-      out.reply = chat.Chat(request(std::move(prompt), true));
-    });
-    const size_t first_new = result.actions.size();
-    for (size_t i = 0; i < asked.size(); ++i) {
-      DriftAction& a = result.actions.emplace_back();
-      a.query = asked[i].query;
-      a.depth = asked[i].depth;
-      a.parent = asked[i].parent;
-      a.priority = asked[i].priority;
-      Outcome& out = outcomes[i];
-      if (!out.context.ok()) {
-        a.outcome = DriftOutcome::kFailed;
-        a.error = out.context.status().ToString();
-        ++stats.failed;
-        continue;
-      }
-      if (!out.reply) {
-        a.outcome = DriftOutcome::kNothingFound;
-        a.error = "no entity in the index matches this follow-up: not asked";
-        continue;
-      }
-      ++stats.local_calls;
-      --cap;
-      ReadReply(*out.reply, false, a, stats);
-      std::map<std::string, DriftCitation> mine;
-      for (const LocalContextItem& item : out.context->items) {
-        mine.emplace(item.id, CitationOf(item));
-      }
-      a.cited = IdsIn(a.answer, mine);
-      known.insert(mine.begin(), mine.end());
-    }
-    for (size_t i = first_new; i < result.actions.size(); ++i) propose(i);
-  }
-  stats.followup_time = Since(followup_start);
-
-  // ---- reduce: the primer's notes first, then the follow-ups' by score; whole notes only
-  std::vector<size_t> notes;
-  for (size_t i = 0; i < result.actions.size(); ++i) {
-    const DriftAction& a = result.actions[i];
-    if (a.outcome != DriftOutcome::kOk && a.outcome != DriftOutcome::kUnparseable) continue;
-    if (a.answer.empty()) continue;
-    notes.push_back(i);
-  }
-  std::stable_sort(notes.begin(), notes.end(), [&](size_t x, size_t y) {
-    const DriftAction& a = result.actions[x];
-    const DriftAction& b = result.actions[y];
-    if ((a.depth == 0) != (b.depth == 0)) return a.depth == 0;
-    return a.score > b.score;
-  });
-  const std::string empty_prompt =
-      FillPrompt(options.reduce_prompt, {{"question", std::string(question)}, {"answers", ""}});
-  auto used = static_cast<int64_t>(tokenizer.Count(empty_prompt));
-  std::string blocks;
-  size_t kept = 0;
-  for (size_t i : notes) {
-    const DriftAction& a = result.actions[i];
-    const std::string block =
-        fmt::format("<note query=\"{}\" score=\"{}\" depth=\"{}\">\n{}\n</note>\n",
-                    XmlAttr(a.query), a.score, a.depth, a.answer);
-    const auto tokens = static_cast<int64_t>(tokenizer.Count(block));
-    if (used + tokens > options.reduce_budget_tokens) break;
-    used += tokens;
-    blocks += block;
-    ++kept;
-  }
-  if (kept == 0) {
-    return Status::InvalidArgument(
-        "drift.reduce_budget_tokens " + std::to_string(options.reduce_budget_tokens) +
-        " cannot hold the primer's first note with the prompt and question");
-  }
-  if (kept < notes.size()) {
-    result.diagnostics.push_back(fmt::format(
-        "{} of {} notes left out of the reduce to stay within drift.reduce_budget_tokens",
-        notes.size() - kept, notes.size()));
-  }
-  ChatRequest reduce = request(
-      FillPrompt(options.reduce_prompt, {{"question", std::string(question)}, {"answers", blocks}}),
-      false);
-  reduce.max_tokens = options.reduce_reply_max_tokens;
-  reduce.on_delta = options.on_answer_delta;
-  const auto reduce_start = SteadyClock::now();
-  Result<ChatResponse> answer = chat.Chat(reduce);
-  stats.reduce_time = Since(reduce_start);
-  stats.reduce_calls = 1;
-  if (!answer.ok()) return answer.status().WithContext("drift search reduce");
-  stats.tokens_in += answer->prompt_tokens;
-  stats.tokens_out += answer->completion_tokens;
-  stats.cache_hits += answer->cache_hit ? 1 : 0;
-  result.answer = std::move(answer->content);
-  for (const std::string& id : IdsIn(result.answer, known)) {
-    result.citations.push_back(known.at(id));
-  }
-  stats.wall_time = Since(start);
-  Log(LogLevel::kDebug, "drift",
-      fmt::format("{} calls (hyde {}, primer {}, follow-ups {}, reduce 1; bound {}), {} failed, "
-                  "{} unparseable, {} ms",
-                  stats.calls(), stats.hyde_calls, stats.primer_calls, stats.local_calls,
-                  stats.max_calls, stats.failed, stats.unparseable, stats.wall_time.count()));
-  return result;
+  run.Hyde();
+  GRAG_RETURN_IF_ERROR(run.MatchReports());
+  GRAG_RETURN_IF_ERROR(run.Primer());
+  run.FollowUps();
+  return run.Reduce();
 }
 
 }  // namespace grag

@@ -215,6 +215,166 @@ std::string DropSummary(const std::vector<GlobalMapCall>& calls) {
   return out + "; first: " + first;
 }
 
+// One map request per batch.
+std::vector<ChatRequest> MapRequests(const GlobalSearchPlan& plan,
+                                     const GlobalSearchOptions& options) {
+  std::vector<ChatRequest> requests(plan.batches.size());
+  for (size_t i = 0; i < plan.batches.size(); ++i) {
+    ChatRequest& req = requests[i];
+    req.role = ChatRole::kQuery;
+    req.messages = {{"user", plan.batches[i].prompt}};
+    req.json_mode = options.map_json_mode;
+    req.max_tokens = options.map_reply_max_tokens;
+    // A reply without a single point is not cached, so asking again can get a usable one.
+    req.validator = [](const std::string& content) {
+      return query::ParseMapReply(content).status();
+    };
+  }
+  return requests;
+}
+
+// Reads the settled map calls into result.map_calls and `points`; true when any call was usable.
+bool ReadMapCalls(std::vector<MapRunner::Settled>& settled, const GlobalSearchPlan& plan,
+                  const GlobalSearchOptions& options, GlobalSearchResult& result,
+                  std::vector<GlobalPoint>& points) {
+  GlobalSearchStats& stats = result.stats;
+  bool any_ok = false;
+  for (size_t i = 0; i < settled.size(); ++i) {
+    GlobalMapCall& call = result.map_calls.emplace_back();
+    call.batch = i;
+    call.community_ids = plan.batches[i].community_ids;
+    call.latency = settled[i].latency;
+    if (settled[i].timed_out) {
+      call.outcome = MapCallOutcome::kTimedOut;
+      call.error =
+          "no reply within map_timeout (" + std::to_string(options.map_timeout.count()) + " ms)";
+    } else if (!settled[i].result->ok()) {
+      const Status st = settled[i].result->status();
+      call.outcome = OutcomeOf(st.code());
+      call.error = st.ToString();
+    } else {
+      const ChatResponse& resp = settled[i].result->value();
+      call.prompt_tokens = resp.prompt_tokens;
+      call.completion_tokens = resp.completion_tokens;
+      call.cache_hit = resp.cache_hit;
+      Result<std::vector<query::MapPoint>> parsed = query::ParseMapReply(resp.content);
+      if (!parsed.ok()) {  // a model whose validator was not consulted (a custom ChatModel)
+        call.outcome = MapCallOutcome::kUnparseable;
+        call.error = parsed.status().ToString();
+      } else {
+        any_ok = true;
+        call.points = static_cast<int64_t>(parsed->size());
+        const std::set<int64_t> batch_ids(call.community_ids.begin(), call.community_ids.end());
+        for (query::MapPoint& mp : *parsed) {
+          GlobalPoint& p = points.emplace_back();
+          p.description = std::move(mp.description);
+          p.score = mp.score;
+          p.batch = i;
+          std::set<int64_t> named;
+          for (int64_t id : mp.named_ids) {
+            if (batch_ids.count(id) != 0) named.insert(id);
+          }
+          p.named_by_model = !named.empty();
+          const std::set<int64_t>& ids = p.named_by_model ? named : batch_ids;
+          p.community_ids.assign(ids.begin(), ids.end());
+        }
+      }
+    }
+    if (call.outcome == MapCallOutcome::kOk) {
+      stats.tokens_in += call.prompt_tokens;
+      stats.tokens_out += call.completion_tokens;
+      stats.cache_hits += call.cache_hit ? 1 : 0;
+    } else {
+      ++stats.map_calls_failed;
+      if (call.outcome == MapCallOutcome::kTimedOut) ++stats.map_calls_timed_out;
+      if (call.outcome == MapCallOutcome::kUnparseable) ++stats.map_calls_unparseable;
+      Log(LogLevel::kWarn, "global",
+          "map call " + std::to_string(i + 1) + "/" + std::to_string(settled.size()) +
+              " dropped (" + std::string(MapCallOutcomeName(call.outcome)) + "): " + call.error);
+    }
+  }
+  return any_ok;
+}
+
+// The error when no map call was usable.
+Status AllMapCallsDropped(const std::vector<GlobalMapCall>& map_calls) {
+  // One shared cause keeps its kind (all timed out: kTimeout); a mix is kUnavailable.
+  const MapCallOutcome first = map_calls.front().outcome;
+  const bool same = std::all_of(map_calls.begin(), map_calls.end(),
+                                [&](const GlobalMapCall& c) { return c.outcome == first; });
+  ErrorCode code = ErrorCode::kUnavailable;
+  if (same && first == MapCallOutcome::kTimedOut) code = ErrorCode::kTimeout;
+  if (same && first == MapCallOutcome::kUnparseable) code = ErrorCode::kParse;
+  return Status(code, "global search: all " + std::to_string(map_calls.size()) +
+                          " map calls dropped out (" + DropSummary(map_calls) + ")");
+}
+
+// ---- rank: drop zeros, highest score first (ties keep batch order, so runs repeat)
+std::vector<GlobalPoint*> RankPoints(std::vector<GlobalPoint>& points) {
+  std::stable_sort(points.begin(), points.end(),
+                   [](const GlobalPoint& a, const GlobalPoint& b) { return a.score > b.score; });
+  std::vector<GlobalPoint*> ranked;
+  for (GlobalPoint& p : points) {
+    if (p.score == 0) {
+      p.fate = PointFate::kZeroScore;
+    } else {
+      ranked.push_back(&p);
+    }
+  }
+  return ranked;
+}
+
+// ---- reduce: as many whole points as fit, one call
+Status Reduce(ChatModel& reduce_model, const Tokenizer& tokenizer, std::string_view question,
+              const GlobalSearchOptions& options, const std::vector<GlobalPoint*>& ranked,
+              const std::unordered_map<int64_t, const GlobalReportInfo*>& info_of,
+              GlobalSearchResult& result) {
+  GlobalSearchStats& stats = result.stats;
+  query::ReducePrompt reduce =
+      query::BuildReducePrompt(options.reduce_prompt, question, {ranked.begin(), ranked.end()},
+                               options.reduce_budget_tokens, tokenizer);
+  if (reduce.kept == 0) {
+    return Status::InvalidArgument(
+        "reduce_budget_tokens " + std::to_string(options.reduce_budget_tokens) +
+        " cannot hold the highest-scored point with the prompt and question");
+  }
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    ranked[i]->fate = i < reduce.kept ? PointFate::kKept : PointFate::kOverBudget;
+  }
+  stats.points_kept = static_cast<int64_t>(reduce.kept);
+  stats.points_over_budget = static_cast<int64_t>(ranked.size() - reduce.kept);
+  stats.reduce_prompt_tokens = reduce.tokens;
+
+  std::set<int64_t> cited;
+  for (size_t i = 0; i < reduce.kept; ++i) {
+    for (int64_t id : ranked[i]->community_ids) {
+      if (!cited.insert(id).second) continue;
+      GlobalCitation& c = result.citations.emplace_back();
+      c.community_id = id;
+      if (auto it = info_of.find(id); it != info_of.end()) {
+        c.level = it->second->level;
+        c.title = it->second->title;
+      }
+    }
+  }
+
+  ChatRequest req;
+  req.role = ChatRole::kQuery;
+  req.messages = {{"user", std::move(reduce.prompt)}};
+  req.max_tokens = options.reduce_reply_max_tokens;
+  if (options.on_answer_delta) req.on_delta = options.on_answer_delta;
+  const auto reduce_start = SteadyClock::now();
+  Result<ChatResponse> answer = reduce_model.Chat(req);
+  stats.reduce_time = Since(reduce_start);
+  stats.reduce_calls = 1;
+  if (!answer.ok()) return answer.status().WithContext("global search reduce");
+  stats.tokens_in += answer->prompt_tokens;
+  stats.tokens_out += answer->completion_tokens;
+  stats.cache_hits += answer->cache_hit ? 1 : 0;
+  result.answer = std::move(answer->content);
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string_view MapCallOutcomeName(MapCallOutcome outcome) {
@@ -272,18 +432,7 @@ Result<GlobalSearchResult> GlobalSearch(Store& store, ChatModel& map_model, Chat
   for (const GlobalReportInfo& r : plan.reports) info_of[r.community_id] = &r;
 
   // ---- map: one round, all batches at once
-  std::vector<ChatRequest> requests(plan.batches.size());
-  for (size_t i = 0; i < plan.batches.size(); ++i) {
-    ChatRequest& req = requests[i];
-    req.role = ChatRole::kQuery;
-    req.messages = {{"user", plan.batches[i].prompt}};
-    req.json_mode = options.map_json_mode;
-    req.max_tokens = options.map_reply_max_tokens;
-    // A reply without a single point is not cached, so asking again can get a usable one.
-    req.validator = [](const std::string& content) {
-      return query::ParseMapReply(content).status();
-    };
-  }
+  std::vector<ChatRequest> requests = MapRequests(plan, options);
   const auto map_start = SteadyClock::now();
   // Lives until GlobalSearch returns: a worker still stuck in a timed-out call is joined only
   // then, so the reduce does not wait for it (see GlobalSearch's contract).
@@ -297,84 +446,10 @@ Result<GlobalSearchResult> GlobalSearch(Store& store, ChatModel& map_model, Chat
   stats.map_calls = static_cast<int64_t>(plan.batches.size());
 
   std::vector<GlobalPoint> points;
-  bool any_ok = false;
-  for (size_t i = 0; i < settled.size(); ++i) {
-    GlobalMapCall& call = result.map_calls.emplace_back();
-    call.batch = i;
-    call.community_ids = plan.batches[i].community_ids;
-    call.latency = settled[i].latency;
-    if (settled[i].timed_out) {
-      call.outcome = MapCallOutcome::kTimedOut;
-      call.error =
-          "no reply within map_timeout (" + std::to_string(options.map_timeout.count()) + " ms)";
-    } else if (!settled[i].result->ok()) {
-      const Status st = settled[i].result->status();
-      call.outcome = OutcomeOf(st.code());
-      call.error = st.ToString();
-    } else {
-      const ChatResponse& resp = settled[i].result->value();
-      call.prompt_tokens = resp.prompt_tokens;
-      call.completion_tokens = resp.completion_tokens;
-      call.cache_hit = resp.cache_hit;
-      Result<std::vector<query::MapPoint>> parsed = query::ParseMapReply(resp.content);
-      if (!parsed.ok()) {  // a model whose validator was not consulted (a custom ChatModel)
-        call.outcome = MapCallOutcome::kUnparseable;
-        call.error = parsed.status().ToString();
-      } else {
-        any_ok = true;
-        call.points = static_cast<int64_t>(parsed->size());
-        const std::set<int64_t> batch_ids(call.community_ids.begin(), call.community_ids.end());
-        for (query::MapPoint& mp : *parsed) {
-          GlobalPoint& p = points.emplace_back();
-          p.description = std::move(mp.description);
-          p.score = mp.score;
-          p.batch = i;
-          std::set<int64_t> named;
-          for (int64_t id : mp.named_ids) {
-            if (batch_ids.count(id) != 0) named.insert(id);
-          }
-          p.named_by_model = !named.empty();
-          const std::set<int64_t>& ids = p.named_by_model ? named : batch_ids;
-          p.community_ids.assign(ids.begin(), ids.end());
-        }
-      }
-    }
-    if (call.outcome == MapCallOutcome::kOk) {
-      stats.tokens_in += call.prompt_tokens;
-      stats.tokens_out += call.completion_tokens;
-      stats.cache_hits += call.cache_hit ? 1 : 0;
-    } else {
-      ++stats.map_calls_failed;
-      if (call.outcome == MapCallOutcome::kTimedOut) ++stats.map_calls_timed_out;
-      if (call.outcome == MapCallOutcome::kUnparseable) ++stats.map_calls_unparseable;
-      Log(LogLevel::kWarn, "global",
-          "map call " + std::to_string(i + 1) + "/" + std::to_string(settled.size()) +
-              " dropped (" + std::string(MapCallOutcomeName(call.outcome)) + "): " + call.error);
-    }
-  }
-  if (!any_ok) {
-    // One shared cause keeps its kind (all timed out: kTimeout); a mix is kUnavailable.
-    const MapCallOutcome first = result.map_calls.front().outcome;
-    const bool same = std::all_of(result.map_calls.begin(), result.map_calls.end(),
-                                  [&](const GlobalMapCall& c) { return c.outcome == first; });
-    ErrorCode code = ErrorCode::kUnavailable;
-    if (same && first == MapCallOutcome::kTimedOut) code = ErrorCode::kTimeout;
-    if (same && first == MapCallOutcome::kUnparseable) code = ErrorCode::kParse;
-    return Status(code, "global search: all " + std::to_string(result.map_calls.size()) +
-                            " map calls dropped out (" + DropSummary(result.map_calls) + ")");
-  }
+  const bool any_ok = ReadMapCalls(settled, plan, options, result, points);
+  if (!any_ok) return AllMapCallsDropped(result.map_calls);
 
-  // ---- rank: drop zeros, highest score first (ties keep batch order, so runs repeat)
-  std::stable_sort(points.begin(), points.end(),
-                   [](const GlobalPoint& a, const GlobalPoint& b) { return a.score > b.score; });
-  std::vector<GlobalPoint*> ranked;
-  for (GlobalPoint& p : points) {
-    if (p.score == 0) {
-      p.fate = PointFate::kZeroScore;
-    } else {
-      ranked.push_back(&p);
-    }
-  }
+  std::vector<GlobalPoint*> ranked = RankPoints(points);
   result.left_out = std::move(plan.left_out);
   stats.points_total = static_cast<int64_t>(points.size());
   stats.points_zero_score = stats.points_total - static_cast<int64_t>(ranked.size());
@@ -388,49 +463,7 @@ Result<GlobalSearchResult> GlobalSearch(Store& store, ChatModel& map_model, Chat
     return result;
   }
 
-  // ---- reduce: as many whole points as fit, one call
-  query::ReducePrompt reduce =
-      query::BuildReducePrompt(options.reduce_prompt, question, {ranked.begin(), ranked.end()},
-                               options.reduce_budget_tokens, tokenizer);
-  if (reduce.kept == 0) {
-    return Status::InvalidArgument(
-        "reduce_budget_tokens " + std::to_string(options.reduce_budget_tokens) +
-        " cannot hold the highest-scored point with the prompt and question");
-  }
-  for (size_t i = 0; i < ranked.size(); ++i) {
-    ranked[i]->fate = i < reduce.kept ? PointFate::kKept : PointFate::kOverBudget;
-  }
-  stats.points_kept = static_cast<int64_t>(reduce.kept);
-  stats.points_over_budget = static_cast<int64_t>(ranked.size() - reduce.kept);
-  stats.reduce_prompt_tokens = reduce.tokens;
-
-  std::set<int64_t> cited;
-  for (size_t i = 0; i < reduce.kept; ++i) {
-    for (int64_t id : ranked[i]->community_ids) {
-      if (!cited.insert(id).second) continue;
-      GlobalCitation& c = result.citations.emplace_back();
-      c.community_id = id;
-      if (auto it = info_of.find(id); it != info_of.end()) {
-        c.level = it->second->level;
-        c.title = it->second->title;
-      }
-    }
-  }
-
-  ChatRequest req;
-  req.role = ChatRole::kQuery;
-  req.messages = {{"user", std::move(reduce.prompt)}};
-  req.max_tokens = options.reduce_reply_max_tokens;
-  if (options.on_answer_delta) req.on_delta = options.on_answer_delta;
-  const auto reduce_start = SteadyClock::now();
-  Result<ChatResponse> answer = reduce_model.Chat(req);
-  stats.reduce_time = Since(reduce_start);
-  stats.reduce_calls = 1;
-  if (!answer.ok()) return answer.status().WithContext("global search reduce");
-  stats.tokens_in += answer->prompt_tokens;
-  stats.tokens_out += answer->completion_tokens;
-  stats.cache_hits += answer->cache_hit ? 1 : 0;
-  result.answer = std::move(answer->content);
+  GRAG_RETURN_IF_ERROR(Reduce(reduce_model, tokenizer, question, options, ranked, info_of, result));
   result.points = std::move(points);
   stats.wall_time = Since(start);
   Log(LogLevel::kDebug, "global",

@@ -217,6 +217,10 @@ class ContextBuilder {
                                                  std::string_view question,
                                                  const VectorIndex* entity_index);
   Status Collect();
+  // Collect's orderings: see their comments in Collect.
+  void RankRelationships(const std::pmr::unordered_map<int64_t, int64_t>& neighbours);
+  Status RankReports(std::map<int64_t, std::vector<int64_t>>& communities);
+  void OrderChunks(const std::pmr::unordered_map<std::string_view, uint32_t>& chunk_at);
   // Reads the descriptions of the next batch of ranked relationships.
   Status ReadRelationshipTexts();
   std::vector<int64_t> ChunkVia(const ChunkCandidate& c) const;
@@ -470,6 +474,14 @@ Status ContextBuilder::Collect() {
     }
   }
 
+  RankRelationships(neighbours);
+  GRAG_RETURN_IF_ERROR(RankReports(communities));
+  OrderChunks(chunk_at);
+  return Status::Ok();
+}
+
+void ContextBuilder::RankRelationships(
+    const std::pmr::unordered_map<int64_t, int64_t>& neighbours) {
   // Relationships: both ends matched first; then how many matched entities the relationship
   // reaches (its other end's links to matched entities); then with a walk, where it went most
   // (the ends' probabilities); then weight, combined degree, id. The id makes the order total,
@@ -499,7 +511,9 @@ Status ContextBuilder::Collect() {
     if (a.combined_degree != b.combined_degree) return a.combined_degree > b.combined_degree;
     return a.id < b.id;
   });
+}
 
+Status ContextBuilder::RankReports(std::map<int64_t, std::vector<int64_t>>& communities) {
   // Reports: most matched members first; then finer (more specific); then rating, id.
   int64_t missing = 0;
   int64_t gaps = 0;
@@ -532,7 +546,11 @@ Status ContextBuilder::Collect() {
               if (ar != br) return ar > br;
               return a.report.community_id < b.report.community_id;
             });
+  return Status::Ok();
+}
 
+void ContextBuilder::OrderChunks(
+    const std::pmr::unordered_map<std::string_view, uint32_t>& chunk_at) {
   // Chunks: see ChunkBefore. With one matched entity they are already in that order.
   auto sort_chunks = [this] {
     if (!std::is_sorted(chunks_.begin(), chunks_.end(), ChunkBefore)) {
@@ -563,10 +581,9 @@ Status ContextBuilder::Collect() {
       if (!c.taken) ranked.push_back(c);
     }
     chunks_ = std::move(ranked);
-    return Status::Ok();
+    return;
   }
   sort_chunks();
-  return Status::Ok();
 }
 
 std::vector<int64_t> ContextBuilder::ChunkVia(const ChunkCandidate& c) const {

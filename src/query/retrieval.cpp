@@ -21,6 +21,7 @@
 #include "grag/vector_index.h"
 #include "grag/words.h"
 #include "ppr.h"
+#include "retrieval_graph.h"
 
 namespace grag {
 
@@ -205,93 +206,6 @@ std::vector<std::pair<std::string, double>> ReciprocalRankFusion(
 
 // ---------------------------------------------------------------- the retriever
 
-// The graph as retrieval walks it: the whole index's (kept by a Retriever) or the
-// neighbourhood of one question's seeds (read for that question). Node ids: entities [0, E),
-// then chunks [E, E + C).
-struct GraphData {
-  std::vector<int64_t> entity_ids;
-  std::vector<std::string> entity_keys;
-  std::vector<int64_t> entity_frequency;  // chunks the entity is linked to, index-wide
-  std::unordered_map<std::string, uint32_t> node_of_key;
-  std::unordered_map<int64_t, uint32_t> node_of_entity;
-  std::vector<std::string> chunk_ids;
-  std::unordered_map<std::string, uint32_t> chunk_of_id;  // chunk id -> index in chunk_ids
-  // Raw adjacency: entity -> (entity, weight); entity -> chunk indexes; chunk -> entity nodes.
-  std::vector<std::vector<std::pair<uint32_t, double>>> related;
-  std::vector<std::vector<uint32_t>> entity_chunks;
-  std::vector<std::vector<uint32_t>> chunk_entities;
-  std::vector<uint32_t> title_entity;  // by chunk: the entity its document's title names, or none
-  static constexpr uint32_t kNone = UINT32_MAX;
-  int64_t total_chunks = 0;  // in the index (not only here)
-
-  // Transition graphs by the options that shape them, built on first use.
-  mutable std::mutex graphs_mu;
-  mutable std::map<std::tuple<double, double, bool>, std::shared_ptr<const query::TransitionGraph>>
-      graphs;
-
-  static std::unique_ptr<GraphData> Build(GraphSnapshot g, int64_t total_chunks);
-
-  uint32_t entity_count() const { return static_cast<uint32_t>(entity_ids.size()); }
-  std::shared_ptr<const query::TransitionGraph> Graph(double entity_to_chunk, double titled_share,
-                                                      bool specific) const;
-  // How specific an entity is by the chunks it occurs in (0-1).
-  double EntitySpecificity(uint32_t node) const {
-    const double n = static_cast<double>(total_chunks);
-    const double f = static_cast<double>(entity_frequency[node]);
-    if (n < 1) return 1;
-    return std::clamp(std::log((n + 1) / (f + 0.5)) / std::log(n + 1), 0.0, 1.0);
-  }
-};
-
-std::unique_ptr<GraphData> GraphData::Build(GraphSnapshot g, int64_t total_chunks) {
-  auto d = std::make_unique<GraphData>();
-  d->total_chunks = total_chunks;
-  d->entity_ids.reserve(g.entities.size());
-  for (auto& e : g.entities) {
-    const auto node = static_cast<uint32_t>(d->entity_ids.size());
-    d->node_of_entity.emplace(e.id, node);
-    d->node_of_key.emplace(e.name_key, node);
-    d->entity_ids.push_back(e.id);
-    d->entity_keys.push_back(std::move(e.name_key));
-    d->entity_frequency.push_back(e.frequency);
-  }
-  for (const auto& [alias, id] : g.aliases) {
-    if (auto it = d->node_of_entity.find(id); it != d->node_of_entity.end()) {
-      d->node_of_key.emplace(alias, it->second);  // a resolved name finds its entity
-    }
-  }
-  d->chunk_ids = std::move(g.chunk_ids);
-  for (size_t c = 0; c < d->chunk_ids.size(); ++c) {
-    d->chunk_of_id.emplace(d->chunk_ids[c], static_cast<uint32_t>(c));
-  }
-  const uint32_t e_count = d->entity_count();
-  d->related.resize(e_count);
-  d->entity_chunks.resize(e_count);
-  d->chunk_entities.resize(d->chunk_ids.size());
-  for (const auto& edge : g.edges) {
-    auto a = d->node_of_entity.find(edge.source_id);
-    auto b = d->node_of_entity.find(edge.target_id);
-    if (a == d->node_of_entity.end() || b == d->node_of_entity.end()) continue;
-    const double w = std::max(edge.weight, 1e-9);
-    d->related[a->second].emplace_back(b->second, w);
-    d->related[b->second].emplace_back(a->second, w);
-  }
-  d->title_entity.assign(d->chunk_ids.size(), kNone);
-  for (size_t c = 0; c < g.chunk_titles.size() && c < d->chunk_ids.size(); ++c) {
-    const std::string name = TitleEntityName(g.chunk_titles[c]);
-    if (name.empty()) continue;
-    auto it = d->node_of_key.find(NormalizeEntityName(name));
-    if (it != d->node_of_key.end()) d->title_entity[c] = it->second;
-  }
-  for (const auto& link : g.links) {
-    auto e = d->node_of_entity.find(link.entity_id);
-    if (e == d->node_of_entity.end() || link.chunk >= d->chunk_ids.size()) continue;
-    d->entity_chunks[e->second].push_back(link.chunk);
-    d->chunk_entities[link.chunk].push_back(e->second);
-  }
-  return d;
-}
-
 struct Retriever::Impl {
   Store& store;
   EmbeddingModel* embedder = nullptr;
@@ -368,71 +282,38 @@ struct Retriever::Impl {
                                             const std::vector<std::string>& passages,
                                             const std::vector<SeedEntity>& named,
                                             const RetrievalOptions& o) const;
-};
 
-std::shared_ptr<const query::TransitionGraph> GraphData::Graph(double entity_to_chunk,
-                                                               double titled_share,
-                                                               bool specific) const {
-  std::lock_guard lock(graphs_mu);
-  const auto key = std::make_tuple(entity_to_chunk, titled_share, specific);
-  if (auto it = graphs.find(key); it != graphs.end()) return it->second;
-  auto g = std::make_shared<query::TransitionGraph>();
-  const uint32_t e_count = entity_count();
-  const auto nodes = static_cast<size_t>(e_count) + chunk_ids.size();
-  g->offsets.reserve(nodes + 1);
-  g->offsets.push_back(0);
-  for (uint32_t u = 0; u < e_count; ++u) {
-    double total = 0;
-    for (const auto& [v, w] : related[u]) total += w;
-    const bool has_rel = total > 0;
-    const bool has_chunks = !entity_chunks[u].empty();
-    const double to_chunks = !has_chunks ? 0.0 : !has_rel ? 1.0 : entity_to_chunk;
-    if (has_rel && to_chunks < 1.0) {
-      for (const auto& [v, w] : related[u]) {
-        g->targets.push_back(v);
-        g->probabilities.push_back(static_cast<float>((1.0 - to_chunks) * w / total));
-      }
-    }
-    if (to_chunks > 0) {
-      // The chunks of documents the entity titles get their share, the others the rest.
-      const auto& chunks = entity_chunks[u];
-      double titled = 0;
-      for (uint32_t c : chunks) titled += title_entity[c] == u ? 1 : 0;
-      const double others = static_cast<double>(chunks.size()) - titled;
-      const double titled_mass = titled == 0   ? 0.0
-                                 : others == 0 ? to_chunks
-                                               : to_chunks * titled_share;
-      for (uint32_t c : chunks) {
-        const double p =
-            title_entity[c] == u ? titled_mass / titled : (to_chunks - titled_mass) / others;
-        g->targets.push_back(e_count + c);
-        g->probabilities.push_back(static_cast<float>(p));
-      }
-    }
-    g->offsets.push_back(static_cast<uint32_t>(g->targets.size()));
-  }
-  const double n = static_cast<double>(total_chunks);
-  std::vector<double> w;
-  for (size_t c = 0; c < chunk_ids.size(); ++c) {
-    const auto& ents = chunk_entities[c];
-    w.assign(ents.size(), 1.0);
-    if (specific) {
-      for (size_t k = 0; k < ents.size(); ++k) {
-        const double freq = static_cast<double>(entity_frequency[ents[k]]);
-        w[k] = std::max(1e-3, std::log((n + 1) / (freq + 0.5)));
-      }
-    }
-    double total = 0;
-    for (double x : w) total += x;
-    for (size_t k = 0; k < ents.size(); ++k) {
-      g->targets.push_back(ents[k]);
-      g->probabilities.push_back(static_cast<float>(w[k] / total));
-    }
-    g->offsets.push_back(static_cast<uint32_t>(g->targets.size()));
-  }
-  graphs.emplace(key, g);
-  return g;
-}
+  // One question's candidates: each signal's list of chunk ids, best first, and their scores,
+  // by Signal.
+  struct Signals {
+    std::array<std::vector<std::string>, kSignalCount> lists;
+    std::array<std::unordered_map<std::string, double>, kSignalCount> scores;
+  };
+  // The graph signal: seeds from the question's names, its embedding and the other signals'
+  // best passages, walked into sig.lists[2]. True when the walk is anchored (a seed named in
+  // the question or found as a fact).
+  Result<bool> GraphSignal(std::string_view question, const std::vector<float>& q,
+                           const std::vector<SeedEntity>& named, bool lexical,
+                           const RetrievalOptions& o, Signals& sig, RetrievalResult& result) const;
+  // The named seeds specific enough to walk from, and the entities near the question's vector.
+  Result<std::vector<SeedEntity>> WalkSeeds(const std::vector<float>& q,
+                                            const std::vector<SeedEntity>& named, bool lexical,
+                                            const RetrievalOptions& o) const;
+  // Personalised PageRank from the seed nodes: the entity scores and the graph's chunk list.
+  void Walk(const GraphData& g, const std::vector<std::pair<uint32_t, double>>& seed_nodes,
+            const RetrievalOptions& o, Signals& sig, RetrievalResult& result) const;
+  // The method's ranking of the candidates (hybrid: fused, the sentence windows with them).
+  Result<std::vector<std::pair<std::string, double>>> Rank(std::string_view question,
+                                                           const std::vector<SeedEntity>& named,
+                                                           bool graph_anchored, bool lexical,
+                                                           const RetrievalOptions& o, Signals& sig,
+                                                           RetrievalResult& result) const;
+  // result.chunks from the ranking (their text read when asked for or reranked), the head
+  // reranked.
+  Status CollectChunks(std::string_view question,
+                       const std::vector<std::pair<std::string, double>>& ranked,
+                       const RetrievalOptions& o, Signals& sig, RetrievalResult& result) const;
+};
 
 Result<std::pair<double, int64_t>> Retriever::Impl::Specificity(const std::string& key) const {
   if (key.find(' ') == std::string::npos) {
@@ -845,6 +726,290 @@ Result<std::vector<SeedEntity>> Retriever::NamedEntities(std::string_view questi
 
 Result<const VectorIndex*> Retriever::EntityVectors() const { return impl_->entity_vectors.Get(); }
 
+Result<std::vector<SeedEntity>> Retriever::Impl::WalkSeeds(const std::vector<float>& q,
+                                                           const std::vector<SeedEntity>& named,
+                                                           bool lexical,
+                                                           const RetrievalOptions& o) const {
+  // Names too common to point anywhere are dropped, unless nothing else is named.
+  std::vector<SeedEntity> seeds;
+  for (auto& s : named) {
+    if (SpecificEnough(s, o)) seeds.push_back(s);
+  }
+  if (seeds.empty()) {
+    for (auto& s : named) {
+      if (s.specificity > 0) seeds.push_back(s);
+    }
+  }
+  for (auto& s : seeds) s.weight = s.specificity;
+  const VectorIndex* vectors = nullptr;
+  if (!q.empty() && o.max_embedding_seeds > 0) {
+    GRAG_ASSIGN_OR_RETURN(vectors, entity_vectors.Get());
+  }
+  if (vectors != nullptr && vectors->size() > 0) {
+    const double floor = lexical ? o.lexical_similarity_floor : o.similarity_floor;
+    auto hits = vectors->Search(q, static_cast<size_t>(o.max_embedding_seeds));
+    if (!hits.ok()) return hits.status().WithContext("searching the entity embeddings");
+    for (const auto& h : *hits) {
+      if (h.similarity < floor) break;
+      int64_t id = 0;
+      try {
+        id = std::stoll(h.id);
+      } catch (const std::exception&) {
+        continue;
+      }
+      auto same = std::find_if(seeds.begin(), seeds.end(),
+                               [&](const SeedEntity& s) { return s.entity_id == id; });
+      if (same != seeds.end()) {
+        same->similarity = h.similarity;
+        continue;
+      }
+      SeedEntity s;
+      s.entity_id = id;
+      s.similarity = h.similarity;
+      s.weight = 0.5 * h.similarity;  // a near description counts less than a name said outright
+      seeds.push_back(std::move(s));
+    }
+  }
+  return seeds;
+}
+
+Result<bool> Retriever::Impl::GraphSignal(std::string_view question, const std::vector<float>& q,
+                                          const std::vector<SeedEntity>& named, bool lexical,
+                                          const RetrievalOptions& o, Signals& sig,
+                                          RetrievalResult& result) const {
+  GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> seeds, WalkSeeds(q, named, lexical, o));
+  // The passages the other signals rank best seed the walk too, lightly, and their sentences
+  // that match the question seed the entities they name (fact seeds).
+  const auto first = ReciprocalRankFusion(
+      {sig.lists[0], sig.lists[1]},
+      {lexical ? o.lexical_vector_weight : o.vector_weight, o.bm25_weight}, o.rrf_k);
+  const size_t passages = std::min(first.size(), static_cast<size_t>(o.passage_seeds));
+  std::vector<std::string> best_passages;
+  for (size_t r = 0; r < passages; ++r) best_passages.push_back(first[r].first);
+  // The graph to walk: the whole of it, kept; or (one question) the neighbourhood of what
+  // seeds it, read now.
+  const GraphData* g = full.get();
+  std::unique_ptr<GraphData> local;
+  if (g == nullptr) {
+    std::vector<int64_t> seed_ids;
+    for (const auto& s : seeds) seed_ids.push_back(s.entity_id);
+    GRAG_ASSIGN_OR_RETURN(GraphSnapshot near, store.LoadGraphNeighbourhood(seed_ids, best_passages,
+                                                                           options.neighbourhood));
+    local = GraphData::Build(std::move(near), total_chunks);
+    g = local.get();
+  }
+  std::erase_if(seeds, [&](const SeedEntity& s) { return !g->node_of_entity.count(s.entity_id); });
+  for (auto& s : seeds) {
+    if (s.name_key.empty()) s.name_key = g->entity_keys[g->node_of_entity.at(s.entity_id)];
+  }
+  GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> facts,
+                        FactSeeds(*g, question, best_passages, seeds, o));
+  double entity_mass = 0;
+  for (const auto& s : seeds) entity_mass += s.weight;
+  double fact_mass = 0;
+  for (const auto& s : facts) fact_mass += s.weight;
+  // Shares of the seed mass: passages, facts, and the rest for the entities the question names
+  // (or its share to the others when one kind found nothing).
+  double passage_share = passages == 0 ? 0.0 : o.passage_seed_share;
+  double fact_share = fact_mass > 0 ? o.fact_seed_share : 0.0;
+  double named_share = entity_mass > 0 ? 1.0 - passage_share - fact_share : 0.0;
+  const double sum = passage_share + fact_share + named_share;
+  if (sum > 0) {
+    passage_share /= sum;
+    fact_share /= sum;
+    named_share /= sum;
+  }
+  std::vector<std::pair<uint32_t, double>> seed_nodes;
+  for (auto& s : seeds) {
+    s.weight = named_share * s.weight / entity_mass;
+    seed_nodes.emplace_back(g->node_of_entity.at(s.entity_id), s.weight);
+  }
+  for (auto& s : facts) {
+    s.weight = fact_share * s.weight / fact_mass;
+    seed_nodes.emplace_back(g->node_of_entity.at(s.entity_id), s.weight);
+    seeds.push_back(s);
+  }
+  if (passages > 0) {
+    double harmonic = 0;
+    for (size_t r = 0; r < passages; ++r) harmonic += 1.0 / static_cast<double>(r + 1);
+    for (size_t r = 0; r < passages; ++r) {
+      auto c = g->chunk_of_id.find(first[r].first);
+      if (c == g->chunk_of_id.end()) continue;
+      seed_nodes.emplace_back(g->entity_count() + c->second,
+                              passage_share / (static_cast<double>(r + 1) * harmonic));
+    }
+  }
+  std::sort(seeds.begin(), seeds.end(),
+            [](const SeedEntity& a, const SeedEntity& b) { return a.weight > b.weight; });
+  const bool anchored = std::any_of(seeds.begin(), seeds.end(),
+                                    [](const SeedEntity& s) { return s.by_name || s.by_fact; });
+  result.seeds = seeds;
+  if (!seed_nodes.empty()) {
+    Walk(*g, seed_nodes, o, sig, result);
+  } else {
+    result.diagnostics.push_back("the graph signal found nothing to start from");
+  }
+  return anchored;
+}
+
+void Retriever::Impl::Walk(const GraphData& g,
+                           const std::vector<std::pair<uint32_t, double>>& seed_nodes,
+                           const RetrievalOptions& o, Signals& sig, RetrievalResult& result) const {
+  const auto candidates = static_cast<size_t>(o.candidates);
+  query::PprOptions po;
+  po.damping = o.damping;
+  po.epsilon = o.ppr_epsilon;
+  const auto graph = g.Graph(o.entity_to_chunk, o.titled_chunk_share, o.specific_entities_first);
+  auto ranked = query::PersonalizedPageRank(*graph, seed_nodes, po);
+  if (o.exclude_seed_mass) {
+    // A walk that stops at its first stop says nothing about the graph.
+    std::unordered_map<uint32_t, double> seed_mass;
+    double total = 0;
+    for (const auto& [node, w] : seed_nodes) total += w;
+    for (const auto& [node, w] : seed_nodes) seed_mass[node] += w / total;
+    for (auto& [node, score] : ranked) {
+      if (auto it = seed_mass.find(node); it != seed_mass.end()) {
+        score = std::max(0.0, score - (1.0 - o.damping) * it->second);
+      }
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+  }
+  for (const auto& [node, score] : ranked) {
+    if (node < g.entity_count()) {
+      if (result.entity_scores.size() < 200) {
+        result.entity_scores.emplace_back(g.entity_ids[node], score);
+      }
+    } else if (sig.lists[2].size() < candidates) {
+      const std::string& id = g.chunk_ids[node - g.entity_count()];
+      sig.lists[2].push_back(id);
+      sig.scores[2][id] = score;
+    }
+  }
+}
+
+Result<std::vector<std::pair<std::string, double>>> Retriever::Impl::Rank(
+    std::string_view question, const std::vector<SeedEntity>& named, bool graph_anchored,
+    bool lexical, const RetrievalOptions& o, Signals& sig, RetrievalResult& result) const {
+  auto& lists = sig.lists;
+  auto& scores = sig.scores;
+  std::vector<std::pair<std::string, double>> ranked;
+  if (o.method != RetrievalMethod::kHybrid) {
+    const size_t s = o.method == RetrievalMethod::kVector ? 0
+                     : o.method == RetrievalMethod::kBm25 ? 1
+                                                          : 2;
+    for (const auto& id : lists[s]) ranked.emplace_back(id, scores[s][id]);
+    return ranked;
+  }
+  if (!graph_anchored && !lists[2].empty()) {
+    result.diagnostics.push_back(
+        "no entity of the question was found by name or in the best passages: the graph "
+        "signal counts less (search.unanchored_graph_weight)");
+  }
+  // The graph counts by how well its walk is anchored: the most specific name the
+  // question says (RetrievalTuning::anchored_specificity).
+  double anchor = 0;
+  for (const auto& s : named) anchor = std::max(anchor, s.specificity);
+  const double low = o.min_name_specificity;
+  const double high = std::max(o.anchored_specificity, low);
+  const double ramp =
+      high > low ? std::clamp((anchor - low) / (high - low), 0.0, 1.0) : anchor >= high;
+  const double graph_weight =
+      graph_anchored
+          ? o.unanchored_graph_weight + (o.graph_weight - o.unanchored_graph_weight) * ramp
+          : o.unanchored_graph_weight;
+  const std::vector<double> weights = {lexical ? o.lexical_vector_weight : o.vector_weight,
+                                       o.bm25_weight, graph_weight};
+  ranked = ReciprocalRankFusion({lists[0], lists[1], lists[2]}, weights, o.rrf_k);
+  result.stats.graph_weight = graph_weight;
+  if (o.passage_weight > 0 && o.passage_pool > 0 && !ranked.empty()) {
+    // The signals' best chunks, in the first fusion's order, ranked again by their best
+    // window of sentences, and that ranking fused in.
+    std::vector<std::string> pool;
+    std::unordered_set<std::string> in_pool;
+    const auto per = static_cast<size_t>(o.passage_pool);
+    for (const auto& list : lists) {
+      for (size_t r = 0; r < list.size() && r < per; ++r) in_pool.insert(list[r]);
+    }
+    for (const auto& [id, score] : ranked) {
+      if (in_pool.count(id)) pool.push_back(id);
+    }
+    const auto wt = SteadyClock::now();
+    GRAG_ASSIGN_OR_RETURN(Windows windows, WindowRanking(question, pool, o));
+    // A chunk of two windows or fewer is ranked by its words as well as by its windows
+    // (BM25 already does that); the window list counts in full from eight windows on.
+    const double long_units = std::clamp((windows.windows_per_chunk - 2.0) / 6.0, 0.0, 1.0);
+    Log(LogLevel::kDebug, kLog,
+        fmt::format("sentence windows: {} chunks in {} us, {:.1f} windows a chunk; graph "
+                    "weight {:.2f} (anchor {:.2f})",
+                    pool.size(), Since(wt).count(), windows.windows_per_chunk, graph_weight,
+                    anchor));
+    if (long_units > 0) {
+      std::vector<double> with = weights;
+      with.push_back(o.passage_weight * long_units);
+      result.stats.window_weight = with.back();
+      ranked = ReciprocalRankFusion({lists[0], lists[1], lists[2], windows.ranking}, with, o.rrf_k);
+    }
+  }
+  return ranked;
+}
+
+Status Retriever::Impl::CollectChunks(std::string_view question,
+                                      const std::vector<std::pair<std::string, double>>& ranked,
+                                      const RetrievalOptions& o, Signals& sig,
+                                      RetrievalResult& result) const {
+  std::array<std::unordered_map<std::string, int>, kSignalCount> rank_of;
+  for (size_t s = 0; s < kSignalCount; ++s) {
+    for (size_t r = 0; r < sig.lists[s].size(); ++r)
+      rank_of[s].emplace(sig.lists[s][r], static_cast<int>(r + 1));
+  }
+  const bool rerank = reranker != nullptr && o.rerank_top_n > 0;
+  for (const auto& [id, score] : ranked) {
+    RetrievedChunk rc;
+    if (o.read_chunks || rerank) {
+      GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(id));
+      if (!chunk) continue;  // deleted since the retriever was opened
+      rc.document_id = std::move(chunk->document_id);
+      rc.index = chunk->index;
+      rc.text = std::move(chunk->text);
+    }
+    rc.chunk_id = id;
+    rc.score = score;
+    for (size_t s = 0; s < kSignalCount; ++s) {
+      if (auto it = rank_of[s].find(id); it != rank_of[s].end()) {
+        rc.ranks[s] = it->second;
+        rc.signal_scores[s] = sig.scores[s][id];
+      }
+    }
+    result.chunks.push_back(std::move(rc));
+  }
+  if (!rerank || result.chunks.size() <= 1) return Status::Ok();
+  // The reranker reads the head of the ranking whole and orders it; the tail stays after it.
+  const auto t = SteadyClock::now();
+  const size_t n = std::min(result.chunks.size(), static_cast<size_t>(o.rerank_top_n));
+  std::vector<std::string> texts;
+  texts.reserve(n);
+  for (size_t i = 0; i < n; ++i) texts.push_back(result.chunks[i].text);
+  GRAG_ASSIGN_OR_RETURN(std::vector<RerankHit> hits, reranker->Rerank(question, texts, n));
+  std::vector<RetrievedChunk> head;
+  std::vector<bool> used(n, false);
+  for (const auto& h : hits) {
+    if (h.index >= n || used[h.index]) continue;
+    used[h.index] = true;
+    head.push_back(std::move(result.chunks[h.index]));
+    head.back().rerank_score = h.score;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!used[i]) head.push_back(std::move(result.chunks[i]));
+  }
+  for (size_t i = n; i < result.chunks.size(); ++i) head.push_back(std::move(result.chunks[i]));
+  result.chunks = std::move(head);
+  result.stats.reranked = true;
+  result.stats.rerank_time = Since(t);
+  return Status::Ok();
+}
+
 Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
                                             const RetrievalOptions& o) const {
   const auto start = SteadyClock::now();
@@ -852,6 +1017,7 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
   GRAG_RETURN_IF_ERROR(CheckQuestionHasWords(question));
   const Impl& im = *impl_;
   RetrievalResult result;
+  result.method = o.method;
   RetrievalStats& stats = result.stats;
   stats.chunks = im.total_chunks;
   stats.entities = im.total_entities;
@@ -873,17 +1039,15 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     GRAG_ASSIGN_OR_RETURN(q, im.EmbedQuestion(question));
   }
 
-  std::array<std::vector<std::string>, kSignalCount> lists;
-  std::array<std::unordered_map<std::string, double>, kSignalCount> scores;
-
+  Impl::Signals sig;
   // ---- bm25 (before the vectors, which may still be loading)
   if (want_bm25) {
     const auto t = SteadyClock::now();
     GRAG_ASSIGN_OR_RETURN(std::vector<ChunkHit> hits,
                           im.store.SearchChunks(question, static_cast<int>(candidates)));
     for (const auto& h : hits) {
-      lists[1].push_back(h.chunk_id);
-      scores[1][h.chunk_id] = h.score;
+      sig.lists[1].push_back(h.chunk_id);
+      sig.scores[1][h.chunk_id] = h.score;
     }
     stats.signal_time[1] = Since(t);
   }
@@ -906,8 +1070,8 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     auto hits = chunk_vectors->Search(q, candidates);
     if (!hits.ok()) return hits.status().WithContext("searching the chunk embeddings");
     for (const auto& h : *hits) {
-      lists[0].push_back(h.id);
-      scores[0][h.id] = h.similarity;
+      sig.lists[0].push_back(h.id);
+      sig.scores[0][h.id] = h.similarity;
     }
     stats.used_embeddings = true;
     stats.signal_time[0] = Since(t);
@@ -917,278 +1081,22 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
   bool graph_anchored = false;  // a seed named in the question or found as a fact
   if (walk) {
     const auto t = SteadyClock::now() - named_time;
-    // Names too common to point anywhere are dropped, unless nothing else is named.
-    std::vector<SeedEntity> seeds;
-    for (auto& s : named) {
-      if (SpecificEnough(s, o)) seeds.push_back(s);
-    }
-    if (seeds.empty()) {
-      for (auto& s : named) {
-        if (s.specificity > 0) seeds.push_back(s);
-      }
-    }
-    for (auto& s : seeds) s.weight = s.specificity;
-    const VectorIndex* entity_vectors = nullptr;
-    if (!q.empty() && o.max_embedding_seeds > 0) {
-      GRAG_ASSIGN_OR_RETURN(entity_vectors, im.entity_vectors.Get());
-    }
-    if (entity_vectors != nullptr && entity_vectors->size() > 0) {
-      const double floor = lexical ? o.lexical_similarity_floor : o.similarity_floor;
-      auto hits = entity_vectors->Search(q, static_cast<size_t>(o.max_embedding_seeds));
-      if (!hits.ok()) return hits.status().WithContext("searching the entity embeddings");
-      for (const auto& h : *hits) {
-        if (h.similarity < floor) break;
-        int64_t id = 0;
-        try {
-          id = std::stoll(h.id);
-        } catch (const std::exception&) {
-          continue;
-        }
-        auto same = std::find_if(seeds.begin(), seeds.end(),
-                                 [&](const SeedEntity& s) { return s.entity_id == id; });
-        if (same != seeds.end()) {
-          same->similarity = h.similarity;
-          continue;
-        }
-        SeedEntity s;
-        s.entity_id = id;
-        s.similarity = h.similarity;
-        s.weight = 0.5 * h.similarity;  // a near description counts less than a name said outright
-        seeds.push_back(std::move(s));
-      }
-    }
-    // The passages the other signals rank best seed the walk too, lightly, and their sentences
-    // that match the question seed the entities they name (fact seeds).
-    const auto first = ReciprocalRankFusion(
-        {lists[0], lists[1]}, {lexical ? o.lexical_vector_weight : o.vector_weight, o.bm25_weight},
-        o.rrf_k);
-    const size_t passages = std::min(first.size(), static_cast<size_t>(o.passage_seeds));
-    std::vector<std::string> best_passages;
-    for (size_t r = 0; r < passages; ++r) best_passages.push_back(first[r].first);
-    // The graph to walk: the whole of it, kept; or (one question) the neighbourhood of what
-    // seeds it, read now.
-    const GraphData* g = im.full.get();
-    std::unique_ptr<GraphData> local;
-    if (g == nullptr) {
-      std::vector<int64_t> seed_ids;
-      for (const auto& s : seeds) seed_ids.push_back(s.entity_id);
-      GRAG_ASSIGN_OR_RETURN(
-          GraphSnapshot near,
-          im.store.LoadGraphNeighbourhood(seed_ids, best_passages, im.options.neighbourhood));
-      local = GraphData::Build(std::move(near), im.total_chunks);
-      g = local.get();
-    }
-    std::erase_if(seeds,
-                  [&](const SeedEntity& s) { return !g->node_of_entity.count(s.entity_id); });
-    for (auto& s : seeds) {
-      if (s.name_key.empty()) s.name_key = g->entity_keys[g->node_of_entity.at(s.entity_id)];
-    }
-    GRAG_ASSIGN_OR_RETURN(std::vector<SeedEntity> facts,
-                          im.FactSeeds(*g, question, best_passages, seeds, o));
-    double entity_mass = 0;
-    for (const auto& s : seeds) entity_mass += s.weight;
-    double fact_mass = 0;
-    for (const auto& s : facts) fact_mass += s.weight;
-    // Shares of the seed mass: passages, facts, and the rest for the entities the question names
-    // (or its share to the others when one kind found nothing).
-    double passage_share = passages == 0 ? 0.0 : o.passage_seed_share;
-    double fact_share = fact_mass > 0 ? o.fact_seed_share : 0.0;
-    double named_share = entity_mass > 0 ? 1.0 - passage_share - fact_share : 0.0;
-    const double sum = passage_share + fact_share + named_share;
-    if (sum > 0) {
-      passage_share /= sum;
-      fact_share /= sum;
-      named_share /= sum;
-    }
-    std::vector<std::pair<uint32_t, double>> seed_nodes;
-    for (auto& s : seeds) {
-      s.weight = named_share * s.weight / entity_mass;
-      seed_nodes.emplace_back(g->node_of_entity.at(s.entity_id), s.weight);
-    }
-    for (auto& s : facts) {
-      s.weight = fact_share * s.weight / fact_mass;
-      seed_nodes.emplace_back(g->node_of_entity.at(s.entity_id), s.weight);
-      seeds.push_back(s);
-    }
-    if (passages > 0) {
-      double harmonic = 0;
-      for (size_t r = 0; r < passages; ++r) harmonic += 1.0 / static_cast<double>(r + 1);
-      for (size_t r = 0; r < passages; ++r) {
-        auto c = g->chunk_of_id.find(first[r].first);
-        if (c == g->chunk_of_id.end()) continue;
-        seed_nodes.emplace_back(g->entity_count() + c->second,
-                                passage_share / (static_cast<double>(r + 1) * harmonic));
-      }
-    }
-    std::sort(seeds.begin(), seeds.end(),
-              [](const SeedEntity& a, const SeedEntity& b) { return a.weight > b.weight; });
-    graph_anchored = std::any_of(seeds.begin(), seeds.end(),
-                                 [](const SeedEntity& s) { return s.by_name || s.by_fact; });
-    result.seeds = seeds;
-    if (!seed_nodes.empty()) {
-      query::PprOptions po;
-      po.damping = o.damping;
-      po.epsilon = o.ppr_epsilon;
-      const auto graph =
-          g->Graph(o.entity_to_chunk, o.titled_chunk_share, o.specific_entities_first);
-      auto ranked = query::PersonalizedPageRank(*graph, seed_nodes, po);
-      if (o.exclude_seed_mass) {
-        // A walk that stops at its first stop says nothing about the graph.
-        std::unordered_map<uint32_t, double> seed_mass;
-        double total = 0;
-        for (const auto& [node, w] : seed_nodes) total += w;
-        for (const auto& [node, w] : seed_nodes) seed_mass[node] += w / total;
-        for (auto& [node, score] : ranked) {
-          if (auto it = seed_mass.find(node); it != seed_mass.end()) {
-            score = std::max(0.0, score - (1.0 - o.damping) * it->second);
-          }
-        }
-        std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-          return a.second != b.second ? a.second > b.second : a.first < b.first;
-        });
-      }
-      for (const auto& [node, score] : ranked) {
-        if (node < g->entity_count()) {
-          if (result.entity_scores.size() < 200) {
-            result.entity_scores.emplace_back(g->entity_ids[node], score);
-          }
-        } else if (lists[2].size() < candidates) {
-          const std::string& id = g->chunk_ids[node - g->entity_count()];
-          lists[2].push_back(id);
-          scores[2][id] = score;
-        }
-      }
-    } else {
-      result.diagnostics.push_back("the graph signal found nothing to start from");
-    }
+    GRAG_ASSIGN_OR_RETURN(graph_anchored,
+                          im.GraphSignal(question, q, named, lexical, o, sig, result));
     stats.signal_time[2] = Since(t);
   }
   for (size_t s = 0; s < kSignalCount; ++s)
-    stats.candidates[s] = static_cast<int64_t>(lists[s].size());
+    stats.candidates[s] = static_cast<int64_t>(sig.lists[s].size());
 
   // ---- the method's ranking
-  std::vector<std::pair<std::string, double>> ranked;
-  switch (o.method) {
-    case RetrievalMethod::kVector:
-    case RetrievalMethod::kBm25:
-    case RetrievalMethod::kGraph: {
-      const size_t s = o.method == RetrievalMethod::kVector ? 0
-                       : o.method == RetrievalMethod::kBm25 ? 1
-                                                            : 2;
-      for (const auto& id : lists[s]) ranked.emplace_back(id, scores[s][id]);
-      break;
-    }
-    case RetrievalMethod::kHybrid:
-      if (!graph_anchored && !lists[2].empty()) {
-        result.diagnostics.push_back(
-            "no entity of the question was found by name or in the best passages: the graph "
-            "signal counts less (search.unanchored_graph_weight)");
-      }
-      {
-        // The graph counts by how well its walk is anchored: the most specific name the
-        // question says (RetrievalTuning::anchored_specificity).
-        double anchor = 0;
-        for (const auto& s : named) anchor = std::max(anchor, s.specificity);
-        const double low = o.min_name_specificity;
-        const double high = std::max(o.anchored_specificity, low);
-        const double ramp =
-            high > low ? std::clamp((anchor - low) / (high - low), 0.0, 1.0) : anchor >= high;
-        const double graph_weight =
-            graph_anchored
-                ? o.unanchored_graph_weight + (o.graph_weight - o.unanchored_graph_weight) * ramp
-                : o.unanchored_graph_weight;
-        const std::vector<double> weights = {lexical ? o.lexical_vector_weight : o.vector_weight,
-                                             o.bm25_weight, graph_weight};
-        ranked = ReciprocalRankFusion({lists[0], lists[1], lists[2]}, weights, o.rrf_k);
-        stats.graph_weight = graph_weight;
-        if (o.passage_weight > 0 && o.passage_pool > 0 && !ranked.empty()) {
-          // The signals' best chunks, in the first fusion's order, ranked again by their best
-          // window of sentences, and that ranking fused in.
-          std::vector<std::string> pool;
-          std::unordered_set<std::string> in_pool;
-          const auto per = static_cast<size_t>(o.passage_pool);
-          for (const auto& list : lists) {
-            for (size_t r = 0; r < list.size() && r < per; ++r) in_pool.insert(list[r]);
-          }
-          for (const auto& [id, score] : ranked) {
-            if (in_pool.count(id)) pool.push_back(id);
-          }
-          const auto wt = SteadyClock::now();
-          GRAG_ASSIGN_OR_RETURN(Impl::Windows windows, im.WindowRanking(question, pool, o));
-          // A chunk of two windows or fewer is ranked by its words as well as by its windows
-          // (BM25 already does that); the window list counts in full from eight windows on.
-          const double long_units = std::clamp((windows.windows_per_chunk - 2.0) / 6.0, 0.0, 1.0);
-          Log(LogLevel::kDebug, kLog,
-              fmt::format("sentence windows: {} chunks in {} us, {:.1f} windows a chunk; graph "
-                          "weight {:.2f} (anchor {:.2f})",
-                          pool.size(), Since(wt).count(), windows.windows_per_chunk, graph_weight,
-                          anchor));
-          if (long_units > 0) {
-            std::vector<double> with = weights;
-            with.push_back(o.passage_weight * long_units);
-            stats.window_weight = with.back();
-            ranked = ReciprocalRankFusion({lists[0], lists[1], lists[2], windows.ranking}, with,
-                                          o.rrf_k);
-          }
-        }
-        break;
-      }
-  }
-  if (o.method == RetrievalMethod::kVector && lists[0].empty()) {
+  GRAG_ASSIGN_OR_RETURN(auto ranked,
+                        im.Rank(question, named, graph_anchored, lexical, o, sig, result));
+  if (o.method == RetrievalMethod::kVector && sig.lists[0].empty()) {
     result.diagnostics.push_back(
         "the vector signal is unavailable (no usable chunk embeddings or embedding model)");
   }
   if (ranked.size() > static_cast<size_t>(o.top_k)) ranked.resize(static_cast<size_t>(o.top_k));
-
-  std::array<std::unordered_map<std::string, int>, kSignalCount> rank_of;
-  for (size_t s = 0; s < kSignalCount; ++s) {
-    for (size_t r = 0; r < lists[s].size(); ++r)
-      rank_of[s].emplace(lists[s][r], static_cast<int>(r + 1));
-  }
-  const bool rerank = im.reranker != nullptr && o.rerank_top_n > 0;
-  for (const auto& [id, score] : ranked) {
-    RetrievedChunk rc;
-    if (o.read_chunks || rerank) {
-      GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, im.store.GetChunk(id));
-      if (!chunk) continue;  // deleted since the retriever was opened
-      rc.document_id = std::move(chunk->document_id);
-      rc.index = chunk->index;
-      rc.text = std::move(chunk->text);
-    }
-    rc.chunk_id = id;
-    rc.score = score;
-    for (size_t s = 0; s < kSignalCount; ++s) {
-      if (auto it = rank_of[s].find(id); it != rank_of[s].end()) {
-        rc.ranks[s] = it->second;
-        rc.signal_scores[s] = scores[s][id];
-      }
-    }
-    result.chunks.push_back(std::move(rc));
-  }
-  if (rerank && result.chunks.size() > 1) {
-    // The reranker reads the head of the ranking whole and orders it; the tail stays after it.
-    const auto t = SteadyClock::now();
-    const size_t n = std::min(result.chunks.size(), static_cast<size_t>(o.rerank_top_n));
-    std::vector<std::string> texts;
-    texts.reserve(n);
-    for (size_t i = 0; i < n; ++i) texts.push_back(result.chunks[i].text);
-    GRAG_ASSIGN_OR_RETURN(std::vector<RerankHit> hits, im.reranker->Rerank(question, texts, n));
-    std::vector<RetrievedChunk> head;
-    std::vector<bool> used(n, false);
-    for (const auto& h : hits) {
-      if (h.index >= n || used[h.index]) continue;
-      used[h.index] = true;
-      head.push_back(std::move(result.chunks[h.index]));
-      head.back().rerank_score = h.score;
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (!used[i]) head.push_back(std::move(result.chunks[i]));
-    }
-    for (size_t i = n; i < result.chunks.size(); ++i) head.push_back(std::move(result.chunks[i]));
-    result.chunks = std::move(head);
-    stats.reranked = true;
-    stats.rerank_time = Since(t);
-  }
+  GRAG_RETURN_IF_ERROR(im.CollectChunks(question, ranked, o, sig, result));
   stats.total_time = Since(start);
   Log(LogLevel::kDebug, kLog,
       fmt::format("{}: {} chunks in {} us (vector {}, bm25 {}, graph {} candidates; {} seeds)",

@@ -303,6 +303,292 @@ Result<std::unordered_map<int64_t, Stored>> LoadStored(Store& store, ChildReport
   return stored;
 }
 
+// What reporting one community came to.
+struct ReportStep {
+  ModelCall call;
+  std::optional<ReportRecord> record;
+  Status put;
+  bool failed = false;  // an error that stops the run came from this community
+};
+
+// The state of one GenerateReports call, shared by its workers.
+struct ReportRun {
+  ReportRun(Store& st, ChatModel& m, const Tokenizer& tok, const ReportOptions& opts,
+            const ReportProgressFn& on_progress, const ReportGraph& g, ChildReports& ok,
+            const std::unordered_map<int64_t, Stored>& from_store, const std::string& model_nm,
+            const std::string& report_params, ReportStageSummary& out)
+      : store(st),
+        model(m),
+        tokenizer(tok),
+        options(opts),
+        progress(on_progress),
+        graph(g),
+        ok_reports(ok),
+        stored(from_store),
+        model_name(model_nm),
+        params(report_params),
+        summary(out) {}
+
+  // Every community in one order (finest level first, by id within a level), each started as
+  // soon as the children it may draw on are done rather than level by level, so the LLM calls
+  // of one level overlap the next level's where the hierarchy allows (a parent whose children
+  // finished early starts early).
+  void Schedule(const std::vector<std::vector<size_t>>& levels) {
+    for (const auto& level : levels) order.insert(order.end(), level.begin(), level.end());
+    const size_t n = order.size();
+    std::unordered_map<int64_t, size_t> position;  // community id -> position in `order`
+    for (size_t k = 0; k < n; ++k) position[graph.communities[order[k]].id] = k;
+    waiting_on.assign(n, 0);
+    parents_of.resize(n);
+    for (size_t k = 0; k < n; ++k) {
+      auto kids = graph.children.find(graph.communities[order[k]].id);
+      if (kids == graph.children.end()) continue;
+      for (int64_t child : kids->second) {
+        auto c = position.find(child);
+        if (c == position.end()) continue;  // not reported in this run: its stored report stands
+        ++waiting_on[k];
+        parents_of[c->second].push_back(k);
+      }
+    }
+    outcomes.resize(n);
+    fresh.resize(n);
+    finished.assign(n, 0);
+    remaining = n;
+    for (size_t k = 0; k < n; ++k) {
+      if (waiting_on[k] == 0) ready.insert(k);
+    }
+  }
+
+  // A settled position (done, or failed: the run stops) frees its parents. Called with mu held.
+  void Settle(size_t k) {
+    --remaining;
+    if (finished[k]) {
+      const CommunityReportOutcome& o = outcomes[k];
+      if (fresh[k]) {
+        ok_reports[o.community_id] = std::move(*fresh[k]);
+      } else if (o.action == ReportAction::kGap) {
+        ok_reports.erase(o.community_id);  // a stale report must not stand in for new content
+      }
+    }
+    for (size_t parent : parents_of[k]) {
+      if (--waiting_on[parent] == 0) ready.insert(parent);
+    }
+    cv.notify_all();
+  }
+
+  // The children's reports as they stand now (all of them are done), copied under the
+  // lock: other workers add to ok_reports meanwhile.
+  ChildReports KidsReports(const CommunityRecord& community) {
+    ChildReports kids_reports;
+    {
+      std::lock_guard lock(mu);
+      if (auto kids = graph.children.find(community.id); kids != graph.children.end()) {
+        for (int64_t child : kids->second) {
+          if (auto r = ok_reports.find(child); r != ok_reports.end()) {
+            kids_reports.emplace(child, r->second);
+          }
+        }
+      }
+    }
+    return kids_reports;
+  }
+
+  void ReportOne(size_t i) {
+    const CommunityRecord& community = graph.communities[order[i]];
+    if (options.cancel != nullptr && options.cancel->load()) {
+      std::lock_guard lock(mu);
+      if (fatal.ok()) fatal = Status::Cancelled("report stage interrupted");
+      stop = true;
+      return;
+    }
+    const ChildReports kids_reports = KidsReports(community);
+    const ReportInput in =
+        BuildReportInput(graph, community, kids_reports, tokenizer, options, model_name);
+    CommunityReportOutcome& o = outcomes[i];
+    o.community_id = community.id;
+    o.level = community.level;
+    o.child_reports_used = in.child_reports_used;
+    o.context_tokens = in.context_tokens;
+    o.truncated = in.truncated;
+
+    ReportStep step;
+    Decide(community, in, o, step);
+    if (step.record) PutRecord(i, community, in, o, step);
+    Count(i, community, o, step);
+  }
+
+  // Reuses or keeps the stored report, or makes the record to store (a report or a gap); an
+  // error that stops the run sets `fatal`.
+  void Decide(const CommunityRecord& community, const ReportInput& in, CommunityReportOutcome& o,
+              ReportStep& step) {
+    auto it = stored.find(community.id);
+    if (in.entities_total == 0) {
+      step.record = GapRecord(in, "the community has no entities", model_name);
+    } else if (it != stored.end() && it->second.status == ReportStatus::kOk &&
+               it->second.input_hash == in.input_hash && !it->second.stale) {
+      o.action = ReportAction::kReused;
+    } else if (it != stored.end() && KeepStale(graph, community, it->second, params, options)) {
+      o.action = ReportAction::kKeptStale;
+      step.put = store.MarkReportStale(community.id, StaleNote(graph, community, it->second.basis));
+    } else {
+      step.call = CallModel(model, options, in.prompt);
+      o.calls = step.call.calls;
+      if (step.call.parsed.ok()) {
+        step.record = OkRecord(std::move(step.call.parsed).value(), in, options, model_name,
+                               BasisOf(graph, community, params));
+      } else if (step.call.parsed.status().code() == ErrorCode::kParse ||
+                 step.call.parsed.status().code() == ErrorCode::kTimeout) {
+        step.record = GapRecord(in,
+                                fmt::format("no usable reply after {} calls: {}", step.call.calls,
+                                            step.call.parsed.status().ToString()),
+                                model_name);
+      } else {
+        step.failed = true;
+        std::lock_guard lock(mu);
+        if (fatal.ok()) {
+          fatal = step.call.parsed.status().WithContext(
+              fmt::format("report of community {}", community.id));
+        }
+        stop = true;
+      }
+    }
+  }
+
+  // Stores step.record and logs it.
+  void PutRecord(size_t i, const CommunityRecord& community, const ReportInput& in,
+                 CommunityReportOutcome& o, ReportStep& step) {
+    const std::optional<ReportRecord>& record = step.record;
+    step.put = store.PutReport(*record);
+    if (step.put.ok()) {
+      o.action =
+          record->status == ReportStatus::kOk ? ReportAction::kGenerated : ReportAction::kGap;
+      o.reason = record->reason;
+      if (record->status == ReportStatus::kOk) {
+        fresh[i] = ChildReport{record->full_content, record->input_hash};
+      }
+      if (record->status == ReportStatus::kGap) {
+        Log(LogLevel::kWarn, kComponent,
+            fmt::format("community {}: recorded a gap: {}", community.id, record->reason));
+      } else {
+        Log(LogLevel::kDebug, kComponent,
+            fmt::format("community {} (level {}): \"{}\", {} findings, {} context tokens, "
+                        "{} child reports, {} calls",
+                        community.id, community.level, record->title, record->findings.size(),
+                        in.context_tokens, in.child_reports_used.size(), step.call.calls));
+      }
+    }
+  }
+
+  // Adds the community's calls and outcome to the summary and the progress.
+  void Count(size_t i, const CommunityRecord& community, const CommunityReportOutcome& o,
+             ReportStep& step) {
+    std::lock_guard lock(mu);
+    summary.llm_calls += step.call.calls;
+    summary.cache_hits += step.call.cache_hits;
+    summary.prompt_tokens += step.call.prompt_tokens;
+    summary.completion_tokens += step.call.completion_tokens;
+    prog.llm_calls += step.call.calls;
+    prog.prompt_tokens += step.call.prompt_tokens;
+    prog.completion_tokens += step.call.completion_tokens;
+    if (!step.put.ok()) {
+      step.failed = true;
+      if (fatal.ok()) {
+        fatal =
+            step.put.WithContext(fmt::format("storing the report of community {}", community.id));
+      }
+      stop = true;
+    }
+    if (step.failed) return;  // nothing final to count
+    finished[i] = 1;
+    ++prog.done;
+    prog.level = community.level;
+    if (o.action == ReportAction::kGenerated) ++prog.generated;
+    if (o.action == ReportAction::kReused || o.action == ReportAction::kKeptStale) {
+      ++prog.reused;
+    }
+    if (o.action == ReportAction::kGap) ++prog.gaps;
+    if (progress) progress(prog);
+  }
+
+  // One worker: takes ready communities, lowest position first, until none is left.
+  void Work() {
+    std::unique_lock lock(mu);
+    for (;;) {
+      cv.wait(lock,
+              [this] { return stop.load() || remaining == 0 || !ready.empty() || in_flight == 0; });
+      if (stop.load() || remaining == 0) return;
+      if (ready.empty()) {  // nothing running, nothing ready: the hierarchy loops
+        if (fatal.ok()) {
+          fatal = Status::Internal("the community hierarchy has a cycle");
+        }
+        stop = true;
+        cv.notify_all();
+        return;
+      }
+      const size_t k = *ready.begin();
+      ready.erase(ready.begin());
+      ++in_flight;
+      lock.unlock();
+      ReportOne(k);
+      lock.lock();
+      --in_flight;
+      Settle(k);
+    }
+  }
+
+  // The finished communities' outcomes, counted into the summary.
+  void Tally() {
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (!finished[i]) continue;
+      const CommunityReportOutcome& o = outcomes[i];
+      switch (o.action) {
+        case ReportAction::kGenerated:
+          ++summary.generated;
+          break;
+        case ReportAction::kReused:
+          ++summary.reused;
+          break;
+        case ReportAction::kGap:
+          ++summary.gaps;
+          break;
+        case ReportAction::kKeptStale:
+          ++summary.kept_stale;
+          break;
+      }
+      if (!o.child_reports_used.empty()) ++summary.used_child_reports;
+      if (o.truncated) ++summary.truncated;
+      summary.outcomes.push_back(o);
+    }
+  }
+
+  Store& store;
+  ChatModel& model;
+  const Tokenizer& tokenizer;
+  const ReportOptions& options;
+  const ReportProgressFn& progress;
+  const ReportGraph& graph;
+  ChildReports& ok_reports;  // guarded by mu while the workers run
+  const std::unordered_map<int64_t, Stored>& stored;
+  const std::string& model_name;
+  const std::string& params;
+  ReportStageSummary& summary;  // guarded by mu while the workers run
+
+  std::mutex mu;
+  ReportProgress prog;  // guarded by mu
+  Status fatal;         // guarded by mu: the first error that stops the run
+  std::atomic<bool> stop{false};
+  std::vector<size_t> order;                    // positions -> graph.communities indices
+  std::vector<size_t> waiting_on;               // children in `order` not finished yet
+  std::vector<std::vector<size_t>> parents_of;  // positions whose input this one feeds
+  std::vector<CommunityReportOutcome> outcomes;
+  std::vector<std::optional<ChildReport>> fresh;  // new ok reports
+  std::vector<char> finished;                     // char, not bool: written by several threads
+  std::set<size_t> ready;  // guarded by mu: positions whose children are all done
+  size_t remaining = 0;    // guarded by mu: positions not settled
+  size_t in_flight = 0;    // guarded by mu: positions being reported
+  std::condition_variable cv;
+};
+
 }  // namespace
 
 double CommunityChange(const ReportBasis& basis, const std::vector<int64_t>& members_now,
@@ -375,229 +661,21 @@ Result<ReportStageSummary> GenerateReports(Store& store, ChatModel& model,
   const std::vector<std::vector<size_t>> levels = LevelsFinestFirst(graph, options);
   ReportStageSummary summary;
   for (const auto& level : levels) summary.communities += static_cast<int64_t>(level.size());
-  std::mutex mu;
-  ReportProgress prog;  // guarded by mu
-  Status fatal;         // guarded by mu: the first error that stops the run
-  prog.total = summary.communities;
-  std::atomic<bool> stop{false};
-
-  // Every community in one order (finest level first, by id within a level), each started as
-  // soon as the children it may draw on are done rather than level by level, so the LLM calls
-  // of one level overlap the next level's where the hierarchy allows (a parent whose children
-  // finished early starts early).
-  std::vector<size_t> order;  // positions -> graph.communities indices
-  for (const auto& level : levels) order.insert(order.end(), level.begin(), level.end());
-  const size_t n = order.size();
-  std::unordered_map<int64_t, size_t> position;  // community id -> position in `order`
-  for (size_t k = 0; k < n; ++k) position[graph.communities[order[k]].id] = k;
-  std::vector<size_t> waiting_on(n, 0);            // children in `order` not finished yet
-  std::vector<std::vector<size_t>> parents_of(n);  // positions whose input this one feeds
-  for (size_t k = 0; k < n; ++k) {
-    auto kids = graph.children.find(graph.communities[order[k]].id);
-    if (kids == graph.children.end()) continue;
-    for (int64_t child : kids->second) {
-      auto c = position.find(child);
-      if (c == position.end()) continue;  // not reported in this run: its stored report stands
-      ++waiting_on[k];
-      parents_of[c->second].push_back(k);
-    }
-  }
-  std::vector<CommunityReportOutcome> outcomes(n);
-  std::vector<std::optional<ChildReport>> fresh(n);  // new ok reports
-  std::vector<char> finished(n, 0);                  // char, not bool: written by several threads
-  std::set<size_t> ready;  // guarded by mu: positions whose children are all done
-  size_t remaining = n;    // guarded by mu: positions not settled
-  size_t in_flight = 0;    // guarded by mu: positions being reported
-  std::condition_variable cv;
-  for (size_t k = 0; k < n; ++k) {
-    if (waiting_on[k] == 0) ready.insert(k);
-  }
-  // A settled position (done, or failed: the run stops) frees its parents. Called with mu held.
-  auto settle = [&](size_t k) {
-    --remaining;
-    if (finished[k]) {
-      const CommunityReportOutcome& o = outcomes[k];
-      if (fresh[k]) {
-        ok_reports[o.community_id] = std::move(*fresh[k]);
-      } else if (o.action == ReportAction::kGap) {
-        ok_reports.erase(o.community_id);  // a stale report must not stand in for new content
-      }
-    }
-    for (size_t parent : parents_of[k]) {
-      if (--waiting_on[parent] == 0) ready.insert(parent);
-    }
-    cv.notify_all();
-  };
-
-  auto report_one = [&](size_t i) {
-    const CommunityRecord& community = graph.communities[order[i]];
-    if (options.cancel != nullptr && options.cancel->load()) {
-      std::lock_guard lock(mu);
-      if (fatal.ok()) fatal = Status::Cancelled("report stage interrupted");
-      stop = true;
-      return;
-    }
-    // The children's reports as they stand now (all of them are done), copied under the
-    // lock: other workers add to ok_reports meanwhile.
-    ChildReports kids_reports;
-    {
-      std::lock_guard lock(mu);
-      if (auto kids = graph.children.find(community.id); kids != graph.children.end()) {
-        for (int64_t child : kids->second) {
-          if (auto r = ok_reports.find(child); r != ok_reports.end()) {
-            kids_reports.emplace(child, r->second);
-          }
-        }
-      }
-    }
-    const ReportInput in =
-        BuildReportInput(graph, community, kids_reports, tokenizer, options, model_name);
-    CommunityReportOutcome& o = outcomes[i];
-    o.community_id = community.id;
-    o.level = community.level;
-    o.child_reports_used = in.child_reports_used;
-    o.context_tokens = in.context_tokens;
-    o.truncated = in.truncated;
-
-    ModelCall call;
-    std::optional<ReportRecord> record;
-    Status put;
-    bool failed = false;  // an error that stops the run came from this community
-    auto it = stored.find(community.id);
-    if (in.entities_total == 0) {
-      record = GapRecord(in, "the community has no entities", model_name);
-    } else if (it != stored.end() && it->second.status == ReportStatus::kOk &&
-               it->second.input_hash == in.input_hash && !it->second.stale) {
-      o.action = ReportAction::kReused;
-    } else if (it != stored.end() && KeepStale(graph, community, it->second, params, options)) {
-      o.action = ReportAction::kKeptStale;
-      put = store.MarkReportStale(community.id, StaleNote(graph, community, it->second.basis));
-    } else {
-      call = CallModel(model, options, in.prompt);
-      o.calls = call.calls;
-      if (call.parsed.ok()) {
-        record = OkRecord(std::move(call.parsed).value(), in, options, model_name,
-                          BasisOf(graph, community, params));
-      } else if (call.parsed.status().code() == ErrorCode::kParse ||
-                 call.parsed.status().code() == ErrorCode::kTimeout) {
-        record = GapRecord(in,
-                           fmt::format("no usable reply after {} calls: {}", call.calls,
-                                       call.parsed.status().ToString()),
-                           model_name);
-      } else {
-        failed = true;
-        std::lock_guard lock(mu);
-        if (fatal.ok()) {
-          fatal =
-              call.parsed.status().WithContext(fmt::format("report of community {}", community.id));
-        }
-        stop = true;
-      }
-    }
-
-    if (record) {
-      put = store.PutReport(*record);
-      if (put.ok()) {
-        o.action =
-            record->status == ReportStatus::kOk ? ReportAction::kGenerated : ReportAction::kGap;
-        o.reason = record->reason;
-        if (record->status == ReportStatus::kOk) {
-          fresh[i] = ChildReport{record->full_content, record->input_hash};
-        }
-        if (record->status == ReportStatus::kGap) {
-          Log(LogLevel::kWarn, kComponent,
-              fmt::format("community {}: recorded a gap: {}", community.id, record->reason));
-        } else {
-          Log(LogLevel::kDebug, kComponent,
-              fmt::format("community {} (level {}): \"{}\", {} findings, {} context tokens, "
-                          "{} child reports, {} calls",
-                          community.id, community.level, record->title, record->findings.size(),
-                          in.context_tokens, in.child_reports_used.size(), call.calls));
-        }
-      }
-    }
-
-    std::lock_guard lock(mu);
-    summary.llm_calls += call.calls;
-    summary.cache_hits += call.cache_hits;
-    summary.prompt_tokens += call.prompt_tokens;
-    summary.completion_tokens += call.completion_tokens;
-    prog.llm_calls += call.calls;
-    prog.prompt_tokens += call.prompt_tokens;
-    prog.completion_tokens += call.completion_tokens;
-    if (!put.ok()) {
-      failed = true;
-      if (fatal.ok()) {
-        fatal = put.WithContext(fmt::format("storing the report of community {}", community.id));
-      }
-      stop = true;
-    }
-    if (failed) return;  // nothing final to count
-    finished[i] = 1;
-    ++prog.done;
-    prog.level = community.level;
-    if (o.action == ReportAction::kGenerated) ++prog.generated;
-    if (o.action == ReportAction::kReused || o.action == ReportAction::kKeptStale) {
-      ++prog.reused;
-    }
-    if (o.action == ReportAction::kGap) ++prog.gaps;
-    if (progress) progress(prog);
-  };
+  ReportRun run(store, model, tokenizer, options, progress, graph, ok_reports, stored, model_name,
+                params, summary);
+  run.prog.total = summary.communities;
+  run.Schedule(levels);
 
   // `concurrency` workers take ready communities, lowest position (finest, then by id) first.
   ParallelFor(static_cast<size_t>(options.concurrency), static_cast<size_t>(options.concurrency),
-              [&](size_t) {
-                std::unique_lock lock(mu);
-                for (;;) {
-                  cv.wait(lock, [&] {
-                    return stop.load() || remaining == 0 || !ready.empty() || in_flight == 0;
-                  });
-                  if (stop.load() || remaining == 0) return;
-                  if (ready.empty()) {  // nothing running, nothing ready: the hierarchy loops
-                    if (fatal.ok()) {
-                      fatal = Status::Internal("the community hierarchy has a cycle");
-                    }
-                    stop = true;
-                    cv.notify_all();
-                    return;
-                  }
-                  const size_t k = *ready.begin();
-                  ready.erase(ready.begin());
-                  ++in_flight;
-                  lock.unlock();
-                  report_one(k);
-                  lock.lock();
-                  --in_flight;
-                  settle(k);
-                }
-              });
+              [&run](size_t) { run.Work(); });
 
-  for (size_t i = 0; i < n; ++i) {
-    if (!finished[i]) continue;
-    const CommunityReportOutcome& o = outcomes[i];
-    switch (o.action) {
-      case ReportAction::kGenerated:
-        ++summary.generated;
-        break;
-      case ReportAction::kReused:
-        ++summary.reused;
-        break;
-      case ReportAction::kGap:
-        ++summary.gaps;
-        break;
-      case ReportAction::kKeptStale:
-        ++summary.kept_stale;
-        break;
-    }
-    if (!o.child_reports_used.empty()) ++summary.used_child_reports;
-    if (o.truncated) ++summary.truncated;
-    summary.outcomes.push_back(o);
-  }
-  if (stop) {
-    std::lock_guard lock(mu);
-    Log(fatal.code() == ErrorCode::kCancelled ? LogLevel::kInfo : LogLevel::kError, kComponent,
-        "report stage stopped: " + fatal.ToString());
-    return fatal;
+  run.Tally();
+  if (run.stop) {
+    std::lock_guard lock(run.mu);
+    Log(run.fatal.code() == ErrorCode::kCancelled ? LogLevel::kInfo : LogLevel::kError, kComponent,
+        "report stage stopped: " + run.fatal.ToString());
+    return run.fatal;
   }
   Log(LogLevel::kInfo, kComponent,
       fmt::format("{} communities: {} reports generated, {} reused, {} kept stale, {} gaps; {} "

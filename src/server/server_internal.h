@@ -304,6 +304,8 @@ struct Server::Impl {
 
   void DeclareRoutes();
   void Register();
+  // Hands each route of the table to cpp-httplib (Register's last step).
+  void ServeRoutes();
   std::string OpenApi() const;
   // Whether `path` is served without an API key (a route declared kPublic).
   bool IsPublic(const std::string& path) const;

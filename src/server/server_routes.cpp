@@ -642,6 +642,10 @@ void Server::Impl::Register() {
         req.method + " " + req.path + " -> " + std::to_string(res.status));
   });
 
+  ServeRoutes();
+}
+
+void Server::Impl::ServeRoutes() {
   for (const Route& r : routes) {
     // A workspace's route is served twice: /v1/X on the default workspace (or the one
     // X-Grag-Workspace names), and /v1/workspaces/{workspace}/X on the one named.

@@ -147,8 +147,9 @@ struct RetrievalStats {
 };
 
 struct RetrievalResult {
-  std::vector<RetrievedChunk> chunks;  // best first, at most top_k
-  std::vector<SeedEntity> seeds;       // the graph signal's, heaviest first
+  RetrievalMethod method = RetrievalMethod::kHybrid;  // the method that ranked them
+  std::vector<RetrievedChunk> chunks;                 // best first, at most top_k
+  std::vector<SeedEntity> seeds;                      // the graph signal's, heaviest first
   // Entities by the walk's probability of ending on them, highest first (at most 200): what
   // local search ranks relationships and reports by.
   std::vector<std::pair<int64_t, double>> entity_scores;
