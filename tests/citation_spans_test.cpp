@@ -22,6 +22,7 @@
 #include "engine/engine_citations.h"
 #include "grag/chunker.h"
 #include "grag/engine.h"
+#include "engine/engine_internal.h"
 #include "grag/engine_json.h"
 #include "grag/store.h"
 #include "support/temp_dir.h"
@@ -329,7 +330,7 @@ class EngineSpansTest : public ::testing::Test {
   // The chunks a method's context held, or read for a cited report/entity/relationship.
   static std::set<std::string> ContextChunks(Engine& engine, const QueryResult& r) {
     std::set<std::string> out;
-    Store& store = engine.store();
+    Store& store = EngineInternals::store(engine);
     auto add_entity = [&](int64_t id) {
       auto chunks = store.GetEntityChunks(id);
       if (chunks.ok()) out.insert(chunks->begin(), chunks->end());
@@ -377,7 +378,7 @@ class EngineSpansTest : public ::testing::Test {
         }
       }
       for (const SourceSpan& s : c.spans) {
-        auto doc = engine.store().GetDocument(s.document_id);
+        auto doc = EngineInternals::store(engine).GetDocument(s.document_id);
         EXPECT_TRUE(doc.ok() && doc->has_value());
         if (!doc.ok() || !doc->has_value()) continue;
         const std::string& text = (*doc)->text;
@@ -386,7 +387,7 @@ class EngineSpansTest : public ::testing::Test {
         EXPECT_EQ(s.start, CodePoints(std::string_view(text).substr(0, s.byte_start)));
         EXPECT_FALSE(s.located);  // a fresh index stores the offsets
         EXPECT_EQ(context.count(s.chunk_id), 1u) << c.id << " cites outside the context";
-        auto chunk = engine.store().GetChunk(s.chunk_id);
+        auto chunk = EngineInternals::store(engine).GetChunk(s.chunk_id);
         EXPECT_TRUE(chunk.ok() && chunk->has_value());
         if (!chunk.ok() || !chunk->has_value()) continue;
         EXPECT_NE((*chunk)->text.find(s.text), std::string::npos) << c.id;
@@ -460,7 +461,7 @@ TEST_F(EngineSpansTest, EveryMethodsSpansLieInItsContextAndSurviveOtherDocuments
     }
   }
   // Every chunk of part 1 still has the offsets it was cut with.
-  auto chunks = engine->store().ListChunks("part1.txt");
+  auto chunks = EngineInternals::store(*engine).ListChunks("part1.txt");
   ASSERT_TRUE(chunks.ok());
   ASSERT_FALSE(chunks->empty());
   for (const ChunkRecord& c : *chunks) {

@@ -1,6 +1,7 @@
 // The engine façade (issue 12): one object opens a project and offers indexing, questions,
 // search, stats, documents and entity corrections; the shells (CLI, server) only map to it.
 #include "grag/engine.h"
+#include "engine/engine_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -128,7 +129,7 @@ TEST_F(EngineTest, AQueryCompletesWhileAnIndexingTransactionIsOpen) {
   ASSERT_NE(writer, nullptr);
   ASSERT_TRUE(writer->Index({}).ok());
   // The writer holds the index's write transaction, as the merge stage does for a whole graph.
-  auto tx = writer->store().Begin();
+  auto tx = EngineInternals::store(*writer).Begin();
   ASSERT_TRUE(tx.ok()) << tx.status().ToString();
   // A reading engine on the same index (a server's query side) answers meanwhile.
   auto reader = Engine::Open(config_);
@@ -153,7 +154,7 @@ TEST_F(EngineTest, AQueryOnTheIndexingEngineCompletesWhileItsTransactionIsOpen) 
   auto engine = OpenWritable();
   ASSERT_NE(engine, nullptr);
   ASSERT_TRUE(engine->Index({}).ok());
-  auto tx = engine->store().Begin();
+  auto tx = EngineInternals::store(*engine).Begin();
   ASSERT_TRUE(tx.ok()) << tx.status().ToString();
   auto query = std::async(std::launch::async, [&] {
     QueryRequest q;
@@ -251,14 +252,13 @@ TEST(EngineJsonTest, CompactOutputIsNlohmannsDumpByteForByte) {
     result.chunks.push_back(c);
   }
   result.diagnostics = {"a \"diagnostic\"\n", "\xe2\x9c\x93"};
-  const std::string out =
-      RetrievalResultJson(result, "Who is \"Marley\"?\n\xff", RetrievalMethod::kHybrid, false);
+  const std::string out = RetrievalResultJson(result, "Who is \"Marley\"?\n\xff", false);
   const auto reparsed = nlohmann::json::parse(out);
   EXPECT_EQ(reparsed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), out);
   EXPECT_EQ(reparsed["chunks"][1]["text"], texts[1]);
   EXPECT_EQ(reparsed["chunks"][5]["text"].get<std::string>().size(), 12u);
   // Pretty output is nlohmann's, indented.
-  const std::string pretty = RetrievalResultJson(result, "q", RetrievalMethod::kHybrid, true);
+  const std::string pretty = RetrievalResultJson(result, "q", true);
   EXPECT_EQ(nlohmann::json::parse(pretty).dump(2), pretty);
 }
 

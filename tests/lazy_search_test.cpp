@@ -14,6 +14,7 @@
 
 #include "engine/engine_citations.h"
 #include "grag/engine.h"
+#include "engine/engine_internal.h"
 #include "grag/engine_json.h"
 #include "grag/prompts.h"
 #include "support/fake_graphrag_llm.h"
@@ -137,9 +138,10 @@ class LazySearchTest : public ::testing::Test {
 
   Result<LazySearchResult> Run(ChatModel& chat, std::string_view question,
                                const LazySearchOptions& o) {
-    auto r = engine_->retriever();
+    auto r = EngineInternals::retriever(*engine_);
     if (!r.ok()) return r.status();
-    return LazySearch(engine_->store(), **r, chat, engine_->tokenizer(), question, o);
+    return LazySearch(EngineInternals::store(*engine_), **r, chat,
+                      EngineInternals::tokenizer(*engine_), question, o);
   }
 
   static TempDir* dir_;
@@ -153,7 +155,7 @@ Engine* LazySearchTest::engine_ = nullptr;
 
 TEST_F(LazySearchTest, BudgetRespectedExactlyAndTheAnswerSaysItRanOut) {
   ScriptedChatModel chat(Lazy([](const std::string&) { return 3; }));
-  LazySearchOptions o = engine_->LazyOptions();
+  LazySearchOptions o = EngineInternals::LazyOptions(*engine_);
   o.budget = 50;
   o.tests_per_call = 1;  // 50 calls need only 50 passages
   o.max_misses = 1000;
@@ -185,7 +187,7 @@ TEST_F(LazySearchTest, BudgetRespectedExactlyAndTheAnswerSaysItRanOut) {
 TEST_F(LazySearchTest, CitedPassagesHaveSpansInsideWhatTheClaimsRead) {
   ScriptedChatModel chat(Lazy(
       [](const std::string& text) { return text.find("Marley") != std::string::npos ? 3 : 0; }));
-  LazySearchOptions o = engine_->LazyOptions();
+  LazySearchOptions o = EngineInternals::LazyOptions(*engine_);
   o.budget = 10;
   auto r = Run(chat, "What happened to Marley?", o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -193,7 +195,7 @@ TEST_F(LazySearchTest, CitedPassagesHaveSpansInsideWhatTheClaimsRead) {
   QueryResult result;
   result.method = QueryMethod::kLazy;
   result.lazy = *r;
-  auto cited = LocateCitations(engine_->store(), SpanOptions{}, result);
+  auto cited = LocateCitations(EngineInternals::store(*engine_), SpanOptions{}, result);
   ASSERT_TRUE(cited.ok()) << cited.status().ToString();
   ASSERT_EQ(cited->size(), r->citations.size());
   std::string claims_prompts;
@@ -217,7 +219,7 @@ TEST_F(LazySearchTest, CitedPassagesHaveSpansInsideWhatTheClaimsRead) {
 
 TEST_F(LazySearchTest, NothingRelevantMeansNotCoveredWithoutClaimsOrReduce) {
   ScriptedChatModel chat(Lazy([](const std::string&) { return 0; }));
-  LazySearchOptions o = engine_->LazyOptions();
+  LazySearchOptions o = EngineInternals::LazyOptions(*engine_);
   o.budget = 50;
   o.max_misses = 1000;
   auto r = Run(chat, "What does Scrooge do with Bob Cratchit?", o);
@@ -235,12 +237,12 @@ TEST_F(LazySearchTest, NothingRelevantMeansNotCoveredWithoutClaimsOrReduce) {
 TEST_F(LazySearchTest, DeepensWhereRelevantAndNeverUnderABarrenCommunity) {
   ScriptedChatModel chat(Lazy(
       [](const std::string& text) { return text.find("Marley") != std::string::npos ? 3 : 0; }));
-  LazySearchOptions o = engine_->LazyOptions();
+  LazySearchOptions o = EngineInternals::LazyOptions(*engine_);
   o.budget = 40;
   o.max_misses = 1000;
   auto r = Run(chat, "Who was Marley and what happened to him?", o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  auto communities = engine_->store().ListCommunities();
+  auto communities = EngineInternals::store(*engine_).ListCommunities();
   ASSERT_TRUE(communities.ok());
   std::map<int64_t, std::optional<int64_t>> parent;
   for (const auto& c : *communities) parent[c.id] = c.parent_id;
@@ -259,7 +261,7 @@ TEST_F(LazySearchTest, DeepensWhereRelevantAndNeverUnderABarrenCommunity) {
   // Every relevant passage holds the word: the ratings were applied to the right passages.
   for (const LazyTest& t : r->tests) {
     if (!t.relevant) continue;
-    auto chunk = engine_->store().GetChunk(t.chunk_id);
+    auto chunk = EngineInternals::store(*engine_).GetChunk(t.chunk_id);
     ASSERT_TRUE(chunk.ok() && chunk->has_value());
     EXPECT_NE((*chunk)->text.substr(t.window_begin, t.window_end - t.window_begin).find("Marley"),
               std::string::npos);
@@ -273,7 +275,7 @@ TEST_F(LazySearchTest, StopsAfterMissesInARow) {
     if (KindOf(LastUser(req)) == Kind::kRelevance) ++calls;
     return chat.Chat(req).value().content;
   });
-  LazySearchOptions o = engine_->LazyOptions();
+  LazySearchOptions o = EngineInternals::LazyOptions(*engine_);
   o.budget = 100;
   o.max_misses = 2;
   o.concurrency = 1;  // one call per wave: "the first" is well defined
@@ -292,7 +294,7 @@ TEST_F(LazySearchTest, StopsAfterMissesInARow) {
 
 TEST_F(LazySearchTest, PassagesAreWindowsNotWholeChunks) {
   ScriptedChatModel chat(Lazy([](const std::string&) { return 0; }));
-  LazySearchOptions o = engine_->LazyOptions();
+  LazySearchOptions o = EngineInternals::LazyOptions(*engine_);
   o.budget = 10;
   o.test_window_tokens = 60;
   auto r = Run(chat, "What does Scrooge say about Christmas?", o);
@@ -304,11 +306,11 @@ TEST_F(LazySearchTest, PassagesAreWindowsNotWholeChunks) {
     const auto passages = Passages(p);
     EXPECT_LE(passages.size(), static_cast<size_t>(o.tests_per_call));
     for (const auto& [id, text] : passages) {
-      EXPECT_LE(engine_->tokenizer().Count(text), 60u) << id << ": " << text;
+      EXPECT_LE(EngineInternals::tokenizer(*engine_).Count(text), 60u) << id << ": " << text;
     }
   }
   for (const LazyTest& t : r->tests) {
-    auto chunk = engine_->store().GetChunk(t.chunk_id);
+    auto chunk = EngineInternals::store(*engine_).GetChunk(t.chunk_id);
     ASSERT_TRUE(chunk.ok() && chunk->has_value());
     if (t.window_end - t.window_begin < (*chunk)->text.size()) ++shorter;
   }
@@ -338,7 +340,7 @@ TEST_F(LazySearchTest, ClaimsGoToTheSeedReducePromptRankedWithZeroesDropped) {
         return Lazy([](const std::string&) { return 3; })(req);
     }
   });
-  LazySearchOptions o = engine_->LazyOptions();
+  LazySearchOptions o = EngineInternals::LazyOptions(*engine_);
   o.budget = 1;  // one relevance call: one claims call
   auto r = Run(chat, "Who is Tiny Tim?", o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -365,7 +367,7 @@ TEST_F(LazySearchTest, AnUnreadableRelevanceReplyCostsItsCallAndTheSearchGoesOn)
     }
     return Lazy([](const std::string&) { return 3; })(req);
   });
-  LazySearchOptions o = engine_->LazyOptions();
+  LazySearchOptions o = EngineInternals::LazyOptions(*engine_);
   o.budget = 6;
   o.concurrency = 1;
   o.max_misses = 1000;
@@ -389,7 +391,7 @@ TEST_F(LazySearchTest, NoRelevanceReplyAtAllIsAnErrorNotAnUncoveredQuestion) {
     }
     return Lazy([](const std::string&) { return 3; })(req);
   });
-  LazySearchOptions o = engine_->LazyOptions();
+  LazySearchOptions o = EngineInternals::LazyOptions(*engine_);
   o.budget = 4;
   auto r = Run(chat, "Who is Tiny Tim?", o);
   EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
@@ -400,13 +402,13 @@ TEST_F(LazySearchTest, NoRelevanceReplyAtAllIsAnErrorNotAnUncoveredQuestion) {
 
 TEST_F(LazySearchTest, AGenericQuestionGoesBreadthFirstByCommunitySize) {
   ScriptedChatModel chat(Lazy([](const std::string&) { return 0; }));
-  LazySearchOptions o = engine_->LazyOptions();
+  LazySearchOptions o = EngineInternals::LazyOptions(*engine_);
   o.budget = 3;
   o.concurrency = 1;
   auto r = Run(chat, "What are the main themes?", o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->stats.generic);
-  auto communities = engine_->store().ListCommunities(0);
+  auto communities = EngineInternals::store(*engine_).ListCommunities(0);
   ASSERT_TRUE(communities.ok());
   int64_t heaviest = 0, id = 0;
   for (const auto& c : *communities) {
@@ -421,7 +423,7 @@ TEST_F(LazySearchTest, AGenericQuestionGoesBreadthFirstByCommunitySize) {
 
 TEST_F(LazySearchTest, OptionsOutOfRangeAreRefused) {
   ScriptedChatModel chat(Lazy([](const std::string&) { return 0; }));
-  LazySearchOptions o = engine_->LazyOptions();
+  LazySearchOptions o = EngineInternals::LazyOptions(*engine_);
   o.budget = 0;
   auto r = Run(chat, "Who is Scrooge?", o);
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
@@ -519,11 +521,11 @@ TEST_F(LazyRouterTest, GlobalQuestionsGoToLazyOnlyWithAModelAndNoModelWrittenRep
     o.log_file = false;
     auto writer = Engine::Open(config_, o);
     ASSERT_TRUE(writer.ok());
-    auto reports = (*writer)->store().ListReports();
+    auto reports = EngineInternals::store(**writer).ListReports();
     ASSERT_TRUE(reports.ok() && !reports->empty());
     ReportRecord r = reports->front();
     r.generator = ReportGenerator::kLlm;
-    ASSERT_TRUE((*writer)->store().PutReport(r).ok());
+    ASSERT_TRUE(EngineInternals::store(**writer).PutReport(r).ok());
   }
   {
     auto engine = Open(/*with_model=*/true);

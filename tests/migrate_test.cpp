@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "grag/engine.h"
+#include "engine/engine_internal.h"
 #include "support/postgres.h"
 #include "support/temp_dir.h"
 
@@ -89,7 +90,7 @@ class MigrateTest : public ::testing::Test {
     if (hits.ok()) {
       for (const auto& h : hits->chunks) a.hits.push_back(h.chunk_id);
     }
-    auto stats = (*engine)->store().Stats();
+    auto stats = EngineInternals::store(**engine).Stats();
     EXPECT_TRUE(stats.ok());
     if (stats.ok()) a.stats = *stats;
     return a;

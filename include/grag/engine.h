@@ -373,6 +373,19 @@ class Engine {
   Result<GraphView> Graph(const GraphViewRequest& request);
 
   const Config& config() const;
+  // Builds the retrieval indexes now (they are otherwise built by the first question): a server
+  // opens an engine and warms it before it answers.
+  Status Warm();
+  // What this engine's models have spent since it was opened: the chat models' calls and
+  // tokens, and a configured embedding model's (the built-in lexical embedder spends nothing).
+  LlmUsage ModelUsage() const;
+
+  struct Impl;
+
+ private:
+  // What the engine holds, for its own methods; the engine module's files and the tests reach
+  // them through EngineInternals (src/engine/engine_internal.h). A library user gets none.
+  friend struct EngineInternals;
   Store& store();
   const Tokenizer& tokenizer() const;
   ChatModel* chat();  // nullptr: no LLM (extractive answers)
@@ -383,7 +396,6 @@ class Engine {
   EmbeddingModel* embedder();  // the configured model, or the lexical embedder
   // The retrieval indexes, built on first use and kept. Errors: the store's.
   Result<const Retriever*> retriever();
-
   // The options each method runs with, from the configuration.
   GlobalSearchOptions GlobalOptions() const;
   LocalSearchOptions LocalOptions() const;
@@ -392,9 +404,6 @@ class Engine {
   LazySearchOptions LazyOptions() const;
   RetrievalOptions SearchOptions() const;
 
-  struct Impl;
-
- private:
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -15,7 +15,7 @@ namespace grag {
 // pretty: indented for people (a terminal); else one line.
 std::string QueryResultJson(const QueryResult& result, std::string_view question, bool pretty);
 std::string RetrievalResultJson(const RetrievalResult& result, std::string_view question,
-                                RetrievalMethod method, bool pretty);
+                                bool pretty);
 std::string QueryRouteJson(const QueryRoute& route, std::string_view question, bool pretty);
 
 // grag index / add / remove: the run's summary, with the plan it started from when given.

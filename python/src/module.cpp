@@ -83,7 +83,7 @@ class PyEngine {
     SearchRequest request;
     request.question = question;
     request.top_k = k;
-    request.method = Unwrap(ParseRetrievalMethod(method.value_or(config_.search.method)));
+    if (method) request.method = Unwrap(ParseRetrievalMethod(*method));  // else search.method
     std::shared_ptr<Engine> engine = Reader();
     Result<RetrievalResult> result = Status::Internal("not run");
     {
@@ -91,8 +91,8 @@ class PyEngine {
       result = engine->Search(request);
     }
     Check(result.status());
-    if (as_json) return py::str(RetrievalResultJson(*result, question, *request.method, false));
-    return SearchObject(*result, question, *request.method);
+    if (as_json) return py::str(RetrievalResultJson(*result, question, false));
+    return SearchObject(*result, question);
   }
 
   // For bench/python_search_bench.py: `n` calls of Engine::Search in C++, no Python and no JSON in

@@ -86,8 +86,7 @@ py::dict StatsObject(const RetrievalStats& s) {
 
 }  // namespace
 
-py::dict SearchObject(const RetrievalResult& result, std::string_view question,
-                      RetrievalMethod method) {
+py::dict SearchObject(const RetrievalResult& result, std::string_view question) {
   py::list entities;
   for (size_t i = 0; i < std::min<size_t>(20, result.entity_scores.size()); ++i) {
     py::dict e;
@@ -102,7 +101,7 @@ py::dict SearchObject(const RetrievalResult& result, std::string_view question,
     chunks.append(ChunkObject(result.chunks[i], i + 1));
   }
   py::dict out;
-  out["method"] = Str(RetrievalMethodName(method));
+  out["method"] = Str(RetrievalMethodName(result.method));
   out["question"] = Str(question);
   out["seeds"] = SeedsList(result);
   out["entities"] = std::move(entities);

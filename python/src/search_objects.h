@@ -14,7 +14,6 @@
 
 namespace grag::python {
 
-pybind11::dict SearchObject(const RetrievalResult& result, std::string_view question,
-                            RetrievalMethod method);
+pybind11::dict SearchObject(const RetrievalResult& result, std::string_view question);
 
 }  // namespace grag::python

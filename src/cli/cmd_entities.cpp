@@ -41,8 +41,8 @@ int List(const GlobalOptions& g, const std::string& search, int limit, bool json
     std::cout << "\n";
   }
   if (entities->empty()) {
-    auto count = (*engine)->store().CountEntities();
-    const bool none = count.ok() && *count == 0;
+    auto stats = (*engine)->Stats(0);
+    const bool none = stats.ok() && stats->store.entities == 0;
     std::cout << (none ? "no entities: run `grag index` first\n"
                        : "no entity matches \"" + search + "\"\n");
   } else if (entities->size() > shown) {

@@ -57,16 +57,16 @@ Command AddSearchCommand(CLI::App& app, GlobalOptions& g) {
             if (!engine.ok()) return Fail(engine.status());
             SearchRequest request;
             request.question = o->question;
-            auto method =
-                ParseRetrievalMethod(o->method.empty() ? config->search.method : o->method);
-            if (!method.ok()) return Fail(method.status());
-            request.method = *method;
+            if (!o->method.empty()) {  // else search.method
+              auto method = ParseRetrievalMethod(o->method);
+              if (!method.ok()) return Fail(method.status());
+              request.method = *method;
+            }
             request.top_k = o->top_k;
             auto r = (*engine)->Search(request);
             if (!r.ok()) return Fail(r.status());
             if (o->json) {
-              std::cout << RetrievalResultJson(*r, o->question, *method, isatty(STDOUT_FILENO) != 0)
-                        << "\n";
+              std::cout << RetrievalResultJson(*r, o->question, isatty(STDOUT_FILENO) != 0) << "\n";
               return kExitOk;
             }
             if (r->chunks.empty()) std::cout << "no chunk matches the question\n";

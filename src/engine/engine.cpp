@@ -231,6 +231,24 @@ Result<const Retriever*> Engine::retriever() {
   return out;
 }
 
+Status Engine::Warm() { return retriever().status(); }
+
+LlmUsage Engine::ModelUsage() const {
+  LlmUsage u;
+  if (impl_->chat) u += impl_->chat->Usage();
+  {
+    std::lock_guard lock(impl_->query_models_mu);
+    for (const auto& [name, model] : impl_->query_models) {
+      if (model) u += model->Usage();
+    }
+  }
+  // The built-in embedder spends nothing worth counting; a configured one does.
+  if (impl_->embedder && !IsLexicalEmbeddingModel(impl_->embedder->model())) {
+    u += impl_->embedder->Usage();
+  }
+  return u;
+}
+
 // ---------------------------------------------------------------- options from the settings
 
 RetrievalOptions Engine::SearchOptions() const {

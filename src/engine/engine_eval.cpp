@@ -13,6 +13,7 @@
 
 #include "grag/local_search.h"
 #include "grag/words.h"
+#include "engine_internal.h"
 
 namespace grag {
 namespace {
@@ -203,8 +204,8 @@ Result<EvalReport> EvaluateRetrieval(Engine& engine, const std::vector<EvalQuest
   }
   GRAG_RETURN_IF_ERROR(CheckGold(engine, questions, report.diagnostics));
 
-  GRAG_ASSIGN_OR_RETURN(const Retriever* retriever, engine.retriever());
-  const LocalSearchOptions local_options = engine.LocalOptions();
+  GRAG_ASSIGN_OR_RETURN(const Retriever* retriever, EngineInternals::retriever(engine));
+  const LocalSearchOptions local_options = EngineInternals::LocalOptions(engine);
   // Each chunk's measures are computed once: questions share chunks, and methods share more.
   std::unordered_map<std::string, EvalPassage> cache;
   auto passage = [&](const std::string& key, const std::string& chunk_id,
@@ -232,8 +233,9 @@ Result<EvalReport> EvaluateRetrieval(Engine& engine, const std::vector<EvalQuest
       Ranked r;
       if (m == "local") {
         const auto t0 = std::chrono::steady_clock::now();
-        auto ctx = BuildLocalContext(engine.store(), engine.embedder(), engine.tokenizer(),
-                                     q.question, local_options, nullptr, retriever);
+        auto ctx = BuildLocalContext(
+            EngineInternals::store(engine), EngineInternals::embedder(engine),
+            EngineInternals::tokenizer(engine), q.question, local_options, nullptr, retriever);
         r.ms = Ms(std::chrono::steady_clock::now() - t0);
         if (!ctx.ok())
           return ctx.status().WithContext(fmt::format("question on line {} (local)", q.line));

@@ -504,7 +504,7 @@ std::string QueryResultJson(const QueryResult& result, std::string_view question
 }
 
 std::string RetrievalResultJson(const RetrievalResult& result, std::string_view question,
-                                RetrievalMethod method, bool pretty) {
+                                bool pretty) {
   json chunks = json::array();
   for (size_t i = 0; i < result.chunks.size(); ++i) {
     chunks.push_back(ChunkObject(result.chunks[i], i + 1, true));
@@ -514,9 +514,12 @@ std::string RetrievalResultJson(const RetrievalResult& result, std::string_view 
     entities.push_back(
         {{"entity", result.entity_scores[i].first}, {"score", result.entity_scores[i].second}});
   }
-  json out = {{"method", RetrievalMethodName(method)}, {"question", question},
-              {"seeds", SeedsArray(result)},           {"entities", std::move(entities)},
-              {"diagnostics", result.diagnostics},     {"stats", StatsObject(result.stats)}};
+  json out = {{"method", RetrievalMethodName(result.method)},
+              {"question", question},
+              {"seeds", SeedsArray(result)},
+              {"entities", std::move(entities)},
+              {"diagnostics", result.diagnostics},
+              {"stats", StatsObject(result.stats)}};
   out["chunks"] = std::move(chunks);  // not copied: the chunks' texts are most of it
   return Dump(out, pretty);
 }

@@ -198,15 +198,6 @@ json Schema(json properties, std::vector<std::string> required) {
   return j;
 }
 
-// The latest update of the index that is over (run ids grow with each update), or none. A
-// running one is not counted: its changes are still coming, and the engine is reopened once it
-// ends.
-Result<std::optional<int64_t>> LatestFinishedRun(Engine& engine) {
-  GRAG_ASSIGN_OR_RETURN(std::vector<RunRecord> runs, engine.store().ListRuns(1));
-  if (runs.empty() || runs[0].status == RunStatus::kRunning) return std::optional<int64_t>();
-  return std::optional<int64_t>(runs[0].id);
-}
-
 }  // namespace
 
 // ---- the session
@@ -239,7 +230,7 @@ struct McpServer::Impl {
   struct Opened {
     Config config;  // read once, on the session's first call on the workspace
     std::unique_ptr<Engine> reader;
-    std::optional<int64_t> reader_run;  // the latest finished update when it was opened
+    std::string reader_version;  // Engine::IndexVersion when it was opened
   };
   std::map<std::string, Opened> opened;  // by workspace ("default": the project)
   Opened* active = nullptr;              // the tool call's workspace
@@ -487,8 +478,8 @@ Result<Engine*> McpServer::Impl::Reader() {
   std::unique_ptr<Engine>& reader = active->reader;
   if (reader) {
     // One small read per tool call, against answers from an index that is no longer there.
-    auto latest = LatestFinishedRun(*reader);
-    if (latest.ok() && *latest && *latest != active->reader_run) {
+    auto latest = reader->IndexVersion();
+    if (latest.ok() && *latest != active->reader_version) {
       McpLog(LogLevel::kInfo, "the index was updated: reopening it");
       reader.reset();
     }
@@ -505,8 +496,8 @@ Result<Engine*> McpServer::Impl::Reader() {
       return engine.status();
     }
     reader = std::move(engine).value();
-    auto latest = LatestFinishedRun(*reader);
-    active->reader_run = latest.ok() ? *latest : std::nullopt;
+    auto latest = reader->IndexVersion();
+    active->reader_version = latest.ok() ? *latest : std::string();
   }
   return reader.get();
 }
@@ -542,7 +533,7 @@ Status McpServer::Impl::UseWorkspace(const std::string& name) {
   auto it = opened.find(name);
   if (it == opened.end()) {
     GRAG_ASSIGN_OR_RETURN(Config loaded, LoadWorkspaceConfig(base, name));
-    it = opened.emplace(name, Opened{std::move(loaded), nullptr, std::nullopt}).first;
+    it = opened.emplace(name, Opened{std::move(loaded), nullptr, std::string()}).first;
   }
   active = &it->second;
   config = active->config;
@@ -590,14 +581,15 @@ json McpServer::Impl::Search(const json& args) {
   if (!engine.ok()) return ToolError(engine.status().message());
   SearchRequest request;
   request.question = args.at("question").get<std::string>();
-  auto method = ParseRetrievalMethod(OptString(args, "method").value_or(config.search.method));
-  if (!method.ok()) return ToolError(method.status().message());
-  request.method = *method;
+  if (auto name = OptString(args, "method")) {  // else search.method
+    auto method = ParseRetrievalMethod(*name);
+    if (!method.ok()) return ToolError(method.status().message());
+    request.method = *method;
+  }
   request.top_k = OptInt(args, "top_k");
   auto r = (*engine)->Search(request);
   if (!r.ok()) return ToolError("search: " + r.status().message());
-  return JsonResult(std::nullopt, RetrievalResultJson(*r, request.question, *method, false),
-                    "result");
+  return JsonResult(std::nullopt, RetrievalResultJson(*r, request.question, false), "result");
 }
 
 json McpServer::Impl::GetEntity(const json& args) {

@@ -30,7 +30,6 @@
 #include "grag/engine_json.h"
 #include "grag/hash.h"
 #include "grag/input_files.h"
-#include "grag/lexical_embedder.h"
 #include "grag/loader.h"
 #include "grag/log.h"
 #include "grag/words.h"
@@ -529,8 +528,7 @@ void Server::Impl::Search(Workspace& ws, const Request& req, Response& res) {
   if (!engine.ok()) return SendError(res, engine.status());
   auto result = WithWorker(ws, [&] { return (*engine)->Search(s); });
   if (!result.ok()) return SendError(res, result.status());
-  const RetrievalMethod used = s.method ? *s.method : (*engine)->SearchOptions().method;
-  SendJson(res, 200, RetrievalResultJson(*result, s.question, used, false));
+  SendJson(res, 200, RetrievalResultJson(*result, s.question, false));
 }
 
 void Server::Impl::Stats(Workspace& ws, const Request& req, Response& res) {

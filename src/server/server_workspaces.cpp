@@ -56,7 +56,7 @@ Result<std::shared_ptr<Engine>> Workspace::Reader() {
   if (!stored.ok() || *stored == version) return current;  // a failed check: try again later
   auto fresh = OpenEngine();
   if (!fresh.ok()) return current;
-  (void)fresh->first->retriever();  // warm it here, not in the next requests
+  (void)fresh->first->Warm();  // here, not in the next requests
   std::lock_guard<std::mutex> lock(reader_mu);
   if (reader == current) {  // not replaced meanwhile (a job of this server finished)
     RetireReader();
@@ -85,15 +85,7 @@ Result<std::pair<std::shared_ptr<Engine>, std::string>> Workspace::OpenEngine() 
 }
 
 LlmUsage Workspace::ReaderUsage() const {
-  LlmUsage u;
-  if (reader == nullptr) return u;
-  if (ChatModel* chat = reader->chat()) u += chat->Usage();
-  // The built-in embedder spends nothing worth counting; a configured one does.
-  if (EmbeddingModel* e = reader->embedder();
-      e != nullptr && !IsLexicalEmbeddingModel(e->model())) {
-    u += e->Usage();
-  }
-  return u;
+  return reader == nullptr ? LlmUsage() : reader->ModelUsage();
 }
 
 void Workspace::RetireReader() { metrics->RetireQueryUsage(ReaderUsage()); }
@@ -114,7 +106,7 @@ void Workspace::ReloadReader() {
   }
   // Warm the next engine here (in the job's thread) rather than in the next request.
   auto r = Reader();
-  if (r.ok()) (void)(*r)->retriever();
+  if (r.ok()) (void)(*r)->Warm();
 }
 
 bool Workspace::Loaded() {
