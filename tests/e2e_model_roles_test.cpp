@@ -96,6 +96,22 @@ TEST(E2eModelRolesTest, ExtractionAndAnswersGoToTheirOwnModels) {
       << ::testing::PrintToString(answered);
   EXPECT_EQ(Models(query_server), std::set<std::string>{"strong-model"});
 
+  // Routed to global, the question is planned once: the router's plan (made to estimate the
+  // cost) is the one global search sends, so its estimate is what it spends.
+  auto routed = RunCommand(env + Grag("--root " + ShellQuote(root) +
+                                      " query --json 'What are the main themes of the story?'"));
+  ASSERT_EQ(routed.exit_code, 0) << routed.err;
+  const auto route_json = nlohmann::json::parse(routed.out);
+  ASSERT_EQ(route_json["route"]["method"], "global") << routed.out;
+  EXPECT_TRUE(route_json["stats"]["plan_from_route"].get<bool>()) << routed.out;
+  EXPECT_EQ(route_json["stats"]["map_calls"].get<int64_t>() + 1,
+            route_json["route"]["estimated_llm_calls"].get<int64_t>());
+  auto explicit_global = RunCommand(
+      env + Grag("--root " + ShellQuote(root) +
+                 " query --method global --json 'What are the main themes of the story?'"));
+  ASSERT_EQ(explicit_global.exit_code, 0) << explicit_global.err;
+  EXPECT_FALSE(nlohmann::json::parse(explicit_global.out)["stats"]["plan_from_route"].get<bool>());
+
   auto stats = RunCommand(Grag("--root " + ShellQuote(root) + " stats --json"));
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
   auto s = nlohmann::json::parse(stats.out);

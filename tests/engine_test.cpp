@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -229,6 +231,15 @@ namespace grag {
 // The compact JSON the engine writes (the HTTP API, --json off a terminal, the Python package)
 // is nlohmann's own dump byte for byte, though its strings are written by AppendJsonString:
 // quotes, control characters, non-ASCII, invalid UTF-8 (replaced), floats of every size.
+// query.method and search.method are checked in core, below the engine, so their word lists are
+// written there again; this keeps them the engine's methods (kQueryMethods, kRetrievalMethods).
+TEST(EngineSettingsTest, MethodSettingsTakeExactlyTheEnginesMethods) {
+  std::map<std::string, std::string> allowed;
+  for (const SettingInfo& s : ListSettings(Config{})) allowed[s.key] = s.allowed;
+  EXPECT_EQ(allowed["query.method"], "one of " + QueryMethodNames(", ") + ", budgeted");
+  EXPECT_EQ(allowed["search.method"], "one of " + RetrievalMethodNames(", "));
+}
+
 TEST(EngineJsonTest, CompactOutputIsNlohmannsDumpByteForByte) {
   RetrievalResult result;
   const std::vector<std::string> texts = {"plain",

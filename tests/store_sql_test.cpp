@@ -13,6 +13,7 @@
 #include <string>
 
 #include "grag/engine.h"
+#include "grag/store.h"
 #include "grag/engine_json.h"
 #include "grag/export.h"
 #include "grag/hash.h"

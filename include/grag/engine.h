@@ -20,25 +20,32 @@
 #include <utility>
 #include <vector>
 
-#include "grag/citations.h"
 #include "grag/config.h"
 #include "grag/doctor.h"
-#include "grag/drift_search.h"
 #include "grag/export.h"
-#include "grag/global_search.h"
-#include "grag/indexer.h"
-#include "grag/lazy_search.h"
-#include "grag/llm.h"
-#include "grag/local_search.h"
-#include "grag/passage_search.h"
-#include "grag/retrieval.h"
-#include "grag/router.h"
+#include "grag/index_types.h"
+#include "grag/llm_types.h"
+#include "grag/migrate.h"
+#include "grag/records.h"
+#include "grag/search_results.h"
 #include "grag/status.h"
-#include "grag/store.h"
-#include "grag/store_copy.h"
-#include "grag/tokenizer.h"
 
 namespace grag {
+
+// What the engine holds and a library user never touches (private members below, reached by
+// the engine module and the tests through EngineInternals).
+class ChatModel;
+class EmbeddingModel;
+class Retriever;
+class Store;
+class Tokenizer;
+struct DriftSearchOptions;
+struct GlobalSearchOptions;
+struct GlobalSearchPlan;
+struct LazySearchOptions;
+struct LocalSearchOptions;
+struct PassageSearchOptions;
+struct RetrievalOptions;
 
 // kDrift: DRIFT search (grag/drift_search.h); kLazy: budgeted search (grag/lazy_search.h), for
 // indexes built without a model.
@@ -293,7 +300,7 @@ Result<IntegrityReport> CheckIndex(const Config& config, int max_per_check);
 Result<std::string> CacheCutoff(std::string_view older_than,
                                 std::chrono::system_clock::time_point now);
 
-// grag migrate: MigrateIndex (grag/store_copy.h) copies config.IndexLocation()'s index, or
+// grag migrate: MigrateIndex (grag/migrate.h) copies config.IndexLocation()'s index, or
 // another, to another store.
 
 class Engine {
@@ -403,6 +410,11 @@ class Engine {
   DriftSearchOptions DriftOptions() const;
   LazySearchOptions LazyOptions() const;
   RetrievalOptions SearchOptions() const;
+
+  // Route without checking the question again (Query checked it); with `global_plan`, the plan
+  // of a route to global search is kept there for the search itself.
+  Result<QueryRoute> RouteChecked(std::string_view question, QueryMethod method,
+                                  std::optional<GlobalSearchPlan>* global_plan);
 
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

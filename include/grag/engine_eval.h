@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "grag/engine.h"
-#include "grag/retrieval_eval.h"
+#include "grag/search_results.h"
 #include "grag/status.h"
 
 namespace grag {

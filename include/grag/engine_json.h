@@ -8,7 +8,7 @@
 
 #include "grag/engine.h"
 #include "grag/project.h"
-#include "grag/retrieval.h"
+#include "grag/search_results.h"
 
 namespace grag {
 
@@ -17,6 +17,17 @@ std::string QueryResultJson(const QueryResult& result, std::string_view question
 std::string RetrievalResultJson(const RetrievalResult& result, std::string_view question,
                                 bool pretty);
 std::string QueryRouteJson(const QueryRoute& route, std::string_view question, bool pretty);
+
+// What an OpenAI-compatible chat answer carries besides the answer: the citations as
+// QueryResultJson writes them (a JSON array), "Sources:" lines to end the answer with ("" when
+// nothing is cited), and the tokens the answer's model calls spent (0 without a model).
+struct ChatAnswerParts {
+  std::string citations_json = "[]";
+  std::string sources_text;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+ChatAnswerParts ChatAnswer(const QueryResult& result, std::string_view question);
 
 // grag index / add / remove: the run's summary, with the plan it started from when given.
 std::string IndexSummaryJson(const IndexSummary& summary, const IndexPlan* plan, bool pretty);

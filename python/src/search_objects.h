@@ -10,7 +10,7 @@
 
 #include <string_view>
 
-#include "grag/retrieval.h"
+#include "grag/search_results.h"
 
 namespace grag::python {
 

@@ -11,8 +11,7 @@
 #include "update.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
-#include "grag/indexer.h"
-#include "grag/lexical_embedder.h"
+#include "grag/index_types.h"
 #include "grag/log.h"
 
 namespace grag::cli {

@@ -7,7 +7,6 @@
 #include "progress.h"
 #include "grag/engine.h"
 #include "grag/engine_json.h"
-#include "grag/lexical_embedder.h"
 
 namespace grag::cli {
 namespace {

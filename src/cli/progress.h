@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "grag/llm.h"
+#include "grag/llm_types.h"
 
 namespace grag::cli {
 

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "grag/engine.h"
-#include "grag/indexer.h"
+#include "grag/index_types.h"
 
 namespace grag::cli {
 

@@ -16,6 +16,7 @@
 
 #include "grag/extractive_search.h"
 #include "grag/words.h"
+#include "grag/export_index.h"
 #include "grag/indexer.h"
 #include "grag/lazy_library.h"
 #include "grag/lexical_embedder.h"
@@ -24,6 +25,7 @@
 #include "grag/models.h"
 #include "grag/prompts.h"
 #include "grag/question.h"
+#include "engine_internal.h"
 
 namespace grag {
 
@@ -381,6 +383,11 @@ Result<QueryRoute> Engine::Route(std::string_view question, QueryMethod method) 
   ScopedLogFile log_scope(impl_->log_file);
   GRAG_RETURN_IF_ERROR(impl_->prompts_status);
   GRAG_RETURN_IF_ERROR(CheckQuestion(question, tokenizer(), config().query.max_question_tokens));
+  return RouteChecked(question, method, nullptr);
+}
+
+Result<QueryRoute> Engine::RouteChecked(std::string_view question, QueryMethod method,
+                                        std::optional<GlobalSearchPlan>* global_plan) {
   if (method == QueryMethod::kDrift && chat() == nullptr) {
     return Status::InvalidArgument(std::string(kDriftNeedsModel));
   }
@@ -434,6 +441,8 @@ Result<QueryRoute> Engine::Route(std::string_view question, QueryMethod method) 
           route.estimated_calls = static_cast<int64_t>(plan->batches.size()) + 1;
           for (const auto& b : plan->batches) route.estimated_tokens += b.prompt_tokens;
           route.estimated_tokens += config().global_search.reduce_budget_tokens / 2;
+          // The question goes on to global search: it answers from this plan.
+          if (global_plan != nullptr) *global_plan = std::move(plan).value();
         }
         route.max_calls = static_cast<int64_t>(config().global_search.max_map_calls) + 1;
         route.cost_note =
@@ -524,10 +533,13 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
   if (request.budget) GRAG_RETURN_IF_ERROR(CheckParam("--budget", kBudgetRange, *request.budget));
   QueryResult result;
   result.method = request.method;
+  std::optional<GlobalSearchPlan> global_plan;  // the router's, when it routed to global
   // A community level only means something to global search: asking for one picks it.
   if (request.method == QueryMethod::kAuto && request.level) result.method = QueryMethod::kGlobal;
   if (result.method == QueryMethod::kAuto) {
-    GRAG_ASSIGN_OR_RETURN(QueryRoute route, Route(request.question));
+    // Checked above: routed, and (global) planned, once.
+    GRAG_ASSIGN_OR_RETURN(QueryRoute route,
+                          RouteChecked(request.question, QueryMethod::kAuto, &global_plan));
     result.method = route.method;
     result.route = std::move(route);
   }
@@ -561,9 +573,9 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
         o.level = *request.level;
       }
       o.on_answer_delta = request.on_answer_delta;
-      auto r = model != nullptr
-                   ? GlobalSearch(store(), *model, *model, tokenizer(), request.question, o)
-                   : ExtractiveGlobalSearch(store(), tokenizer(), request.question, o);
+      auto r = model != nullptr ? GlobalSearch(store(), *model, *model, tokenizer(),
+                                               request.question, o, std::move(global_plan))
+                                : ExtractiveGlobalSearch(store(), tokenizer(), request.question, o);
       GRAG_RETURN_IF_ERROR(cancelled());
       if (!r.ok()) return r.status();
       result.answer = r->answer;

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include "engine_internal.h"
 
 namespace grag {
 namespace {

@@ -6,6 +6,7 @@
 
 #include "grag/citations.h"
 #include "grag/engine.h"
+#include "engine_internal.h"
 
 namespace grag {
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "grag/local_search.h"
+#include "grag/retrieval_eval.h"
 #include "grag/words.h"
 #include "engine_internal.h"
 

@@ -5,7 +5,20 @@
 
 #include <string>
 
+#include "grag/citations.h"
+#include "grag/drift_search.h"
 #include "grag/engine.h"
+#include "grag/global_search.h"
+#include "grag/indexer.h"
+#include "grag/lazy_search.h"
+#include "grag/llm.h"
+#include "grag/local_search.h"
+#include "grag/passage_search.h"
+#include "grag/retrieval.h"
+#include "grag/router.h"
+#include "grag/store.h"
+#include "grag/store_copy.h"
+#include "grag/tokenizer.h"
 
 namespace grag {
 

@@ -5,6 +5,8 @@
 
 #include "grag/json_write.h"
 #include "grag/lexical_embedder.h"
+#include "grag/words.h"
+#include "engine_internal.h"
 
 namespace grag {
 namespace {
@@ -193,6 +195,7 @@ json GlobalObject(const GlobalSearchResult& r, std::string_view question, bool l
             {"reports_left_out", s.reports_left_out},
             {"reports_missing", s.reports_missing},
             {"map_calls", s.map_calls},
+            {"plan_from_route", s.plan_from_route},
             {"map_calls_failed", s.map_calls_failed},
             {"points_kept", s.points_kept},
             {"points_dropped", s.points_zero_score + s.points_over_budget},
@@ -484,7 +487,10 @@ void AddSpans(json& j, const std::vector<SourceCitation>& cited) {
 
 }  // namespace
 
-std::string QueryResultJson(const QueryResult& result, std::string_view question, bool pretty) {
+namespace {
+
+// A query's result as QueryResultJson writes it, without the router's decision.
+json MethodObject(const QueryResult& result, std::string_view question) {
   json j;
   if (result.global) {
     j = GlobalObject(*result.global, question, result.llm);
@@ -498,9 +504,76 @@ std::string QueryResultJson(const QueryResult& result, std::string_view question
     j = LazyObject(*result.lazy, question);
   }
   AddSpans(j, result.source_citations);
+  return j;
+}
+
+}  // namespace
+
+std::string QueryResultJson(const QueryResult& result, std::string_view question, bool pretty) {
+  json j = MethodObject(result, question);
   // Only when the router chose: explicit methods keep their shapes.
   if (result.route) j["route"] = RouteObject(*result.route);
   return Dump(j, pretty);
+}
+
+namespace {
+
+// "Sources:" lines for a chat answer, from the citations QueryResultJson writes.
+std::string SourcesText(const json& citations) {
+  if (!citations.is_array() || citations.empty()) return "";
+  std::string out = "\n\nSources:";
+  for (const auto& c : citations) {
+    out += "\n- ";
+    if (c.contains("community")) {
+      out += "[" + std::to_string(c.value("community", int64_t{0})) + "] " + c.value("title", "") +
+             " (community report, level " + std::to_string(c.value("level", int64_t{0})) + ")";
+    } else if (c.contains("chunk_id")) {
+      out += "[" + c.value("id", "") + "] chunk " +
+             std::to_string(c.value("chunk_index", int64_t{0})) + " of " +
+             c.value("document_id", "");
+    } else {
+      out += "[" + c.value("id", "") + "] " + c.value("source", "");
+    }
+    // The passage, in characters of its document: carol.txt:10234-10391 "Marley was dead: …"
+    auto spans = c.find("spans");
+    if (spans != c.end() && spans->is_array() && !spans->empty()) {
+      const json& sp = spans->front();
+      out += ": " + sp.value("document_id", "") + ":" +
+             std::to_string(sp.value("start", int64_t{0})) + "-" +
+             std::to_string(sp.value("end", int64_t{0})) + " \"" +
+             ShortenAtWord(sp.value("text", ""), 60) + "\"";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ChatAnswerParts ChatAnswer(const QueryResult& result, std::string_view question) {
+  ChatAnswerParts out;
+  if (result.global) {
+    out.prompt_tokens = result.global->stats.tokens_in;
+    out.completion_tokens = result.global->stats.tokens_out;
+  } else if (result.local) {
+    out.prompt_tokens = result.local->response.prompt_tokens;
+    out.completion_tokens = result.local->response.completion_tokens;
+  } else if (result.passages) {
+    out.prompt_tokens = result.passages->response.prompt_tokens;
+    out.completion_tokens = result.passages->response.completion_tokens;
+  } else if (result.drift) {
+    out.prompt_tokens = result.drift->stats.tokens_in;
+    out.completion_tokens = result.drift->stats.tokens_out;
+  } else if (result.lazy) {
+    out.prompt_tokens = result.lazy->stats.tokens_in;
+    out.completion_tokens = result.lazy->stats.tokens_out;
+  }
+  json j = MethodObject(result, question);
+  auto it = j.find("citations");
+  if (it != j.end() && it->is_array()) {
+    out.sources_text = SourcesText(*it);
+    out.citations_json = Dump(*it, false);
+  }
+  return out;
 }
 
 std::string RetrievalResultJson(const RetrievalResult& result, std::string_view question,

@@ -1,6 +1,6 @@
 // grag export: the index as GraphML, Microsoft GraphRAG-style CSV / JSON tables, or Neo4j
 // import files.
-#include "grag/export.h"
+#include "grag/export_index.h"
 
 #include "grag/utf8_sequence.h"
 

@@ -35,6 +35,18 @@ std::string WithExtension(std::string_view id) {
 
 }  // namespace
 
+Status CheckDocumentText(std::string_view text) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return Status::InvalidArgument("the document is empty");
+  }
+  if (const size_t bad = FindInvalidUtf8(text); bad != std::string_view::npos) {
+    return Status::InvalidArgument("the document is not UTF-8 text (invalid byte at offset " +
+                                   std::to_string(bad) +
+                                   "); grag reads .txt, .md, .json, .jsonl and .csv");
+  }
+  return Status::Ok();
+}
+
 Status ValidateDocumentId(std::string_view id) {
   auto bad = [&](const std::string& why) {
     return Status::InvalidArgument("document id \"" + std::string(id) + "\" " + why);

@@ -648,7 +648,8 @@ LoadOptions LoadOptionsFor(const Config& c) {
 }
 
 Result<ChunkPreview> ChunkFiles(const std::vector<std::string>& paths, const Config& config,
-                                const ChunkOptions& options, const std::string& base_dir) {
+                                const std::string& base_dir) {
+  const ChunkOptions options = ChunkOptionsFor(config);
   LoadOptions load_options = LoadOptionsFor(config);
   load_options.base_dir = base_dir;
   GRAG_ASSIGN_OR_RETURN(LoadResult loaded, LoadDocuments(paths, load_options));

@@ -405,13 +405,17 @@ std::string_view PointFateName(PointFate fate) {
 
 Result<GlobalSearchResult> GlobalSearch(Store& store, ChatModel& map_model, ChatModel& reduce_model,
                                         const Tokenizer& tokenizer, std::string_view question,
-                                        const GlobalSearchOptions& options) {
+                                        const GlobalSearchOptions& options,
+                                        std::optional<GlobalSearchPlan> planned) {
   const auto start = SteadyClock::now();
   GlobalSearchResult result;
   GlobalSearchStats& stats = result.stats;
 
-  GRAG_ASSIGN_OR_RETURN(GlobalSearchPlan plan,
-                        PlanGlobalSearch(store, tokenizer, question, options));
+  stats.plan_from_route = planned.has_value();
+  if (!planned) {
+    GRAG_ASSIGN_OR_RETURN(planned, PlanGlobalSearch(store, tokenizer, question, options));
+  }
+  GlobalSearchPlan& plan = *planned;
   stats.plan_time = Since(start);
   stats.level = plan.level;
   stats.communities_selected = plan.communities_selected;

@@ -14,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include "grag/llm.h"
+#include "grag/llm_types.h"
 
 namespace grag::server {
 

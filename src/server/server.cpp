@@ -29,10 +29,7 @@
 #include "grag/engine.h"
 #include "grag/engine_json.h"
 #include "grag/hash.h"
-#include "grag/input_files.h"
-#include "grag/loader.h"
 #include "grag/log.h"
-#include "grag/words.h"
 #include "server_internal.h"
 
 namespace grag {

@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "grag/engine.h"
-#include "grag/lexical_embedder.h"
 #include "grag/server.h"
 #include "connections.h"
 #include "jobs.h"

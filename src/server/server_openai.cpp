@@ -8,7 +8,6 @@
 #include <string>
 
 #include "grag/engine_json.h"
-#include "grag/words.h"
 #include "grag/project.h"
 #include "server_internal.h"
 
@@ -46,44 +45,6 @@ const std::vector<std::pair<std::string, QueryMethod>>& ChatModels() {
     return out;
   }();
   return models;
-}
-
-// "Sources:" lines for a chat answer, from the citations of a query's JSON.
-std::string SourcesText(const json& result) {
-  auto it = result.find("citations");
-  if (it == result.end() || !it->is_array() || it->empty()) return "";
-  std::string out = "\n\nSources:";
-  for (const auto& c : *it) {
-    out += "\n- ";
-    if (c.contains("community")) {
-      out += "[" + std::to_string(c.value("community", int64_t{0})) + "] " + c.value("title", "") +
-             " (community report, level " + std::to_string(c.value("level", int64_t{0})) + ")";
-    } else if (c.contains("chunk_id")) {
-      out += "[" + c.value("id", "") + "] chunk " +
-             std::to_string(c.value("chunk_index", int64_t{0})) + " of " +
-             c.value("document_id", "");
-    } else {
-      out += "[" + c.value("id", "") + "] " + c.value("source", "");
-    }
-    // The passage, in characters of its document: carol.txt:10234-10391 "Marley was dead: …"
-    auto spans = c.find("spans");
-    if (spans != c.end() && spans->is_array() && !spans->empty()) {
-      const json& s = spans->front();
-      out += ": " + s.value("document_id", "") + ":" +
-             std::to_string(s.value("start", int64_t{0})) + "-" +
-             std::to_string(s.value("end", int64_t{0})) + " \"" +
-             ShortenAtWord(s.value("text", ""), 60) + "\"";
-    }
-  }
-  return out;
-}
-
-// Prompt and completion tokens of a query's JSON (0 when no model wrote the answer).
-std::pair<int64_t, int64_t> UsageOf(const json& result) {
-  const json& s = result.contains("stats") ? result["stats"] : json::object();
-  if (s.contains("tokens_in"))
-    return {s.value("tokens_in", int64_t{0}), s.value("tokens_out", int64_t{0})};
-  return {s.value("prompt_tokens", int64_t{0}), s.value("completion_tokens", int64_t{0})};
 }
 
 }  // namespace
@@ -191,8 +152,9 @@ void Server::Impl::ChatCompletions(Workspace& route_ws, const Request& req, Resp
   if (!*stream) {
     auto result = Ask(*ws, **engine, *request);
     if (!result.ok()) return SendError(res, result.status());
-    const json full = json::parse(QueryResultJson(*result, request->question, false));
-    const auto [prompt_tokens, completion_tokens] = UsageOf(full);
+    const ChatAnswerParts parts = ChatAnswer(*result, request->question);
+    const int64_t prompt_tokens = parts.prompt_tokens;
+    const int64_t completion_tokens = parts.completion_tokens;
     json out = {
         {"id", id},
         {"object", "chat.completion"},
@@ -201,14 +163,14 @@ void Server::Impl::ChatCompletions(Workspace& route_ws, const Request& req, Resp
         {"choices",
          json::array({{{"index", 0},
                        {"message",
-                        {{"role", "assistant"}, {"content", result->answer + SourcesText(full)}}},
+                        {{"role", "assistant"}, {"content", result->answer + parts.sources_text}}},
                        {"logprobs", nullptr},
                        {"finish_reason", "stop"}}})},
         {"usage",
          {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens}}},
-        {"citations", full.value("citations", json::array())},
+        {"citations", json::parse(parts.citations_json)},
         {"grag", {{"method", QueryMethodName(result->method)}}}};
     return SendJson(res, 200, Dump(out));
   }
@@ -247,12 +209,12 @@ void Server::Impl::ChatCompletions(Workspace& route_ws, const Request& req, Resp
         if (!result.ok()) {
           SinkWrite(sink, SseEvent("", Dump(ErrorObject(result.status()))));
         } else {
-          const json full = json::parse(QueryResultJson(*result, request->question, false));
+          const ChatAnswerParts parts = ChatAnswer(*result, request->question);
           // An answer written without a model (extractive) arrives whole, with its sources.
-          std::string rest = streamed ? SourcesText(full) : result->answer + SourcesText(full);
+          std::string rest = streamed ? parts.sources_text : result->answer + parts.sources_text;
           SinkWrite(sink, chunk({{"content", rest}}, nullptr, json::object()));
           SinkWrite(sink, chunk(json::object(), "stop",
-                                {{"citations", full.value("citations", json::array())},
+                                {{"citations", json::parse(parts.citations_json)},
                                  {"grag", {{"method", QueryMethodName(result->method)}}}}));
         }
         SinkWrite(sink, "data: [DONE]\n\n");

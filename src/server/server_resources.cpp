@@ -4,7 +4,6 @@
 
 #include "grag/engine_json.h"
 #include "grag/input_files.h"
-#include "grag/loader.h"
 #include "grag/log.h"
 #include "server_internal.h"
 
@@ -90,15 +89,7 @@ void Server::Impl::PostDocument(Workspace& ws, const Request& req, Response& res
     id = i->value_or("");
     title = ti->value_or("");
   }
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return SendError(res, Status::InvalidArgument("the document is empty"));
-  }
-  if (const size_t bad = FindInvalidUtf8(text); bad != std::string::npos) {
-    return SendError(
-        res, Status::InvalidArgument("the document is not UTF-8 text (invalid byte at offset " +
-                                     std::to_string(bad) +
-                                     "); grag reads .txt, .md, .json, .jsonl and .csv"));
-  }
+  if (Status s = CheckDocumentText(text); !s.ok()) return SendError(res, s);
   if (id.empty()) id = DefaultDocumentId(title, text);
   std::lock_guard<std::mutex> starting(ws.start_mu);  // not into a workspace being deleted
   if (ws.deleted) return SendError(res, Status::NotFound("no workspace \"" + ws.name + "\""));
@@ -134,7 +125,7 @@ void Server::Impl::DeleteDocument(Workspace& ws, const Request& req, Response& r
     auto doc = (*engine)->GetDocument(id);
     if (doc.ok() && *doc) {
       std::error_code ec;
-      const std::string file = ResolveSourcePath((*doc)->info.source_path, ws.config.Resolve("."));
+      const std::string file = ws.config.Resolve((*doc)->info.source_path);
       if (!std::filesystem::exists(file, ec)) {
         return SendError(
             res, Status::NotFound("document \"" + id +

@@ -30,36 +30,11 @@
 #include <utility>
 #include <vector>
 
+#include "grag/search_results.h"
 #include "grag/status.h"
 #include "grag/store.h"
 
 namespace grag {
-
-enum class SpanPrecision { kQuote, kSentence, kChunk };
-std::string_view SpanPrecisionName(SpanPrecision p);  // "quote", "sentence", "chunk"
-
-struct SourceSpan {
-  std::string document_id;
-  std::string source_path;
-  std::string title;
-  std::string content_hash;  // of the document text the offsets index
-  std::string chunk_id;      // the chunk the span was found in
-  int64_t byte_start = 0;    // UTF-8 bytes of the document's text: [byte_start, byte_end)
-  int64_t byte_end = 0;
-  int64_t start = 0;  // the same in Unicode code points ("characters": Python text[start:end])
-  int64_t end = 0;
-  SpanPrecision precision = SpanPrecision::kChunk;
-  double overlap = 0;    // share of the claim's weighted content words the span holds, 0-1
-  bool located = false;  // the chunk had no stored offsets: found by searching its text
-  std::string text;      // document.text[byte_start, byte_end)
-};
-
-struct SourceCitation {
-  std::string id;                 // as cited: "S3", "C7", "E12", "R40", "T5"
-  std::string kind;               // chunk | report | entity | relationship
-  std::string claim;              // the answer's sentence that cites it, markers removed
-  std::vector<SourceSpan> spans;  // best first, at most SpanOptions::max_spans
-};
 
 struct SpanOptions {
   // Share of the claim's content words (idf-weighted) a sentence span must hold to be offered

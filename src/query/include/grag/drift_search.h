@@ -38,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "grag/search_results.h"
 #include "grag/llm.h"
 #include "grag/local_search.h"
 #include "grag/prompts.h"
@@ -99,87 +100,6 @@ struct DriftSearchOptions {
   std::string reduce_prompt = std::string(GetPromptInfo(PromptId::kDriftReduce).default_text);
   // Called with each piece of the answer as the reduce streams it. Empty: no streaming.
   std::function<void(std::string_view delta)> on_answer_delta;
-};
-
-enum class DriftOutcome {
-  kOk,            // parsed
-  kUnparseable,   // no JSON: the raw reply is kept as the answer, score 0, no follow-ups
-  kFailed,        // the call failed: dropped
-  kNothingFound,  // local search matched no entity: no call was made
-  kNotAsked,      // over the call cap
-};
-std::string_view DriftOutcomeName(DriftOutcome outcome);  // "ok", "unparseable", ...
-
-// One node of the research tree: a primer fold (depth 0) or a follow-up (depth >= 1).
-struct DriftAction {
-  std::string query;  // the follow-up; the question itself for a primer fold
-  int64_t depth = 0;
-  std::optional<size_t> parent;  // index into DriftSearchResult::actions
-  double priority = 0;           // what selected it
-  std::string answer;
-  int score = 0;  // 0-100: how much the answer helps the overall question
-  std::vector<std::string> follow_ups;
-  DriftOutcome outcome = DriftOutcome::kOk;
-  std::string error;                // kFailed: why
-  std::vector<int64_t> report_ids;  // primer fold: the reports it read
-  std::vector<std::string> cited;   // ids the answer cites that its context held
-  int64_t prompt_tokens = 0;        // of the reply (0 when no call)
-  int64_t completion_tokens = 0;
-  bool cache_hit = false;
-};
-
-struct DriftStats {
-  int64_t hyde_calls = 0;
-  int64_t primer_calls = 0;
-  int64_t local_calls = 0;
-  int64_t reduce_calls = 0;
-  int64_t failed = 0;       // calls that failed (primer, follow-up or HyDE)
-  int64_t unparseable = 0;  // replies kept as raw text
-  int64_t duplicates = 0;   // follow-ups dropped as near-duplicates
-  int64_t max_calls = 0;    // the bound the run kept to
-  int64_t calls() const { return hyde_calls + primer_calls + local_calls + reduce_calls; }
-  int64_t tokens_in = 0;
-  int64_t tokens_out = 0;
-  int64_t cache_hits = 0;
-  int64_t embedding_requests = 0;
-  bool reports_by_words = false;  // no report embeddings: matched by BM25
-  std::chrono::milliseconds primer_time{0};
-  std::chrono::milliseconds followup_time{0};
-  std::chrono::milliseconds reduce_time{0};
-  std::chrono::milliseconds wall_time{0};
-};
-
-// What a cited id stands for: a chunk (S<k>), an entity (E<id>), a relationship (R<id>) or a
-// community report (C<id>).
-struct DriftCitation {
-  std::string id;
-  LocalItemType kind = LocalItemType::kChunk;
-  std::string chunk_id;  // kChunk, with its document and position
-  std::string document_id;
-  int64_t chunk_index = 0;
-  int64_t entity_id = 0;        // kEntity
-  int64_t relationship_id = 0;  // kRelationship, with its two ends
-  int64_t source_id = 0;
-  int64_t target_id = 0;
-  int64_t community_id = 0;  // kReport
-  std::string title;         // kReport: the report's title; kEntity: the name
-};
-
-struct DriftReportMatch {
-  int64_t community_id = 0;
-  int64_t level = 0;
-  std::string title;
-  double score = 0;  // cosine (max of HyDE and question), or BM25 when matched by words
-};
-
-struct DriftSearchResult {
-  std::string answer;
-  std::string hyde_text;  // the hypothetical answer (empty: HyDE off or failed)
-  std::vector<DriftReportMatch> primer_reports;  // the reports the primer read, best first
-  std::vector<DriftAction> actions;              // primer folds first, then follow-ups as asked
-  std::vector<DriftCitation> citations;          // ids the answer cites, in order of first mention
-  std::vector<std::string> diagnostics;
-  DriftStats stats;
 };
 
 // The bound on chat calls for `folds` primer calls: hyde + folds + depth x breadth + reduce,

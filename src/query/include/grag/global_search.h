@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "grag/search_results.h"
 #include "grag/llm.h"
 #include "grag/prompts.h"
 #include "grag/question.h"
@@ -86,16 +87,6 @@ struct GlobalSearchOptions {
 // The plan: which reports go to which map call. No model is called to make it.
 // ---------------------------------------------------------------------------------------------
 
-struct GlobalReportInfo {
-  int64_t community_id = 0;
-  int64_t level = 0;
-  std::string title;
-  int64_t weight = 0;            // the community's weight: distinct chunks of its members
-  std::optional<double> rating;  // the report's importance 0-10, if it has one
-  int64_t tokens = 0;            // of the report as placed in a map prompt
-  bool truncated = false;        // cut to fit one map prompt on its own
-};
-
 struct GlobalBatch {
   std::vector<int64_t> community_ids;  // the reports in it, in prompt order
   std::string prompt;                  // the filled map prompt
@@ -124,91 +115,10 @@ Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokeniz
 // The result
 // ---------------------------------------------------------------------------------------------
 
-enum class MapCallOutcome {
-  kOk,           // parsed; its points (if any) went on to ranking
-  kFailed,       // the model call failed (HTTP error, network, refused request...)
-  kTimedOut,     // the client's timeout, or no reply within map_timeout
-  kUnparseable,  // a reply without a single readable point
-};
-std::string_view MapCallOutcomeName(MapCallOutcome outcome);  // "ok", "failed", ...
-
-struct GlobalMapCall {
-  size_t batch = 0;                    // index into the plan's batches
-  std::vector<int64_t> community_ids;  // the batch's reports
-  MapCallOutcome outcome = MapCallOutcome::kOk;
-  std::string error;          // why it dropped out; empty when ok
-  int64_t points = 0;         // points read from the reply, zero-scored included
-  int64_t prompt_tokens = 0;  // 0 unless ok (a failed call's spending is in Usage())
-  int64_t completion_tokens = 0;
-  bool cache_hit = false;
-  std::chrono::milliseconds latency{0};
-};
-
-enum class PointFate {
-  kKept,        // in the reduce prompt
-  kZeroScore,   // scored 0: not helpful
-  kOverBudget,  // did not fit the reduce budget after the higher-scored points
-};
-std::string_view PointFateName(PointFate fate);  // "kept", "zero_score", "over_budget"
-
-struct GlobalPoint {
-  std::string description;
-  int score = 0;                       // 0-100
-  std::vector<int64_t> community_ids;  // ascending
-  // Budgeted search's claims: the passage labels ("T3") it rests on, shown in the reduce prompt
-  // instead of the communities. Empty for global search.
-  std::vector<std::string> source_ids;
-  bool named_by_model = false;  // the model named these ids; else the whole batch's
-  size_t batch = 0;
-  PointFate fate = PointFate::kKept;
-};
-
-struct GlobalCitation {
-  int64_t community_id = 0;
-  int64_t level = 0;
-  std::string title;
-};
-
-struct GlobalSearchStats {
-  int64_t level = 0;
-  int64_t communities_selected = 0;
-  int64_t reports_used = 0;       // placed in a map prompt
-  int64_t reports_left_out = 0;   // over the map-call cap
-  int64_t reports_missing = 0;    // selected communities without a report (or with a gap)
-  int64_t reports_truncated = 0;  // cut to fit a map prompt on their own
-  int64_t map_calls = 0;          // made: one per batch
-  int64_t map_calls_failed = 0;   // all that dropped out: failed + timed out + unparseable
-  int64_t map_calls_timed_out = 0;
-  int64_t map_calls_unparseable = 0;
-  int64_t points_total = 0;  // = kept + zero_score + over_budget
-  int64_t points_kept = 0;
-  int64_t points_zero_score = 0;
-  int64_t points_over_budget = 0;
-  int64_t reduce_calls = 0;          // 0 (not covered) or 1
-  int64_t reduce_prompt_tokens = 0;  // counted locally; <= reduce_budget_tokens
-  int64_t tokens_in = 0;   // prompt tokens of the map calls that answered, plus the reduce
-  int64_t tokens_out = 0;  // completion tokens, likewise
-  int64_t cache_hits = 0;  // calls answered from the reply cache
-  std::chrono::milliseconds plan_time{0};
-  std::chrono::milliseconds map_time{0};
-  std::chrono::milliseconds reduce_time{0};
-  std::chrono::milliseconds wall_time{0};  // the whole call
-};
-
-struct GlobalSearchResult {
-  std::string answer;
-  bool not_covered = false;  // the answer is not_covered_answer; no reduce call was made
-  // The union of the kept points' communities, in order of first appearance (most helpful
-  // first). Empty when not covered.
-  std::vector<GlobalCitation> citations;
-  std::vector<GlobalPoint> points;         // every point read, by score (highest first)
-  std::vector<GlobalMapCall> map_calls;    // one per batch, in batch order
-  std::vector<GlobalReportInfo> left_out;  // reports over the map-call cap
-  GlobalSearchStats stats;
-};
-
-// Runs one global query: PlanGlobalSearch, the map calls on `map_model`, and (unless nothing is
-// covered) one reduce call on `reduce_model` (which may be the same model).
+// Runs one global query: PlanGlobalSearch (or `plan`, when the caller made it already with the
+// same question and options: the engine's router does, to estimate the cost), the map calls on
+// `map_model`, and (unless nothing is covered) one reduce call on `reduce_model` (which may be
+// the same model).
 //
 // A map call past map_timeout is dropped at once and the reduce goes ahead; its thread is
 // joined before GlobalSearch returns, so the models must only outlive this call, and a hung call
@@ -219,6 +129,7 @@ struct GlobalSearchResult {
 // kInvalidArgument when the reduce budget cannot hold even the highest-scored point.
 Result<GlobalSearchResult> GlobalSearch(Store& store, ChatModel& map_model, ChatModel& reduce_model,
                                         const Tokenizer& tokenizer, std::string_view question,
-                                        const GlobalSearchOptions& options = {});
+                                        const GlobalSearchOptions& options = {},
+                                        std::optional<GlobalSearchPlan> plan = std::nullopt);
 
 }  // namespace grag

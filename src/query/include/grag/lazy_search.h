@@ -36,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include "grag/search_results.h"
 #include "grag/global_search.h"
 #include "grag/llm.h"
 #include "grag/prompts.h"
@@ -99,75 +100,6 @@ struct LazySearchOptions {
 
 // Checks the options. kInvalidArgument names the field.
 Status ValidateLazyOptions(const LazySearchOptions& options);
-
-// One passage tested for relevance.
-struct LazyTest {
-  std::string label;  // "T<n>", n in test order from 1: what the claims cite
-  std::string chunk_id;
-  std::string document_id;
-  int64_t chunk_index = 0;   // its position in the document
-  int64_t community_id = 0;  // the community it was tested for
-  size_t window_begin = 0;   // bytes of the passage in the chunk's text
-  size_t window_end = 0;
-  int64_t tokens = 0;  // of the passage
-  int score = 0;       // the model's rating 0-3 (0 when missing or unreadable)
-  int call = 0;        // relevance call, from 0
-  bool relevant = false;
-};
-
-// One community's turn in the best-first loop.
-struct LazyVisit {
-  int64_t community_id = 0;
-  int64_t level = 0;
-  double rank = 0;
-  int tested = 0;
-  int hits = 0;
-  int wave = 0;
-};
-
-enum class LazyStop { kBudget, kMisses, kExhausted };
-std::string_view LazyStopName(LazyStop stop);  // "budget", "misses", "exhausted"
-
-struct LazyStats {
-  int64_t refine_calls = 0;
-  int64_t relevance_calls = 0;
-  int64_t relevance_failed = 0;       // the call failed: its passages count as not relevant
-  int64_t relevance_unparseable = 0;  // the reply held no rating: likewise
-  int64_t claim_calls = 0;
-  int64_t claim_calls_failed = 0;
-  int64_t reduce_calls = 0;
-  int64_t passages_tested = 0;
-  int64_t passages_relevant = 0;
-  int64_t relevant_left_out = 0;  // relevant chunks past max_claim_calls
-  int64_t communities_visited = 0;
-  int64_t deepest_level = -1;  // of a community tested
-  int64_t chunks_total = 0;    // chunks the communities hold
-  int64_t candidates = 0;      // chunks the retrieval lists ranked (0: generic question)
-  bool generic = false;        // no content word: ranked by community size only
-  bool budget_exhausted = false;
-  LazyStop stop = LazyStop::kExhausted;
-  int64_t tokens_in = 0;
-  int64_t tokens_out = 0;
-  int64_t cache_hits = 0;
-  std::chrono::milliseconds wall_time{0};
-  int64_t calls() const { return refine_calls + relevance_calls + claim_calls + reduce_calls; }
-};
-
-struct LazySearchResult {
-  std::string answer;
-  bool not_covered = false;  // no relevant passage (or no useful claim): no reduce call
-  bool budget_exhausted = false;
-  std::vector<std::string> subqueries;  // from the refine call
-  std::vector<std::string> terms;
-  std::vector<LazyVisit> visits;  // in the order they were tested
-  std::vector<LazyTest> tests;    // every passage tested, in label order
-  // Every claim read, by score (GlobalPoint::source_ids: the T labels it cites; community_ids:
-  // the communities those passages were tested for).
-  std::vector<GlobalPoint> claims;
-  // The passages the kept claims cite, most helpful claim first: indices into `tests`.
-  std::vector<size_t> citations;
-  LazyStats stats;
-};
 
 // What a question will cost at most and about, without a model call.
 struct LazyPlan {

@@ -49,6 +49,7 @@
 #include <string_view>
 #include <vector>
 
+#include "grag/search_results.h"
 #include "grag/llm.h"
 #include "grag/prompts.h"
 #include "grag/question.h"
@@ -118,97 +119,6 @@ struct LocalSearchOptions {
   // chunk's id when its item is rendered (a rendered chunk that does not fit keeps its label
   // unused); must return "S<digits>" and be thread-safe. Empty: S<rank>.
   std::function<std::string(const std::string& chunk_id)> chunk_label;
-};
-
-enum class LocalItemType { kEntity, kRelationship, kReport, kChunk };
-std::string_view LocalItemTypeName(LocalItemType type);  // "entity", "relationship", ...
-
-// An entity the question matched.
-struct LocalMatch {
-  int64_t entity_id = 0;
-  std::string name;
-  // Cosine similarity of its description embedding to the question, when it was among the k
-  // nearest; nullopt otherwise (matched by name only, or no embeddings).
-  std::optional<double> similarity;
-  bool by_name = false;       // its normalised name appears in the question
-  bool by_embedding = false;  // among the k nearest and cleared the floor
-};
-
-// One item placed in the context. The fields after `text` say what the id stands for; those
-// of other types stay empty.
-struct LocalContextItem {
-  LocalItemType type = LocalItemType::kEntity;
-  std::string id;      // "E12", "R40", "C7", "S3": what the model sees and cites
-  int64_t rank = 0;    // 1-based place in its type's ranking (entities: match order)
-  int64_t tokens = 0;  // charged to the budget, counted with the tokenizer
-  // The matched entities that brought it in (for an entity line, itself).
-  std::vector<int64_t> via;
-  std::string text;  // exactly as placed in the prompt
-
-  int64_t entity_id = 0;        // kEntity
-  std::string name;             // kEntity: display name; kReport: the report's title
-  std::string entity_type;      // kEntity
-  int64_t relationship_id = 0;  // kRelationship, with its two ends
-  int64_t source_id = 0;
-  int64_t target_id = 0;
-  std::string source_name;
-  std::string target_name;
-  int64_t community_id = 0;  // kReport
-  int64_t level = 0;
-  std::string chunk_id;  // kChunk: the chunk, its document and its position in it
-  std::string document_id;
-  int64_t chunk_index = 0;
-};
-
-// One line of description for people: "entity FTC", "relationship FTC -- Digital Markets Act",
-// "report of community 7 (level 1): Title", "chunk 3 of document news/ftc.txt".
-std::string DescribeLocalItem(const LocalContextItem& item);
-
-// How one type fared against the budget.
-struct LocalTypeUsage {
-  LocalItemType type = LocalItemType::kEntity;
-  int64_t candidates = 0;    // collected
-  int64_t placed = 0;        // in the context
-  int64_t share_tokens = 0;  // its first share (entities: the whole budget)
-  int64_t used_tokens = 0;   // what its placed items take, spare shares included
-};
-
-struct LocalContext {
-  std::vector<LocalMatch> matches;      // named first (question order), then by similarity
-  std::vector<LocalContextItem> items;  // entities, relationships, reports, chunks; by rank
-  std::vector<LocalTypeUsage> usage;    // one per type, in that order
-  int64_t budget_tokens = 0;
-  int64_t used_tokens = 0;  // sum of the items' tokens, <= budget_tokens
-  // The prompt's sections, each the concatenation of its items' text.
-  std::string entities_text;
-  std::string relationships_text;
-  std::string reports_text;
-  std::string chunks_text;
-  bool used_embeddings = false;  // false: entities were matched by name only
-  // Things the user should know: why matching fell back to names, how close the nearest entity
-  // came when none cleared the floor, communities without a report. Logged at debug level
-  // only: callers show them (the CLI on stderr, and in --json).
-  std::vector<std::string> diagnostics;
-  std::chrono::microseconds build_time{0};
-
-  // The item with this id, or nullptr.
-  const LocalContextItem* Find(std::string_view id) const;
-};
-
-struct LocalCitation {
-  std::string id;   // as the answer cites it ("S3")
-  size_t item = 0;  // index into LocalContext::items
-};
-
-struct LocalSearchResult {
-  std::string answer;
-  bool nothing_found = false;  // no entity matched: `answer` is nothing_found_answer, no call
-  LocalContext context;
-  // Ids the answer cites that are in the context, in order of first mention.
-  std::vector<LocalCitation> citations;
-  std::string prompt;  // the filled prompt sent; empty when nothing was found
-  // The answer call's reply (content == answer); default when no call was made.
-  ChatResponse response;
 };
 
 // Matches entities and assembles the context, without calling a chat model: what LocalSearch

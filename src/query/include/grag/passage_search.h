@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "grag/search_results.h"
 #include "grag/llm.h"
 #include "grag/prompts.h"
 #include "grag/question.h"
@@ -44,23 +45,6 @@ struct PassageSearchOptions {
   std::string nothing_found_answer =
       "The index has nothing on this question: no passage matches it.";
   std::function<void(std::string_view delta)> on_answer_delta;
-};
-
-struct PassageCitation {
-  std::string id;    // "S2", as the answer cites it
-  size_t chunk = 0;  // index into PassageSearchResult::retrieval.chunks
-};
-
-struct PassageSearchResult {
-  std::string answer;
-  bool nothing_found = false;  // no passage retrieved: `answer` is nothing_found_answer
-  bool llm = false;            // the answer came from the chat model
-  RetrievalResult retrieval;   // the ranked passages; the first `placed` are in the context
-  size_t placed = 0;
-  int64_t context_tokens = 0;
-  std::vector<PassageCitation> citations;  // in order of first mention
-  std::string prompt;                      // the filled prompt; empty without a model
-  ChatResponse response;
 };
 
 // Retrieves with `retriever` and answers with `chat` (nullptr: extractively). Errors: the

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "grag/search_results.h"
 #include "grag/llm.h"
 #include "grag/retrieval_tuning.h"
 #include "grag/status.h"
@@ -38,21 +39,6 @@
 namespace grag {
 
 class VectorIndex;
-
-enum class RetrievalMethod { kVector, kBm25, kGraph, kHybrid };
-std::string_view RetrievalMethodName(RetrievalMethod method);  // "vector", "bm25", ...
-// Every method, in the order front ends offer them (the CLI's choices, the HTTP and MCP enums).
-inline constexpr RetrievalMethod kRetrievalMethods[] = {
-    RetrievalMethod::kVector, RetrievalMethod::kBm25, RetrievalMethod::kGraph,
-    RetrievalMethod::kHybrid};
-// Their names, joined with `separator` ("vector, bm25, graph, hybrid").
-std::string RetrievalMethodNames(std::string_view separator);
-Result<RetrievalMethod> ParseRetrievalMethod(std::string_view name);
-
-// The three signals, in the order of RetrievedChunk::ranks.
-inline constexpr size_t kSignalCount = 3;
-enum class Signal { kVector = 0, kBm25 = 1, kGraph = 2 };
-std::string_view SignalName(Signal signal);
 
 // The tunable weights (RetrievalTuning, grag/retrieval_tuning.h, where their defaults are
 // explained) and the rest of retrieval's options.
@@ -103,58 +89,6 @@ struct RetrievalOptions : RetrievalTuning {
   // places 7 of 100 on a typical question); a chunk deleted since the retriever opened is then
   // not left out. Ignored (on) while a reranker reorders the head, which reads the texts.
   bool read_chunks = true;
-};
-
-// An entity the graph signal started from.
-struct SeedEntity {
-  int64_t entity_id = 0;
-  std::string name_key;
-  double weight = 0;            // its share of the seed mass (0-1)
-  bool by_name = false;         // named in the question
-  bool by_fact = false;         // named in a sentence of a best passage that matches the question
-  double specificity = 0;       // of its name (0-1), when named
-  int64_t chunk_frequency = 0;  // chunks whose text holds its name, when named
-  std::optional<double> similarity;  // when matched by embedding
-};
-
-struct RetrievedChunk {
-  std::string chunk_id;
-  std::string document_id;
-  int64_t index = 0;  // position in its document
-  std::string text;
-  double score = 0;  // the method's score (the fused RRF score for hybrid)
-  // Each signal's 1-based rank of this chunk among its candidates; nullopt: not among them.
-  std::array<std::optional<int>, kSignalCount> ranks{};
-  std::array<double, kSignalCount> signal_scores{};  // cosine, BM25, walk probability
-  std::optional<double> rerank_score;                // when the reranker saw it
-};
-
-struct RetrievalStats {
-  int64_t chunks = 0;                              // in the index
-  int64_t entities = 0;                            // in the graph
-  std::array<int64_t, kSignalCount> candidates{};  // each signal's list length
-  std::array<std::chrono::microseconds, kSignalCount> signal_time{};
-  std::chrono::microseconds total_time{0};
-  bool used_embeddings = false;  // the vector signal ran
-  bool lexical_embeddings = false;
-  bool reranked = false;
-  std::chrono::microseconds rerank_time{0};
-  // Hybrid: the graph's weight in the fusion, by how well the question anchors the walk
-  // (RetrievalTuning::anchored_specificity), and the sentence-window list's (passage_weight, by
-  // how many windows the candidates' chunks hold; 0: not used).
-  double graph_weight = 0;
-  double window_weight = 0;
-};
-
-struct RetrievalResult {
-  RetrievalMethod method = RetrievalMethod::kHybrid;  // the method that ranked them
-  std::vector<RetrievedChunk> chunks;                 // best first, at most top_k
-  std::vector<SeedEntity> seeds;                      // the graph signal's, heaviest first
-  // Entities by the walk's probability of ending on them, highest first (at most 200): what
-  // local search ranks relationships and reports by.
-  std::vector<std::pair<int64_t, double>> entity_scores;
-  std::vector<std::string> diagnostics;  // why a signal did not run, and similar
-  RetrievalStats stats;
 };
 
 struct RetrieverOptions {

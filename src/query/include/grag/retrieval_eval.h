@@ -24,26 +24,10 @@
 #include <string_view>
 #include <vector>
 
+#include "grag/search_results.h"
 #include "grag/status.h"
 
 namespace grag {
-
-// One question of an evaluation file: the question and any of the four kinds of gold.
-struct EvalQuestion {
-  int64_t line = 0;  // 1-based line in the file, for messages
-  std::string question;
-  std::vector<std::string> gold_chunks;     // chunk ids (grag search --json shows them)
-  std::vector<std::string> gold_documents;  // document ids
-  std::vector<std::string> answers;         // short answers, any one of which is enough
-  std::vector<std::string> evidence;        // sentences the retrieved text should hold
-};
-
-// Parses JSON Lines: one object per line, {"question": ..., "gold_chunks"?, "gold_documents"?,
-// "answers"?, "evidence"?} (arrays of strings), blank lines skipped. Errors (kInvalidArgument,
-// each naming the line): text that is not JSON, not an object, an unknown field, a question
-// that is missing or empty, a gold field that is not an array of strings, a line with no gold
-// at all; and a file without any question.
-Result<std::vector<EvalQuestion>> ParseEvalQuestions(std::string_view jsonl);
 
 // A retrieved passage with what scoring needs, computed once per chunk (MakeEvalPassage).
 struct EvalPassage {

@@ -7,19 +7,11 @@
 #include <string>
 #include <string_view>
 
+#include "grag/search_results.h"
 #include "grag/llm.h"
 #include "grag/status.h"
 
 namespace grag {
-
-enum class QuestionKind { kGlobal, kMultiHop, kLookup };
-std::string_view QuestionKindName(QuestionKind kind);  // "global", "multi_hop", "lookup"
-
-struct RouteDecision {
-  QuestionKind kind = QuestionKind::kLookup;
-  std::string reason;   // one line for people, e.g. "asks about the main themes"
-  bool by_llm = false;  // decided by the model (query.router = "llm")
-};
 
 // Rules over the question's words. `named_entities` is how many entities of the index the
 // question names (Retriever::NamedEntities): two or more make a multi-hop question.

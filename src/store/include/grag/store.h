@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "grag/cache.h"
-#include "grag/document.h"
+#include "grag/documents.h"
 #include "grag/status.h"
 #include "grag/store_tables.h"
 #include "grag/store_types.h"
@@ -105,29 +105,6 @@ class TransactionOwner {
 // Records packed, in their order (consumed: each vector is released once copied).
 // kInvalidArgument when they disagree on model or dimension.
 Result<PackedEmbeddings> PackEmbeddings(std::vector<EmbeddingRecord> records);
-
-// What one worker's calls for one chunk spent (Store::FinishWork).
-struct WorkSpend {
-  int64_t calls = 0;
-  int64_t prompt_tokens = 0;
-  int64_t completion_tokens = 0;
-};
-
-// Shared extraction work as it stands (Store::GetWorkState).
-struct WorkerProgress {
-  std::string name;
-  int64_t claimed = 0;  // leased now
-  int64_t done = 0;
-  WorkSpend spent;
-  double seconds_since_seen = 0;  // since its last claim, heartbeat or finished chunk
-};
-struct WorkState {
-  std::string params;
-  int64_t total = 0;
-  int64_t done = 0;
-  int64_t claimed = 0;  // leased now, not done
-  std::vector<WorkerProgress> workers;
-};
 
 class Store {
  public:

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "grag/document.h"
+#include "grag/documents.h"
 #include "grag/status.h"
 
 namespace grag {
@@ -35,30 +35,6 @@ struct ChunkOptions {
   // `prepend_metadata: [title]`, so the LLM knows which document a passage comes from. The
   // prefix is not part of the `size` tokens of the window: it adds to n_tokens.
   bool prepend_title = false;
-};
-
-struct Chunk {
-  // Lower-case hex SHA-256 of (document id, text), so unchanged input maps to the same ids on
-  // every run. Should a document contain the same chunk text more than once, the repeats also
-  // hash their occurrence number, keeping ids unique.
-  std::string id;
-  std::string document_id;
-  int index = 0;  // 0-based position of the chunk within its document
-  // The window's text, after the title prefix when ChunkOptions::prepend_title is set.
-  std::string text;
-  // Tokens in `text` as sent to a model: the text re-encoded, prefix included (Microsoft's
-  // n_tokens). Usually size (+ prefix tokens); a window edge that splits a word or a character
-  // can make it differ by a token or two.
-  size_t n_tokens = 0;
-  // The window in the document's token stream: tokens [start_token, end_token).
-  size_t start_token = 0;
-  size_t end_token = 0;
-  // The window in the document's text, in UTF-8 bytes: [start_byte, end_byte). An edge inside a
-  // multi-byte character is moved inward to the next character boundary, so
-  // doc.text.substr(start_byte, end_byte - start_byte) is exactly `text` without the title prefix
-  // and without the U+FFFD that the broken edge bytes decode to.
-  size_t start_byte = 0;
-  size_t end_byte = 0;
 };
 
 // InvalidArgument, with a message naming the bad field, if `options` cannot be used (size 0,

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "grag/document.h"
+#include "grag/documents.h"
 #include "grag/status.h"
 
 namespace grag {
@@ -44,14 +44,6 @@ struct LoadOptions {
   // File name extensions picked up when walking a folder (an explicitly named file is loaded
   // as plain text when its extension is not one of these).
   std::vector<std::string> extensions = {".txt", ".md", ".json", ".jsonl", ".csv"};
-};
-
-// Something that went wrong with one file or record; loading goes on.
-struct LoadIssue {
-  std::string path;         // as given or found, for messages
-  std::string message;      // names the problem and, where it applies, the byte offset or record
-  bool skipped = true;      // false: the document was still loaded (e.g. repaired UTF-8)
-  std::string source_path;  // the file, as Document::source_path would name it
 };
 
 struct LoadResult {

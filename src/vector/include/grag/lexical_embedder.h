@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "grag/llm.h"
+#include "grag/records.h"
 #include "grag/status.h"
 
 namespace grag {
@@ -52,10 +53,6 @@ struct LexicalEmbedderOptions {
 // "grag-lexical-hash-v1-d<dimension>": stored with every vector, so vectors of another dimension
 // or a later version are recognised as stale.
 std::string LexicalEmbedderModelName(size_t dimension);
-
-// Whether vectors stored under `model` came from this embedder (any dimension or version): its
-// similarities run lower than a neural model's, so thresholds differ.
-bool IsLexicalEmbeddingModel(std::string_view model);
 
 // One text's vector (see above). `dimension` must be at least 1. Thread-safe.
 std::vector<float> LexicalEmbed(std::string_view text, size_t dimension);

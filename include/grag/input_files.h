@@ -12,6 +12,10 @@
 
 namespace grag {
 
+// Checks the text of a document a client hands over: kInvalidArgument when it is empty (blank)
+// or not UTF-8 (naming the first invalid byte's offset).
+Status CheckDocumentText(std::string_view text);
+
 // Checks a document id a client chose: a relative '/'-separated path inside the input folder,
 // any Unicode allowed. Refused (kInvalidArgument, saying why): empty, not valid UTF-8, control
 // characters, a backslash, a leading '/', an empty, "." or ".." segment, a hidden segment

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "grag/status.h"
-#include "grag/store.h"
+#include "grag/records.h"
 
 namespace grag {
 
@@ -46,12 +46,6 @@ struct ExportSummary {
   std::string out_dir;
   std::vector<ExportedFile> files;  // in the order written
 };
-
-// Writes the index `store` holds in `options.format` into `options.out_dir`. Each file is
-// written to a temporary name and renamed into place. Errors: kInvalidArgument (no out_dir, or
-// out_dir is a file), kAlreadyExists (a file would be overwritten without force: none is
-// written), kIoError, the store's.
-Result<ExportSummary> ExportIndex(Store& store, const ExportOptions& options);
 
 // ---- text forms shared by the writers and grag sql
 
