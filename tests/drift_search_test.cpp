@@ -596,6 +596,12 @@ TEST(DriftRepliesTest, PrimerAndLocalReplies) {
        0,
        {"q1"}},
       {R"({"intermediate_answer": "E cut off mid)", true, "E cut off mid", 0, {}},
+      // \u escapes in a reply cut off, read by the scan: one, two and three UTF-8 bytes.
+      {R"({"intermediate_answer": "F \u0041 caf\u00e9 \u2014 cut)",
+       true,
+       "F A caf\xC3\xA9 \xE2\x80\x94 cut",
+       0,
+       {}},
       {"no json at all", false, "", 0, {}},
       {R"({"score": 40})", false, "", 0, {}},
   };

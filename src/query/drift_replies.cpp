@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include <utf8proc.h>
+
 namespace grag::query {
 namespace {
 
@@ -93,16 +95,10 @@ std::string ReadStringLiteral(std::string_view text, size_t i, size_t* end, bool
           if (i + 5 < text.size()) {
             const unsigned cp = static_cast<unsigned>(
                 std::strtoul(std::string(text.substr(i + 2, 4)).c_str(), nullptr, 16));
-            if (cp < 0x80) {
-              out += static_cast<char>(cp);
-            } else if (cp < 0x800) {
-              out += static_cast<char>(0xC0 | (cp >> 6));
-              out += static_cast<char>(0x80 | (cp & 0x3F));
-            } else {
-              out += static_cast<char>(0xE0 | (cp >> 12));
-              out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-              out += static_cast<char>(0x80 | (cp & 0x3F));
-            }
+            utf8proc_uint8_t bytes[4];
+            const utf8proc_ssize_t n =
+                utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), bytes);
+            out.append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n));
             i += 6;
             continue;
           }
