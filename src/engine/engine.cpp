@@ -245,9 +245,7 @@ LlmUsage Engine::ModelUsage() const {
     }
   }
   // The built-in embedder spends nothing worth counting; a configured one does.
-  if (impl_->embedder && !IsLexicalEmbeddingModel(impl_->embedder->model())) {
-    u += impl_->embedder->Usage();
-  }
+  if (impl_->embedder && !impl_->lexical()) u += impl_->embedder->Usage();
   return u;
 }
 
