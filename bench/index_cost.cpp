@@ -25,11 +25,15 @@
 // dry-run estimate printed before the run, entities and relationships in the index, the index
 // file's size against the corpus text.
 //
-//   build-release/bench/index_cost [--passages N] [--json] [--keep] [--set key=value]...
+//   build-release/bench/index_cost [--passages N] [--json] [--keep] [--questions N]
+//                                  [--set key=value]...
 //
 // --set applies a setting to every run (extraction.glean_below_yield=0 glean every chunk,
 // resolution.max_judge_share=1 lifts the judge's cap...). --keep leaves each run's project in
 // the temporary directory (grag-index-cost-LABEL), for `grag stats` or sqlite3 on its index.
+// --questions N (with --set reports.mode=lazy): after the passages index, N global questions at
+// global_search.level write the reports they read (WriteDeferredReports, as the engine does
+// before a global question's map calls); their report calls and tokens are printed by question.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -47,6 +51,7 @@
 #include <string>
 #include <vector>
 
+#include "grag/global_search.h"
 #include "grag/indexer.h"
 #include "grag/lexical_embedder.h"
 #include "grag/store.h"
@@ -598,6 +603,13 @@ class Model {
 
 std::vector<std::pair<std::string, std::string>> g_settings;
 bool g_keep = false;
+int g_questions = 0;
+
+// One global question of a lazy index: what it wrote before its map calls.
+struct LazyQuestion {
+  int64_t reads = 0;  // communities its plan reads
+  DeferredReports wrote;
+};
 
 struct Outcome {
   std::string label;
@@ -613,6 +625,7 @@ struct Outcome {
   int64_t reports_llm = 0;
   int64_t reports_extractive = 0;
   int64_t adjudicated = 0;
+  std::vector<LazyQuestion> questions;
   uintmax_t index_bytes = 0;
   size_t text_bytes = 0;
   double seconds = 0;
@@ -684,6 +697,34 @@ void CountMentions(Store& store, Outcome& o) {
   }
 }
 
+// --questions: global questions on a lazy index, each writing the reports its plan reads.
+std::vector<LazyQuestion> AskLazyQuestions(const Config& config, Store& store, Model& model) {
+  std::vector<LazyQuestion> out;
+  if (config.reports.mode != "lazy") return out;
+  const Tokenizer* tok = Tokenizer::Get(config.chunks.encoding).value();
+  GlobalSearchOptions go;
+  go.level = config.global_search.level;
+  go.max_map_calls = static_cast<int>(config.global_search.max_map_calls);
+  go.map_batch_tokens = config.global_search.map_batch_tokens;
+  for (int q = 0; q < g_questions; ++q) {
+    auto plan = PlanGlobalSearch(store, *tok, "What are the main themes of these passages?", go);
+    if (!plan.ok()) throw std::runtime_error(plan.status().ToString());
+    std::vector<GlobalReportInfo> read = plan->reports;
+    read.insert(read.end(), plan->left_out.begin(), plan->left_out.end());
+    std::stable_sort(read.begin(), read.end(),
+                     [](const auto& a, const auto& b) { return a.weight > b.weight; });
+    std::vector<int64_t> ids;
+    for (const GlobalReportInfo& r : read) ids.push_back(r.community_id);
+    LazyQuestion lq;
+    lq.reads = static_cast<int64_t>(ids.size());
+    auto wrote = WriteDeferredReports(config, store, *model.get(), ids);
+    if (!wrote.ok()) throw std::runtime_error(wrote.status().ToString());
+    lq.wrote = *wrote;
+    out.push_back(lq);
+  }
+  return out;
+}
+
 Outcome IndexCorpus(const std::string& label, const Corpus& corpus, const Corpus* more,
                     Outcome* update) {
   const fs::path root = fs::temp_directory_path() / fmt::format("grag-index-cost-{}", label);
@@ -697,6 +738,7 @@ Outcome IndexCorpus(const std::string& label, const Corpus& corpus, const Corpus
     Model model(corpus, &store->ReplyCache());
     o = RunOnce(label, config, *store, model, corpus, static_cast<int64_t>(corpus.passages.size()));
     CountMentions(*store, o);
+    if (more != nullptr) o.questions = AskLazyQuestions(config, *store, model);
   }
   o.index_bytes = fs::file_size(config.Resolve(config.store.path));
   if (more != nullptr && update != nullptr) {
@@ -729,8 +771,17 @@ json ToJson(const Outcome& o) {
                 {"calls_per_1000", Per1000(c.calls, o.chunks)},
                 {"prompt_tokens_per_1000", Per1000(c.prompt_tokens, o.chunks)}};
   }
+  json questions = json::array();
+  for (const LazyQuestion& q : o.questions) {
+    questions.push_back({{"reads", q.reads},
+                         {"reports_written", q.wrote.written},
+                         {"calls", q.wrote.calls},
+                         {"prompt_tokens", q.wrote.prompt_tokens},
+                         {"pending", q.wrote.pending}});
+  }
   return {{"label", o.label},
           {"chunks", o.chunks},
+          {"lazy_questions", questions},
           {"kinds", kinds},
           {"calls", o.calls},
           {"prompt_tokens", o.prompt_tokens},
@@ -781,6 +832,14 @@ void Print(const Outcome& o, const Outcome* full) {
       "{}; reports {} LLM + {} extractive\n",
       o.entities, o.relationships, o.mentions, o.relationship_mentions, o.adjudicated,
       o.reports_llm, o.reports_extractive);
+  for (size_t q = 0; q < o.questions.size(); ++q) {
+    const LazyQuestion& lq = o.questions[q];
+    std::cout << fmt::format(
+        "  lazy question {}: reads {} communities; wrote {} reports ({} calls, {:.3f}M prompt "
+        "tokens), {} left for later questions\n",
+        q + 1, lq.reads, lq.wrote.written, lq.wrote.calls,
+        static_cast<double>(lq.wrote.prompt_tokens) / 1e6, lq.wrote.pending);
+  }
   std::cout << fmt::format("  index file {:.1f} MB for {:.2f} MB of text ({:.0f}x)\n",
                            static_cast<double>(o.index_bytes) / 1e6,
                            static_cast<double>(o.text_bytes) / 1e6,
@@ -796,6 +855,8 @@ int Main(int argc, char** argv) {
       json_out = true;
     } else if (a == "--keep") {
       g_keep = true;
+    } else if (a == "--questions" && i + 1 < argc) {
+      g_questions = std::stoi(argv[++i]);
     } else if (a == "--passages" && i + 1 < argc) {
       passages = static_cast<size_t>(std::stoul(argv[++i]));
     } else if (a == "--set" && i + 1 < argc) {
@@ -805,7 +866,8 @@ int Main(int argc, char** argv) {
       g_settings.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     } else {
       throw std::runtime_error(
-          "usage: index_cost [--passages N] [--json] [--keep] [--set key=value]...");
+          "usage: index_cost [--passages N] [--json] [--keep] [--questions N] "
+          "[--set key=value]...");
     }
   }
   const Corpus corpus = MakePassages("passages", passages, 2024, 0, Density{});

@@ -291,6 +291,63 @@ std::set<std::string> Headers(const FakeOpenAIServer& s, std::string_view name) 
   return out;
 }
 
+// reports.mode = lazy, as a user runs it: the index sends no report prompt, the dry run says
+// where the report calls went, and each global question writes the reports it reads (within
+// reports.lazy_per_question) for the questions after it; the router still picks global search.
+TEST(E2eModelRolesTest, LazyReportsAreWrittenByTheGlobalQuestionsThatReadThem) {
+  TempDir dir;
+  const std::string root = dir / "lazy";
+  ASSERT_TRUE(InitBookProject(root));
+  FakeOpenAIServer server{FakeGraphRagHandler()};
+  const std::string grag = "GRAG_LLM_BASE_URL=" + server.base_url() + " GRAG_LLM_MODEL=m " +
+                           Grag("--root " + ShellQuote(root) +
+                                " --set reports.mode=lazy --set reports.lazy_per_question=3 ");
+  auto reports_sent = [&server] {
+    int64_t n = 0;
+    for (const FakeRequest& r : server.requests()) {
+      n += r.IsChat() && PromptKind(r.LastUserMessage()) == "report" ? 1 : 0;
+    }
+    return n;
+  };
+  auto dry = RunCommand(grag + "index --dry-run");
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_THAT(dry.out, ::testing::HasSubstr("reports.mode = lazy: no report call now"));
+  auto index = RunCommand(grag + "index --json");
+  ASSERT_EQ(index.exit_code, 0) << index.err;
+  const auto summary = nlohmann::json::parse(index.out);
+  EXPECT_EQ(summary["llm"]["calls_by_kind"]["report"].get<int64_t>(), 0) << index.out;
+  const auto deferred = summary["reports"]["deferred"].get<int64_t>();
+  EXPECT_GT(deferred, 3) << index.out;
+  EXPECT_EQ(reports_sent(), 0);
+
+  auto ask = [&](const std::string& args) {
+    auto q = RunCommand(grag + "query --json " + args);
+    EXPECT_EQ(q.exit_code, 0) << q.err;
+    return q.exit_code == 0 ? nlohmann::json::parse(q.out) : nlohmann::json::object();
+  };
+  const auto first = ask("--method global --level 0 'What are the main themes?'");
+  const auto written = first["stats"]["reports_written"].get<int64_t>();
+  const auto pending = first["stats"]["reports_pending"].get<int64_t>();
+  EXPECT_GE(written, 1) << first.dump();
+  EXPECT_LE(written, 3);
+  EXPECT_GT(first["stats"]["report_tokens_in"].get<int64_t>(), 0);
+  EXPECT_EQ(reports_sent(), written);
+  // The next question at that level writes what the first left, and reads what it wrote.
+  const auto second = ask("--method global --level 0 'Who are the main characters?'");
+  EXPECT_EQ(second["stats"]["reports_written"].get<int64_t>(), std::min<int64_t>(pending, 3));
+  EXPECT_EQ(second["stats"]["reports_pending"].get<int64_t>(), std::max<int64_t>(pending - 3, 0));
+  // Routed: global search (not budgeted search for want of model-written reports), its cost
+  // note counting the reports it may write.
+  const auto routed = ask("'What are the main themes of the story?'");
+  EXPECT_EQ(routed["route"]["method"], "global") << routed.dump();
+  EXPECT_THAT(routed["route"]["cost_note"].get<std::string>(),
+              ::testing::HasSubstr("reports.mode = lazy"));
+  auto stats = RunCommand(Grag("--root " + ShellQuote(root) + " stats --json"));
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["reports_llm"].get<int64_t>(), reports_sent())
+      << stats.out;
+}
+
 TEST(E2eModelRolesTest, ARoleHasServersAKeyAndLimitsOfItsOwn) {
   TempDir dir;
   const std::string root = dir / "roles";

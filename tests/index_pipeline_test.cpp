@@ -153,6 +153,102 @@ TEST(IndexPipelineTest, SmallCommunitiesGetExtractiveReportsWithoutACall) {
   }
 }
 
+// reports.mode = lazy: the index makes no report call and gives every community an extractive
+// report; a question's WriteDeferredReports writes the LLM reports of the communities it reads,
+// heaviest first and within reports.lazy_per_question, and they stand for the questions and
+// index runs after it. The dry run says what each mode costs.
+TEST(IndexPipelineTest, LazyReportsAreWrittenByTheQuestionsThatReadThem) {
+  Harness h;
+  h.config.communities.llm_report_min_size = 3;
+  h.config.reports.mode = "lazy";
+  h.config.reports.lazy_per_question = 2;
+  {
+    IndexContext ctx;
+    ctx.store = h.store.get();
+    ctx.chat = h.model.get();
+    auto plan = PlanIndex(h.config, {}, ctx);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->estimate.calls.report, 0);
+    EXPECT_GT(plan->estimate.deferred_reports, 0);
+    Config eager = h.config;
+    eager.reports.mode = "eager";
+    auto eager_plan = PlanIndex(eager, {}, ctx);
+    ASSERT_TRUE(eager_plan.ok());
+    EXPECT_EQ(eager_plan->estimate.calls.report, plan->estimate.deferred_reports);
+    EXPECT_EQ(eager_plan->estimate.deferred_reports, 0);
+    EXPECT_GT(eager_plan->estimate.prompt_tokens, plan->estimate.prompt_tokens);
+  }
+  auto count_report_calls = [&h] {
+    int64_t n = 0;
+    for (const auto& r : h.model->Requests()) {
+      n += PromptKind(r.messages.back().content) == "report" ? 1 : 0;
+    }
+    return n;
+  };
+  auto s = h.Index();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(count_report_calls(), 0);
+  EXPECT_EQ(s->calls.report, 0);
+  std::vector<CommunityRecord> communities = h.store->ListCommunities().value();
+  std::stable_sort(communities.begin(), communities.end(),
+                   [](const auto& a, const auto& b) { return a.weight > b.weight; });
+  std::vector<int64_t> ids;
+  std::vector<int64_t> worthy;  // in the order a question reads them
+  for (const auto& c : communities) {
+    ids.push_back(c.id);
+    if (c.size >= 3) worthy.push_back(c.id);
+    const auto report = h.store->GetReport(c.id).value();
+    ASSERT_TRUE(report.has_value()) << "community " << c.id;
+    EXPECT_EQ(report->generator, ReportGenerator::kExtractive) << "community " << c.id;
+  }
+  ASSERT_GE(worthy.size(), 5u);
+  EXPECT_EQ(s->reports_deferred, static_cast<int64_t>(worthy.size()));
+  auto generator = [&h](int64_t id) { return h.store->GetReport(id).value()->generator; };
+
+  // The first question writes the two heaviest; the next the two after them.
+  auto first = WriteDeferredReports(h.config, *h.store, *h.model, ids);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->written, 2);
+  EXPECT_EQ(first->calls, 2);
+  EXPECT_GT(first->prompt_tokens, 0);
+  EXPECT_EQ(first->pending, static_cast<int64_t>(worthy.size()) - 2);
+  EXPECT_EQ(count_report_calls(), 2);
+  EXPECT_EQ(generator(worthy[0]), ReportGenerator::kLlm);
+  EXPECT_EQ(generator(worthy[1]), ReportGenerator::kLlm);
+  EXPECT_EQ(generator(worthy[2]), ReportGenerator::kExtractive);
+  auto second = WriteDeferredReports(h.config, *h.store, *h.model, ids);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->written, 2);
+  EXPECT_EQ(second->pending, static_cast<int64_t>(worthy.size()) - 4);
+  EXPECT_EQ(generator(worthy[2]), ReportGenerator::kLlm);
+  EXPECT_EQ(generator(worthy[3]), ReportGenerator::kLlm);
+  // A question reading only communities that have their reports, or are too small for one,
+  // writes nothing.
+  std::vector<int64_t> done = {worthy[0], worthy[1]};
+  for (const auto& c : communities) {
+    if (c.size < 3) done.push_back(c.id);
+  }
+  auto none = WriteDeferredReports(h.config, *h.store, *h.model, done);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->written, 0);
+  EXPECT_EQ(none->pending, 0);
+  EXPECT_EQ(count_report_calls(), 4);
+
+  // An index run keeps what the questions wrote: no call, nothing turned back to extractive.
+  auto again = h.Index();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->usage.calls, 0);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(generator(worthy[i]), ReportGenerator::kLlm) << i;
+  EXPECT_EQ(generator(worthy[4]), ReportGenerator::kExtractive);
+  // Switched to eager, the next run writes the rest and reuses the four.
+  h.config.reports.mode = "eager";
+  auto eager = h.Index();
+  ASSERT_TRUE(eager.ok()) << eager.status().ToString();
+  EXPECT_EQ(eager->reports_deferred, 0);
+  for (int64_t id : worthy) EXPECT_EQ(generator(id), ReportGenerator::kLlm) << id;
+  EXPECT_EQ(count_report_calls(), static_cast<int64_t>(worthy.size()));
+}
+
 TEST(IndexPipelineTest, TwoRunsGiveIdenticalCommunities) {
   Harness a;
   Harness b;

@@ -207,6 +207,15 @@ struct CommunityConfig {
   double report_refresh_threshold = 0.2;
 };
 
+// When community reports are written (grag/indexer.h WriteDeferredReports).
+struct ReportsConfig {
+  // eager: `grag index` writes every LLM report. lazy: the index writes extractive reports only
+  // (no call) and a global question writes the LLM reports of the communities it reads, at most
+  // lazy_per_question of them, stored for the questions after it.
+  std::string mode = "eager";
+  int64_t lazy_per_question = 20;
+};
+
 struct GlobalSearchConfig {
   int64_t level = 2;  // community level searched (0 = coarsest; Microsoft's default 2)
   int64_t map_batch_tokens = 12000;      // tokens of one map prompt
@@ -348,6 +357,7 @@ struct Config {
   SummaryConfig summaries;
   ResolutionConfig resolution;
   CommunityConfig communities;
+  ReportsConfig reports;
   GlobalSearchConfig global_search;
   LocalSearchConfig local_search;
   DriftConfig drift;

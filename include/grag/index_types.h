@@ -87,6 +87,9 @@ struct ReportsSummary {
   int64_t reports_extractive = 0;  // with an LLM: small communities reported without a call
   int64_t report_gaps = 0;
   int64_t reports_kept_stale = 0;  // community changed too little to rewrite: report kept, stale
+  // reports.mode = lazy: communities that would get an LLM report, given an extractive one until
+  // a global question writes theirs.
+  int64_t reports_deferred = 0;
 };
 
 struct EmbedSummary {
@@ -129,6 +132,9 @@ struct CallEstimate {
   std::vector<RoleCost> by_role;  // extract, summarize, resolve; they sum to the above
   int64_t history_runs = 0;       // earlier runs the ratios come from; 0: typical ratios
   bool update = false;            // estimated as an update of an existing graph
+  // reports.mode = lazy: the report calls eager mode would make now (calls.report is 0), left
+  // to the global questions that read the reports.
+  int64_t deferred_reports = 0;
 };
 
 // What an update will do, worked out from content hashes before any model is called.

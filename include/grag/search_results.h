@@ -217,6 +217,14 @@ struct GlobalSearchStats {
   int64_t cache_hits = 0;  // calls answered from the reply cache
   std::chrono::milliseconds plan_time{0};
   bool plan_from_route = false;  // the router's plan was used: made once, to estimate the cost
+  // reports.mode = lazy: LLM reports this question wrote before its map calls (stored for the
+  // questions after it), their calls and tokens (not in tokens_in/out), and the communities read
+  // from their extractive stand-in because the question's budget was spent.
+  int64_t reports_written = 0;
+  int64_t report_calls = 0;
+  int64_t report_tokens_in = 0;
+  int64_t report_tokens_out = 0;
+  int64_t reports_pending = 0;
   std::chrono::milliseconds map_time{0};
   std::chrono::milliseconds reduce_time{0};
   std::chrono::milliseconds wall_time{0};  // the whole call

@@ -63,6 +63,14 @@ void PrintPlanDetail(const IndexPlan& p) {
             << " reports), about " << FormatCount(e.prompt_tokens) << " tokens in and "
             << FormatCount(e.completion_tokens) << " out";
   if (e.cost) std::cout << fmt::format(", about {:.2f} at the configured prices", *e.cost);
+  if (e.deferred_reports > 0) {
+    std::cout << "\n  reports.mode = lazy: no report call now; about " << e.deferred_reports
+              << " report calls (what reports.mode = eager would make now) are left to the global "
+                 "questions that read the reports";
+  } else if (e.calls.report > 0) {
+    std::cout << "\n  reports.mode = lazy would leave the " << e.calls.report
+              << " report calls to the global questions that read the reports";
+  }
   if (e.cost) {
     std::cout << "\n  by role:";
     const char* sep = " ";
@@ -128,8 +136,14 @@ void PrintSummary(const IndexSummary& s, bool graph_only) {
               << " kept though their community changed a little (stale; --refresh-reports "
                  "rewrites them)";
   }
-  if (s.reports_extractive && !s.no_llm) {
-    std::cout << "; " << s.reports_extractive << " of small communities extractive (no call)";
+  if (s.reports_deferred) {
+    std::cout << "; " << s.reports_deferred
+              << " deferred to the global questions that read them (reports.mode = lazy), "
+                 "extractive until then";
+  }
+  if (s.reports_extractive > s.reports_deferred && !s.no_llm) {
+    std::cout << "; " << s.reports_extractive - s.reports_deferred
+              << " of small communities extractive (no call)";
   }
   if (s.embeddings_written) std::cout << "\nembeddings: " << s.embeddings_written << " written";
   if (!s.embedding_model.empty()) {

@@ -61,6 +61,7 @@ void PrintStats(const IndexStats& st) {
     std::cout << "-";
   }
   std::cout << "\nreports        " << s.reports_ok;
+  if (s.reports_ok > 0) std::cout << " (" << s.reports_llm << " written by a model)";
   if (s.reports_gap) std::cout << " (+" << s.reports_gap << " gaps)";
   if (s.reports_stale) {
     std::cout << "\n               " << s.reports_stale

@@ -338,6 +338,16 @@ std::vector<Setting> Settings(Config& c) {
        "When the warm-started partition's modularity is this far below a fresh run's, the fresh "
        "run is used instead",
        &c.communities.drift_threshold, AtLeast(0)},
+      {"reports.mode", "",
+       "eager: grag index writes the LLM reports. lazy: it writes extractive ones (no call) and "
+       "each global question writes the LLM reports of the communities it reads (at most "
+       "reports.lazy_per_question), stored for later questions: an index that costs extraction "
+       "only",
+       &c.reports.mode, OneOf({"eager", "lazy"})},
+      {"reports.lazy_per_question", "",
+       "With reports.mode = lazy: LLM reports one global question may write, the heaviest "
+       "communities first (the rest answer from their extractive report until a later question)",
+       &c.reports.lazy_per_question, AtLeast(1)},
       {"global_search.level", "",
        "Community level global search reads (0 = coarsest, fewest reports)", &c.global_search.level,
        AtLeast(0)},

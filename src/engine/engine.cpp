@@ -3,6 +3,7 @@
 #include "grag/engine.h"
 
 #include "engine_citations.h"
+#include "engine_reports.h"
 
 #include <fmt/format.h>
 
@@ -109,6 +110,8 @@ struct Engine::Impl {
   std::mutex query_models_mu;
   std::map<std::string, std::unique_ptr<ChatModel>> query_models;
   std::unique_ptr<Retriever> retriever;  // guarded by retriever_mu until built
+  // reports.mode = lazy: one question at a time writes reports (two would write the same ones).
+  std::mutex deferred_reports_mu;
 
   bool lexical() const { return embedder != nullptr && IsLexicalEmbeddingModel(embedder->model()); }
 };
@@ -421,7 +424,8 @@ Result<QueryRoute> Engine::RouteChecked(std::string_view question, QueryMethod m
     // extractive global search stays.
     if (route.method == QueryMethod::kGlobal && chat() != nullptr) {
       GRAG_ASSIGN_OR_RETURN(StoreStats stats, store().Stats());
-      if (stats.reports_llm == 0) {
+      // reports.mode = lazy: the question writes the reports it reads.
+      if (stats.reports_llm == 0 && config().reports.mode != "lazy") {
         route.method = QueryMethod::kLazy;
         route.decision.reason +=
             "; global question on an index without model-written reports: budgeted search";
@@ -446,6 +450,12 @@ Result<QueryRoute> Engine::RouteChecked(std::string_view question, QueryMethod m
         route.cost_note =
             fmt::format("at most {} calls (map <= {} + reduce 1); {} expected", route.max_calls,
                         config().global_search.max_map_calls, route.estimated_calls);
+        if (config().reports.mode == "lazy") {
+          route.max_calls += config().reports.lazy_per_question;
+          route.cost_note += fmt::format(
+              "; reports.mode = lazy: up to {} more to write reports it reads that have none yet",
+              config().reports.lazy_per_question);
+        }
         break;
       }
       case QueryMethod::kDrift: {
@@ -496,30 +506,7 @@ Result<QueryRoute> Engine::RouteChecked(std::string_view question, QueryMethod m
 
 // ---------------------------------------------------------------- questions
 
-namespace {
-
-// The chat model for one question that can be cancelled: every call carries the question's flag
-// (so a call in flight stops too, mid-stream included) and none starts once it is set.
-class CancellableChat final : public ChatModel {
- public:
-  CancellableChat(ChatModel& inner, const std::atomic<bool>& cancel)
-      : inner_(inner), cancel_(cancel) {}
-  Result<ChatResponse> Chat(const ChatRequest& request) override {
-    if (cancel_.load()) return Status::Cancelled("the question was cancelled");
-    ChatRequest r = request;
-    r.cancel = &cancel_;
-    return inner_.Chat(r);
-  }
-  const std::string& model() const override { return inner_.model(); }
-  const std::string& model_for(ChatRole role) const override { return inner_.model_for(role); }
-  LlmUsage Usage() const override { return inner_.Usage(); }
-
- private:
-  ChatModel& inner_;
-  const std::atomic<bool>& cancel_;
-};
-
-}  // namespace
+namespace {}  // namespace
 
 Result<QueryResult> Engine::Query(const QueryRequest& request) {
   ScopedLogFile log_scope(impl_->log_file);
@@ -571,11 +558,22 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
         o.level = *request.level;
       }
       o.on_answer_delta = request.on_answer_delta;
+      GlobalSearchStats written;
+      if (model != nullptr && impl_->chat != nullptr && config().reports.mode == "lazy") {
+        GRAG_RETURN_IF_ERROR(
+            WriteQuestionReports(config(), store(), *impl_->chat, tokenizer(), request.question, o,
+                                 request.cancel, impl_->deferred_reports_mu, global_plan, written));
+      }
       auto r = model != nullptr ? GlobalSearch(store(), *model, *model, tokenizer(),
                                                request.question, o, std::move(global_plan))
                                 : ExtractiveGlobalSearch(store(), tokenizer(), request.question, o);
       GRAG_RETURN_IF_ERROR(cancelled());
       if (!r.ok()) return r.status();
+      r->stats.reports_written = written.reports_written;
+      r->stats.report_calls = written.report_calls;
+      r->stats.report_tokens_in = written.report_tokens_in;
+      r->stats.report_tokens_out = written.report_tokens_out;
+      r->stats.reports_pending = written.reports_pending;
       result.answer = r->answer;
       result.global = std::move(r).value();
       break;

@@ -221,6 +221,22 @@ Result<CallEstimate> EstimateCalls(Store& store, const Config& c, int64_t chunks
                                     static_cast<double>(e.calls.report) * kReportPromptTokens,
                                 out(e.calls.summarize + e.calls.report)};
   }
+  if (c.reports.mode == "lazy") {
+    // The index writes no LLM report: what eager mode would spend on them moves to the global
+    // questions that read them. Earlier lazy runs made no report calls, so with only those the
+    // typical ratio says what eager mode would.
+    const int64_t eager = e.calls.report > 0 || e.update
+                              ? e.calls.report
+                              : count(std::min(kReportsPerChunk * n + kReportsPerToken * t,
+                                               kReportsPerName * static_cast<double>(names)));
+    auto& [in, out] = role_tokens["summarize"];
+    const double calls = static_cast<double>(e.calls.summarize + e.calls.report);
+    const double kept = calls > 0 ? static_cast<double>(e.calls.summarize) / calls : 1.0;
+    in *= kept;
+    out *= kept;
+    e.deferred_reports = eager;
+    e.calls.report = 0;
+  }
   const bool priced = c.llm.Priced();
   for (const char* role : kIndexRoles) {
     RoleCost r;

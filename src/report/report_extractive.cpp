@@ -806,6 +806,7 @@ Result<ReportStageSummary> Reporter::Run(const ReportProgressFn& progress) {
         ++prog.gaps;
         break;
       case ReportAction::kKeptStale:  // extractive reports cost nothing: never kept stale
+      case ReportAction::kDeferred:   // nor deferred
         break;
     }
     ++prog.done;

@@ -366,7 +366,7 @@ struct ReportRun {
       const CommunityReportOutcome& o = outcomes[k];
       if (fresh[k]) {
         ok_reports[o.community_id] = std::move(*fresh[k]);
-      } else if (o.action == ReportAction::kGap) {
+      } else if (o.action == ReportAction::kGap || o.action == ReportAction::kDeferred) {
         ok_reports.erase(o.community_id);  // a stale report must not stand in for new content
       }
     }
@@ -430,6 +430,8 @@ struct ReportRun {
     } else if (it != stored.end() && KeepStale(graph, community, it->second, params, options)) {
       o.action = ReportAction::kKeptStale;
       step.put = store.MarkReportStale(community.id, StaleNote(graph, community, it->second.basis));
+    } else if (options.defer) {
+      o.action = ReportAction::kDeferred;
     } else {
       step.call = CallModel(model, options, in.prompt);
       o.calls = step.call.calls;
@@ -553,6 +555,9 @@ struct ReportRun {
           break;
         case ReportAction::kKeptStale:
           ++summary.kept_stale;
+          break;
+        case ReportAction::kDeferred:
+          ++summary.deferred;
           break;
       }
       if (!o.child_reports_used.empty()) ++summary.used_child_reports;

@@ -54,6 +54,28 @@ Result<IndexSummary> RunIndex(const Config& config, const IndexRequest& request,
 Result<WorkerSummary> RunExtractionWorker(const Config& config, IndexContext& context,
                                           const WorkerOptions& options);
 
+// ---- reports.mode = lazy: community reports written when a question needs them
+
+struct DeferredReports {
+  int64_t written = 0;  // LLM reports written (and stored) now
+  int64_t gaps = 0;     // communities whose reply was unusable: a gap stored
+  int64_t pending = 0;  // over reports.lazy_per_question: still on their extractive stand-in
+  int64_t calls = 0;    // chat calls, retries included
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+// Writes the LLM reports of those of `community_ids` (the heaviest first: the order given) that
+// have none yet (an extractive stand-in, a gap or no report) and are worth one
+// (communities.llm_report_min_size, literal values not counted), at most
+// reports.lazy_per_question of them, with the `summarize` role's model as `grag index` does;
+// each is stored as it is written. Not thread-safe against itself on one index: callers
+// serialise (two would write the same reports). Errors: the store's, the model's (a failure
+// other than an unparseable reply), kCancelled when `cancel` is set.
+Result<DeferredReports> WriteDeferredReports(const Config& config, Store& store, ChatModel& chat,
+                                             const std::vector<int64_t>& community_ids,
+                                             const std::atomic<bool>* cancel = nullptr);
+
 // What RunIndex would do with `request`, without changing the index or calling a model.
 Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,
                             IndexContext& context);

@@ -108,6 +108,10 @@ struct ReportOptions {
   double refresh_threshold = 0.2;
   // Rewrite every report whose prompt changed, however small the change (and every stale one).
   bool refresh_all = false;
+  // Make no call (reports.mode = lazy at index time): a community whose stored report can be
+  // neither reused nor kept stale is left as it is (ReportAction::kDeferred) for the caller to
+  // give an extractive stand-in, and its report is written when a question needs it.
+  bool defer = false;
 };
 
 // How much a community changed since its report's basis, from 0 (same members, same internal
@@ -181,7 +185,7 @@ Result<std::vector<PlannedReport>> PlanReports(Store& store, const Tokenizer& to
                                                std::string_view model_name);
 
 // kKeptStale: the prompt changed but the community too little to rewrite it (marked stale).
-enum class ReportAction { kGenerated, kReused, kGap, kKeptStale };
+enum class ReportAction { kGenerated, kReused, kGap, kKeptStale, kDeferred };
 
 // What happened to one community in a run.
 struct CommunityReportOutcome {
@@ -208,6 +212,7 @@ struct ReportStageSummary {
   int64_t truncated = 0;           // communities whose prompt was cut to fit
   int64_t extractive = 0;          // of all communities, those with an extractive report (no call)
   int64_t kept_stale = 0;          // prompt changed, community barely: the report stands, stale
+  int64_t deferred = 0;            // ReportOptions::defer: left for a question to write
   std::vector<CommunityReportOutcome> outcomes;  // finest level first, by community id
 };
 

@@ -1,0 +1,55 @@
+#include "engine_reports.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "grag/indexer.h"
+#include "grag/log.h"
+
+namespace grag {
+
+// reports.mode = lazy: the LLM reports of the communities a global question reads, written
+// before its map calls (WriteDeferredReports: the heaviest first, at most
+// reports.lazy_per_question). `plan` is the question's (made here when the router made none);
+// it is dropped when reports were written, so global search plans again with them. A failure to
+// write (a read-only index, a model error) leaves the extractive stand-ins to answer, logged.
+Status WriteQuestionReports(const Config& config, Store& store, ChatModel& chat,
+                            const Tokenizer& tokenizer, std::string_view question,
+                            const GlobalSearchOptions& options, const std::atomic<bool>* cancel,
+                            std::mutex& mu, std::optional<GlobalSearchPlan>& plan,
+                            GlobalSearchStats& stats) {
+  if (!plan) {
+    auto made = PlanGlobalSearch(store, tokenizer, question, options);
+    if (!made.ok()) return Status::Ok();  // global search says why
+    plan = std::move(made).value();
+  }
+  std::vector<GlobalReportInfo> read = plan->reports;
+  read.insert(read.end(), plan->left_out.begin(), plan->left_out.end());
+  std::stable_sort(read.begin(), read.end(),
+                   [](const auto& a, const auto& b) { return a.weight > b.weight; });
+  std::vector<int64_t> ids;
+  for (const GlobalReportInfo& r : read) ids.push_back(r.community_id);
+  ids.insert(ids.end(), plan->missing_reports.begin(), plan->missing_reports.end());
+  ids.insert(ids.end(), plan->gap_reports.begin(), plan->gap_reports.end());
+  std::optional<CancellableChat> cancellable;
+  ChatModel* writer = &chat;
+  if (cancel != nullptr) writer = &cancellable.emplace(chat, *cancel);
+  std::lock_guard lock(mu);
+  auto wrote = WriteDeferredReports(config, store, *writer, ids, cancel);
+  if (!wrote.ok()) {
+    if (wrote.status().code() == ErrorCode::kCancelled) return wrote.status();
+    Log(LogLevel::kWarn, "query",
+        "reports.mode = lazy: could not write this question's reports (" +
+            wrote.status().ToString() + "); answering from the extractive ones");
+    return Status::Ok();
+  }
+  stats.reports_written = wrote->written;
+  stats.report_calls = wrote->calls;
+  stats.report_tokens_in = wrote->prompt_tokens;
+  stats.report_tokens_out = wrote->completion_tokens;
+  stats.reports_pending = wrote->pending;
+  if (wrote->written > 0 || wrote->gaps > 0) plan.reset();
+  return Status::Ok();
+}
+
+}  // namespace grag
