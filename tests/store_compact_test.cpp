@@ -366,6 +366,66 @@ TEST_F(CompactStoreTest, PruningRemovesWhatTheLastCompleteRunDidNotNeedAndShrink
   EXPECT_EQ(store_->PruneReplyCache(by_age)->entries, 1);
 }
 
+// A report's full_content that is the rendering of its title, summary and findings (what both
+// generators write) is not stored a second time: the row keeps '' and every reader (the store,
+// `grag sql`'s reports view) renders it. Any other full_content is kept as written.
+TEST_F(CompactStoreTest, AReportsRenderingIsStoredOnceAndReadBackWhole) {
+  std::vector<int64_t> ids;
+  for (const char* name : {"Alice", "Bram"}) {
+    EntityRecord e;
+    e.name = name;
+    e.name_key = std::string(name) == "Alice" ? "alice" : "bram";
+    e.type = "PERSON";
+    auto id = store_->UpsertEntity(e);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ids.push_back(*id);
+  }
+  std::vector<CommunityRecord> comms(2);
+  for (size_t i = 0; i < 2; ++i) {
+    comms[i].id = static_cast<int64_t>(i) + 1;
+    comms[i].entity_ids = {ids[i]};
+  }
+  ASSERT_TRUE(store_->ReplaceCommunities(ClusteringRecord{}, comms).ok());
+  ReportRecord rendered;
+  rendered.community_id = 1;
+  rendered.title = "Alice and her ledger";
+  rendered.summary = "Alice keeps the harbour's ledger.";
+  rendered.findings = {{"She counts ships", "Every morning, \"quoted\" and ü.", {"Alice"}},
+                       {"A headline alone", "", {}}};
+  rendered.full_content = RenderReportMarkdown(rendered.title, rendered.summary, rendered.findings);
+  ASSERT_EQ(rendered.full_content,
+            "# Alice and her ledger\n\nAlice keeps the harbour's ledger.\n\n## She counts "
+            "ships\n\nEvery morning, \"quoted\" and ü.\n\n## A headline alone");
+  ReportRecord custom = rendered;
+  custom.community_id = 2;
+  custom.full_content = "# Written otherwise\n\nby hand";
+  ASSERT_TRUE(store_->PutReport(rendered).ok());
+  ASSERT_TRUE(store_->PutReport(custom).ok());
+  for (const ReportRecord* want : {&rendered, &custom}) {
+    auto got = store_->GetReport(want->community_id);
+    ASSERT_TRUE(got.ok() && got->has_value());
+    EXPECT_EQ((*got)->full_content, want->full_content);
+    auto listed = store_->ListReports(std::nullopt, /*findings=*/false);
+    ASSERT_TRUE(listed.ok());
+    for (const ReportRecord& r : *listed) {
+      if (r.community_id == want->community_id) {
+        EXPECT_EQ(r.full_content, want->full_content);
+      }
+    }
+    auto sql = store_->RunReadOnlySql("SELECT full_content FROM reports WHERE community_id = " +
+                                          std::to_string(want->community_id),
+                                      10, std::chrono::milliseconds(0));
+    ASSERT_TRUE(sql.ok()) << sql.status().ToString();
+    ASSERT_EQ(sql->rows.size(), 1u);
+    EXPECT_EQ(sql->rows[0][0].text, want->full_content);
+  }
+  store_.reset();
+  RawDb raw(path_);
+  EXPECT_EQ(raw.Text("SELECT quote(full_content) FROM reports WHERE community_id = 1"), "''");
+  EXPECT_EQ(raw.Text("SELECT full_content FROM reports WHERE community_id = 2"),
+            custom.full_content);
+}
+
 TEST(CacheCutoffTest, ACountAndAUnitBeforeNow) {
   const auto now = std::chrono::sys_days(std::chrono::year(2026) / 12 / 5) + std::chrono::hours(10);
   EXPECT_EQ(*CacheCutoff("30d", now), "2026-11-05T10:00:00.000Z");

@@ -214,12 +214,7 @@ Result<ParsedReport> ParseReportReply(std::string_view reply) {
 }
 
 std::string RenderReportMarkdown(const ParsedReport& report) {
-  std::string md = "# " + report.title + "\n\n" + report.summary;
-  for (const Finding& f : report.findings) {
-    md += "\n\n## " + f.summary;
-    if (!f.explanation.empty()) md += "\n\n" + f.explanation;
-  }
-  return md;
+  return RenderReportMarkdown(report.title, report.summary, report.findings);
 }
 
 }  // namespace grag

@@ -152,3 +152,19 @@ ReportBasis ReportBasisFromJson(std::string_view text) {
 }
 
 }  // namespace grag::store
+
+namespace grag {
+
+std::string RenderReportMarkdown(std::string_view title, std::string_view summary,
+                                 const std::vector<Finding>& findings) {
+  std::string md;
+  md.reserve(title.size() + summary.size() + 8 + findings.size() * 300);
+  md.append("# ").append(title).append("\n\n").append(summary);
+  for (const Finding& f : findings) {
+    md.append("\n\n## ").append(f.summary);
+    if (!f.explanation.empty()) md.append("\n\n").append(f.explanation);
+  }
+  return md;
+}
+
+}  // namespace grag

@@ -1019,6 +1019,10 @@ ReportRecord ReadReport(const sqlite::Stmt& stmt, bool findings = true) {
   r.summary = stmt.Text(4);
   r.full_content = stmt.Text(5);
   if (findings || r.full_content.empty()) r.findings = store::FindingsFromJson(stmt.Text(6));
+  // Stored empty when it is the findings' rendering (PutReport).
+  if (r.full_content.empty() && r.status == ReportStatus::kOk) {
+    r.full_content = RenderReportMarkdown(r.title, r.summary, r.findings);
+  }
   r.rating = stmt.OptDouble(7);
   r.rating_explanation = stmt.Text(8);
   r.input_hash = stmt.Text(9);
@@ -1060,12 +1064,17 @@ Status SqliteStore::PutReport(const ReportRecord& r) {
                    "input_hash = excluded.input_hash, generator = excluded.generator, "
                    "model = excluded.model, stale = excluded.stale, basis = excluded.basis, "
                    "stale_note = '', updated_at = " GRAG_SQL_NOW));
-  GRAG_RETURN_IF_ERROR(
-      stmt.BindAll(r.community_id, store::ReportStatusName(r.status), r.reason, r.title, r.summary,
-                   r.full_content, store::FindingsToJson(r.findings), r.rating,
-                   r.rating_explanation, r.input_hash, store::ReportGeneratorName(r.generator),
-                   r.model, r.stale ? 1 : 0, store::ReportBasisToJson(r.basis))
-          .Run());
+  // The rendering of title, summary and findings is not kept twice (ReadReport renders it): a
+  // third of the reports' bytes.
+  const bool rendered = r.status == ReportStatus::kOk &&
+                        r.full_content == RenderReportMarkdown(r.title, r.summary, r.findings);
+  const std::string_view content = rendered ? std::string_view() : r.full_content;
+  GRAG_RETURN_IF_ERROR(stmt.BindAll(r.community_id, store::ReportStatusName(r.status), r.reason,
+                                    r.title, r.summary, content, store::FindingsToJson(r.findings),
+                                    r.rating, r.rating_explanation, r.input_hash,
+                                    store::ReportGeneratorName(r.generator), r.model,
+                                    r.stale ? 1 : 0, store::ReportBasisToJson(r.basis))
+                           .Run());
   return tx.Commit();
 }
 

@@ -60,7 +60,14 @@ FROM main.communities c LEFT JOIN main.reports r ON r.community_id = c.id;
 CREATE TEMP VIEW reports AS
 SELECT r.community_id, c.level, c.size, r.status, r.reason, r.title, r.summary, r.rating,
        r.rating_explanation, r.findings, json_array_length(r.findings) AS finding_count,
-       r.full_content, r.generator, r.model, r.stale, r.stale_note, r.updated_at
+       CASE WHEN r.full_content <> '' OR r.status <> 'ok' THEN r.full_content
+            ELSE '# ' || r.title || char(10, 10) || r.summary || coalesce(
+              (SELECT group_concat(char(10, 10) || '## ' || json_extract(f.value, '$.summary') ||
+                                   CASE WHEN json_extract(f.value, '$.explanation') <> ''
+                                        THEN char(10, 10) || json_extract(f.value, '$.explanation')
+                                        ELSE '' END, '')
+               FROM json_each(r.findings) f), '') END AS full_content,
+       r.generator, r.model, r.stale, r.stale_note, r.updated_at
 FROM main.reports r JOIN main.communities c ON c.id = r.community_id;
 )sql";
 

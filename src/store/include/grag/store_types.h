@@ -26,6 +26,13 @@ namespace grag {
 inline constexpr std::string_view kNlpTitleType = "title";
 inline constexpr std::string_view kNlpProperNounType = "proper noun";
 
+// A report as markdown: "# " and the title, the summary, then for each finding "## " and its
+// summary and its explanation, blank lines between. The report generators write
+// ReportRecord::full_content so, and the SQLite store keeps no copy of a full_content that equals
+// it (it is rendered again on reading).
+std::string RenderReportMarkdown(std::string_view title, std::string_view summary,
+                                 const std::vector<Finding>& findings);
+
 // ---------------------------------------------------------------- documents and chunks
 
 // What UpsertDocument did.
