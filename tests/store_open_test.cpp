@@ -385,7 +385,7 @@ TEST(StoreOpenTest, SchemaEightAddsChunkOffsetsUnknownOnOlderRows) {
   InsertOldChunk(path, "a#0", "a", "alpha beta");
   auto store = Store::Open(path);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  EXPECT_EQ((*store)->Info()->schema_version, 8);
+  EXPECT_EQ((*store)->Info()->schema_version, Store::LatestSchemaVersion());
   auto old = (*store)->GetChunk("a#0");
   ASSERT_TRUE(old.ok() && old->has_value());
   EXPECT_EQ((*old)->start_byte, -1);
@@ -402,6 +402,57 @@ TEST(StoreOpenTest, SchemaEightAddsChunkOffsetsUnknownOnOlderRows) {
   EXPECT_EQ((*now)->end_byte, 10);
   store->reset();
   EXPECT_EQ(RawDb(path).Text("SELECT end_byte FROM chunks WHERE id = 'a#0'"), "10");
+}
+
+// Schema 9 names a link's chunk by its seq: links written before keep linking the same chunks,
+// every reader gives chunk ids as before (grag sql's views too), and a chunk's removal still
+// takes its links with it.
+TEST(StoreOpenTest, SchemaNineLinksChunksBySeqKeepingEveryLink) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  {
+    auto store = store::OpenStore(path, {}, store::DefaultMigrations().first(8));
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("a", "alpha beta gamma")).ok());
+  }
+  RawDb(path).Exec(
+      "INSERT INTO chunks (seq, id, document_id, chunk_index, text, n_tokens, start_token) VALUES "
+      "(7, 'a#1', 'a', 1, 'gamma', 1, 2), (9, 'a#0', 'a', 0, 'alpha beta', 2, 0);"
+      "INSERT INTO entities (id, name_key, name, type) VALUES (1, 'alpha', 'Alpha', 'X'), "
+      "(2, 'gamma', 'Gamma', 'X');"
+      "INSERT INTO relationships (id, source_id, target_id) VALUES (5, 1, 2);"
+      "INSERT INTO entity_chunks (entity_id, chunk_id) VALUES (1, 'a#0'), (1, 'a#1'), "
+      "(2, 'a#1');"
+      "INSERT INTO relationship_chunks (relationship_id, chunk_id) VALUES (5, 'a#1');");
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->Info()->schema_version, 9);
+  EXPECT_EQ(*(*store)->GetEntityChunks(1), (std::vector<std::string>{"a#0", "a#1"}));
+  auto links = (*store)->ListChunkLinks();
+  ASSERT_TRUE(links.ok()) << links.status().ToString();
+  using Links = std::vector<std::pair<int64_t, std::string>>;
+  EXPECT_EQ(links->entities, (Links{{1, "a#0"}, {1, "a#1"}, {2, "a#1"}}));
+  EXPECT_EQ(links->relationships, (Links{{5, "a#1"}}));
+  auto sql = (*store)->RunReadOnlySql(
+      "SELECT group_concat(entity_id || ':' || chunk_id, ' ') FROM (SELECT * FROM entity_chunks "
+      "ORDER BY entity_id, chunk_id)",
+      10, std::chrono::milliseconds(0));
+  ASSERT_TRUE(sql.ok()) << sql.status().ToString();
+  EXPECT_EQ(sql->rows[0][0].text, "1:a#0 1:a#1 2:a#1");
+  // Written now: by seq; a chunk that does not exist is refused.
+  ASSERT_TRUE((*store)->SetEntityChunks(2, {"a#0"}).ok());
+  EXPECT_EQ(*(*store)->GetEntityChunks(2), std::vector<std::string>{"a#0"});
+  EXPECT_FALSE((*store)->SetEntityChunks(2, {"a#9"}).ok());
+  ASSERT_TRUE((*store)->ReplaceDocumentChunks("a", {**(*store)->GetChunk("a#0")}).ok());
+  EXPECT_EQ(*(*store)->GetEntityChunks(1), std::vector<std::string>{"a#0"});
+  store->reset();
+  RawDb raw(path);
+  EXPECT_EQ(raw.Text("SELECT group_concat(typeof(chunk_seq)) FROM relationship_chunks"), "");
+  EXPECT_EQ(raw.Text("SELECT group_concat(entity_id || ':' || chunk_seq, ' ') FROM (SELECT * "
+                     "FROM entity_chunks ORDER BY entity_id)"),
+            "1:9 2:9");
+  EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw.Text("PRAGMA foreign_key_check"), "");
 }
 
 }  // namespace

@@ -274,33 +274,38 @@ Result<std::optional<EntityRecord>> OneEntity(sqlite::Stmt& stmt) {
 }
 
 // Makes `chunk_ids` the chunk links of one owner in a link table (entity_chunks,
-// relationship_chunks), writing only the links that differ: an update leaves most owners' links
-// as they are, and rewriting them all cost most of a merge's writes.
+// relationship_chunks, which name a chunk by its seq), writing only the links that differ: an
+// update leaves most owners' links as they are, and rewriting them all cost most of a merge's
+// writes.
 Status SetLinks(sqlite::Connection& conn, std::string_view table, std::string_view owner_column,
                 int64_t owner_id, const std::vector<std::string>& chunk_ids) {
   const std::string t(table);
   const std::string col(owner_column);
-  std::unordered_set<std::string> stored;
+  std::unordered_map<std::string, int64_t> stored;  // chunk id -> seq
   {
-    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt read,
-                          conn.Prepare("SELECT chunk_id FROM " + t + " WHERE " + col + " = ?"));
+    GRAG_ASSIGN_OR_RETURN(
+        sqlite::Stmt read,
+        conn.Prepare("SELECT c.id, l.chunk_seq FROM " + t +
+                     " l JOIN chunks c ON c.seq = l.chunk_seq WHERE l." + col + " = ?"));
     read.BindAll(owner_id);
     while (true) {
       GRAG_ASSIGN_OR_RETURN(bool row, read.Step());
       if (!row) break;
-      stored.insert(read.Text(0));
+      stored.emplace(read.Text(0), read.Int(1));
     }
   }
   const std::unordered_set<std::string> wanted(chunk_ids.begin(), chunk_ids.end());
-  for (const std::string& chunk_id : stored) {
+  for (const auto& [chunk_id, seq] : stored) {
     if (wanted.count(chunk_id)) continue;
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt del, conn.Prepare("DELETE FROM " + t + " WHERE " + col +
-                                                         " = ? AND chunk_id = ?"));
-    GRAG_RETURN_IF_ERROR(del.BindAll(owner_id, chunk_id).Run());
+                                                         " = ? AND chunk_seq = ?"));
+    GRAG_RETURN_IF_ERROR(del.BindAll(owner_id, seq).Run());
   }
+  // A chunk that does not exist gives a NULL seq, which the NOT NULL refuses.
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt insert,
                         conn.Prepare("INSERT INTO " + t + " (" + col +
-                                     ", chunk_id) VALUES (?, ?) ON CONFLICT DO NOTHING"));
+                                     ", chunk_seq) VALUES (?, (SELECT seq FROM chunks WHERE id = "
+                                     "?)) ON CONFLICT DO NOTHING"));
   for (const std::string& chunk_id : chunk_ids) {
     if (stored.count(chunk_id)) continue;
     Status st = insert.BindAll(owner_id, chunk_id).Run();
@@ -411,8 +416,8 @@ Result<std::vector<std::string>> SqliteStore::GetEntityChunks(int64_t entity_id)
   if (image) return image->EntityChunksInDocumentOrder(entity_id);
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt stmt,
-      read.conn().Prepare("SELECT l.chunk_id FROM entity_chunks l JOIN chunks c ON c.id = "
-                          "l.chunk_id WHERE l.entity_id = ? ORDER BY c.document_id, "
+      read.conn().Prepare("SELECT c.id FROM entity_chunks l JOIN chunks c ON c.seq = "
+                          "l.chunk_seq WHERE l.entity_id = ? ORDER BY c.document_id, "
                           "c.chunk_index"));
   stmt.BindAll(entity_id);
   return TextColumn(stmt);
@@ -434,13 +439,13 @@ Result<ChunkLinks> SqliteStore::ListChunkLinks() {
     return Status::Ok();
   };
   GRAG_RETURN_IF_ERROR(
-      read_links("SELECT l.entity_id, l.chunk_id FROM entity_chunks l JOIN chunks c "
-                 "ON c.id = l.chunk_id ORDER BY l.entity_id, c.document_id, "
+      read_links("SELECT l.entity_id, c.id FROM entity_chunks l JOIN chunks c "
+                 "ON c.seq = l.chunk_seq ORDER BY l.entity_id, c.document_id, "
                  "c.chunk_index",
                  links.entities));
   GRAG_RETURN_IF_ERROR(
-      read_links("SELECT l.relationship_id, l.chunk_id FROM relationship_chunks l "
-                 "JOIN chunks c ON c.id = l.chunk_id ORDER BY l.relationship_id, "
+      read_links("SELECT l.relationship_id, c.id FROM relationship_chunks l "
+                 "JOIN chunks c ON c.seq = l.chunk_seq ORDER BY l.relationship_id, "
                  "c.document_id, c.chunk_index",
                  links.relationships));
   return links;
@@ -487,8 +492,8 @@ Result<GraphSnapshot> SqliteStore::LoadGraphSnapshot() {
   {
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt stmt,
-        conn.Prepare("SELECT l.entity_id, c.seq FROM entity_chunks l JOIN chunks c "
-                     "ON c.id = l.chunk_id ORDER BY l.entity_id, c.seq"));
+        conn.Prepare("SELECT entity_id, chunk_seq FROM entity_chunks ORDER BY entity_id, "
+                     "chunk_seq"));
     while (true) {
       GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
@@ -544,7 +549,8 @@ class SqliteNeighbourhoodReader final : public store::NeighbourhoodReader {
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt * stmt,
         Prepared(&chunks_of_,
-                 "SELECT chunk_id FROM entity_chunks WHERE entity_id = ? ORDER BY chunk_id"));
+                 "SELECT c.id FROM entity_chunks l JOIN chunks c ON c.seq = l.chunk_seq "
+                 "WHERE l.entity_id = ? ORDER BY c.id"));
     for (int64_t id : ids) {
       auto& chunks = (*out)[id];
       stmt->BindAll(id);
@@ -562,7 +568,8 @@ class SqliteNeighbourhoodReader final : public store::NeighbourhoodReader {
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt * stmt,
         Prepared(&entities_of_,
-                 "SELECT entity_id FROM entity_chunks WHERE chunk_id = ? ORDER BY entity_id"));
+                 "SELECT entity_id FROM entity_chunks WHERE chunk_seq = (SELECT seq FROM chunks "
+                 "WHERE id = ?) ORDER BY entity_id"));
     for (const std::string& id : ids) {
       auto& entities = (*out)[id];
       stmt->BindAll(id);
@@ -889,7 +896,7 @@ Result<int64_t> SqliteStore::ReplaceCommunities(const ClusteringRecord& clusteri
   GRAG_RETURN_IF_ERROR(conn.Exec(
       "UPDATE communities SET "
       "size = (SELECT count(*) FROM community_members m WHERE m.community_id = communities.id), "
-      "weight = (SELECT count(DISTINCT l.chunk_id) FROM community_members m "
+      "weight = (SELECT count(DISTINCT l.chunk_seq) FROM community_members m "
       "          JOIN entity_chunks l ON l.entity_id = m.entity_id "
       "          WHERE m.community_id = communities.id)"));
   GRAG_RETURN_IF_ERROR(tx.Commit());
@@ -958,11 +965,11 @@ Result<std::map<int64_t, std::vector<std::string>>> SqliteStore::CommunityChunks
     std::optional<int64_t> level) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   std::string sql =
-      "SELECT k.community_id, k.chunk_id FROM (SELECT DISTINCT m.community_id, l.chunk_id FROM "
+      "SELECT k.community_id, c.id FROM (SELECT DISTINCT m.community_id, l.chunk_seq FROM "
       "community_members m JOIN entity_chunks l ON l.entity_id = m.entity_id";
   if (level) sql += " JOIN communities o ON o.id = m.community_id WHERE o.level = ?";
   sql +=
-      ") k JOIN chunks c ON c.id = k.chunk_id ORDER BY k.community_id, c.document_id, "
+      ") k JOIN chunks c ON c.seq = k.chunk_seq ORDER BY k.community_id, c.document_id, "
       "c.chunk_index";
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read.conn().Prepare(sql));
   if (level) stmt.BindAll(*level);

@@ -40,7 +40,7 @@ Result<std::string> BuildGraphImage(sqlite::Connection& conn) {
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt s,
         conn.Prepare("SELECT c.id, d.title, c.document_id, c.chunk_index FROM main.chunks c "
-                     "JOIN main.documents d ON d.id = c.document_id"));
+                     "JOIN main.documents d ON d.id = c.document_id ORDER BY c.id"));
     while (true) {
       GRAG_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
@@ -59,7 +59,8 @@ Result<std::string> BuildGraphImage(sqlite::Connection& conn) {
   }
   {
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt s,
-                          conn.Prepare("SELECT entity_id, chunk_id FROM main.entity_chunks"));
+                          conn.Prepare("SELECT l.entity_id, c.id FROM main.entity_chunks l JOIN "
+                                       "main.chunks c ON c.seq = l.chunk_seq"));
     while (true) {
       GRAG_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;

@@ -28,8 +28,17 @@ FROM main.documents d;
 CREATE TEMP VIEW chunks AS
 SELECT c.id, c.document_id, d.title AS document_title, c.chunk_index, c.n_tokens,
        c.start_token, c.start_byte, c.end_byte, c.text,
-       (SELECT count(*) FROM main.entity_chunks l WHERE l.chunk_id = c.id) AS entity_count
+       (SELECT count(*) FROM main.entity_chunks l WHERE l.chunk_seq = c.seq) AS entity_count
 FROM main.chunks c JOIN main.documents d ON d.id = c.document_id;
+
+-- The link tables name a chunk by its seq (schema 9); these views give its id, as before.
+CREATE TEMP VIEW entity_chunks AS
+SELECT l.entity_id, c.id AS chunk_id
+FROM main.entity_chunks l JOIN main.chunks c ON c.seq = l.chunk_seq;
+
+CREATE TEMP VIEW relationship_chunks AS
+SELECT l.relationship_id, c.id AS chunk_id
+FROM main.relationship_chunks l JOIN main.chunks c ON c.seq = l.chunk_seq;
 
 CREATE TEMP VIEW entities AS
 SELECT e.id, e.name, e.name_key, e.type, e.description, e.degree, e.frequency,

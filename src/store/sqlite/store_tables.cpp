@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "reply_codec.h"
 #include "store_impl.h"
 #include "table_sql.h"
@@ -11,6 +13,21 @@
 
 namespace grag {
 namespace {
+
+// The link tables name a chunk by its seq (schema 9); the backends' common form, by its id.
+bool LinkTable(std::string_view name) {
+  return name == "entity_chunks" || name == "relationship_chunks";
+}
+
+// What a table's rows are read from, in the common form.
+std::string Source(std::string_view name) {
+  if (!LinkTable(name)) return std::string(name);
+  const std::string owner = name == "entity_chunks" ? "entity_id" : "relationship_id";
+  return fmt::format(
+      "(SELECT l.{0}, c.id AS chunk_id FROM main.{1} l JOIN main.chunks c ON c.seq = "
+      "l.chunk_seq) AS {1}",
+      owner, name);
+}
 
 class SqliteTableSnapshot final : public TableSnapshot {
  public:
@@ -23,7 +40,7 @@ class SqliteTableSnapshot final : public TableSnapshot {
     // form.
     const bool vectors = table.name == "embeddings";
     const std::string sql = "SELECT " + store::ColumnList(table) + (vectors ? ", encoding" : "") +
-                            " FROM " + std::string(table.name) + store::ExcludeClause(table) +
+                            " FROM " + Source(table.name) + store::ExcludeClause(table) +
                             " ORDER BY " +
                             (table.order_by.empty() ? "rowid" : std::string(table.order_by));
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read_.conn().Prepare(sql));
@@ -95,6 +112,11 @@ Status SqliteStore::InsertRows(const IndexTable& table, const std::vector<TableR
       "INSERT INTO " + std::string(table.name) + " (" + store::ColumnList(table) + ") VALUES (";
   for (size_t i = 0; i < table.columns.size(); ++i) sql += i == 0 ? "?" : ", ?";
   sql += ")";
+  if (LinkTable(table.name)) {  // (owner, chunk id) in; (owner, chunk seq) stored
+    sql = fmt::format(
+        "INSERT INTO {} ({}, chunk_seq) VALUES (?, (SELECT seq FROM chunks WHERE id = ?))",
+        table.name, table.columns[0].name);
+  }
   if (!table.preset_keys.empty()) {
     sql += " ON CONFLICT (" + std::string(table.columns[0].name) + ") DO UPDATE SET ";
     for (size_t i = 1; i < table.columns.size(); ++i) {
