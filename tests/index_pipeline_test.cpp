@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grag/indexer.h"
+#include "grag/lexical_embedder.h"
 #include "grag/nlp_extract.h"
 #include "grag/store.h"
 #include "support/fake_graphrag_llm.h"
@@ -247,6 +248,63 @@ TEST(IndexPipelineTest, LazyReportsAreWrittenByTheQuestionsThatReadThem) {
   EXPECT_EQ(eager->reports_deferred, 0);
   for (int64_t id : worthy) EXPECT_EQ(generator(id), ReportGenerator::kLlm) << id;
   EXPECT_EQ(count_report_calls(), static_cast<int64_t>(worthy.size()));
+}
+
+// Entities that are literal values (dates, amounts) get no vector unless
+// embeddings.literal_values: a question finds them by name. Turned off on an index that has
+// them, the next run removes theirs.
+TEST(IndexPipelineTest, LiteralValuesAreNotEmbeddedUnlessAsked) {
+  Harness h(4);
+  // The scripted extraction, plus a year and an amount tied to the passage's first name.
+  auto base = FakeGraphRagResponder();
+  ScriptedModelOptions mo;
+  mo.cache = &h.store->ReplyCache();
+  ScriptedChatModel model(
+      [base](const ChatRequest& req) -> Result<std::string> {
+        GRAG_ASSIGN_OR_RETURN(std::string reply, base(req));
+        if (PromptKind(req.messages.back().content) != "extract") return reply;
+        nlohmann::json j = nlohmann::json::parse(reply);
+        if (j["entities"].empty()) return reply;
+        const std::string first = j["entities"][0]["name"];
+        j["entities"].push_back(
+            {{"name", "1987"}, {"type", "date"}, {"description", "the year of the meeting"}});
+        j["entities"].push_back(
+            {{"name", "300 dollars"}, {"type", "money"}, {"description", "what was paid"}});
+        for (const char* value : {"1987", "300 dollars"}) {
+          j["relationships"].push_back({{"source", first},
+                                        {"target", value},
+                                        {"description", first + " and " + value},
+                                        {"strength", 2}});
+        }
+        return j.dump();
+      },
+      mo);
+  LexicalEmbedder embedder;
+  auto index = [&]() {
+    IndexContext ctx;
+    ctx.store = h.store.get();
+    ctx.chat = &model;
+    ctx.embedder = &embedder;
+    return RunIndex(h.config, {}, ctx);
+  };
+  auto vectors_of = [&h](const std::string& key) {
+    const auto e = h.store->GetEntityByKey(key).value();
+    EXPECT_TRUE(e.has_value()) << key;
+    if (!e) return false;
+    return h.store->GetEmbedding(EmbeddingOwner::kEntity, std::to_string(e->id))->has_value();
+  };
+  h.config.embeddings.literal_values = true;
+  ASSERT_TRUE(index().ok());
+  EXPECT_TRUE(vectors_of("1987"));
+  EXPECT_TRUE(vectors_of("300 dollars"));
+  EXPECT_TRUE(vectors_of("alice archer"));
+  const size_t all = h.store->ListEmbeddings(EmbeddingOwner::kEntity)->size();
+  h.config.embeddings.literal_values = false;
+  ASSERT_TRUE(index().ok());
+  EXPECT_FALSE(vectors_of("1987"));
+  EXPECT_FALSE(vectors_of("300 dollars"));
+  EXPECT_TRUE(vectors_of("alice archer"));
+  EXPECT_EQ(h.store->ListEmbeddings(EmbeddingOwner::kEntity)->size(), all - 2);
 }
 
 TEST(IndexPipelineTest, TwoRunsGiveIdenticalCommunities) {

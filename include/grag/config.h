@@ -140,6 +140,10 @@ struct EmbeddingConfig {
   // int8: a quarter of f32's room, and retrieval recall no lower than f32's on every benchmark
   // set (bench/RESULTS.md, issue 37).
   std::string encoding = "int8";
+  // Embed entities that are literal values (dates, numbers, amounts, quantities: IsLiteralValue).
+  // Off: a question finds them by name, their meaning is in their neighbours, and on densely
+  // extracted text they were half the entity vectors.
+  bool literal_values = false;
 };
 
 // The built-in extractor of the no-LLM mode (see nlp_extract.h for what each knob does).

@@ -228,6 +228,11 @@ std::vector<Setting> Settings(Config& c) {
        "How the index keeps vectors: f32, f16 (half the room) or int8 (a quarter); a change "
        "re-encodes the stored ones at the next index run, without a model call",
        &c.embeddings.encoding, OneOf({"f32", "f16", "int8"})},
+      {"embeddings.literal_values", "",
+       "Embed entities that are literal values (dates, numbers, amounts, quantities) too; off, "
+       "questions find them by name and the index skips their vectors (half the entity vectors "
+       "of a densely extracted corpus)",
+       &c.embeddings.literal_values},
       {"extraction.entity_types", "", "Closed set of entity types the extractor may use",
        &c.extraction.entity_types},
       {"extraction.gleanings", "", "Extra rounds asking the model for entities it missed",

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "grag/hash.h"
+#include "grag/literal_value.h"
 #include "grag/log.h"
 
 namespace grag {
@@ -91,13 +92,27 @@ Status Embed(Run& run, EmbedSummary& s) {
   {
     GRAG_ASSIGN_OR_RETURN(auto stored, store.ListEmbeddingHashes(EmbeddingOwner::kEntity));
     GRAG_ASSIGN_OR_RETURN(std::vector<EntityRecord> entities, store.ListEntities());
+    const bool literals = run.config().embeddings.literal_values;
     std::vector<EmbedItem> todo;
+    std::vector<std::string> unwanted;  // literal values' vectors stored before
     for (const auto& e : entities) {
+      std::string id = std::to_string(e.id);
+      if (!literals && IsLiteralValue(e.name, e.type)) {
+        if (stored.count(id) != 0) unwanted.push_back(std::move(id));
+        continue;
+      }
       std::string text = e.name + ": " + e.description;
       std::string hash = Sha256Hex(text);
-      std::string id = std::to_string(e.id);
       if (Stale(stored, id, hash))
         todo.push_back({std::move(id), std::move(text), std::move(hash)});
+    }
+    GRAG_ASSIGN_OR_RETURN(const int64_t dropped,
+                          store.DeleteEmbeddingsOf(EmbeddingOwner::kEntity, unwanted));
+    if (dropped > 0) {
+      Log(LogLevel::kInfo, "embed",
+          std::to_string(dropped) +
+              " vectors of entities that are literal values removed (embeddings.literal_values "
+              "is off)");
     }
     GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kEntity, todo, s.embeddings_written));
   }

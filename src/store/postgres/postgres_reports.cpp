@@ -372,6 +372,16 @@ Result<int64_t> PostgresStore::DeleteEmbeddings(EmbeddingOwner owner) {
   return rows.Affected();
 }
 
+Result<int64_t> PostgresStore::DeleteEmbeddingsOf(EmbeddingOwner owner,
+                                                  const std::vector<std::string>& owner_ids) {
+  if (owner_ids.empty()) return int64_t{0};
+  GRAG_ASSIGN_OR_RETURN(
+      Rows rows,
+      Write("DELETE FROM embeddings WHERE owner_kind = $1 AND owner_id = ANY($2::text[])",
+            {EmbeddingOwnerName(owner), pq::TextArray(owner_ids)}));
+  return rows.Affected();
+}
+
 // ---------------------------------------------------------------- runs
 
 constexpr std::string_view kRunColumns =

@@ -186,6 +186,8 @@ class PostgresStore final : public Store, private TransactionOwner {
   Result<std::map<std::string, std::string>> ListEmbeddingHashes(EmbeddingOwner owner) override;
   Result<std::optional<EmbeddingSpace>> GetEmbeddingSpace(EmbeddingOwner owner) override;
   Result<int64_t> DeleteEmbeddings(EmbeddingOwner owner) override;
+  Result<int64_t> DeleteEmbeddingsOf(EmbeddingOwner owner,
+                                     const std::vector<std::string>& owner_ids) override;
 
   KeyValueCache& ReplyCache() override { return reply_cache_; }
   Result<CachePruneResult> PruneReplyCache(const CachePruneOptions& options) override;

@@ -114,6 +114,8 @@ class SqliteStore final : public Store {
   Result<std::map<std::string, std::string>> ListEmbeddingHashes(EmbeddingOwner owner) override;
   Result<std::optional<EmbeddingSpace>> GetEmbeddingSpace(EmbeddingOwner owner) override;
   Result<int64_t> DeleteEmbeddings(EmbeddingOwner owner) override;
+  Result<int64_t> DeleteEmbeddingsOf(EmbeddingOwner owner,
+                                     const std::vector<std::string>& owner_ids) override;
   Result<int64_t> ReencodeEmbeddings(VectorEncoding encoding) override;
   KeyValueCache& ReplyCache() override;
   Result<CachePruneResult> PruneReplyCache(const CachePruneOptions& options) override;

@@ -174,6 +174,22 @@ Result<int64_t> SqliteStore::DeleteEmbeddings(EmbeddingOwner owner) {
   return n;
 }
 
+Result<int64_t> SqliteStore::DeleteEmbeddingsOf(EmbeddingOwner owner,
+                                                const std::vector<std::string>& owner_ids) {
+  if (owner_ids.empty()) return int64_t{0};
+  GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      impl_->conn.Prepare("DELETE FROM embeddings WHERE owner_kind = ? AND owner_id = ?"));
+  int64_t n = 0;
+  for (const std::string& id : owner_ids) {
+    GRAG_RETURN_IF_ERROR(stmt.BindAll(EmbeddingOwnerName(owner), id).Run());
+    n += sqlite3_changes64(impl_->conn.get());
+  }
+  GRAG_RETURN_IF_ERROR(tx.Commit());
+  return n;
+}
+
 Result<int64_t> SqliteStore::ReencodeEmbeddings(VectorEncoding encoding) {
   if (impl_->read_only) return int64_t{0};
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));

@@ -446,6 +446,10 @@ class Store {
   virtual Result<std::optional<EmbeddingSpace>> GetEmbeddingSpace(EmbeddingOwner owner) = 0;
   // Deletes every vector of one owner kind; returns how many.
   virtual Result<int64_t> DeleteEmbeddings(EmbeddingOwner owner) = 0;
+  // Deletes the vectors of these owners of one kind (an id without one is skipped); returns how
+  // many went.
+  virtual Result<int64_t> DeleteEmbeddingsOf(EmbeddingOwner owner,
+                                             const std::vector<std::string>& owner_ids) = 0;
   // Rewrites every stored vector kept in another encoding in `encoding` (from its stored values:
   // no model call); returns how many. A backend that keeps only floats (PostgreSQL) returns 0.
   virtual Result<int64_t> ReencodeEmbeddings(VectorEncoding encoding);
