@@ -9,6 +9,10 @@
   carol      A Christmas Carol (tests/data/christmas_carol), a novel as one document, with 30
              hand-written questions (bench/data/christmas-carol); gold: short answers and the
              book's sentence that answers each.
+  carol-llm  The same questions over the LLM path: Microsoft GraphRAG's recorded extraction of
+             the book (its 42 text units as documents) replayed through grag's pipeline by
+             bench/index_cost --only book (a scripted model: one entity in ten left to gleaning,
+             the judge and reports scripted). Needs --index-cost; not in the default shapes.
 
 For each shape it makes a project under --work, indexes it with `grag --no-llm index`, writes
 the questions as grag eval's JSONL and runs `grag eval` (text to stdout, JSON beside it).
@@ -16,6 +20,7 @@ the questions as grag eval's JSONL and runs `grag eval` (text to stdout, JSON be
   python3 bench/eval_shapes.py [--grag build-release/grag] [--work /tmp/grag-eval-shapes]
                                [--shapes hotpotqa,medical,carol] [--k 5] [--medical-questions 200]
                                [--grag-args '--set embeddings.encoding=f16']
+                               [--index-cost build-release/bench/index_cost]
 """
 import argparse
 import json
@@ -74,6 +79,19 @@ def carol(project, limit):
         return [json.loads(line) for line in f if line.strip()][:limit]
 
 
+def carol_llm(a, project):
+    """Indexes the replayed extraction with index_cost (into `project`'s parent) and returns
+    the project index_cost kept, holding the questions of `carol`."""
+    tmp = os.path.dirname(project)
+    os.makedirs(tmp, exist_ok=True)
+    env = dict(os.environ, TMPDIR=tmp)
+    run([a.index_cost, "--only", "book", "--keep"], env=env, stdout=subprocess.DEVNULL)
+    kept = os.path.join(tmp, "grag-index-cost-book")
+    shutil.rmtree(project, ignore_errors=True)
+    os.rename(kept, project)
+    return carol(project, 30)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--grag", default=os.path.join(ROOT, "build-release", "grag"))
@@ -82,6 +100,9 @@ def main():
     p.add_argument("--k", default="5")
     p.add_argument("--medical-questions", type=int, default=200)
     p.add_argument("--eval-args", default="", help="more arguments for grag eval")
+    p.add_argument("--index-cost", default=os.path.join(ROOT, "build-release", "bench",
+                                                        "index_cost"),
+                   help="bench/index_cost, for the carol-llm shape")
     p.add_argument("--grag-args", default="",
                    help="global arguments for grag index and eval, e.g. "
                         "'--set embeddings.encoding=f16'")
@@ -89,18 +110,22 @@ def main():
     makers = {"hotpotqa": (hotpotqa, 100), "medical": (medical, a.medical_questions),
               "carol": (carol, 30)}
     for shape in a.shapes.split(","):
-        make, limit = makers[shape]
         project = os.path.join(a.work, shape)
-        shutil.rmtree(project, ignore_errors=True)
-        run([a.grag, "init", project], stdout=subprocess.DEVNULL)
-        questions = make(project, limit)
+        extra = a.grag_args.split()
+        if shape == "carol-llm":
+            questions = carol_llm(a, project)
+        else:
+            make, limit = makers[shape]
+            shutil.rmtree(project, ignore_errors=True)
+            run([a.grag, "init", project], stdout=subprocess.DEVNULL)
+            questions = make(project, limit)
         qfile = os.path.join(project, "questions.jsonl")
         with open(qfile, "w") as out:
             for q in questions:
                 out.write(json.dumps(q, ensure_ascii=False) + "\n")
-        extra = a.grag_args.split()
-        run([a.grag, "--root", project, "--no-llm"] + extra + ["index", "--no-progress"],
-            stdout=subprocess.DEVNULL)
+        if shape != "carol-llm":
+            run([a.grag, "--root", project, "--no-llm"] + extra + ["index", "--no-progress"],
+                stdout=subprocess.DEVNULL)
         base = [a.grag, "--root", project, "--no-llm"] + extra + ["eval", "--k", a.k,
                                                                    "--no-progress"]
         base += a.eval_args.split()

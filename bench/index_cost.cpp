@@ -26,11 +26,13 @@
 // file's size against the corpus text.
 //
 //   build-release/bench/index_cost [--passages N] [--json] [--keep] [--questions N]
-//                                  [--set key=value]...
+//                                  [--only passages|unseen|book] [--set key=value]...
 //
 // --set applies a setting to every run (extraction.glean_below_yield=0 glean every chunk,
 // resolution.max_judge_share=1 lifts the judge's cap...). --keep leaves each run's project in
 // the temporary directory (grag-index-cost-LABEL), for `grag stats` or sqlite3 on its index.
+// --only runs one corpus (passages includes its +1% update); bench/eval_shapes.py's carol-llm
+// shape keeps the book's (in $TMPDIR) to measure retrieval over the replayed extraction.
 // --questions N (with --set reports.mode=lazy): after the passages index, N global questions at
 // global_search.level write the reports they read (WriteDeferredReports, as the engine does
 // before a global question's map calls); their report calls and tokens are printed by question.
@@ -849,12 +851,18 @@ void Print(const Outcome& o, const Outcome* full) {
 int Main(int argc, char** argv) {
   bool json_out = false;
   size_t passages = 1000;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json") {
       json_out = true;
     } else if (a == "--keep") {
       g_keep = true;
+    } else if (a == "--only" && i + 1 < argc) {
+      only = argv[++i];
+      if (only != "passages" && only != "unseen" && only != "book") {
+        throw std::runtime_error("--only takes passages, unseen or book");
+      }
     } else if (a == "--questions" && i + 1 < argc) {
       g_questions = std::stoi(argv[++i]);
     } else if (a == "--passages" && i + 1 < argc) {
@@ -867,32 +875,41 @@ int Main(int argc, char** argv) {
     } else {
       throw std::runtime_error(
           "usage: index_cost [--passages N] [--json] [--keep] [--questions N] "
-          "[--set key=value]...");
+          "[--only passages|unseen|book] [--set key=value]...");
     }
   }
-  const Corpus corpus = MakePassages("passages", passages, 2024, 0, Density{});
-  const Corpus added =
-      MakePassages("passages", std::max<size_t>(1, passages / 100), 2024, passages, Density{});
-  const Corpus unseen = MakePassages("unseen", passages, 77, 0, Density{1.6, 0.3});
-  const Corpus book = LoadBook();
-  Outcome update;
-  const Outcome full = IndexCorpus("passages", corpus, &added, &update);
-  const Outcome other = IndexCorpus("unseen", unseen, nullptr, nullptr);
-  const Outcome replay = IndexCorpus("book", book, nullptr, nullptr);
-  if (json_out) {
-    std::cout << json{{"passages", ToJson(full)},
-                      {"update_1pct", ToJson(update)},
-                      {"unseen", ToJson(other)},
-                      {"book", ToJson(replay)},
-                      {"settings", g_settings}}
-                     .dump(1)
-              << "\n";
-    return 0;
+  std::map<std::string, json> out;
+  auto want = [&only](const char* name) { return only.empty() || only == name; };
+  if (want("passages")) {
+    const Corpus corpus = MakePassages("passages", passages, 2024, 0, Density{});
+    const Corpus added =
+        MakePassages("passages", std::max<size_t>(1, passages / 100), 2024, passages, Density{});
+    Outcome update;
+    const Outcome full = IndexCorpus("passages", corpus, &added, &update);
+    out["passages"] = ToJson(full);
+    out["update_1pct"] = ToJson(update);
+    if (!json_out) {
+      Print(full, nullptr);
+      Print(update, &full);
+    }
   }
-  Print(full, nullptr);
-  Print(update, &full);
-  Print(other, nullptr);
-  Print(replay, nullptr);
+  if (want("unseen")) {
+    const Corpus unseen = MakePassages("unseen", passages, 77, 0, Density{1.6, 0.3});
+    const Outcome other = IndexCorpus("unseen", unseen, nullptr, nullptr);
+    out["unseen"] = ToJson(other);
+    if (!json_out) Print(other, nullptr);
+  }
+  if (want("book")) {
+    const Corpus book = LoadBook();
+    const Outcome replay = IndexCorpus("book", book, nullptr, nullptr);
+    out["book"] = ToJson(replay);
+    if (!json_out) Print(replay, nullptr);
+  }
+  if (json_out) {
+    json j(out);
+    j["settings"] = g_settings;
+    std::cout << j.dump(1) << "\n";
+  }
   return 0;
 }
 
