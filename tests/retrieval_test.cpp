@@ -310,6 +310,36 @@ TEST_F(RetrievalIndexTest, OneQuestionModeLoadsTheVectorsOnceForQuestionsAskedAt
   }
 }
 
+// In the one-question mode the vectors are read only for a method that uses them: a BM25
+// search (the CLI's `--method bm25`) no longer waits at exit for a load it never needed.
+TEST_F(RetrievalIndexTest, OneQuestionModeReadsNoVectorsForABm25Search) {
+  SetLogLevel(LogLevel::kDebug);
+  auto built = [&](RetrievalMethod method) {
+    const std::string path = dir_ / ("log-" + std::string(RetrievalMethodName(method)));
+    {
+      auto file = LogFile::Open(path);
+      EXPECT_TRUE(file.ok());
+      ScopedLogFile scope(*file);
+      RetrieverOptions lazy;
+      lazy.load_graph = false;
+      auto r = Retriever::Open(*store_, &embedder_, lazy);
+      EXPECT_TRUE(r.ok());
+      RetrievalOptions o;
+      o.method = method;
+      auto got = (*r)->Retrieve("Which film starred Shirley Temple?", o);
+      EXPECT_TRUE(got.ok() && !got->chunks.empty());
+    }
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("exact index of") != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(built(RetrievalMethod::kBm25));
+  EXPECT_TRUE(built(RetrievalMethod::kHybrid));
+  SetLogLevel(LogLevel::kInfo);
+}
+
 // Without the chunks' texts: the same ranking, ids and ranks only.
 TEST_F(RetrievalIndexTest, RankingWithoutReadingTheChunksIsTheSame) {
   auto r = Retriever::Open(*store_, &embedder_);
