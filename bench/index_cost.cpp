@@ -711,12 +711,7 @@ std::vector<LazyQuestion> AskLazyQuestions(const Config& config, Store& store, M
   for (int q = 0; q < g_questions; ++q) {
     auto plan = PlanGlobalSearch(store, *tok, "What are the main themes of these passages?", go);
     if (!plan.ok()) throw std::runtime_error(plan.status().ToString());
-    std::vector<GlobalReportInfo> read = plan->reports;
-    read.insert(read.end(), plan->left_out.begin(), plan->left_out.end());
-    std::stable_sort(read.begin(), read.end(),
-                     [](const auto& a, const auto& b) { return a.weight > b.weight; });
-    std::vector<int64_t> ids;
-    for (const GlobalReportInfo& r : read) ids.push_back(r.community_id);
+    const std::vector<int64_t> ids = CommunitiesByWeight(*plan);
     LazyQuestion lq;
     lq.reads = static_cast<int64_t>(ids.size());
     auto wrote = WriteDeferredReports(config, store, *model.get(), ids);

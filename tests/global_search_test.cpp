@@ -586,6 +586,24 @@ TEST(GlobalSearchTest, MissingAndGapReportsAreSkippedAndCounted) {
   EXPECT_EQ(result->stats.reports_missing, 2);
 }
 
+// What reports.mode = lazy writes reports for: every selected community, heaviest first (those
+// over the cap included), then those without a usable report.
+TEST(GlobalSearchTest, CommunitiesByWeightListsWhatThePlanSelectedHeaviestFirst) {
+  std::vector<TestCommunity> communities;
+  for (int64_t id = 1; id <= 6; ++id) {
+    communities.push_back({id, 0, {}, Report("c" + std::to_string(id), 250), /*weight=*/10 - id});
+  }
+  communities.push_back({7, 0, {}, "", 1, /*gap=*/true});
+  communities.push_back({8, 0, {}, "", 1, false, /*no_report=*/true});
+  TestIndex index(communities);
+  GlobalSearchOptions o = OneReportPerBatch();
+  o.max_map_calls = 3;
+  auto plan = PlanGlobalSearch(index.store(), Tok(), "q", o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->left_out.size(), 3u);
+  EXPECT_THAT(CommunitiesByWeight(*plan), ElementsAre(1, 2, 3, 4, 5, 6, 8, 7));
+}
+
 TEST(GlobalSearchTest, PointsCiteTheReportsTheModelNamesElseTheirWholeBatch) {
   TestIndex index({{1, 0, {}, Report("alpha", 20)},
                    {2, 0, {}, Report("beta", 20)},

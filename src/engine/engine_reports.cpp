@@ -23,14 +23,7 @@ Status WriteQuestionReports(const Config& config, Store& store, ChatModel& chat,
     if (!made.ok()) return Status::Ok();  // global search says why
     plan = std::move(made).value();
   }
-  std::vector<GlobalReportInfo> read = plan->reports;
-  read.insert(read.end(), plan->left_out.begin(), plan->left_out.end());
-  std::stable_sort(read.begin(), read.end(),
-                   [](const auto& a, const auto& b) { return a.weight > b.weight; });
-  std::vector<int64_t> ids;
-  for (const GlobalReportInfo& r : read) ids.push_back(r.community_id);
-  ids.insert(ids.end(), plan->missing_reports.begin(), plan->missing_reports.end());
-  ids.insert(ids.end(), plan->gap_reports.begin(), plan->gap_reports.end());
+  const std::vector<int64_t> ids = CommunitiesByWeight(*plan);
   std::optional<CancellableChat> cancellable;
   ChatModel* writer = &chat;
   if (cancel != nullptr) writer = &cancellable.emplace(chat, *cancel);

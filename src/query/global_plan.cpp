@@ -232,6 +232,19 @@ std::string JoinBlocks(const std::vector<const std::string*>& blocks) {
 
 }  // namespace query
 
+std::vector<int64_t> CommunitiesByWeight(const GlobalSearchPlan& plan) {
+  std::vector<GlobalReportInfo> read = plan.reports;
+  read.insert(read.end(), plan.left_out.begin(), plan.left_out.end());
+  std::stable_sort(read.begin(), read.end(),
+                   [](const auto& a, const auto& b) { return a.weight > b.weight; });
+  std::vector<int64_t> ids;
+  ids.reserve(read.size() + plan.missing_reports.size() + plan.gap_reports.size());
+  for (const GlobalReportInfo& r : read) ids.push_back(r.community_id);
+  ids.insert(ids.end(), plan.missing_reports.begin(), plan.missing_reports.end());
+  ids.insert(ids.end(), plan.gap_reports.begin(), plan.gap_reports.end());
+  return ids;
+}
+
 Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokenizer,
                                           std::string_view question,
                                           const GlobalSearchOptions& options) {

@@ -111,6 +111,11 @@ Result<GlobalSearchPlan> PlanGlobalSearch(Store& store, const Tokenizer& tokeniz
                                           std::string_view question,
                                           const GlobalSearchOptions& options = {});
 
+// The communities `plan` selected, heaviest first: those whose reports it reads and those over
+// the map-call cap (by weight), then those without a usable report (none, or a gap). What
+// reports.mode = lazy writes reports for (WriteDeferredReports, grag/indexer.h).
+std::vector<int64_t> CommunitiesByWeight(const GlobalSearchPlan& plan);
+
 // ---------------------------------------------------------------------------------------------
 // The result
 // ---------------------------------------------------------------------------------------------
