@@ -10,6 +10,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "support/fake_graphrag_llm.h"
 #include "support/fake_openai_server.h"
@@ -346,6 +347,51 @@ TEST(E2eModelRolesTest, LazyReportsAreWrittenByTheGlobalQuestionsThatReadThem) {
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_EQ(nlohmann::json::parse(stats.out)["reports_llm"].get<int64_t>(), reports_sent())
       << stats.out;
+
+  // A server's questions asked at once write different reports, each after the one before:
+  // what they say they wrote is what the index gained, and no report was asked for twice.
+  {
+    testing::ServerProcess serve;
+    ASSERT_TRUE(serve.Start("env GRAG_LLM_BASE_URL=" + server.base_url() + " GRAG_LLM_MODEL=m " +
+                            Grag("--root " + ShellQuote(root) +
+                                 " --set reports.mode=lazy --set reports.lazy_per_question=2 "
+                                 "serve --port 0")))
+        << serve.log();
+    const std::string url = "http://127.0.0.1:" + std::to_string(serve.port()) + "/v1/query";
+    const int64_t llm_before =
+        nlohmann::json::parse(
+            RunCommand(Grag("--root " + ShellQuote(root) + " stats --json")).out)["reports_llm"]
+            .get<int64_t>();
+    const int64_t sent_before = reports_sent();
+    std::vector<std::string> answers(3);
+    std::vector<std::thread> askers;
+    for (size_t i = 0; i < answers.size(); ++i) {
+      askers.emplace_back([&, i] {
+        const nlohmann::json body = {
+            {"question", "What are the main themes? (" + std::to_string(i) + ")"},
+            {"method", "global"},
+            {"level", 1}};
+        answers[i] =
+            RunCommand("curl -s -X POST " + ShellQuote(url) +
+                       " -H 'Content-Type: application/json' -d " + ShellQuote(body.dump()))
+                .out;
+      });
+    }
+    for (auto& t : askers) t.join();
+    int64_t together = 0;
+    for (const std::string& a : answers) {
+      const auto j = nlohmann::json::parse(a, nullptr, false);
+      ASSERT_TRUE(j.is_object() && j.contains("stats")) << a;
+      together += j["stats"]["reports_written"].get<int64_t>();
+    }
+    EXPECT_GT(together, 2);
+    EXPECT_EQ(reports_sent() - sent_before, together);
+    const int64_t llm_after =
+        nlohmann::json::parse(
+            RunCommand(Grag("--root " + ShellQuote(root) + " stats --json")).out)["reports_llm"]
+            .get<int64_t>();
+    EXPECT_EQ(llm_after - llm_before, together);
+  }
 }
 
 TEST(E2eModelRolesTest, ARoleHasServersAKeyAndLimitsOfItsOwn) {

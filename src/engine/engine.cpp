@@ -110,8 +110,7 @@ struct Engine::Impl {
   std::mutex query_models_mu;
   std::map<std::string, std::unique_ptr<ChatModel>> query_models;
   std::unique_ptr<Retriever> retriever;  // guarded by retriever_mu until built
-  // reports.mode = lazy: one question at a time writes reports (two would write the same ones).
-  std::mutex deferred_reports_mu;
+  QuestionReports deferred_reports;      // reports.mode = lazy
 
   bool lexical() const { return embedder != nullptr && IsLexicalEmbeddingModel(embedder->model()); }
 };
@@ -517,6 +516,8 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
   if (request.level) GRAG_RETURN_IF_ERROR(CheckParam("--level", kLevelRange, *request.level));
   if (request.budget) GRAG_RETURN_IF_ERROR(CheckParam("--budget", kBudgetRange, *request.budget));
   QueryResult result;
+  // reports.mode = lazy: a plan made before other questions wrote reports is made again.
+  const int64_t reports_seen = impl_->deferred_reports.Written();
   result.method = request.method;
   std::optional<GlobalSearchPlan> global_plan;  // the router's, when it routed to global
   // A community level only means something to global search: asking for one picks it.
@@ -560,9 +561,9 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
       o.on_answer_delta = request.on_answer_delta;
       GlobalSearchStats written;
       if (model != nullptr && impl_->chat != nullptr && config().reports.mode == "lazy") {
-        GRAG_RETURN_IF_ERROR(
-            WriteQuestionReports(config(), store(), *impl_->chat, tokenizer(), request.question, o,
-                                 request.cancel, impl_->deferred_reports_mu, global_plan, written));
+        GRAG_RETURN_IF_ERROR(WriteQuestionReports(
+            config(), store(), *impl_->chat, tokenizer(), request.question, o, request.cancel,
+            impl_->deferred_reports, reports_seen, global_plan, written));
       }
       auto r = model != nullptr ? GlobalSearch(store(), *model, *model, tokenizer(),
                                                request.question, o, std::move(global_plan))

@@ -16,8 +16,10 @@ namespace grag {
 Status WriteQuestionReports(const Config& config, Store& store, ChatModel& chat,
                             const Tokenizer& tokenizer, std::string_view question,
                             const GlobalSearchOptions& options, const std::atomic<bool>* cancel,
-                            std::mutex& mu, std::optional<GlobalSearchPlan>& plan,
-                            GlobalSearchStats& stats) {
+                            QuestionReports& shared, int64_t seen,
+                            std::optional<GlobalSearchPlan>& plan, GlobalSearchStats& stats) {
+  std::lock_guard lock(shared.mu);
+  if (shared.written != seen) plan.reset();  // made before another question's reports
   if (!plan) {
     auto made = PlanGlobalSearch(store, tokenizer, question, options);
     if (!made.ok()) return Status::Ok();  // global search says why
@@ -27,7 +29,6 @@ Status WriteQuestionReports(const Config& config, Store& store, ChatModel& chat,
   std::optional<CancellableChat> cancellable;
   ChatModel* writer = &chat;
   if (cancel != nullptr) writer = &cancellable.emplace(chat, *cancel);
-  std::lock_guard lock(mu);
   auto wrote = WriteDeferredReports(config, store, *writer, ids, cancel);
   if (!wrote.ok()) {
     if (wrote.status().code() == ErrorCode::kCancelled) return wrote.status();
@@ -41,7 +42,10 @@ Status WriteQuestionReports(const Config& config, Store& store, ChatModel& chat,
   stats.report_tokens_in = wrote->prompt_tokens;
   stats.report_tokens_out = wrote->completion_tokens;
   stats.reports_pending = wrote->pending;
-  if (wrote->written > 0 || wrote->gaps > 0) plan.reset();
+  if (wrote->written > 0 || wrote->gaps > 0) {
+    shared.written += wrote->written + wrote->gaps;
+    plan.reset();
+  }
   return Status::Ok();
 }
 

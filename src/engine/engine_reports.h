@@ -37,15 +37,29 @@ class CancellableChat final : public ChatModel {
   const std::atomic<bool>& cancel_;
 };
 
+// What an engine's questions share for reports.mode = lazy: one question at a time writes
+// reports (two would write the same ones), and a count of what they wrote, so a question whose
+// plan was made before another's reports were stored plans again.
+struct QuestionReports {
+  std::mutex mu;
+  int64_t written = 0;  // guarded by mu: reports (and gaps) written by this engine's questions
+  int64_t Written() {
+    std::lock_guard lock(mu);
+    return written;
+  }
+};
+
 // reports.mode = lazy: the LLM reports of the communities a global question reads, written
 // before its map calls (WriteDeferredReports: the heaviest first, at most
 // reports.lazy_per_question). `plan` is the question's (made here when the router made none);
-// it is dropped when reports were written, so global search plans again with them. A failure to
-// write (a read-only index, a model error) leaves the extractive stand-ins to answer, logged.
+// it is dropped when reports were written, by this question or by another since `seen` (what
+// shared.Written() said when the question began), so global search plans again with them. A
+// failure to write (a read-only index, a model error) leaves the extractive stand-ins to answer,
+// logged.
 Status WriteQuestionReports(const Config& config, Store& store, ChatModel& chat,
                             const Tokenizer& tokenizer, std::string_view question,
                             const GlobalSearchOptions& options, const std::atomic<bool>* cancel,
-                            std::mutex& mu, std::optional<GlobalSearchPlan>& plan,
-                            GlobalSearchStats& stats);
+                            QuestionReports& shared, int64_t seen,
+                            std::optional<GlobalSearchPlan>& plan, GlobalSearchStats& stats);
 
 }  // namespace grag
