@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grag/hash.h"
 #include "grag/indexer.h"
 #include "grag/lexical_embedder.h"
 #include "grag/nlp_extract.h"
@@ -248,6 +249,46 @@ TEST(IndexPipelineTest, LazyReportsAreWrittenByTheQuestionsThatReadThem) {
   EXPECT_EQ(eager->reports_deferred, 0);
   for (int64_t id : worthy) EXPECT_EQ(generator(id), ReportGenerator::kLlm) << id;
   EXPECT_EQ(count_report_calls(), static_cast<int64_t>(worthy.size()));
+}
+
+// A report a question writes is embedded at once when the index's report vectors are the
+// question's embedder's (DRIFT ranks reports by them), as the embed stage would have.
+TEST(IndexPipelineTest, LazyReportsWrittenByAQuestionAreEmbedded) {
+  Harness h;
+  h.config.communities.llm_report_min_size = 3;
+  h.config.reports.mode = "lazy";
+  h.config.reports.lazy_per_question = 2;
+  LexicalEmbedder embedder;
+  IndexContext ctx;
+  ctx.store = h.store.get();
+  ctx.chat = h.model.get();
+  ctx.embedder = &embedder;
+  ASSERT_TRUE(RunIndex(h.config, {}, ctx).ok());
+  std::vector<CommunityRecord> communities = h.store->ListCommunities().value();
+  std::stable_sort(communities.begin(), communities.end(),
+                   [](const auto& a, const auto& b) { return a.weight > b.weight; });
+  std::vector<int64_t> ids;
+  for (const auto& c : communities) ids.push_back(c.id);
+  auto wrote = WriteDeferredReports(h.config, *h.store, *h.model, ids, nullptr, &embedder);
+  ASSERT_TRUE(wrote.ok()) << wrote.status().ToString();
+  EXPECT_EQ(wrote->written, 2);
+  EXPECT_EQ(wrote->embedded, 2);
+  int64_t llm = 0;
+  for (const auto& c : communities) {
+    const auto report = h.store->GetReport(c.id).value();
+    ASSERT_TRUE(report.has_value());
+    const auto vector = h.store->GetEmbedding(EmbeddingOwner::kReport, std::to_string(c.id));
+    ASSERT_TRUE(vector.ok() && vector->has_value()) << c.id;
+    // Every report's vector is of its text as it stands: the stand-ins' from the index run, the
+    // new ones' from the question.
+    EXPECT_EQ((*vector)->input_hash, Sha256Hex(report->full_content)) << c.id;
+    llm += report->generator == ReportGenerator::kLlm ? 1 : 0;
+  }
+  EXPECT_EQ(llm, 2);
+  // The next index run has nothing to embed again.
+  auto again = RunIndex(h.config, {}, ctx);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->embeddings_written, 0);
 }
 
 // Entities that are literal values (dates, amounts) get no vector unless

@@ -562,8 +562,8 @@ Result<QueryResult> Engine::Query(const QueryRequest& request) {
       GlobalSearchStats written;
       if (model != nullptr && impl_->chat != nullptr && config().reports.mode == "lazy") {
         GRAG_RETURN_IF_ERROR(WriteQuestionReports(
-            config(), store(), *impl_->chat, tokenizer(), request.question, o, request.cancel,
-            impl_->deferred_reports, reports_seen, global_plan, written));
+            config(), store(), *impl_->chat, impl_->embedder.get(), tokenizer(), request.question,
+            o, request.cancel, impl_->deferred_reports, reports_seen, global_plan, written));
       }
       auto r = model != nullptr ? GlobalSearch(store(), *model, *model, tokenizer(),
                                                request.question, o, std::move(global_plan))

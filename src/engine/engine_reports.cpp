@@ -14,9 +14,9 @@ namespace grag {
 // it is dropped when reports were written, so global search plans again with them. A failure to
 // write (a read-only index, a model error) leaves the extractive stand-ins to answer, logged.
 Status WriteQuestionReports(const Config& config, Store& store, ChatModel& chat,
-                            const Tokenizer& tokenizer, std::string_view question,
-                            const GlobalSearchOptions& options, const std::atomic<bool>* cancel,
-                            QuestionReports& shared, int64_t seen,
+                            EmbeddingModel* embedder, const Tokenizer& tokenizer,
+                            std::string_view question, const GlobalSearchOptions& options,
+                            const std::atomic<bool>* cancel, QuestionReports& shared, int64_t seen,
                             std::optional<GlobalSearchPlan>& plan, GlobalSearchStats& stats) {
   std::lock_guard lock(shared.mu);
   if (shared.written != seen) plan.reset();  // made before another question's reports
@@ -29,12 +29,15 @@ Status WriteQuestionReports(const Config& config, Store& store, ChatModel& chat,
   std::optional<CancellableChat> cancellable;
   ChatModel* writer = &chat;
   if (cancel != nullptr) writer = &cancellable.emplace(chat, *cancel);
-  auto wrote = WriteDeferredReports(config, store, *writer, ids, cancel);
+  auto wrote = WriteDeferredReports(config, store, *writer, ids, cancel, embedder);
   if (!wrote.ok()) {
+    // Some may have been stored before the failure: plans made before it are made again.
+    ++shared.written;
+    plan.reset();
     if (wrote.status().code() == ErrorCode::kCancelled) return wrote.status();
     Log(LogLevel::kWarn, "query",
         "reports.mode = lazy: could not write this question's reports (" +
-            wrote.status().ToString() + "); answering from the extractive ones");
+            wrote.status().ToString() + "); answering from the reports stored");
     return Status::Ok();
   }
   stats.reports_written = wrote->written;

@@ -57,9 +57,9 @@ struct QuestionReports {
 // failure to write (a read-only index, a model error) leaves the extractive stand-ins to answer,
 // logged.
 Status WriteQuestionReports(const Config& config, Store& store, ChatModel& chat,
-                            const Tokenizer& tokenizer, std::string_view question,
-                            const GlobalSearchOptions& options, const std::atomic<bool>* cancel,
-                            QuestionReports& shared, int64_t seen,
+                            EmbeddingModel* embedder, const Tokenizer& tokenizer,
+                            std::string_view question, const GlobalSearchOptions& options,
+                            const std::atomic<bool>* cancel, QuestionReports& shared, int64_t seen,
                             std::optional<GlobalSearchPlan>& plan, GlobalSearchStats& stats);
 
 }  // namespace grag

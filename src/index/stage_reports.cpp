@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "grag/extractive_report.h"
+#include "grag/hash.h"
 #include "grag/literal_value.h"
 #include "grag/log.h"
 #include "grag/prompts.h"
@@ -115,9 +116,46 @@ Status Reports(Run& run, ReportsSummary& s, bool refresh_all) {
   return Status::Ok();
 }
 
+namespace {
+
+// The reports a question wrote, embedded as the embed stage would embed them, when the index's
+// report vectors are `embedder`'s (else the next index run embeds them).
+Result<int64_t> EmbedWrittenReports(const Config& config, Store& store, EmbeddingModel& embedder,
+                                    const ReportStageSummary& rs) {
+  GRAG_ASSIGN_OR_RETURN(std::optional<EmbeddingSpace> space,
+                        store.GetEmbeddingSpace(EmbeddingOwner::kReport));
+  if (!space || space->model != embedder.model()) return int64_t{0};
+  std::vector<EmbeddingRecord> records;
+  std::vector<std::string> texts;
+  for (const CommunityReportOutcome& o : rs.outcomes) {
+    if (o.action != ReportAction::kGenerated) continue;
+    GRAG_ASSIGN_OR_RETURN(std::optional<ReportRecord> r, store.GetReport(o.community_id));
+    if (!r || r->status != ReportStatus::kOk || r->full_content.empty()) continue;
+    EmbeddingRecord& e = records.emplace_back();
+    e.owner = EmbeddingOwner::kReport;
+    e.owner_id = std::to_string(o.community_id);
+    e.model = embedder.model();
+    e.input_hash = Sha256Hex(r->full_content);
+    e.encoding = ParseVectorEncoding(config.embeddings.encoding).value_or(VectorEncoding::kF32);
+    texts.push_back(std::move(r->full_content));
+  }
+  if (records.empty()) return int64_t{0};
+  GRAG_ASSIGN_OR_RETURN(EmbeddingResponse reply, embedder.Embed(texts));
+  if (reply.vectors.size() != records.size()) {
+    return Status::Internal("the embedding model returned " + std::to_string(reply.vectors.size()) +
+                            " vectors for " + std::to_string(records.size()) + " reports");
+  }
+  for (size_t i = 0; i < records.size(); ++i) records[i].vector = std::move(reply.vectors[i]);
+  GRAG_RETURN_IF_ERROR(store.PutEmbeddings(records));
+  return static_cast<int64_t>(records.size());
+}
+
+}  // namespace
+
 Result<DeferredReports> WriteDeferredReports(const Config& config, Store& store, ChatModel& chat,
                                              const std::vector<int64_t>& community_ids,
-                                             const std::atomic<bool>* cancel) {
+                                             const std::atomic<bool>* cancel,
+                                             EmbeddingModel* embedder) {
   DeferredReports out;
   GRAG_ASSIGN_OR_RETURN(std::vector<ReportRecord> reports,
                         store.ListReports(std::nullopt, /*findings=*/false));
@@ -167,6 +205,17 @@ Result<DeferredReports> WriteDeferredReports(const Config& config, Store& store,
   out.calls = rs.llm_calls;
   out.prompt_tokens = rs.prompt_tokens;
   out.completion_tokens = rs.completion_tokens;
+  if (embedder != nullptr) {
+    // The reports are stored: a failure here costs only their vectors until the next run.
+    Result<int64_t> embedded = EmbedWrittenReports(config, store, *embedder, rs);
+    if (embedded.ok()) {
+      out.embedded = *embedded;
+    } else {
+      Log(LogLevel::kWarn, "reports",
+          "the reports written for this question were not embedded (" +
+              embedded.status().ToString() + "); the next index run embeds them");
+    }
+  }
   return out;
 }
 

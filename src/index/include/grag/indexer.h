@@ -63,18 +63,22 @@ struct DeferredReports {
   int64_t calls = 0;    // chat calls, retries included
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  int64_t embedded = 0;  // of the reports written, those embedded (see WriteDeferredReports)
 };
 
 // Writes the LLM reports of those of `community_ids` (the heaviest first: the order given) that
 // have none yet (an extractive stand-in, a gap or no report) and are worth one
 // (communities.llm_report_min_size, literal values not counted), at most
-// reports.lazy_per_question of them, with the `summarize` role's model as `grag index` does;
-// each is stored as it is written. Not thread-safe against itself on one index: callers
-// serialise (two would write the same reports). Errors: the store's, the model's (a failure
-// other than an unparseable reply), kCancelled when `cancel` is set.
+// reports.lazy_per_question of them, with the `summarize` role's model as `grag index`
+// does; each is stored as it is written. With `embedder`, when the index's report vectors are
+// that model's, the new reports are embedded too (as the embed stage would: DRIFT ranks reports
+// by them). Not thread-safe against itself on one index: callers serialise (two would write the
+// same reports). Errors: the store's, the models' (a chat failure other than an unparseable
+// reply), kCancelled when `cancel` is set.
 Result<DeferredReports> WriteDeferredReports(const Config& config, Store& store, ChatModel& chat,
                                              const std::vector<int64_t>& community_ids,
-                                             const std::atomic<bool>* cancel = nullptr);
+                                             const std::atomic<bool>* cancel = nullptr,
+                                             EmbeddingModel* embedder = nullptr);
 
 // What RunIndex would do with `request`, without changing the index or calling a model.
 Result<IndexPlan> PlanIndex(const Config& config, const IndexRequest& request,
