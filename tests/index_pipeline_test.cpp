@@ -155,15 +155,20 @@ TEST(IndexPipelineTest, SmallCommunitiesGetExtractiveReportsWithoutACall) {
   }
 }
 
+// reports.mode = lazy, two reports a question, communities of three members and more worth one.
+void MakeLazy(Config& c) {
+  c.communities.llm_report_min_size = 3;
+  c.reports.mode = "lazy";
+  c.reports.lazy_per_question = 2;
+}
+
 // reports.mode = lazy: the index makes no report call and gives every community an extractive
 // report; a question's WriteDeferredReports writes the LLM reports of the communities it reads,
 // heaviest first and within reports.lazy_per_question, and they stand for the questions and
 // index runs after it. The dry run says what each mode costs.
 TEST(IndexPipelineTest, LazyReportsAreWrittenByTheQuestionsThatReadThem) {
   Harness h;
-  h.config.communities.llm_report_min_size = 3;
-  h.config.reports.mode = "lazy";
-  h.config.reports.lazy_per_question = 2;
+  MakeLazy(h.config);
   {
     IndexContext ctx;
     ctx.store = h.store.get();
@@ -255,9 +260,7 @@ TEST(IndexPipelineTest, LazyReportsAreWrittenByTheQuestionsThatReadThem) {
 // question's embedder's (DRIFT ranks reports by them), as the embed stage would have.
 TEST(IndexPipelineTest, LazyReportsWrittenByAQuestionAreEmbedded) {
   Harness h;
-  h.config.communities.llm_report_min_size = 3;
-  h.config.reports.mode = "lazy";
-  h.config.reports.lazy_per_question = 2;
+  MakeLazy(h.config);
   LexicalEmbedder embedder;
   IndexContext ctx;
   ctx.store = h.store.get();
