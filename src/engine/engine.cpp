@@ -505,8 +505,6 @@ Result<QueryRoute> Engine::RouteChecked(std::string_view question, QueryMethod m
 
 // ---------------------------------------------------------------- questions
 
-namespace {}  // namespace
-
 Result<QueryResult> Engine::Query(const QueryRequest& request) {
   ScopedLogFile log_scope(impl_->log_file);
   GRAG_RETURN_IF_ERROR(impl_->prompts_status);

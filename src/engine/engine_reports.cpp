@@ -8,11 +8,7 @@
 
 namespace grag {
 
-// reports.mode = lazy: the LLM reports of the communities a global question reads, written
-// before its map calls (WriteDeferredReports: the heaviest first, at most
-// reports.lazy_per_question). `plan` is the question's (made here when the router made none);
-// it is dropped when reports were written, so global search plans again with them. A failure to
-// write (a read-only index, a model error) leaves the extractive stand-ins to answer, logged.
+// See engine_reports.h.
 Status WriteQuestionReports(const Config& config, Store& store, ChatModel& chat,
                             EmbeddingModel* embedder, const Tokenizer& tokenizer,
                             std::string_view question, const GlobalSearchOptions& options,
