@@ -272,6 +272,7 @@ TEST_F(QueryImageTest, QuestionsReadTheSameFromTheImagesAsFromTheTables) {
     std::mt19937 rng(seed);
     BuildRandomGraph(rng);
     ASSERT_TRUE(Images().empty());
+    ASSERT_TRUE(store_->WarmGraphImage().ok());  // none to read: the walks read the tables
     std::vector<Question> questions;
     std::vector<std::string> from_tables;
     for (int i = 0; i < 20; ++i) {
@@ -291,6 +292,10 @@ TEST_F(QueryImageTest, QuestionsReadTheSameFromTheImagesAsFromTheTables) {
     ASSERT_TRUE(built.ok()) << built.status().ToString();
     EXPECT_EQ(*built, kAll);
     EXPECT_EQ(Images(), kAll);
+    // Read ahead (as a one-off question does while its vectors load) or on the first walk.
+    if (seed % 2 == 1) {
+      ASSERT_TRUE(store_->WarmGraphImage().ok());
+    }
     for (size_t i = 0; i < questions.size(); ++i) {
       EXPECT_EQ(Walk(questions[i]), from_tables[i]) << "question " << i;
     }
@@ -412,6 +417,7 @@ TEST_F(QueryImageTest, ADamagedImageIsReadAroundAndReported) {
   // Cut short, and a stale copy of a bigger graph's worth of bytes.
   RawSql("UPDATE query_images SET data = substr(data, 1, length(data) - 3) WHERE name = 'graph';");
   Open();
+  EXPECT_TRUE(store_->WarmGraphImage().ok());  // read around: the walk reads the tables
   EXPECT_EQ(Walk(q), tables);
   EXPECT_EQ(Vectors(EmbeddingOwner::kChunk), vectors);
   const std::vector<std::string> problems = ImageProblems();

@@ -1076,6 +1076,10 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
     GRAG_ASSIGN_OR_RETURN(named, im.NamedSeeds(question, o));
   }
   const auto named_time = Since(named_start);
+  // One question: the graph image is read while the vectors finish loading on their thread.
+  if (walk && !im.full && (im.chunk_vectors.deferred() || im.entity_vectors.deferred())) {
+    (void)im.store.WarmGraphImage();  // its errors meet the walk's read, which reports them
+  }
 
   // ---- vector
   const VectorIndex* chunk_vectors = nullptr;

@@ -98,6 +98,12 @@ std::string Stmt::Text(int col) const {
   return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
 }
 
+std::string_view Stmt::TextView(int col) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, col);
+  if (p == nullptr) return {};
+  return {reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col))};
+}
+
 std::string_view Stmt::Blob(int col) const {
   const void* p = sqlite3_column_blob(stmt_, col);
   int n = sqlite3_column_bytes(stmt_, col);

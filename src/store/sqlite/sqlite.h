@@ -72,6 +72,8 @@ class Stmt {
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   bool IsBlob(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_BLOB; }
   std::string Text(int col) const;
+  // The text in place, without a copy; valid until the next Step() or the Stmt's destruction.
+  std::string_view TextView(int col) const;
   std::optional<int64_t> OptInt(int col) const {
     return IsNull(col) ? std::nullopt : std::optional<int64_t>(Int(col));
   }

@@ -111,6 +111,7 @@ class SqliteStore final : public Store {
   Result<std::vector<EmbeddingRecord>> ListEmbeddings(EmbeddingOwner owner) override;
   Result<PackedEmbeddings> ListPackedEmbeddings(EmbeddingOwner owner) override;
   Result<std::vector<std::string>> RefreshQueryImages() override;
+  Status WarmGraphImage() override;
   Result<std::map<std::string, std::string>> ListEmbeddingHashes(EmbeddingOwner owner) override;
   Result<std::optional<EmbeddingSpace>> GetEmbeddingSpace(EmbeddingOwner owner) override;
   Result<int64_t> DeleteEmbeddings(EmbeddingOwner owner) override;

@@ -331,6 +331,12 @@ class Store {
   // that keeps no images (PostgreSQL, for now) builds none.
   static constexpr size_t kMaxQueryImageBytes = size_t{256} << 20;
   virtual Result<std::vector<std::string>> RefreshQueryImages();
+  // Reads the graph image into memory now, ahead of the LoadGraphNeighbourhood that will need
+  // it: a one-off question does this while its vectors load on another thread (the read was a
+  // quarter of a one-off hybrid search on a 1 MB document). Without an image (or a backend
+  // that keeps none) it does nothing. Its errors are for the caller to ignore: the
+  // LoadGraphNeighbourhood that follows meets and reports them.
+  virtual Status WarmGraphImage() { return Status::Ok(); }
 
   // Every entity-chunk and relationship-chunk link, read in one snapshot (what exports list as
   // text unit ids).
