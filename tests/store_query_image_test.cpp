@@ -446,9 +446,9 @@ TEST_F(QueryImageTest, AnOlderBuildsGraphImageIsReadAroundAndReplacedByTheNextRe
   ASSERT_TRUE(store_->RefreshQueryImages().ok());
   const std::string current = RawImage("graph");
   store_.reset();
-  // What a build of the first layout left: its magic (the rest does not matter, it is not read).
+  // What a build of the second layout left: its magic (the rest does not matter, it is not read).
   RawSql(
-      "UPDATE query_images SET data = CAST('GGI1' AS BLOB) || substr(data, 5) "
+      "UPDATE query_images SET data = CAST('GGI2' AS BLOB) || substr(data, 5) "
       "WHERE name = 'graph';");
   ASSERT_TRUE(store::IsOlderGraphImage(RawImage("graph")));
   Open();
@@ -541,11 +541,13 @@ TEST(QueryImageCodecTest, EveryTruncationOfAnImageFailsToDecode) {
   EXPECT_EQ(edges[0].weight, 2.5);
   EXPECT_EQ(edges[0].frequency, 3);
   EXPECT_EQ(edges[0].combined_degree, 2);
-  // The first layout's magic: not damage, an older image.
-  const std::string older = "GGI1" + bytes->substr(4);
-  EXPECT_TRUE(store::IsOlderGraphImage(older));
+  // The older layouts' magics: not damage, older images.
+  for (const char* magic : {"GGI1", "GGI2"}) {
+    const std::string older = magic + bytes->substr(4);
+    EXPECT_TRUE(store::IsOlderGraphImage(older)) << magic;
+    EXPECT_EQ(store::GraphImage::Decode(older).status().code(), ErrorCode::kNotFound) << magic;
+  }
   EXPECT_FALSE(store::IsOlderGraphImage(*bytes));
-  EXPECT_EQ(store::GraphImage::Decode(older).status().code(), ErrorCode::kNotFound);
   // A link to a chunk nobody added is the tables' damage, not an image.
   b.AddLink(5, "d#9");
   EXPECT_EQ(b.Finish().status().code(), ErrorCode::kCorruption);

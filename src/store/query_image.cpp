@@ -2,7 +2,9 @@
 #include "query_image.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 #include <span>
 #include <type_traits>
@@ -12,8 +14,10 @@ namespace grag::store {
 
 namespace {
 
-constexpr uint32_t kOlderGraphMagic = 0x31494747;  // "GGI1": no relationship ids or degrees
-constexpr uint32_t kGraphMagic = 0x32494747;       // "GGI2"
+// Older layouts: "GGI1" (no relationship ids or degrees), "GGI2" (40-byte edges that also held
+// the other end's id and 64-bit frequencies).
+constexpr uint32_t kOlderGraphMagics[] = {0x31494747, 0x32494747};
+constexpr uint32_t kGraphMagic = 0x33494747;  // "GGI3"
 
 // Appends fixed-width little-endian values (the native layout: store_state.cpp checks it).
 class ByteWriter {
@@ -135,7 +139,8 @@ bool IsOlderGraphImage(std::string_view bytes) {
   uint32_t magic = 0;
   if (bytes.size() < sizeof(magic)) return false;
   std::memcpy(&magic, bytes.data(), sizeof(magic));
-  return magic == kOlderGraphMagic;
+  return std::find(std::begin(kOlderGraphMagics), std::end(kOlderGraphMagics), magic) !=
+         std::end(kOlderGraphMagics);
 }
 
 // ---------------------------------------------------------------- building
@@ -182,7 +187,6 @@ Result<std::string> GraphImageBuilder::Finish() {
   struct Edge {
     bool as_target;
     int64_t order;  // target id, or relationship id
-    int64_t other;
     double weight;
     int64_t id;
     int64_t frequency;
@@ -195,9 +199,8 @@ Result<std::string> GraphImageBuilder::Finish() {
       return Status::Corruption("relationship " + std::to_string(r.id) +
                                 " names an entity the graph does not hold");
     }
-    edges[static_cast<size_t>(s)].push_back(
-        {false, r.target, r.target, r.weight, r.id, r.frequency, t});
-    edges[static_cast<size_t>(t)].push_back({true, r.id, r.source, r.weight, r.id, r.frequency, s});
+    edges[static_cast<size_t>(s)].push_back({false, r.target, r.weight, r.id, r.frequency, t});
+    edges[static_cast<size_t>(t)].push_back({true, r.id, r.weight, r.id, r.frequency, s});
   }
   std::vector<std::vector<uint32_t>> chunks_of(n_entities), entities_of(n_chunks);
   for (const auto& [entity, chunk] : links_) {
@@ -249,11 +252,11 @@ Result<std::string> GraphImageBuilder::Finish() {
   w.Pad(8);
   for (const auto& list : edges) {
     for (const Edge& e : list) {
-      w.Put(e.other);
+      // As GraphImage::Edge lays them out; the other end's id is entity_ids_[other_at].
       w.Put(e.weight);
       w.Put(e.id);
-      w.Put(e.frequency);
-      w.Put(static_cast<uint64_t>(e.other_at));
+      w.Put(static_cast<uint32_t>(e.other_at));
+      w.Put(static_cast<uint32_t>(std::clamp<int64_t>(e.frequency, 0, UINT32_MAX)));
     }
   }
   auto put_rows = [&](std::vector<std::vector<uint32_t>>& rows) {
@@ -276,8 +279,8 @@ Result<std::string> GraphImageBuilder::Finish() {
 // ---------------------------------------------------------------- reading
 
 Result<std::unique_ptr<GraphImage>> GraphImage::Decode(ImageBytes bytes) {
-  static_assert(sizeof(Edge) == 5 * 8 && std::is_trivially_copyable_v<Edge>,
-                "an edge is five 8-byte fields, as Finish writes them");
+  static_assert(sizeof(Edge) == 24 && std::is_trivially_copyable_v<Edge>,
+                "an edge is two 8-byte and two 4-byte fields, as Finish writes them");
   std::unique_ptr<GraphImage> g(new GraphImage());
   g->bytes_ = std::move(bytes);
   if (IsOlderGraphImage(g->bytes_.view())) {
@@ -308,22 +311,19 @@ Result<std::unique_ptr<GraphImage>> GraphImage::Decode(ImageBytes bytes) {
     items = r.View<Item>(total);
     return r.ok() && ValidStarts(start, n, total);
   };
-  const bool whole =
-      r.ok() && rows(g->edge_start_, n_entities, g->edges_) &&
-      rows(g->entity_chunk_start_, n_entities, g->entity_chunks_) &&
-      rows(g->chunk_entity_start_, n_chunks, g->chunk_entities_) && r.left() == 0 &&
-      std::is_sorted(g->entity_ids_.begin(), g->entity_ids_.end()) &&
-      std::is_sorted(g->chunk_ids_.begin(), g->chunk_ids_.end()) &&
-      std::all_of(g->edges_.begin(), g->edges_.end(),
-                  [&](const Edge& e) {
-                    return e.other_at < n_entities && g->entity_ids_[e.other_at] == e.other;
-                  }) &&
-      std::all_of(g->entity_chunks_.begin(), g->entity_chunks_.end(),
-                  [&](uint32_t c) { return c < n_chunks; }) &&
-      std::all_of(g->chunk_entities_.begin(), g->chunk_entities_.end(),
-                  [&](uint32_t e) { return e < n_entities; }) &&
-      std::all_of(g->document_order_.begin(), g->document_order_.end(),
-                  [&](uint32_t o) { return o < n_chunks; });
+  const bool whole = r.ok() && rows(g->edge_start_, n_entities, g->edges_) &&
+                     rows(g->entity_chunk_start_, n_entities, g->entity_chunks_) &&
+                     rows(g->chunk_entity_start_, n_chunks, g->chunk_entities_) && r.left() == 0 &&
+                     std::is_sorted(g->entity_ids_.begin(), g->entity_ids_.end()) &&
+                     std::is_sorted(g->chunk_ids_.begin(), g->chunk_ids_.end()) &&
+                     std::all_of(g->edges_.begin(), g->edges_.end(),
+                                 [&](const Edge& e) { return e.other_at < n_entities; }) &&
+                     std::all_of(g->entity_chunks_.begin(), g->entity_chunks_.end(),
+                                 [&](uint32_t c) { return c < n_chunks; }) &&
+                     std::all_of(g->chunk_entities_.begin(), g->chunk_entities_.end(),
+                                 [&](uint32_t e) { return e < n_entities; }) &&
+                     std::all_of(g->document_order_.begin(), g->document_order_.end(),
+                                 [&](uint32_t o) { return o < n_chunks; });
   if (!whole) return Status::Corruption("the graph image is truncated or inconsistent");
   return g;
 }
@@ -407,7 +407,7 @@ Result<GraphSnapshot> GraphImage::Walk(const std::vector<int64_t>& entity_ids,
                          [](const auto& a, const auto& b) { return a.second > b.second; });
         for (size_t k = 0; k < by_weight.size() && k < limits.max_fanout; ++k) {
           const Edge& e = edges_[by_weight[k].first];
-          add_entity(e.other, static_cast<int64_t>(e.other_at), n.depth + 1);
+          add_entity(entity_ids_[e.other_at], static_cast<int64_t>(e.other_at), n.depth + 1);
         }
         const uint64_t first = entity_chunk_start_[i];
         for (uint64_t k = first; k < entity_chunk_start_[i + 1] && k - first < limits.max_fanout;
@@ -443,7 +443,8 @@ Result<GraphSnapshot> GraphImage::Walk(const std::vector<int64_t>& entity_ids,
     const auto i = static_cast<size_t>(at);
     for (uint64_t k = edge_start_[i]; k < edge_start_[i + 1]; ++k) {
       const Edge& e = edges_[k];
-      if (id < e.other && entity_depth[e.other_at] >= 0) g.edges.push_back({id, e.other, e.weight});
+      const int64_t other = entity_ids_[e.other_at];
+      if (id < other && entity_depth[e.other_at] >= 0) g.edges.push_back({id, other, e.weight});
     }
   }
   for (size_t c = 0; c < chunk_ids_.size(); ++c) {
@@ -484,9 +485,10 @@ std::vector<RelationshipRecord> GraphImage::RelationshipEdgesOf(int64_t entity_i
     const Edge& e = edges_[k];
     RelationshipRecord& r = out.emplace_back();
     r.id = e.relationship_id;
+    const int64_t other = entity_ids_[e.other_at];
     // The tables keep source_id < target_id (their CHECK).
-    r.source_id = std::min(entity_id, e.other);
-    r.target_id = std::max(entity_id, e.other);
+    r.source_id = std::min(entity_id, other);
+    r.target_id = std::max(entity_id, other);
     r.weight = e.weight;
     r.frequency = e.frequency;
     r.combined_degree = degrees_[i] + degrees_[e.other_at];

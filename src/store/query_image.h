@@ -40,8 +40,9 @@ class ImageBytes {
   size_t size_ = 0;
 };
 
-// Whether `bytes` open with the magic of a graph image an older build wrote (version 1: no
-// relationship ids, frequencies or degrees). Such an image is not damage: the next index run
+// Whether `bytes` open with the magic of a graph image an older build wrote (layout 1: no
+// relationship ids, frequencies or degrees; layout 2: 40-byte edges). Such an image is not
+// damage: the next index run
 // replaces it (Store::RefreshQueryImages) and until then questions read the tables.
 bool IsOlderGraphImage(std::string_view bytes);
 
@@ -124,11 +125,10 @@ class GraphImage {
   std::span<const uint32_t> document_order_;  // per chunk: its rank by (document id, index)
   // Compressed rows: entity i's edges are edges_[edge_start_[i], edge_start_[i + 1]).
   struct Edge {
-    int64_t other;
     double weight;
     int64_t relationship_id;
-    int64_t frequency;
-    uint64_t other_at;  // the other end's position
+    uint32_t other_at;   // the other end's position (its id: entity_ids_[other_at])
+    uint32_t frequency;  // the relationship's chunks (saturated at 2^32 - 1)
   };
   std::span<const uint64_t> edge_start_;
   std::span<const Edge> edges_;
