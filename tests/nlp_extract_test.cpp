@@ -253,6 +253,27 @@ TEST(NlpExtractTest, QuotedSpeechStaysInItsSentence) {
   EXPECT_EQ(FindRel(x, "Fred", "Scrooge"), nullptr);
 }
 
+TEST(NlpExtractTest, AQuotedTitleIsOneNameAndDialogueIsNot) {
+  // Titles of works in quotes, mid-sentence: one name each, stop words and all.
+  auto x = Extract(
+      "He is best known for his role in the television series \"Charmed\" and for \"Army "
+      "Wives\". The single \"Falling Away from Me\" debuted on the show \u201cNeighbours\u201d.");
+  EXPECT_NE(Find(x, "Charmed"), nullptr);
+  EXPECT_NE(Find(x, "Army Wives"), nullptr);
+  EXPECT_NE(Find(x, "Falling Away from Me"), nullptr);
+  EXPECT_EQ(Find(x, "Falling Away"), nullptr);
+  EXPECT_NE(Find(x, "Neighbours"), nullptr);
+  // Dialogue opens a sentence, follows a comma, or ends in punctuation inside the quotes; a
+  // quoted phrase in lower case is not a title.
+  auto d = Extract(
+      "\u201cHumbug\u201d said the clerk. Then he said, \"Stop\" and they heard him say "
+      "\"Wait!\" twice, and \"never again\" once.");
+  EXPECT_EQ(Find(d, "Humbug"), nullptr);
+  EXPECT_EQ(Find(d, "Stop"), nullptr);
+  EXPECT_EQ(Find(d, "Wait"), nullptr);
+  EXPECT_EQ(Find(d, "never again"), nullptr);
+}
+
 TEST(NlpExtractTest, Deterministic) {
   const std::string text =
       "Scrooge knew Marley was dead. Of course he did. Scrooge and he were partners for I "

@@ -507,6 +507,7 @@ class PhraseFinder {
 
   std::vector<Phrase> Find() {
     FindTitle();
+    FindQuotedTitles();
     FindNames();
     if (options_.max_noun_phrase_words >= 2 || options_.hyphenated_compounds) FindNounPhrases();
     std::stable_sort(phrases_.begin(), phrases_.end(),
@@ -667,6 +668,68 @@ class PhraseFinder {
       phrases_.push_back({std::string(title_), key, kTitleType, 0, {0}});
     }
     title_index_key_ = key;
+  }
+
+  // A short title-case run in double quotes, opened mid-sentence after a word and a space and
+  // closed right after its last word: the title of a work ('the series "Charmed" and',
+  // 'the single "Falling Away from Me"'). Its words are one name even where case alone says
+  // nothing (a quote's first word) or stop words join them. Dialogue is not taken: it opens a
+  // sentence or follows a comma or colon, and ends in punctuation inside the quotes.
+  void FindQuotedTitles() {
+    for (size_t i = 1; i < words_.size(); ++i) {
+      if (!words_[i].initial || words_[i].first != Kind::kUpper ||
+          words_[i - 1].sentence != words_[i].sentence || !OpensQuote(i)) {
+        continue;
+      }
+      size_t last = i;
+      while (last - i + 1 < static_cast<size_t>(options_.max_name_words) && !ClosesQuote(last) &&
+             Joined(last)) {
+        ++last;
+      }
+      if (!ClosesQuote(last)) continue;
+      bool title_case = true, content = false;
+      for (size_t k = i; k <= last && title_case; ++k) {
+        const bool stop = info_[k].stop || info_[k].particle;
+        title_case = words_[k].letters > 0 && (stop || words_[k].first == Kind::kUpper);
+        content = content || !stop;
+      }
+      if (!title_case || !content) continue;
+      Add(i, last, kProperNoun);
+      for (size_t k = i; k <= last; ++k) {
+        info_[k].name = false;
+        info_[k].content = false;
+        info_[k].compound = false;
+      }
+      i = last;
+    }
+  }
+
+  // Between word i - 1 and word i: a space or more, then one opening double quote.
+  bool OpensQuote(size_t i) const {
+    const std::string_view gap =
+        text_.substr(words_[i - 1].end, words_[i].begin - words_[i - 1].end);
+    bool spaced = false, quoted = false;
+    for (size_t k = 0; k < gap.size();) {
+      const CodePoint c = Decode(gap, k);
+      if (quoted) return false;  // the quote must touch the word
+      if (c.cp == '"' || c.cp == 0x201C) {
+        quoted = spaced;
+        if (!quoted) return false;
+      } else if (IsSpace(Classify(c.cp))) {
+        spaced = true;
+      } else {
+        return false;
+      }
+      k += c.len;
+    }
+    return quoted;
+  }
+
+  // A closing double quote right after word i.
+  bool ClosesQuote(size_t i) const {
+    if (words_[i].end >= text_.size()) return false;
+    const int32_t cp = Decode(text_, words_[i].end).cp;
+    return cp == '"' || cp == 0x201D;
   }
 
   void FindNames() {

@@ -53,7 +53,7 @@ namespace grag {
 
 // Name and version stored as ExtractorId::model for NLP results. Bumped whenever a change to
 // the extractor changes its output, so stored results of an older version are re-extracted.
-inline constexpr std::string_view kNlpExtractorModel = "grag-nlp-en/3";
+inline constexpr std::string_view kNlpExtractorModel = "grag-nlp-en/4";
 
 struct NlpExtractorOptions {
   // Co-occurrence window in sentences: 0 = same sentence only; 1 = the same or the next
