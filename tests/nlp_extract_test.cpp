@@ -274,6 +274,20 @@ TEST(NlpExtractTest, AQuotedTitleIsOneNameAndDialogueIsNot) {
   EXPECT_EQ(Find(d, "never again"), nullptr);
 }
 
+TEST(NlpExtractTest, AnAdverbOpeningASentenceIsNoName) {
+  auto x = Extract(
+      "Originally designed as a robot, Baymax was rebuilt. Eventually he left Tokyo. Later Kelly "
+      "came. Beverly Hills is in California.");
+  EXPECT_EQ(Find(x, "Originally"), nullptr);
+  EXPECT_EQ(Find(x, "Eventually"), nullptr);
+  EXPECT_NE(Find(x, "Baymax"), nullptr);
+  EXPECT_NE(Find(x, "Tokyo"), nullptr);
+  EXPECT_NE(Find(x, "Beverly Hills"), nullptr);  // more name words follow
+  // Capitalised mid-sentence too: a name wherever it stands.
+  auto y = Extract("Shockingly won the race. The horse Shockingly is fast.");
+  EXPECT_NE(Find(y, "Shockingly"), nullptr);
+}
+
 TEST(NlpExtractTest, Deterministic) {
   const std::string text =
       "Scrooge knew Marley was dead. Of course he did. Scrooge and he were partners for I "

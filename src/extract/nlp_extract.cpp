@@ -571,13 +571,17 @@ class PhraseFinder {
   // for starting a sentence or a quote is when it is also capitalised mid-sentence, or is
   // followed by what follows a subject ("Marley was dead", "Marley's ghost"), not by
   // punctuation or an object as imperatives and interjections are ("Stop!", "Bless you"); else
-  // it is tentative: a name only if more name words follow ("Ghost of Christmas Past").
+  // it is tentative: a name only if more name words follow ("Ghost of Christmas Past"), as an
+  // "-ly" word capitalised only so always is.
   enum class Capital { kNo, kYes, kTentative };
   Capital CapitalMeansName(size_t i) const {
     const Word& w = words_[i];
     if (!w.initial && !w.all_caps) return Capital::kYes;
     if (upper_forms_.contains(lowers_[i])) return Capital::kYes;
     if (w.all_caps) return sentence_has_lower_[w.sentence] ? Capital::kYes : Capital::kNo;
+    // An adverb opening a sentence ("Originally designed as", "Eventually he") is no name on
+    // its own ("Beverly Hills" is one).
+    if (IsAdverb(lowers_[i])) return Capital::kTentative;
     if (w.possessive || (Joined(i) && !IsObjectCue(lowers_[i + 1]))) return Capital::kYes;
     return Capital::kTentative;
   }
