@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "grag/hash.h"
 #include "grag/store.h"
 #include "support/temp_dir.h"
 #include "store/sqlite/store_impl.h"
@@ -426,7 +427,7 @@ TEST(StoreOpenTest, SchemaNineLinksChunksBySeqKeepingEveryLink) {
       "INSERT INTO relationship_chunks (relationship_id, chunk_id) VALUES (5, 'a#1');");
   auto store = Store::Open(path);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  EXPECT_EQ((*store)->Info()->schema_version, 9);
+  EXPECT_EQ((*store)->Info()->schema_version, store::DefaultMigrations().back().version);
   EXPECT_EQ(*(*store)->GetEntityChunks(1), (std::vector<std::string>{"a#0", "a#1"}));
   auto links = (*store)->ListChunkLinks();
   ASSERT_TRUE(links.ok()) << links.status().ToString();
@@ -453,6 +454,59 @@ TEST(StoreOpenTest, SchemaNineLinksChunksBySeqKeepingEveryLink) {
             "1:9 2:9");
   EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
   EXPECT_EQ(raw.Text("PRAGMA foreign_key_check"), "");
+}
+
+// Schema 10 keeps every vector and what tells a stale one (the first 16 hex digits of the input
+// hashes, which the code now writes: nothing is embedded or summarised again), drops the graph's
+// timestamps and keeps the vectors without a rowid.
+TEST(StoreOpenTest, SchemaTenKeepsVectorsAndShortensInputHashes) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  const std::string text_hash = Sha256Hex("alpha: the first");
+  {
+    auto store = store::OpenStore(path, {}, store::DefaultMigrations().first(9));
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EntityRecord e;
+    e.name_key = "alpha";
+    e.name = "Alpha";
+    e.type = "X";
+    e.description = "the first";
+    e.description_hash = Sha256Hex("descriptions");
+    auto id = (*store)->UpsertEntity(e);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    EmbeddingRecord v;
+    v.owner = EmbeddingOwner::kEntity;
+    v.owner_id = std::to_string(*id);
+    v.model = "m";
+    v.vector = {0.5f, -0.25f, 1.0f};
+    v.input_hash = text_hash;
+    ASSERT_TRUE((*store)->PutEmbeddings({v}).ok());
+  }
+  EXPECT_EQ(RawDb(path).Text("SELECT count(*) FROM pragma_table_info('entities') WHERE name = "
+                             "'updated_at'"),
+            "1");
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->Info()->schema_version, 10);
+  auto entity = (*store)->GetEntityByKey("alpha");
+  ASSERT_TRUE(entity.ok() && entity->has_value());
+  EXPECT_EQ((*entity)->description_hash, Sha256Hex("descriptions").substr(0, 16));
+  auto vector = (*store)->GetEmbedding(EmbeddingOwner::kEntity, std::to_string((*entity)->id));
+  ASSERT_TRUE(vector.ok() && vector->has_value());
+  EXPECT_EQ((*vector)->vector, (std::vector<float>{0.5f, -0.25f, 1.0f}));
+  EXPECT_EQ((*vector)->input_hash, InputHash("alpha: the first"));
+  store->reset();
+  RawDb raw(path);
+  for (const char* table : {"entities", "relationships"}) {
+    EXPECT_EQ(raw.Text(std::string("SELECT count(*) FROM pragma_table_info('") + table +
+                       "') WHERE name IN ('created_at', 'updated_at')"),
+              "0")
+        << table;
+  }
+  EXPECT_EQ(raw.Text("SELECT sql LIKE '%WITHOUT ROWID' FROM sqlite_master WHERE name = "
+                     "'embeddings'"),
+            "1");
+  EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
 }
 
 }  // namespace

@@ -10,6 +10,15 @@ namespace grag {
 // Lower-case hex SHA-256 of `data` (64 characters).
 std::string Sha256Hex(std::string_view data);
 
+// How many hex digits (64 bits) of a SHA-256 the index keeps where a hash only has to tell a
+// changed input from an unchanged one: description sets, embedded texts. On a dense index
+// such hashes are on tens of thousands of rows.
+inline constexpr size_t kInputHashDigits = 16;
+// The first kInputHashDigits of Sha256Hex(data).
+inline std::string InputHash(std::string_view data) {
+  return Sha256Hex(data).substr(0, kInputHashDigits);
+}
+
 // Incremental SHA-256 over several parts. Each part is length-prefixed, so ("ab","c") and
 // ("a","bc") hash differently.
 class Hasher {

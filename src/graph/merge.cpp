@@ -264,7 +264,7 @@ std::string DescriptionsHash(const std::string& name,
   Hasher h;
   h.Add(name);
   for (const auto& d : sorted) h.Add(d);
-  return h.HexDigest();
+  return h.HexDigest().substr(0, kInputHashDigits);
 }
 
 std::string JoinDescriptions(const std::vector<std::string_view>& descriptions) {

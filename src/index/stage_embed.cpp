@@ -102,7 +102,7 @@ Status Embed(Run& run, EmbedSummary& s) {
         continue;
       }
       std::string text = e.name + ": " + e.description;
-      std::string hash = Sha256Hex(text);
+      std::string hash = InputHash(text);
       if (Stale(stored, id, hash))
         todo.push_back({std::move(id), std::move(text), std::move(hash)});
     }
@@ -122,9 +122,10 @@ Status Embed(Run& run, EmbedSummary& s) {
     std::vector<EmbedItem> todo;
     for (const auto& id : ids) {
       // A chunk id already is a hash of its text (and document): only new chunks are read.
-      if (!Stale(stored, id, id)) continue;
+      std::string hash = id.substr(0, kInputHashDigits);
+      if (!Stale(stored, id, hash)) continue;
       GRAG_ASSIGN_OR_RETURN(auto chunk, store.GetChunk(id));
-      if (chunk) todo.push_back({id, std::move(chunk->text), id});
+      if (chunk) todo.push_back({id, std::move(chunk->text), std::move(hash)});
     }
     GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kChunk, todo, s.embeddings_written));
   }
@@ -134,7 +135,7 @@ Status Embed(Run& run, EmbedSummary& s) {
     std::vector<EmbedItem> todo;
     for (const auto& r : reports) {
       if (r.status != ReportStatus::kOk || r.full_content.empty()) continue;
-      std::string hash = Sha256Hex(r.full_content);
+      std::string hash = InputHash(r.full_content);
       std::string id = std::to_string(r.community_id);
       if (Stale(stored, id, hash)) todo.push_back({std::move(id), r.full_content, std::move(hash)});
     }

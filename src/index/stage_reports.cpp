@@ -135,7 +135,7 @@ Result<int64_t> EmbedWrittenReports(const Config& config, Store& store, Embeddin
     e.owner = EmbeddingOwner::kReport;
     e.owner_id = std::to_string(o.community_id);
     e.model = embedder.model();
-    e.input_hash = Sha256Hex(r->full_content);
+    e.input_hash = InputHash(r->full_content);
     e.encoding = ParseVectorEncoding(config.embeddings.encoding).value_or(VectorEncoding::kF32);
     texts.push_back(std::move(r->full_content));
   }

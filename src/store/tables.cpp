@@ -90,9 +90,7 @@ std::vector<IndexTable> MakeTables() {
        {"description_model", T},
        {"description_basis", T},
        {"degree", I},
-       {"frequency", I},
-       {"created_at", T},
-       {"updated_at", T}},
+       {"frequency", I}},
       "id");
   Add(t, "relationships",
       {{"id", I},
@@ -103,9 +101,7 @@ std::vector<IndexTable> MakeTables() {
        {"description_model", T},
        {"description_basis", T},
        {"weight", R},
-       {"frequency", I},
-       {"created_at", T},
-       {"updated_at", T}},
+       {"frequency", I}},
       "id");
   Add(t, "entity_chunks", {{"entity_id", I}, {"chunk_id", T}}, "entity_id, chunk_id");
   Add(t, "relationship_chunks", {{"relationship_id", I}, {"chunk_id", T}},
@@ -159,8 +155,7 @@ std::vector<IndexTable> MakeTables() {
        {"model", T},
        {"dimension", I},
        {"vector", V},
-       {"input_hash", T},
-       {"created_at", T}},
+       {"input_hash", T}},
       "owner_kind, owner_id");
   Add(t, "llm_cache", {{"key", T}, {"value", T}, {"model", T}, {"kind", T}, {"created_at", T}},
       "key");

@@ -359,11 +359,22 @@ CREATE TABLE extraction_workers (
 );
 )sql";
 
+// Version 5: description and embedding input hashes keep 16 hex digits, as the code now writes
+// them (SQLite schema 10 does the same).
+constexpr std::string_view kSchemaV5 = R"sql(
+UPDATE entities SET description_hash = left(description_hash, 16)
+  WHERE length(description_hash) > 16;
+UPDATE relationships SET description_hash = left(description_hash, 16)
+  WHERE length(description_hash) > 16;
+UPDATE embeddings SET input_hash = left(input_hash, 16) WHERE length(input_hash) > 16;
+)sql";
+
 constexpr PgMigration kMigrations[] = {
     {1, "initial schema (SQLite schema 4's tables, tsvector full-text search)", kSchemaV1},
     {2, "no index of mentions by name", kSchemaV2},
     {3, "chunks: start_byte, end_byte", kSchemaV3},
     {4, "extraction_work, extraction_workers: indexing workers", kSchemaV4},
+    {5, "64-bit description and embedding input hashes", kSchemaV5},
 };
 
 }  // namespace

@@ -340,7 +340,7 @@ Result<int64_t> SqliteStore::UpsertEntity(const EntityRecord& e) {
           "type_counts = excluded.type_counts, description = excluded.description, "
           "description_hash = excluded.description_hash, "
           "description_model = excluded.description_model, "
-          "description_basis = excluded.description_basis, updated_at = " GRAG_SQL_NOW
+          "description_basis = excluded.description_basis"
           " RETURNING id"));
   stmt.BindAll(e.name_key, e.name, e.type, store::CountsToJson(e.type_counts), e.description,
                e.description_hash, e.description_model, e.description_basis);
@@ -698,8 +698,7 @@ Result<int64_t> SqliteStore::UpsertRelationship(const RelationshipRecord& r) {
           "ON CONFLICT (source_id, target_id) DO UPDATE SET description = excluded.description, "
           "description_hash = excluded.description_hash, "
           "description_model = excluded.description_model, weight = excluded.weight, "
-          "description_basis = excluded.description_basis, "
-          "updated_at = " GRAG_SQL_NOW " RETURNING id"));
+          "description_basis = excluded.description_basis RETURNING id"));
   stmt.BindAll(a, b, r.description, r.description_hash, r.description_model, r.weight,
                r.description_basis);
   Result<bool> row = stmt.Step();

@@ -42,7 +42,7 @@ FROM main.relationship_chunks l JOIN main.chunks c ON c.seq = l.chunk_seq;
 
 CREATE TEMP VIEW entities AS
 SELECT e.id, e.name, e.name_key, e.type, e.description, e.degree, e.frequency,
-       e.type_counts, e.created_at, e.updated_at
+       e.type_counts
 FROM main.entities e;
 
 CREATE TEMP VIEW relationships AS

@@ -82,12 +82,11 @@ Status SqliteStore::PutEmbeddings(const std::vector<EmbeddingRecord>& records) {
   }
   GRAG_ASSIGN_OR_RETURN(
       sqlite::Stmt insert,
-      conn.Prepare(
-          "INSERT INTO embeddings (owner_kind, owner_id, model, dimension, vector, "
-          "input_hash, encoding) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT "
-          "(owner_kind, owner_id) DO UPDATE SET model = excluded.model, dimension = "
-          "excluded.dimension, vector = excluded.vector, input_hash = "
-          "excluded.input_hash, encoding = excluded.encoding, created_at = " GRAG_SQL_NOW));
+      conn.Prepare("INSERT INTO embeddings (owner_kind, owner_id, model, dimension, vector, "
+                   "input_hash, encoding) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT "
+                   "(owner_kind, owner_id) DO UPDATE SET model = excluded.model, dimension = "
+                   "excluded.dimension, vector = excluded.vector, input_hash = "
+                   "excluded.input_hash, encoding = excluded.encoding"));
   for (const EmbeddingRecord& r : records) {
     insert.BindAll(EmbeddingOwnerName(r.owner), r.owner_id, r.model,
                    static_cast<int64_t>(r.vector.size()));
@@ -196,23 +195,27 @@ Result<int64_t> SqliteStore::ReencodeEmbeddings(VectorEncoding encoding) {
   sqlite::Connection& conn = impl_->conn;
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt select,
                         conn.Prepare("SELECT " + std::string(kEmbeddingColumns) +
-                                     ", rowid FROM embeddings WHERE encoding <> ?"));
+                                     " FROM embeddings WHERE encoding <> ?"));
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt update,
                         conn.Prepare("UPDATE embeddings SET vector = ?, encoding = ? WHERE "
-                                     "rowid = ?"));
+                                     "owner_kind = ? AND owner_id = ?"));
   select.BindAll(VectorEncodingName(encoding));
   // Read first, then write: the update would move rows under the running select.
-  std::vector<std::pair<int64_t, std::string>> recoded;
+  struct Recoded {
+    std::string kind, id, bytes;
+  };
+  std::vector<Recoded> recoded;
   while (true) {
     GRAG_ASSIGN_OR_RETURN(bool row, select.Step());
     if (!row) break;
     GRAG_ASSIGN_OR_RETURN(EmbeddingRecord r, ReadEmbedding(select));
-    recoded.emplace_back(select.Int(7), store::EncodeVector(r.vector, encoding));
+    recoded.push_back({select.Text(0), select.Text(1), store::EncodeVector(r.vector, encoding)});
   }
-  for (const auto& [rowid, bytes] : recoded) {
-    update.BindBlob(1, bytes.data(), bytes.size());
+  for (const Recoded& r : recoded) {
+    update.BindBlob(1, r.bytes.data(), r.bytes.size());
     update.Bind(2, VectorEncodingName(encoding));
-    update.Bind(3, rowid);
+    update.Bind(3, r.kind);
+    update.Bind(4, r.id);
     GRAG_RETURN_IF_ERROR(update.Run());
   }
   GRAG_RETURN_IF_ERROR(tx.Commit());

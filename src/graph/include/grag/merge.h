@@ -107,8 +107,8 @@ struct SummarizeOptions {
   TokenCounter count_tokens;       // empty: EstimateTokens
 };
 
-// A fingerprint of a description list (order-independent), stored beside the merged
-// description so an unchanged list is never summarised again.
+// A fingerprint of a description list (order-independent; kInputHashDigits hex digits), stored
+// beside the merged description so an unchanged list is never summarised again.
 std::string DescriptionsHash(const std::string& name,
                              const std::vector<std::string_view>& descriptions);
 

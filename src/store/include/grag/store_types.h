@@ -210,7 +210,7 @@ struct EmbeddingRecord {
   std::string owner_id;
   std::string model;
   std::vector<float> vector;
-  std::string input_hash;  // fingerprint of the embedded text, to spot stale vectors
+  std::string input_hash;  // fingerprint of the embedded text (InputHash), to spot stale vectors
   // Writing: how the store should keep the values; reading: how they were kept (the values read
   // back are the decoded ones). A backend that keeps only floats (PostgreSQL) ignores it.
   VectorEncoding encoding = VectorEncoding::kF32;
