@@ -222,9 +222,10 @@ struct Retriever::Impl {
   // (3,338 chunks of 1,669 transcripts are 5 MB). Get() waits for it.
   struct LoadingIndex {
     EmbeddingOwner owner = EmbeddingOwner::kChunk;
-    // Written by the loading thread before `loaded` is ready; read after.
-    std::unique_ptr<VectorIndex> index;  // null: none usable
-    Status status;
+    // Written (deferred: by the loading thread, through a const Impl, before its future is
+    // ready); read after.
+    mutable std::unique_ptr<VectorIndex> index;  // null: none usable
+    mutable Status status;
     const Impl* loader = nullptr;  // set: built by the loading thread (StartVectors)
     bool deferred() const { return loader != nullptr; }
 
@@ -716,12 +717,11 @@ const std::shared_future<void>& Retriever::Impl::StartVectors() const {
           ScopedLogFile log_scope(log);  // its lines go where the opener's go
           for (const LoadingIndex* cv : {&im->chunk_vectors, &im->entity_vectors}) {
             if (!cv->deferred()) continue;
-            auto* v = const_cast<LoadingIndex*>(cv);  // written once, before the future is ready
-            Result<std::unique_ptr<VectorIndex>> built = VectorIndex::Build(im->store, v->owner);
+            Result<std::unique_ptr<VectorIndex>> built = VectorIndex::Build(im->store, cv->owner);
             if (built.ok()) {
-              v->index = std::move(built).value();
+              cv->index = std::move(built).value();
             } else {
-              v->status = built.status();
+              cv->status = built.status();
             }
           }
         }).share();
