@@ -712,19 +712,19 @@ Result<std::unique_ptr<Retriever>> Retriever::Open(Store& store, EmbeddingModel*
 const std::shared_future<void>& Retriever::Impl::StartVectors() const {
   std::call_once(vectors_once, [this] {
     // The store reads on a connection of its own there; ~Impl waits for the thread.
-    vectors_loaded =
-        std::async(std::launch::async, [im = this, log = CurrentLogFile()] {
-          ScopedLogFile log_scope(log);  // its lines go where the opener's go
-          for (const LoadingIndex* cv : {&im->chunk_vectors, &im->entity_vectors}) {
-            if (!cv->deferred()) continue;
-            Result<std::unique_ptr<VectorIndex>> built = VectorIndex::Build(im->store, cv->owner);
-            if (built.ok()) {
-              cv->index = std::move(built).value();
-            } else {
-              cv->status = built.status();
-            }
-          }
-        }).share();
+    vectors_loaded = std::async(std::launch::async, [im = this, log = CurrentLogFile()] {
+                       ScopedLogFile log_scope(log);  // its lines go where the opener's go
+                       for (const LoadingIndex* cv : {&im->chunk_vectors, &im->entity_vectors}) {
+                         if (!cv->deferred()) continue;
+                         Result<std::unique_ptr<VectorIndex>> built =
+                             VectorIndex::Build(im->store, cv->owner);
+                         if (built.ok()) {
+                           cv->index = std::move(built).value();
+                         } else {
+                           cv->status = built.status();
+                         }
+                       }
+                     }).share();
   });
   return vectors_loaded;
 }
