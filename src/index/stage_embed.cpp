@@ -11,52 +11,25 @@ namespace grag {
 namespace {
 
 // How vectors are kept (embeddings.encoding; ValidateConfig accepted its value).
-VectorEncoding StoredEncoding(const Run& run) {
-  return ParseVectorEncoding(run.config().embeddings.encoding).value_or(VectorEncoding::kF32);
+VectorEncoding StoredEncoding(const Config& config) {
+  return ParseVectorEncoding(config.embeddings.encoding).value_or(VectorEncoding::kF32);
 }
 
-struct EmbedItem {
-  std::string owner_id;
-  std::string text;
-  std::string hash;
-};
+// The stage's progress line for `owner`'s vectors.
+std::string StageName(EmbeddingOwner owner) {
+  return owner == EmbeddingOwner::kEntity  ? "embed entities"
+         : owner == EmbeddingOwner::kChunk ? "embed chunks"
+                                           : "embed reports";
+}
 
-// Embeds `todo` (texts whose stored vector is missing or stale) in groups, storing each group as
-// it arrives. The client spreads a group's batches over its concurrency slots.
+// Embeds `todo` (texts whose stored vector is missing or stale) with the run's model.
 Status EmbedOwner(Run& run, EmbeddingOwner owner, const std::vector<EmbedItem>& todo,
                   int64_t& written) {
-  if (todo.empty()) return Status::Ok();
-  const std::string stage = owner == EmbeddingOwner::kEntity  ? "embed entities"
-                            : owner == EmbeddingOwner::kChunk ? "embed chunks"
-                                                              : "embed reports";
-  const size_t group =
-      static_cast<size_t>(std::max<int64_t>(1, run.config().embeddings.batch_size)) *
-      static_cast<size_t>(std::max<int64_t>(1, EmbeddingConcurrency(run.config())));
-  int64_t done = 0;
-  for (size_t start = 0; start < todo.size(); start += group) {
-    if (run.cancelled()) return Status::Cancelled("interrupted");
-    const size_t end = std::min(todo.size(), start + group);
-    std::vector<std::string> texts;
-    for (size_t i = start; i < end; ++i) texts.push_back(todo[i].text);
-    auto reply = run.embedder()->Embed(texts);
-    if (!reply.ok()) return reply.status().WithContext(stage);
-    std::vector<EmbeddingRecord> records;
-    for (size_t i = start; i < end; ++i) {
-      EmbeddingRecord r;
-      r.owner = owner;
-      r.owner_id = todo[i].owner_id;
-      r.model = run.embedder()->model();
-      r.vector = std::move(reply->vectors[i - start]);
-      r.input_hash = todo[i].hash;
-      r.encoding = StoredEncoding(run);
-      records.push_back(std::move(r));
-    }
-    GRAG_RETURN_IF_ERROR(run.store().PutEmbeddings(records).WithContext(stage));
-    written += static_cast<int64_t>(records.size());
-    done += static_cast<int64_t>(records.size());
-    run.Progress(stage, done, static_cast<int64_t>(todo.size()));
-  }
-  return Status::Ok();
+  const std::string stage = StageName(owner);
+  const auto total = static_cast<int64_t>(todo.size());
+  return EmbedItems(
+      run.config(), run.store(), *run.embedder(), owner, todo, run.cancel_flag(), stage,
+      [&](int64_t done) { run.Progress(stage, done, total); }, written);
 }
 
 // Whether the stored vector of `owner_id` is missing or was made from another text.
@@ -135,19 +108,63 @@ Status Embed(Run& run, EmbedSummary& s) {
     std::vector<EmbedItem> todo;
     for (const auto& r : reports) {
       if (r.status != ReportStatus::kOk || r.full_content.empty()) continue;
-      std::string hash = InputHash(r.full_content);
-      std::string id = std::to_string(r.community_id);
-      if (Stale(stored, id, hash)) todo.push_back({std::move(id), r.full_content, std::move(hash)});
+      EmbedItem item = ReportEmbedItem(r);
+      if (Stale(stored, item.owner_id, item.hash)) todo.push_back(std::move(item));
     }
     GRAG_RETURN_IF_ERROR(EmbedOwner(run, EmbeddingOwner::kReport, todo, s.embeddings_written));
   }
   // Vectors kept in another encoding (an older index, or the setting changed) are rewritten in
   // the configured one from their stored values.
-  GRAG_ASSIGN_OR_RETURN(const int64_t recoded, store.ReencodeEmbeddings(StoredEncoding(run)));
+  GRAG_ASSIGN_OR_RETURN(const int64_t recoded,
+                        store.ReencodeEmbeddings(StoredEncoding(run.config())));
   if (recoded > 0) {
     Log(LogLevel::kInfo, "embed",
         std::to_string(recoded) + " stored vectors re-encoded as " +
             run.config().embeddings.encoding + " (embeddings.encoding)");
+  }
+  return Status::Ok();
+}
+
+EmbedItem ReportEmbedItem(const ReportRecord& report) {
+  return {std::to_string(report.community_id), report.full_content, InputHash(report.full_content)};
+}
+
+Status EmbedItems(const Config& config, Store& store, EmbeddingModel& embedder,
+                  EmbeddingOwner owner, const std::vector<EmbedItem>& todo,
+                  const std::atomic<bool>* cancel, std::string_view stage,
+                  const std::function<void(int64_t done)>& progress, int64_t& written) {
+  // The client spreads a group's batches over its concurrency slots.
+  const size_t group = static_cast<size_t>(std::max<int64_t>(1, config.embeddings.batch_size)) *
+                       static_cast<size_t>(std::max<int64_t>(1, EmbeddingConcurrency(config)));
+  const VectorEncoding encoding = StoredEncoding(config);
+  int64_t done = 0;
+  for (size_t start = 0; start < todo.size(); start += group) {
+    if (cancel != nullptr && cancel->load()) return Status::Cancelled("interrupted");
+    const size_t end = std::min(todo.size(), start + group);
+    std::vector<std::string> texts;
+    for (size_t i = start; i < end; ++i) texts.push_back(todo[i].text);
+    auto reply = embedder.Embed(texts);
+    if (!reply.ok()) return reply.status().WithContext(std::string(stage));
+    if (reply->vectors.size() != texts.size()) {
+      return Status::Internal(std::string(stage) + ": the embedding model returned " +
+                              std::to_string(reply->vectors.size()) + " vectors for " +
+                              std::to_string(texts.size()) + " texts");
+    }
+    std::vector<EmbeddingRecord> records;
+    for (size_t i = start; i < end; ++i) {
+      EmbeddingRecord r;
+      r.owner = owner;
+      r.owner_id = todo[i].owner_id;
+      r.model = embedder.model();
+      r.vector = std::move(reply->vectors[i - start]);
+      r.input_hash = todo[i].hash;
+      r.encoding = encoding;
+      records.push_back(std::move(r));
+    }
+    GRAG_RETURN_IF_ERROR(store.PutEmbeddings(records).WithContext(std::string(stage)));
+    written += static_cast<int64_t>(records.size());
+    done += static_cast<int64_t>(records.size());
+    if (progress) progress(done);
   }
   return Status::Ok();
 }

@@ -121,33 +121,22 @@ namespace {
 // The reports a question wrote, embedded as the embed stage would embed them, when the index's
 // report vectors are `embedder`'s (else the next index run embeds them).
 Result<int64_t> EmbedWrittenReports(const Config& config, Store& store, EmbeddingModel& embedder,
-                                    const ReportStageSummary& rs) {
+                                    const ReportStageSummary& rs, const std::atomic<bool>* cancel) {
   GRAG_ASSIGN_OR_RETURN(std::optional<EmbeddingSpace> space,
                         store.GetEmbeddingSpace(EmbeddingOwner::kReport));
   if (!space || space->model != embedder.model()) return int64_t{0};
-  std::vector<EmbeddingRecord> records;
-  std::vector<std::string> texts;
+  std::vector<EmbedItem> todo;
   for (const CommunityReportOutcome& o : rs.outcomes) {
     if (o.action != ReportAction::kGenerated) continue;
     GRAG_ASSIGN_OR_RETURN(std::optional<ReportRecord> r, store.GetReport(o.community_id));
-    if (!r || r->status != ReportStatus::kOk || r->full_content.empty()) continue;
-    EmbeddingRecord& e = records.emplace_back();
-    e.owner = EmbeddingOwner::kReport;
-    e.owner_id = std::to_string(o.community_id);
-    e.model = embedder.model();
-    e.input_hash = InputHash(r->full_content);
-    e.encoding = ParseVectorEncoding(config.embeddings.encoding).value_or(VectorEncoding::kF32);
-    texts.push_back(std::move(r->full_content));
+    if (r && r->status == ReportStatus::kOk && !r->full_content.empty()) {
+      todo.push_back(ReportEmbedItem(*r));
+    }
   }
-  if (records.empty()) return int64_t{0};
-  GRAG_ASSIGN_OR_RETURN(EmbeddingResponse reply, embedder.Embed(texts));
-  if (reply.vectors.size() != records.size()) {
-    return Status::Internal("the embedding model returned " + std::to_string(reply.vectors.size()) +
-                            " vectors for " + std::to_string(records.size()) + " reports");
-  }
-  for (size_t i = 0; i < records.size(); ++i) records[i].vector = std::move(reply.vectors[i]);
-  GRAG_RETURN_IF_ERROR(store.PutEmbeddings(records));
-  return static_cast<int64_t>(records.size());
+  int64_t written = 0;
+  GRAG_RETURN_IF_ERROR(EmbedItems(config, store, embedder, EmbeddingOwner::kReport, todo, cancel,
+                                  "embed reports", {}, written));
+  return written;
 }
 
 }  // namespace
@@ -207,7 +196,7 @@ Result<DeferredReports> WriteDeferredReports(const Config& config, Store& store,
   out.completion_tokens = rs.completion_tokens;
   if (embedder != nullptr) {
     // The reports are stored: a failure here costs only their vectors until the next run.
-    Result<int64_t> embedded = EmbedWrittenReports(config, store, *embedder, rs);
+    Result<int64_t> embedded = EmbedWrittenReports(config, store, *embedder, rs, cancel);
     if (embedded.ok()) {
       out.embedded = *embedded;
     } else {

@@ -4,6 +4,12 @@
 // error, cancellation, a kill) leaves what it finished stored and the next run goes on from there.
 #pragma once
 
+#include <atomic>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "grag/extract.h"
 #include "grag/indexer.h"
 #include "grag/store.h"
@@ -64,6 +70,23 @@ Status Reports(Run& run, ReportsSummary& s, bool refresh_all);
 
 // Embed: vectors for the chunks, entity descriptions and reports whose text changed.
 Status Embed(Run& run, EmbedSummary& s);
+
+// A text to embed for an owner, and the input hash kept beside its vector.
+struct EmbedItem {
+  std::string owner_id;
+  std::string text;
+  std::string hash;
+};
+// A report's item: its whole text (the embed stage's and a question's lazy reports alike).
+EmbedItem ReportEmbedItem(const ReportRecord& report);
+// Embeds `todo` in groups of embeddings.batch_size × the embedding concurrency, storing each
+// group as it arrives (in embeddings.encoding); `written` counts the vectors stored and
+// `progress` (may be empty) hears how many are done after each group. kCancelled when `cancel`
+// is set between groups; the embedding model's and the store's errors, in `stage`'s context.
+Status EmbedItems(const Config& config, Store& store, EmbeddingModel& embedder,
+                  EmbeddingOwner owner, const std::vector<EmbedItem>& todo,
+                  const std::atomic<bool>* cancel, std::string_view stage,
+                  const std::function<void(int64_t done)>& progress, int64_t& written);
 
 // Before a run with a model (and its dry run): every prompt file the run may use (extraction,
 // the judge, reports) is readable and keeps its placeholders, so an edited prompt that would
