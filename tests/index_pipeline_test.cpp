@@ -351,6 +351,43 @@ TEST(IndexPipelineTest, LiteralValuesAreNotEmbeddedUnlessAsked) {
   EXPECT_EQ(h.store->ListEmbeddings(EmbeddingOwner::kEntity)->size(), all - 2);
 }
 
+// store.compact: a run that builds an index from nothing leaves the file dense (VACUUM): smaller
+// than the same run's file left as written, with the same index in it; an update run (a
+// clustering already there, few free pages) leaves the file as written; "never" never compacts.
+TEST(IndexPipelineTest, AFirstRunLeavesTheFileCompactedAndAnUpdateDoesNot) {
+  auto file_bytes = [](Store& store) {
+    auto space = store.GetFileSpace();
+    EXPECT_TRUE(space.ok() && space->has_value());
+    return space.ok() && space->has_value() ? (*space)->file_bytes : int64_t{0};
+  };
+  Harness as_written(12);
+  as_written.config.store.compact = "never";
+  ASSERT_TRUE(as_written.Index().ok());
+  Harness compacted(12);
+  ASSERT_EQ(compacted.config.store.compact, "auto");  // the default
+  ASSERT_TRUE(compacted.Index().ok());
+  const int64_t dense = file_bytes(*compacted.store);
+  // Compacted: no free page, and B-tree pages filled (a run fills them in no particular order,
+  // splitting them half-full): a smaller file.
+  EXPECT_EQ((*compacted.store->GetFileSpace())->free_bytes, 0);
+  EXPECT_LT(dense, file_bytes(*as_written.store));
+  EXPECT_EQ(compacted.store->ListEntities()->size(), as_written.store->ListEntities()->size());
+  EXPECT_EQ(compacted.store->ListReports()->size(), as_written.store->ListReports()->size());
+  EXPECT_TRUE(compacted.store->CheckIntegrity().ok());
+
+  // An update that removes a document leaves pages free, too few (under a fifth of the file)
+  // for "auto" to rewrite the file; "always" does.
+  std::filesystem::remove(compacted.dir / "proj/input/doc11.txt");
+  ASSERT_TRUE(compacted.Index().ok());
+  const Store::FileSpace updated = *compacted.store->GetFileSpace().value();
+  EXPECT_GT(updated.free_bytes, 0);
+  EXPECT_LT(updated.free_bytes * 5, updated.file_bytes);
+  compacted.config.store.compact = "always";  // the same input again: only the compaction
+  ASSERT_TRUE(compacted.Index().ok());
+  EXPECT_EQ((*compacted.store->GetFileSpace())->free_bytes, 0);
+  EXPECT_LT(file_bytes(*compacted.store), updated.file_bytes);
+}
+
 TEST(IndexPipelineTest, TwoRunsGiveIdenticalCommunities) {
   Harness a;
   Harness b;

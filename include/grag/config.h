@@ -42,6 +42,9 @@ struct StoreConfig {
   // over replicas while writes go to the primary. Eventually consistent: a replica shows a
   // finished index run once it has replayed it.
   std::string read_url;
+  // After an index run, rewrite the SQLite file densely (VACUUM): always, never, or auto (after
+  // a run that built the index from nothing, or that left a fifth of the file as free pages).
+  std::string compact = "auto";
 };
 
 // One server of a model role (llm.endpoints, embeddings.endpoints): with several, each call goes to

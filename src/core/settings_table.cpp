@@ -129,6 +129,12 @@ std::vector<Setting> Settings(Config& c) {
        "search); writes still go to store.url. Answers lag the primary by the replication delay; "
        "empty = read store.url",
        &c.store.read_url},
+      {"store.compact", "",
+       "After grag index, rewrite the SQLite file densely (VACUUM; it needs as much free disk as "
+       "the index): auto = after a run that built the index from nothing (B-tree pages filled in "
+       "no particular order are left partly empty, a twentieth of a fresh index) or that left a "
+       "fifth of the file as free pages; always; never",
+       &c.store.compact, OneOf({"auto", "always", "never"})},
       {"llm.base_url", "GRAG_LLM_BASE_URL",
        "OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://localhost:11434/v1 "
        "(Ollama); empty = no LLM",

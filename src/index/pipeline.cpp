@@ -3,6 +3,7 @@
 #include "grag/indexer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -209,6 +210,31 @@ Status CheckIndexPrompts(const Config& config) {
       fmt::format("{}; nothing was sent to the model", fmt::join(broken, "; ")));
 }
 
+// store.compact after a finished run. The run's work is committed: a compaction that fails
+// (a reader holding the file, no room for the copy) is logged, not the run's failure.
+static void CompactAfterRun(std::string_view when, Store& store, bool built_from_nothing) {
+  if (when == "never") return;
+  if (when == "auto" && !built_from_nothing) {
+    Result<std::optional<Store::FileSpace>> space = store.GetFileSpace();
+    if (!space.ok() || !space->has_value()) return;
+    if ((*space)->free_bytes * 5 < (*space)->file_bytes) return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::optional<std::pair<int64_t, int64_t>>> sizes = store.Compact();
+  if (!sizes.ok()) {
+    Log(LogLevel::kWarn, "index",
+        "the index file was not compacted (the run's work is kept): " + sizes.status().ToString());
+    return;
+  }
+  if (!sizes->has_value()) return;
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  Log(LogLevel::kInfo, "index",
+      fmt::format("index file compacted: {:.1f} -> {:.1f} MB ({:.0f} ms)",
+                  static_cast<double>((*sizes)->first) / 1e6,
+                  static_cast<double>((*sizes)->second) / 1e6, ms));
+}
+
 // RunIndex with the context as given (the budget gate, if any, already in place).
 static Result<IndexSummary> RunIndexWith(const Config& config, const IndexRequest& request,
                                          IndexContext& context) {
@@ -307,6 +333,7 @@ static Result<IndexSummary> RunIndexWith(const Config& config, const IndexReques
     Log(LogLevel::kInfo, "index", fmt::format("query images built: {}", fmt::join(*images, ", ")));
   }
   GRAG_RETURN_IF_ERROR(store.FinishRun(s.run_id, RunStatus::kOk));
+  CompactAfterRun(config.store.compact, store, /*built_from_nothing=*/!clustered.has_value());
   return s;
 }
 

@@ -120,6 +120,8 @@ class SqliteStore final : public Store {
   Result<int64_t> ReencodeEmbeddings(VectorEncoding encoding) override;
   KeyValueCache& ReplyCache() override;
   Result<CachePruneResult> PruneReplyCache(const CachePruneOptions& options) override;
+  Result<std::optional<FileSpace>> GetFileSpace() override;
+  Result<std::optional<std::pair<int64_t, int64_t>>> Compact() override;
   Result<int64_t> BeginRun(std::string_view command) override;
   Status UpdateRun(int64_t run_id, std::string_view stage,
                    const std::map<std::string, int64_t>& counters) override;

@@ -325,11 +325,30 @@ Result<CachePruneResult> SqliteStore::PruneReplyCache(const CachePruneOptions& o
     GRAG_RETURN_IF_ERROR(tx.Commit());
   }
   // The file shrinks only when its free pages are given back; VACUUM rewrites it whole.
+  GRAG_ASSIGN_OR_RETURN(auto sizes, Compact());
+  out.file_bytes_after = sizes ? sizes->second : out.file_bytes_before;
+  return out;
+}
+
+Result<std::optional<Store::FileSpace>> SqliteStore::GetFileSpace() {
+  auto lock = impl_->Lock();
+  GRAG_ASSIGN_OR_RETURN(int64_t pages, impl_->conn.QueryInt("PRAGMA page_count"));
+  GRAG_ASSIGN_OR_RETURN(int64_t free_pages, impl_->conn.QueryInt("PRAGMA freelist_count"));
+  GRAG_ASSIGN_OR_RETURN(int64_t page_size, impl_->conn.QueryInt("PRAGMA page_size"));
+  return std::optional<FileSpace>(FileSpace{pages * page_size, free_pages * page_size});
+}
+
+Result<std::optional<std::pair<int64_t, int64_t>>> SqliteStore::Compact() {
+  if (impl_->read_only) return Status::InvalidArgument("the index is open read-only");
+  GRAG_RETURN_IF_ERROR(FlushDeferred());
+  GRAG_ASSIGN_OR_RETURN(std::optional<FileSpace> before, GetFileSpace());
   auto lock = impl_->Lock();
   GRAG_RETURN_IF_ERROR(impl_->conn.Exec("VACUUM").WithContext("giving the room back (VACUUM)"));
   GRAG_RETURN_IF_ERROR(impl_->conn.Exec("PRAGMA wal_checkpoint(TRUNCATE)"));
-  GRAG_ASSIGN_OR_RETURN(out.file_bytes_after, file_bytes());
-  return out;
+  GRAG_ASSIGN_OR_RETURN(int64_t pages, impl_->conn.QueryInt("PRAGMA page_count"));
+  GRAG_ASSIGN_OR_RETURN(int64_t page_size, impl_->conn.QueryInt("PRAGMA page_size"));
+  return std::optional<std::pair<int64_t, int64_t>>(
+      std::make_pair(before->file_bytes, pages * page_size));
 }
 
 // ---------------------------------------------------------------- runs

@@ -469,6 +469,23 @@ class Store {
   // room back (SQLite: VACUUM, which needs the writer and as much free disk as the index).
   virtual Result<CachePruneResult> PruneReplyCache(const CachePruneOptions& options) = 0;
 
+  // ---- upkeep
+
+  // How the file's pages are used, read without scanning it.
+  struct FileSpace {
+    int64_t file_bytes = 0;
+    int64_t free_bytes = 0;  // pages nothing uses (SQLite's freelist)
+  };
+  // nullopt for a backend without one file to measure (PostgreSQL).
+  virtual Result<std::optional<FileSpace>> GetFileSpace() { return std::optional<FileSpace>(); }
+  // Rewrites the file densely and gives free pages back (SQLite: VACUUM, which needs the writer
+  // and as much free disk as the index; B-tree pages an index run filled in no particular order
+  // are left partly empty). Returns the file's bytes before and after; a backend that
+  // keeps its own tables (PostgreSQL's autovacuum) does nothing and returns nullopt.
+  virtual Result<std::optional<std::pair<int64_t, int64_t>>> Compact() {
+    return std::optional<std::pair<int64_t, int64_t>>();
+  }
+
   // ---- run state
 
   // Records a new run of `command` as running and returns its id. Runs still marked running
