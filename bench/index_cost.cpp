@@ -690,8 +690,8 @@ Outcome RunOnce(const std::string& label, const Config& config, Store& store, Mo
 // resolution joins.
 void CountMentions(Store& store, Outcome& o) {
   auto r = store.RunReadOnlySql(
-      "SELECT (SELECT count(*) FROM main.entity_mentions), (SELECT count(*) FROM "
-      "main.relationship_mentions)",
+      "SELECT coalesce(sum(entity_count), 0), coalesce(sum(relationship_count), 0) "
+      "FROM main.extractions",
       1, std::chrono::milliseconds(0));
   if (r.ok() && !r->rows.empty()) {
     o.mentions = r->rows[0][0].integer;

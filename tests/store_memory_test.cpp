@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <fstream>
 #include <numeric>
+#include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "grag/large_array.h"
 #include "grag/store.h"
@@ -69,9 +71,15 @@ TEST(StoreMemoryTest, AnIndexOpenForWritingScansWithoutMappingTheFile) {
     ExtractionRecord r;
     r.chunk_id = "c";
     r.extractor = nlp;
-    const std::string description(8192, 'x');
+    // Descriptions that do not compress (the store keeps an extraction's mentions compressed):
+    // the file holds about as many bytes as the scan reads.
+    std::mt19937 random(7);
+    constexpr std::string_view kLetters =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-";
+    std::string description(8192, ' ');
     for (int64_t i = 0; i * static_cast<int64_t>(description.size()) < kBytes; ++i) {
       const std::string k = std::to_string(i);
+      for (char& c : description) c = kLetters[random() % kLetters.size()];
       r.entities.push_back({"E" + k, "e" + k, "PERSON", k + description});
     }
     ASSERT_TRUE((*store)->PutExtraction(r).ok());

@@ -90,10 +90,9 @@ TEST(StoreOpenTest, CreatesSchemaInWalModeWithForeignKeys) {
   EXPECT_EQ(raw.Text("SELECT value FROM meta WHERE key = 'created_by'"), "grag");
   EXPECT_FALSE(raw.Text("SELECT value FROM meta WHERE key = 'created_at'").empty());
   for (const char* table :
-       {"documents", "chunks", "chunks_fts", "extractions", "entity_mentions",
-        "relationship_mentions", "entities", "relationships", "entity_chunks",
-        "relationship_chunks", "clusterings", "communities", "community_members", "reports",
-        "embeddings", "llm_cache", "runs", "run_stages"}) {
+       {"documents", "chunks", "chunks_fts", "extractions", "entities", "relationships",
+        "entity_chunks", "relationship_chunks", "clusterings", "communities", "community_members",
+        "reports", "embeddings", "llm_cache", "runs", "run_stages"}) {
     EXPECT_EQ(
         raw.Text(std::string("SELECT count(*) FROM sqlite_master WHERE name = '") + table + "'"),
         "1")
@@ -297,13 +296,16 @@ TEST(StoreOpenTest, SchemaFiveDropsTheMentionNameIndexesAndKeepsTheMentions) {
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     ASSERT_TRUE((*store)->UpsertDocument(Doc("a", "alpha beta")).ok());
     InsertOldChunk(path, "a#0", "a", "alpha beta");
-    ExtractionRecord r;
-    r.chunk_id = "a#0";
-    r.extractor = nlp;
-    r.entities = {{"Alpha", "alpha", "CONCEPT", "the first"}};
-    r.relationships = {{"Alpha", "Beta", "alpha", "beta", "together", 1}};
-    ASSERT_TRUE((*store)->PutExtraction(r).ok());
   }
+  // As that schema kept them: a row per mention (schema 11 moves them into the extraction).
+  RawDb(path).Exec(
+      "INSERT INTO extractions (id, chunk_id, extractor, model, status) "
+      "VALUES (1, 'a#0', 'nlp', 'nlp', 'ok');"
+      "INSERT INTO entity_mentions (extraction_id, name, name_key, type, description) "
+      "VALUES (1, 'Alpha', 'alpha', 'CONCEPT', 'the first');"
+      "INSERT INTO relationship_mentions (extraction_id, source, target, source_key, "
+      "target_key, description, strength) VALUES (1, 'Alpha', 'Beta', 'alpha', 'beta', "
+      "'together', 1);");
   const std::string named_indexes =
       "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
       "('entity_mentions_key', 'relationship_mentions_keys')";
@@ -315,6 +317,106 @@ TEST(StoreOpenTest, SchemaFiveDropsTheMentionNameIndexesAndKeepsTheMentions) {
   EXPECT_EQ((*store)->ListRelationshipMentions(nlp)->size(), 1u);
   store->reset();
   EXPECT_EQ(RawDb(path).Text(named_indexes), "0");
+}
+
+// Schema 11 moves an extraction's mentions into its row: each one kept, in the order extracted,
+// quotes, non-ASCII text and strengths intact; counts and the empty-extraction check from the new
+// columns; an extraction stored afterwards is compressed.
+TEST(StoreOpenTest, SchemaElevenMovesMentionsIntoTheirExtraction) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  const ExtractorId nlp{ExtractorKind::kNlp, "nlp"};
+  {
+    auto store = store::OpenStore(path, {}, store::DefaultMigrations().first(10));
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("a", "alpha beta")).ok());
+  }
+  RawDb(path).Exec(
+      "INSERT INTO chunks (seq, id, document_id, chunk_index, text, n_tokens, start_token) "
+      "VALUES (1, 'a#0', 'a', 0, 'x', 1, 0), (2, 'a#1', 'a', 1, 'y', 1, 0), "
+      "(3, 'a#2', 'a', 2, 'z', 1, 0);"
+      "INSERT INTO extractions (id, chunk_id, extractor, model, status) VALUES "
+      "(1, 'a#1', 'nlp', 'nlp', 'ok'), (2, 'a#0', 'nlp', 'nlp', 'ok'), "
+      "(3, 'a#2', 'nlp', 'nlp', 'ok');"
+      "INSERT INTO entity_mentions (id, extraction_id, name, name_key, type, description) VALUES "
+      "(5, 1, 'Zeta', 'zeta', 'X', 'second chunk'), "
+      "(1, 2, 'Bêta \"B\"', 'bêta b', 'Y', 'said ''hi'''), (2, 2, 'Alpha', 'alpha', 'X', '');"
+      "INSERT INTO relationship_mentions (extraction_id, source, target, source_key, target_key, "
+      "description, strength) VALUES (2, 'Alpha', 'Zeta', 'alpha', 'zeta', 'r', 7.5);");
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto entities = (*store)->ListEntityMentions(nlp);
+  ASSERT_TRUE(entities.ok()) << entities.status().ToString();
+  ASSERT_EQ(entities->size(), 3u);
+  EXPECT_EQ((*entities)[0].chunk_id, "a#0");
+  EXPECT_EQ((*entities)[0].mention.name, "Bêta \"B\"");
+  EXPECT_EQ((*entities)[0].mention.name_key, "bêta b");
+  EXPECT_EQ((*entities)[0].mention.description, "said 'hi'");
+  EXPECT_EQ((*entities)[1].mention.name, "Alpha");
+  EXPECT_EQ((*entities)[2].chunk_id, "a#1");
+  EXPECT_EQ((*entities)[2].mention.type, "X");
+  auto relationships = (*store)->ListRelationshipMentions(nlp);
+  ASSERT_TRUE(relationships.ok()) << relationships.status().ToString();
+  ASSERT_EQ(relationships->size(), 1u);
+  EXPECT_EQ((*relationships)[0].mention.target_key, "zeta");
+  EXPECT_EQ((*relationships)[0].mention.strength, 7.5);
+  auto stats = (*store)->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->entity_mentions, 3);
+  EXPECT_EQ(stats->relationship_mentions, 1);
+  EXPECT_EQ(stats->extractions_empty, 1);  // a#2's
+  auto got = (*store)->GetExtraction("a#0", nlp);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->entities.size(), 2u);
+  EXPECT_EQ((*got)->relationships.size(), 1u);
+
+  // Stored now: one compressed value, read back whole.
+  ExtractionRecord r;
+  r.chunk_id = "a#2";
+  r.extractor = nlp;
+  for (int i = 0; i < 20; ++i) {
+    r.entities.push_back({"Name " + std::to_string(i), "name " + std::to_string(i), "X",
+                          "a description that repeats itself"});
+  }
+  r.relationships = {{"Name 0", "Name 1", "name 0", "name 1", "linked", 2.25}};
+  ASSERT_TRUE((*store)->PutExtraction(r).ok());
+  got = (*store)->GetExtraction("a#2", nlp);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  ASSERT_EQ((*got)->entities.size(), 20u);
+  EXPECT_EQ((*got)->entities[19].name_key, "name 19");
+  EXPECT_EQ((*got)->relationships[0].strength, 2.25);
+  store->reset();
+  RawDb raw(path);
+  EXPECT_EQ(raw.Text("SELECT typeof(mentions) FROM extractions WHERE chunk_id = 'a#2'"), "blob");
+  EXPECT_EQ(raw.Text("SELECT entity_count || ',' || relationship_count FROM extractions WHERE "
+                     "chunk_id = 'a#2'"),
+            "20,1");
+  EXPECT_EQ(raw.Text("SELECT count(*) FROM sqlite_master WHERE name LIKE '%_mentions%'"), "0");
+  EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
+}
+
+// A damaged mention value is an error naming the chunk, not a crash or a silent empty list.
+TEST(StoreOpenTest, DamagedStoredMentionsAreReported) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  const ExtractorId nlp{ExtractorKind::kNlp, "nlp"};
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("a", "alpha beta")).ok());
+  }
+  RawDb(path).Exec(
+      "INSERT INTO chunks (seq, id, document_id, chunk_index, text, n_tokens, start_token) "
+      "VALUES (1, 'a#0', 'a', 0, 'x', 1, 0);"
+      "INSERT INTO extractions (chunk_id, extractor, model, status, mentions) "
+      "VALUES ('a#0', 'nlp', 'nlp', 'ok', '{\"e\": [[\"A\"]], \"r\": []}');");
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto entities = (*store)->ListEntityMentions(nlp);
+  ASSERT_FALSE(entities.ok());
+  EXPECT_EQ(entities.status().code(), ErrorCode::kCorruption);
+  EXPECT_NE(entities.status().message().find("a#0"), std::string::npos)
+      << entities.status().message();
 }
 
 TEST(StoreOpenTest, MigratesVersionZeroThroughEveryStep) {
@@ -487,7 +589,7 @@ TEST(StoreOpenTest, SchemaTenKeepsVectorsAndShortensInputHashes) {
             "1");
   auto store = Store::Open(path);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  EXPECT_EQ((*store)->Info()->schema_version, 10);
+  EXPECT_EQ((*store)->Info()->schema_version, Store::LatestSchemaVersion());
   auto entity = (*store)->GetEntityByKey("alpha");
   ASSERT_TRUE(entity.ok() && entity->has_value());
   EXPECT_EQ((*entity)->description_hash, Sha256Hex("descriptions").substr(0, 16));

@@ -1,5 +1,5 @@
-// How SQLite plans the store's mention scans: the merge reads every mention of an index through
-// them, so a plan that sorts the rows holds them all in memory (SQLite's sorter), which the scans
+// How SQLite plans the store's mention scan: the merge reads every mention of an index through
+// it, so a plan that sorts the rows holds them all in memory (SQLite's sorter), which the scans
 // are there to avoid. Checked without statistics, as on a first index, where the planner is left
 // to its defaults.
 #include <gtest/gtest.h>
@@ -64,8 +64,7 @@ TEST(StorePlanTest, MentionScansComeInOrderWithoutASort) {
   sqlite3_exec(db, "DROP TABLE IF EXISTS sqlite_stat1", nullptr, nullptr, nullptr);
   sqlite3_close(db);
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  for (std::string_view sql :
-       {sqlite::kScanEntityMentionsSql, sqlite::kScanRelationshipMentionsSql}) {
+  for (std::string_view sql : {sqlite::kScanMentionsSql}) {
     const std::vector<std::string> plan = Plan(db, sql);
     ASSERT_FALSE(plan.empty()) << sql;
     std::string all;

@@ -61,24 +61,20 @@ std::vector<IndexTable> MakeTables() {
        {"params_hash", T},
        {"created_at", T}},
       "id");
+  // Mentions without their row ids: the SQLite store keeps an extraction's mentions in one
+  // value (its schema 11), so their order within the extraction is what the two forms share.
   Add(t, "entity_mentions",
-      {{"id", I},
-       {"extraction_id", I},
-       {"name", T},
-       {"name_key", T},
-       {"type", T},
-       {"description", T}},
-      "id");
+      {{"extraction_id", I}, {"name", T}, {"name_key", T}, {"type", T}, {"description", T}},
+      "extraction_id, id");
   Add(t, "relationship_mentions",
-      {{"id", I},
-       {"extraction_id", I},
+      {{"extraction_id", I},
        {"source", T},
        {"target", T},
        {"source_key", T},
        {"target_key", T},
        {"description", T},
        {"strength", R}},
-      "id");
+      "extraction_id, id");
   Add(t, "entities",
       {{"id", I},
        {"name_key", T},

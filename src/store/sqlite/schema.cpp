@@ -528,6 +528,31 @@ BEGIN
 END;
 )sql";
 
+// Version 11: an extraction's mentions are one value in its row (mention_record.h) instead of a
+// row each in entity_mentions and relationship_mentions: names, keys and descriptions compress
+// to a quarter as one value, and the per-row overhead and the two indexes by extraction go. The
+// counts stay as columns (stats, the empty-extraction check). The migration writes the plain
+// JSON form; an extraction stored later is compressed.
+constexpr std::string_view kSchemaV11 = R"sql(
+ALTER TABLE extractions ADD COLUMN mentions BLOB NOT NULL DEFAULT '{"e":[],"r":[]}';
+ALTER TABLE extractions ADD COLUMN entity_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE extractions ADD COLUMN relationship_count INTEGER NOT NULL DEFAULT 0;
+UPDATE extractions SET
+  mentions = json_object(
+    'e', (SELECT json_group_array(json_array(m.name, m.name_key, m.type, m.description))
+          FROM (SELECT * FROM entity_mentions WHERE extraction_id = extractions.id
+                ORDER BY id) m),
+    'r', (SELECT json_group_array(json_array(m.source, m.target, m.source_key, m.target_key,
+                                             m.description, m.strength))
+          FROM (SELECT * FROM relationship_mentions WHERE extraction_id = extractions.id
+                ORDER BY id) m)),
+  entity_count = (SELECT count(*) FROM entity_mentions WHERE extraction_id = extractions.id),
+  relationship_count =
+    (SELECT count(*) FROM relationship_mentions WHERE extraction_id = extractions.id);
+DROP TABLE entity_mentions;
+DROP TABLE relationship_mentions;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "initial schema", kSchemaV1},
     {2, "clusterings: graph_hash, fresh_modularity", kSchemaV2},
@@ -540,6 +565,7 @@ constexpr Migration kMigrations[] = {
     {9, "link tables by chunk seq", kSchemaV9},
     {10, "smaller rows: no graph timestamps, vectors without rowid, 64-bit input hashes",
      kSchemaV10},
+    {11, "an extraction's mentions in its row", kSchemaV11},
 };
 
 // Applies one step inside the caller's transaction.

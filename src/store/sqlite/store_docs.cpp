@@ -843,8 +843,8 @@ Result<StoreStats> SqliteStore::Stats() {
         conn.Prepare("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), "
                      "(SELECT count(*) FROM extractions WHERE status = 'ok'), "
                      "(SELECT count(*) FROM extractions WHERE status = 'skipped'), "
-                     "(SELECT count(*) FROM entity_mentions), "
-                     "(SELECT count(*) FROM relationship_mentions), "
+                     "(SELECT coalesce(sum(entity_count), 0) FROM extractions), "
+                     "(SELECT coalesce(sum(relationship_count), 0) FROM extractions), "
                      "(SELECT count(*) FROM entities), (SELECT count(*) FROM relationships), "
                      "(SELECT count(*) FROM communities), "
                      "(SELECT count(*) FROM reports WHERE status = 'ok'), "
@@ -852,8 +852,8 @@ Result<StoreStats> SqliteStore::Stats() {
                      "(SELECT count(*) FROM llm_cache), (SELECT count(*) FROM runs), "
                      "(SELECT count(*) FROM reports WHERE status = 'ok' AND stale), "
                      "(SELECT count(*) FROM reports WHERE status = 'ok' AND generator = 'llm'), "
-                     "(SELECT count(*) FROM extractions x WHERE x.status = 'ok' AND NOT EXISTS "
-                     "(SELECT 1 FROM entity_mentions m WHERE m.extraction_id = x.id)), "
+                     "(SELECT count(*) FROM extractions WHERE status = 'ok' AND "
+                     "entity_count = 0), "
                      "(SELECT modularity FROM clusterings ORDER BY id DESC LIMIT 1)"));
     GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return Status::Internal("stats query returned no row");

@@ -9,6 +9,7 @@
 #include "grag/hash.h"
 #include "grag/store.h"
 #include "json_fields.h"
+#include "mention_record.h"
 #include "mention_sql.h"
 #include "names.h"
 #include "community_checks.h"
@@ -62,41 +63,19 @@ Status SqliteStore::PutExtraction(const ExtractionRecord& r) {
         conn.Prepare("DELETE FROM extractions WHERE chunk_id = ? AND extractor = ? AND model = ?"));
     GRAG_RETURN_IF_ERROR(del.BindAll(r.chunk_id, kind, r.extractor.model).Run());
   }
-  int64_t extraction_id = 0;
   {
+    const store::StoredMentions mentions = store::EncodeMentions(r.entities, r.relationships);
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt insert,
         conn.Prepare("INSERT INTO extractions (chunk_id, extractor, model, status, reason, "
-                     "gleaning_rounds, params_hash) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"));
+                     "gleaning_rounds, params_hash, mentions, entity_count, relationship_count) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     insert.BindAll(r.chunk_id, kind, r.extractor.model, store::ExtractionStatusName(r.status),
-                   r.reason, r.gleaning_rounds, r.params_hash);
-    GRAG_ASSIGN_OR_RETURN(bool row, insert.Step());
-    if (!row) return Status::Internal("INSERT ... RETURNING gave no row");
-    extraction_id = insert.Int(0);
+                   r.reason, r.gleaning_rounds, r.params_hash, mentions.bytes,
+                   static_cast<int64_t>(r.entities.size()),
+                   static_cast<int64_t>(r.relationships.size()));
+    if (mentions.compressed) insert.BindBlob(8, mentions.bytes.data(), mentions.bytes.size());
     GRAG_RETURN_IF_ERROR(insert.Run());
-  }
-  {
-    GRAG_ASSIGN_OR_RETURN(
-        sqlite::Stmt insert,
-        conn.Prepare("INSERT INTO entity_mentions (extraction_id, name, name_key, type, "
-                     "description) VALUES (?, ?, ?, ?, ?)"));
-    for (const EntityMention& m : r.entities) {
-      GRAG_RETURN_IF_ERROR(
-          insert.BindAll(extraction_id, m.name, m.name_key, m.type, m.description).Run());
-    }
-  }
-  {
-    GRAG_ASSIGN_OR_RETURN(
-        sqlite::Stmt insert,
-        conn.Prepare("INSERT INTO relationship_mentions (extraction_id, source, target, "
-                     "source_key, target_key, description, strength) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?)"));
-    for (const RelationshipMention& m : r.relationships) {
-      GRAG_RETURN_IF_ERROR(insert
-                               .BindAll(extraction_id, m.source, m.target, m.source_key,
-                                        m.target_key, m.description, m.strength)
-                               .Run());
-    }
   }
   return tx.Commit();
 }
@@ -107,49 +86,23 @@ Result<std::optional<ExtractionRecord>> SqliteStore::GetExtraction(std::string_v
   GRAG_RETURN_IF_ERROR(read.BeginSnapshot());
   sqlite::Connection& conn = read.conn();
   ExtractionRecord r;
-  int64_t id = 0;
-  {
-    GRAG_ASSIGN_OR_RETURN(
-        sqlite::Stmt stmt,
-        conn.Prepare("SELECT id, status, reason, gleaning_rounds, params_hash, created_at "
-                     "FROM extractions WHERE chunk_id = ? AND extractor = ? AND model = ?"));
-    stmt.BindAll(chunk_id, ExtractorKindName(extractor.kind), extractor.model);
-    GRAG_ASSIGN_OR_RETURN(bool found, stmt.Step());
-    if (!found) return std::optional<ExtractionRecord>();
-    id = stmt.Int(0);
-    r.chunk_id = std::string(chunk_id);
-    r.extractor = extractor;
-    r.status = store::ParseExtractionStatus(stmt.Text(1));
-    r.reason = stmt.Text(2);
-    r.gleaning_rounds = stmt.Int(3);
-    r.params_hash = stmt.Text(4);
-    r.created_at = stmt.Text(5);
-  }
-  {
-    GRAG_ASSIGN_OR_RETURN(
-        sqlite::Stmt stmt,
-        conn.Prepare("SELECT name, name_key, type, description FROM entity_mentions "
-                     "WHERE extraction_id = ? ORDER BY id"));
-    stmt.BindAll(id);
-    while (true) {
-      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) break;
-      r.entities.push_back({stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3)});
-    }
-  }
-  {
-    GRAG_ASSIGN_OR_RETURN(
-        sqlite::Stmt stmt,
-        conn.Prepare("SELECT source, target, source_key, target_key, description, strength "
-                     "FROM relationship_mentions WHERE extraction_id = ? ORDER BY id"));
-    stmt.BindAll(id);
-    while (true) {
-      GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) break;
-      r.relationships.push_back(
-          {stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Text(4), stmt.Double(5)});
-    }
-  }
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      conn.Prepare("SELECT status, reason, gleaning_rounds, params_hash, created_at, mentions "
+                   "FROM extractions WHERE chunk_id = ? AND extractor = ? AND model = ?"));
+  stmt.BindAll(chunk_id, ExtractorKindName(extractor.kind), extractor.model);
+  GRAG_ASSIGN_OR_RETURN(bool found, stmt.Step());
+  if (!found) return std::optional<ExtractionRecord>();
+  r.chunk_id = std::string(chunk_id);
+  r.extractor = extractor;
+  r.status = store::ParseExtractionStatus(stmt.Text(0));
+  r.reason = stmt.Text(1);
+  r.gleaning_rounds = stmt.Int(2);
+  r.params_hash = stmt.Text(3);
+  r.created_at = stmt.Text(4);
+  GRAG_RETURN_IF_ERROR(
+      store::DecodeMentions(stmt.Blob(5), stmt.IsBlob(5), &r.entities, &r.relationships)
+          .WithContext("chunk " + r.chunk_id));
   return std::optional<ExtractionRecord>(std::move(r));
 }
 
@@ -185,45 +138,60 @@ Result<std::vector<ChunkRelationshipMention>> SqliteStore::ListRelationshipMenti
   return out;
 }
 
+namespace {
+
+// Each ok extraction of `extractor` with its chunk id and its stored mentions, in chunk order.
+template <typename Fn>
+Status ScanExtractionMentions(ReadHandle& read, const ExtractorId& extractor, Fn&& fn) {
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read.conn().Prepare(sqlite::kScanMentionsSql));
+  stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return Status::Ok();
+    GRAG_RETURN_IF_ERROR(fn(stmt.Text(0), stmt.Blob(1), stmt.IsBlob(1)));
+  }
+}
+
+}  // namespace
+
 Status SqliteStore::ScanEntityMentions(
     const ExtractorId& extractor,
     const std::function<Status(const ChunkEntityMention& mention)>& fn) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read.conn().Prepare(sqlite::kScanEntityMentionsSql));
-  stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
-  ChunkEntityMention m;  // one row at a time
-  while (true) {
-    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) return Status::Ok();
-    m.chunk_id = stmt.Text(0);
-    m.mention.name = stmt.Text(1);
-    m.mention.name_key = stmt.Text(2);
-    m.mention.type = stmt.Text(3);
-    m.mention.description = stmt.Text(4);
-    GRAG_RETURN_IF_ERROR(fn(m));
-  }
+  ChunkEntityMention m;
+  std::vector<EntityMention> mentions;
+  return ScanExtractionMentions(
+      read, extractor, [&](std::string chunk_id, std::string_view bytes, bool compressed) {
+        mentions.clear();
+        GRAG_RETURN_IF_ERROR(store::DecodeMentions(bytes, compressed, &mentions, nullptr)
+                                 .WithContext("chunk " + chunk_id));
+        m.chunk_id = std::move(chunk_id);
+        for (EntityMention& mention : mentions) {
+          m.mention = std::move(mention);
+          GRAG_RETURN_IF_ERROR(fn(m));
+        }
+        return Status::Ok();
+      });
 }
 
 Status SqliteStore::ScanRelationshipMentions(
     const ExtractorId& extractor,
     const std::function<Status(const ChunkRelationshipMention& mention)>& fn) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
-  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        read.conn().Prepare(sqlite::kScanRelationshipMentionsSql));
-  stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
   ChunkRelationshipMention m;
-  while (true) {
-    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) return Status::Ok();
-    m.chunk_id = stmt.Text(0);
-    m.mention.source = stmt.Text(1);
-    m.mention.target = stmt.Text(2);
-    m.mention.source_key = stmt.Text(3);
-    m.mention.target_key = stmt.Text(4);
-    m.mention.description = stmt.Text(5);
-    m.mention.strength = stmt.Double(6);
-    GRAG_RETURN_IF_ERROR(fn(m));
-  }
+  std::vector<RelationshipMention> mentions;
+  return ScanExtractionMentions(
+      read, extractor, [&](std::string chunk_id, std::string_view bytes, bool compressed) {
+        mentions.clear();
+        GRAG_RETURN_IF_ERROR(store::DecodeMentions(bytes, compressed, nullptr, &mentions)
+                                 .WithContext("chunk " + chunk_id));
+        m.chunk_id = std::move(chunk_id);
+        for (RelationshipMention& mention : mentions) {
+          m.mention = std::move(mention);
+          GRAG_RETURN_IF_ERROR(fn(m));
+        }
+        return Status::Ok();
+      });
 }
 
 Result<std::string> SqliteStore::ExtractionsDigest(const ExtractorId& extractor) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "mention_record.h"
 #include "reply_codec.h"
 #include "store_impl.h"
 #include "table_sql.h"
@@ -29,6 +30,101 @@ std::string Source(std::string_view name) {
       owner, name);
 }
 
+bool MentionTable(std::string_view name) {
+  return name == "entity_mentions" || name == "relationship_mentions";
+}
+
+// A mention table's rows in the common form, read from each extraction's stored mentions
+// (mention_record.h), by extraction and in the order extracted.
+Status ScanMentionRows(sqlite::Connection& conn, const IndexTable& table,
+                       const std::function<Status(const TableRow& row)>& row_fn) {
+  const bool entities = table.name == "entity_mentions";
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
+                        conn.Prepare("SELECT id, mentions FROM extractions ORDER BY id"));
+  std::vector<EntityMention> em;
+  std::vector<RelationshipMention> rm;
+  TableRow row(table.columns.size());
+  while (true) {
+    GRAG_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
+    if (!has_row) return Status::Ok();
+    em.clear();
+    rm.clear();
+    GRAG_RETURN_IF_ERROR(store::DecodeMentions(stmt.Blob(1), stmt.IsBlob(1),
+                                               entities ? &em : nullptr, entities ? nullptr : &rm));
+    row[0] = stmt.Int(0);
+    for (const EntityMention& m : em) {
+      row[1] = m.name;
+      row[2] = m.name_key;
+      row[3] = m.type;
+      row[4] = m.description;
+      GRAG_RETURN_IF_ERROR(row_fn(row));
+    }
+    for (const RelationshipMention& m : rm) {
+      row[1] = m.source;
+      row[2] = m.target;
+      row[3] = m.source_key;
+      row[4] = m.target_key;
+      row[5] = m.description;
+      row[6] = m.strength;
+      GRAG_RETURN_IF_ERROR(row_fn(row));
+    }
+  }
+}
+
+std::string CellText(const CellValue& cell) {
+  const auto* s = std::get_if<std::string>(&cell);
+  return s != nullptr ? *s : std::string();
+}
+
+// Rows of a mention table in the common form appended to their extractions' stored mentions.
+Status InsertMentionRows(sqlite::Connection& conn, const IndexTable& table,
+                         const std::vector<TableRow>& rows) {
+  const bool entities = table.name == "entity_mentions";
+  const size_t width = entities ? 5 : 7;
+  GRAG_ASSIGN_OR_RETURN(sqlite::Stmt read,
+                        conn.Prepare("SELECT mentions FROM extractions WHERE id = ?"));
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt write,
+      conn.Prepare("UPDATE extractions SET mentions = ?, entity_count = ?, relationship_count = ? "
+                   "WHERE id = ?"));
+  for (size_t i = 0; i < rows.size();) {
+    const auto* id = rows[i].size() == width ? std::get_if<int64_t>(&rows[i][0]) : nullptr;
+    if (id == nullptr) {
+      return Status::InvalidArgument("a row of table " + std::string(table.name) +
+                                     " without its extraction id");
+    }
+    const int64_t extraction_id = *id;
+    GRAG_ASSIGN_OR_RETURN(bool found, read.BindAll(extraction_id).Step());
+    if (!found) {
+      return Status::InvalidArgument("table " + std::string(table.name) + " names extraction " +
+                                     std::to_string(extraction_id) + ", which is not there");
+    }
+    std::vector<EntityMention> em;
+    std::vector<RelationshipMention> rm;
+    GRAG_RETURN_IF_ERROR(store::DecodeMentions(read.Blob(0), read.IsBlob(0), &em, &rm));
+    for (; i < rows.size() && rows[i].size() == width &&
+           std::get_if<int64_t>(&rows[i][0]) != nullptr &&
+           std::get<int64_t>(rows[i][0]) == extraction_id;
+         ++i) {
+      const TableRow& row = rows[i];
+      if (entities) {
+        em.push_back({CellText(row[1]), CellText(row[2]), CellText(row[3]), CellText(row[4])});
+      } else {
+        const auto* strength = std::get_if<double>(&row[6]);
+        rm.push_back({CellText(row[1]), CellText(row[2]), CellText(row[3]), CellText(row[4]),
+                      CellText(row[5]), strength != nullptr ? *strength : 1.0});
+      }
+    }
+    const store::StoredMentions stored = store::EncodeMentions(em, rm);
+    write.BindAll(stored.bytes, static_cast<int64_t>(em.size()), static_cast<int64_t>(rm.size()),
+                  extraction_id);
+    if (stored.compressed) write.BindBlob(1, stored.bytes.data(), stored.bytes.size());
+    Status st = write.Run();
+    if (!st.ok()) return st.WithContext("copying into table " + std::string(table.name));
+  }
+  return Status::Ok();
+}
+
 class SqliteTableSnapshot final : public TableSnapshot {
  public:
   explicit SqliteTableSnapshot(ReadHandle read) : read_(std::move(read)) {}
@@ -38,6 +134,7 @@ class SqliteTableSnapshot final : public TableSnapshot {
     // A vector is copied as its values, whatever its stored encoding (read after the listed
     // columns), and a reply as its text, compressed or not: the rows are the backends' common
     // form.
+    if (MentionTable(table.name)) return ScanMentionRows(read_.conn(), table, row_fn);
     const bool vectors = table.name == "embeddings";
     const std::string sql = "SELECT " + store::ColumnList(table) + (vectors ? ", encoding" : "") +
                             " FROM " + Source(table.name) + store::ExcludeClause(table) +
@@ -90,6 +187,12 @@ class SqliteTableSnapshot final : public TableSnapshot {
   }
 
   Result<int64_t> Count(const IndexTable& table) override {
+    if (MentionTable(table.name)) {
+      return read_.conn().QueryInt(
+          std::string("SELECT coalesce(sum(") +
+          (table.name == "entity_mentions" ? "entity_count" : "relationship_count") +
+          "), 0) FROM extractions");
+    }
     return read_.conn().QueryInt("SELECT count(*) FROM " + std::string(table.name) +
                                  store::ExcludeClause(table));
   }
@@ -127,6 +230,10 @@ Status SqliteStore::InsertRows(const IndexTable& table, const std::vector<TableR
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(/*write=*/true));
   if (table.name == "entities" || table.name == "relationships" || table.name == "entity_chunks") {
     GRAG_RETURN_IF_ERROR(impl_->DropGraphImage());
+  }
+  if (MentionTable(table.name)) {
+    GRAG_RETURN_IF_ERROR(InsertMentionRows(impl_->conn, table, rows));
+    return tx.Commit();
   }
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt insert, impl_->conn.Prepare(sql));
   for (const TableRow& row : rows) {
