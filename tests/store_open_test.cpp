@@ -342,7 +342,13 @@ TEST(StoreOpenTest, SchemaElevenMovesMentionsIntoTheirExtraction) {
       "(5, 1, 'Zeta', 'zeta', 'X', 'second chunk'), "
       "(1, 2, 'Bêta \"B\"', 'bêta b', 'Y', 'said ''hi'''), (2, 2, 'Alpha', 'alpha', 'X', '');"
       "INSERT INTO relationship_mentions (extraction_id, source, target, source_key, target_key, "
-      "description, strength) VALUES (2, 'Alpha', 'Zeta', 'alpha', 'zeta', 'r', 7.5);");
+      "description, strength) VALUES (2, 'Alpha', 'Zeta', 'alpha', 'zeta', 'r', 7.5);"
+      "INSERT INTO communities (id, level, size) VALUES (4, 0, 1);"
+      "INSERT INTO reports (community_id, status, title, summary, findings, generator) VALUES "
+      "(4, 'ok', 'T', 'S', '[{\"summary\": \"f\", \"explanation\": \"e\", "
+      "\"entities\": [\"Alpha\"]}]', 'extractive');"
+      "INSERT INTO embeddings (owner_kind, owner_id, model, dimension, encoding, vector) "
+      "VALUES ('report', '4', 'm', 1, 'f32', x'0000803f');");
   auto store = Store::Open(path);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   auto entities = (*store)->ListEntityMentions(nlp);
@@ -370,6 +376,19 @@ TEST(StoreOpenTest, SchemaElevenMovesMentionsIntoTheirExtraction) {
   EXPECT_EQ((*got)->entities.size(), 2u);
   EXPECT_EQ((*got)->relationships.size(), 1u);
 
+  // The reports table, rebuilt, keeps its rows; its findings may now be stored compressed.
+  auto report = (*store)->GetReport(4);
+  ASSERT_TRUE(report.ok() && report->has_value()) << report.status().ToString();
+  ASSERT_EQ((*report)->findings.size(), 1u);
+  EXPECT_EQ((*report)->findings[0].entities, std::vector<std::string>{"Alpha"});
+  ReportRecord longer = **report;
+  for (int i = 0; i < 10; ++i) longer.findings.push_back(longer.findings[0]);
+  ASSERT_TRUE((*store)->PutReport(longer).ok());
+  report = (*store)->GetReport(4);
+  ASSERT_TRUE(report.ok() && report->has_value()) << report.status().ToString();
+  EXPECT_EQ((*report)->findings.size(), 11u);
+  EXPECT_EQ((*report)->full_content, longer.full_content);
+
   // Stored now: one compressed value, read back whole.
   ExtractionRecord r;
   r.chunk_id = "a#2";
@@ -392,6 +411,10 @@ TEST(StoreOpenTest, SchemaElevenMovesMentionsIntoTheirExtraction) {
                      "chunk_id = 'a#2'"),
             "20,1");
   EXPECT_EQ(raw.Text("SELECT count(*) FROM sqlite_master WHERE name LIKE '%_mentions%'"), "0");
+  EXPECT_EQ(raw.Text("SELECT typeof(findings) FROM reports WHERE community_id = 4"), "blob");
+  // Its trigger came back with it: a report's vector goes with the report.
+  raw.Exec("DELETE FROM reports WHERE community_id = 4");
+  EXPECT_EQ(raw.Text("SELECT count(*) FROM embeddings WHERE owner_kind = 'report'"), "0");
   EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
 }
 

@@ -95,6 +95,12 @@ TEST_F(StoreSqlTest, EveryViewAnswersWithItsDocumentedColumns) {
        {"id", "document_id", "document_title", "chunk_index", "n_tokens", "start_token",
         "start_byte", "end_byte", "text", "entity_count"}},
       {"documents", {"id", "title", "source_path", "content_hash", "characters", "chunk_count"}},
+      {"entity_mentions",
+       {"extraction_id", "chunk_id", "extractor", "extractor_model", "position", "name", "name_key",
+        "type", "description"}},
+      {"relationship_mentions",
+       {"extraction_id", "chunk_id", "extractor", "extractor_model", "position", "source", "target",
+        "source_key", "target_key", "description", "strength"}},
   };
   for (const auto& [view, columns] : views) {
     SqlRows rows = Run("SELECT * FROM " + view);
@@ -111,6 +117,39 @@ TEST_F(StoreSqlTest, EveryViewAnswersWithItsDocumentedColumns) {
   EXPECT_EQ(Run("SELECT count(*) FROM chunks").rows[0][0].integer, stats->chunks);
   EXPECT_EQ(Run("SELECT count(*) FROM reports WHERE status = 'ok'").rows[0][0].integer,
             stats->reports_ok);
+  EXPECT_EQ(Run("SELECT count(*) FROM entity_mentions").rows[0][0].integer, stats->entity_mentions);
+  EXPECT_EQ(Run("SELECT count(*) FROM relationship_mentions").rows[0][0].integer,
+            stats->relationship_mentions);
+  // What the store keeps compressed reads as its JSON: the findings and each extraction's first
+  // mention, as the Store API gives them.
+  SqlRows compressed =
+      Run("SELECT count(*) FROM main.reports WHERE typeof(findings) = 'blob' UNION ALL "
+          "SELECT count(*) FROM main.extractions WHERE typeof(mentions) = 'blob'");
+  EXPECT_GT(compressed.rows[0][0].integer, 0);
+  EXPECT_GT(compressed.rows[1][0].integer, 0);
+  auto reports = store_->ListReports();
+  ASSERT_TRUE(reports.ok());
+  const ReportRecord& first = reports->front();
+  SqlRows findings =
+      Run("SELECT finding_count, json_extract(findings, '$[0].summary') FROM reports WHERE "
+          "community_id = " +
+          std::to_string(first.community_id));
+  ASSERT_EQ(findings.rows.size(), 1u);
+  EXPECT_EQ(findings.rows[0][0].integer, static_cast<int64_t>(first.findings.size()));
+  if (!first.findings.empty()) {
+    EXPECT_EQ(findings.rows[0][1].text, first.findings[0].summary);
+  }
+  const ExtractorId nlp{ExtractorKind::kNlp, Run("SELECT extractor_model FROM entity_mentions "
+                                                 "LIMIT 1")
+                                                 .rows[0][0]
+                                                 .text};
+  auto mentions = store_->ListEntityMentions(nlp);
+  ASSERT_TRUE(mentions.ok() && !mentions->empty());
+  SqlRows mention = Run("SELECT name, description FROM entity_mentions WHERE chunk_id = '" +
+                        mentions->front().chunk_id + "' AND position = 0");
+  ASSERT_EQ(mention.rows.size(), 1u);
+  EXPECT_EQ(mention.rows[0][0].text, mentions->front().mention.name);
+  EXPECT_EQ(mention.rows[0][1].text, mentions->front().mention.description);
   // Names, not only ids.
   SqlRows r = Run("SELECT source, target FROM relationships ORDER BY weight DESC LIMIT 1");
   EXPECT_EQ(r.rows[0][0].kind, SqlValue::Kind::kText);

@@ -532,7 +532,8 @@ END;
 // row each in entity_mentions and relationship_mentions: names, keys and descriptions compress
 // to a quarter as one value, and the per-row overhead and the two indexes by extraction go. The
 // counts stay as columns (stats, the empty-extraction check). The migration writes the plain
-// JSON form; an extraction stored later is compressed.
+// JSON form; an extraction stored later is compressed. A report's findings may be stored
+// compressed too (a BLOB), so the reports table is rebuilt with a CHECK that allows it.
 constexpr std::string_view kSchemaV11 = R"sql(
 ALTER TABLE extractions ADD COLUMN mentions BLOB NOT NULL DEFAULT '{"e":[],"r":[]}';
 ALTER TABLE extractions ADD COLUMN entity_count INTEGER NOT NULL DEFAULT 0;
@@ -551,6 +552,41 @@ UPDATE extractions SET
     (SELECT count(*) FROM relationship_mentions WHERE extraction_id = extractions.id);
 DROP TABLE entity_mentions;
 DROP TABLE relationship_mentions;
+
+CREATE TABLE reports_v11 (
+  community_id       INTEGER PRIMARY KEY REFERENCES communities(id) ON DELETE CASCADE,
+  status             TEXT NOT NULL CHECK (status IN ('ok', 'gap')),
+  reason             TEXT NOT NULL DEFAULT '',
+  title              TEXT NOT NULL DEFAULT '',
+  summary            TEXT NOT NULL DEFAULT '',
+  full_content       TEXT NOT NULL DEFAULT '',
+  findings           TEXT NOT NULL DEFAULT '[]'
+                     CHECK (typeof(findings) = 'blob' OR json_valid(findings)),
+  rating             REAL,
+  rating_explanation TEXT NOT NULL DEFAULT '',
+  input_hash         TEXT NOT NULL DEFAULT '',
+  generator          TEXT NOT NULL CHECK (generator IN ('llm', 'extractive')),
+  model              TEXT NOT NULL DEFAULT '',
+  created_at         TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at         TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  stale              INTEGER NOT NULL DEFAULT 0,
+  basis              TEXT NOT NULL DEFAULT '',
+  stale_note         TEXT NOT NULL DEFAULT ''
+);
+INSERT INTO reports_v11 (community_id, status, reason, title, summary, full_content, findings,
+                         rating, rating_explanation, input_hash, generator, model, created_at,
+                         updated_at, stale, basis, stale_note)
+  SELECT community_id, status, reason, title, summary, full_content, findings, rating,
+         rating_explanation, input_hash, generator, model, created_at, updated_at, stale, basis,
+         stale_note
+  FROM reports ORDER BY community_id;
+DROP TABLE reports;
+PRAGMA legacy_alter_table = ON;
+ALTER TABLE reports_v11 RENAME TO reports;
+PRAGMA legacy_alter_table = OFF;
+CREATE TRIGGER reports_delete_embedding AFTER DELETE ON reports BEGIN
+  DELETE FROM embeddings WHERE owner_kind = 'report' AND owner_id = CAST(old.community_id AS TEXT);
+END;
 )sql";
 
 constexpr Migration kMigrations[] = {
@@ -565,7 +601,7 @@ constexpr Migration kMigrations[] = {
     {9, "link tables by chunk seq", kSchemaV9},
     {10, "smaller rows: no graph timestamps, vectors without rowid, 64-bit input hashes",
      kSchemaV10},
-    {11, "an extraction's mentions in its row", kSchemaV11},
+    {11, "an extraction's mentions in its row, findings compressed", kSchemaV11},
 };
 
 // Applies one step inside the caller's transaction.

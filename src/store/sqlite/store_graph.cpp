@@ -14,6 +14,7 @@
 #include "names.h"
 #include "community_checks.h"
 #include "neighbourhood.h"
+#include "reply_codec.h"
 #include "store_impl.h"
 
 namespace grag {
@@ -984,7 +985,20 @@ constexpr std::string_view kReportSelect =
 
 // `findings`: false leaves them out where full_content holds the rendering, and the basis out
 // (ListReports for global search's prompts).
-ReportRecord ReadReport(const sqlite::Stmt& stmt, bool findings = true) {
+// A report's findings as JSON text: stored compressed (a BLOB, reply_codec.h) where that saves
+// room (schema 11), else as the text.
+Result<std::string> FindingsJson(const sqlite::Stmt& stmt, int col) {
+  if (!stmt.IsBlob(col)) return stmt.Text(col);
+  Result<std::string> text = store::DecompressReply(stmt.Blob(col));
+  if (!text.ok()) {
+    return Status::Corruption("the findings of the report of community " +
+                              std::to_string(stmt.Int(0)) +
+                              " are damaged: " + text.status().message());
+  }
+  return text;
+}
+
+Result<ReportRecord> ReadReport(const sqlite::Stmt& stmt, bool findings = true) {
   ReportRecord r;
   r.community_id = stmt.Int(0);
   r.status = store::ParseReportStatus(stmt.Text(1));
@@ -992,7 +1006,10 @@ ReportRecord ReadReport(const sqlite::Stmt& stmt, bool findings = true) {
   r.title = stmt.Text(3);
   r.summary = stmt.Text(4);
   r.full_content = stmt.Text(5);
-  if (findings || r.full_content.empty()) r.findings = store::FindingsFromJson(stmt.Text(6));
+  if (findings || r.full_content.empty()) {
+    GRAG_ASSIGN_OR_RETURN(std::string json, FindingsJson(stmt, 6));
+    r.findings = store::FindingsFromJson(json);
+  }
   // Stored empty when it is the findings' rendering (PutReport).
   if (r.full_content.empty() && r.status == ReportStatus::kOk) {
     r.full_content = RenderReportMarkdown(r.title, r.summary, r.findings);
@@ -1043,12 +1060,15 @@ Status SqliteStore::PutReport(const ReportRecord& r) {
   const bool rendered = r.status == ReportStatus::kOk &&
                         r.full_content == RenderReportMarkdown(r.title, r.summary, r.findings);
   const std::string_view content = rendered ? std::string_view() : r.full_content;
-  GRAG_RETURN_IF_ERROR(stmt.BindAll(r.community_id, store::ReportStatusName(r.status), r.reason,
-                                    r.title, r.summary, content, store::FindingsToJson(r.findings),
-                                    r.rating, r.rating_explanation, r.input_hash,
-                                    store::ReportGeneratorName(r.generator), r.model,
-                                    r.stale ? 1 : 0, store::ReportBasisToJson(r.basis))
-                           .Run());
+  const std::string findings = store::FindingsToJson(r.findings);
+  stmt.BindAll(r.community_id, store::ReportStatusName(r.status), r.reason, r.title, r.summary,
+               content, findings, r.rating, r.rating_explanation, r.input_hash,
+               store::ReportGeneratorName(r.generator), r.model, r.stale ? 1 : 0,
+               store::ReportBasisToJson(r.basis));
+  // Compressed where that saves room (a third of their size): the largest part of a report.
+  const std::optional<std::string> packed = store::CompressReply(findings);
+  if (packed) stmt.BindBlob(7, packed->data(), packed->size());
+  GRAG_RETURN_IF_ERROR(stmt.Run());
   return tx.Commit();
 }
 
@@ -1066,7 +1086,8 @@ Result<std::optional<ReportRecord>> SqliteStore::GetReport(int64_t community_id)
                                                                "WHERE r.community_id = ?"));
   GRAG_ASSIGN_OR_RETURN(bool found, stmt.BindAll(community_id).Step());
   if (!found) return std::optional<ReportRecord>();
-  return std::optional<ReportRecord>(ReadReport(stmt));
+  GRAG_ASSIGN_OR_RETURN(ReportRecord r, ReadReport(stmt));
+  return std::optional<ReportRecord>(std::move(r));
 }
 
 Result<std::vector<ReportRecord>> SqliteStore::ListReports(std::optional<int64_t> level,
@@ -1080,7 +1101,8 @@ Result<std::vector<ReportRecord>> SqliteStore::ListReports(std::optional<int64_t
   while (true) {
     GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    out.push_back(ReadReport(stmt, findings));
+    GRAG_ASSIGN_OR_RETURN(ReportRecord r, ReadReport(stmt, findings));
+    out.push_back(std::move(r));
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "grag/store.h"
+#include "reply_codec.h"
 #include "store_impl.h"
 
 namespace grag {
@@ -66,16 +67,31 @@ SELECT c.id, c.level, c.parent_id, c.size, c.weight,
        r.title, r.rating, r.status AS report_status
 FROM main.communities c LEFT JOIN main.reports r ON r.community_id = c.id;
 
+-- What the extractor named in each chunk, as rows (kept one value per extraction: schema 11).
+CREATE TEMP VIEW entity_mentions AS
+SELECT x.id AS extraction_id, x.chunk_id, x.extractor, x.model AS extractor_model,
+       m.key AS position, m.value ->> 0 AS name, m.value ->> 1 AS name_key,
+       m.value ->> 2 AS type, m.value ->> 3 AS description
+FROM main.extractions x, json_each(grag_text(x.mentions), '$.e') m;
+
+CREATE TEMP VIEW relationship_mentions AS
+SELECT x.id AS extraction_id, x.chunk_id, x.extractor, x.model AS extractor_model,
+       m.key AS position, m.value ->> 0 AS source, m.value ->> 1 AS target,
+       m.value ->> 2 AS source_key, m.value ->> 3 AS target_key, m.value ->> 4 AS description,
+       m.value ->> 5 AS strength
+FROM main.extractions x, json_each(grag_text(x.mentions), '$.r') m;
+
 CREATE TEMP VIEW reports AS
 SELECT r.community_id, c.level, c.size, r.status, r.reason, r.title, r.summary, r.rating,
-       r.rating_explanation, r.findings, json_array_length(r.findings) AS finding_count,
+       r.rating_explanation, grag_text(r.findings) AS findings,
+       json_array_length(grag_text(r.findings)) AS finding_count,
        CASE WHEN r.full_content <> '' OR r.status <> 'ok' THEN r.full_content
             ELSE '# ' || r.title || char(10, 10) || r.summary || coalesce(
               (SELECT group_concat(char(10, 10) || '## ' || json_extract(f.value, '$.summary') ||
                                    CASE WHEN json_extract(f.value, '$.explanation') <> ''
                                         THEN char(10, 10) || json_extract(f.value, '$.explanation')
                                         ELSE '' END, '')
-               FROM json_each(r.findings) f), '') END AS full_content,
+               FROM json_each(grag_text(r.findings)) f), '') END AS full_content,
        r.generator, r.model, r.stale, r.stale_note, r.updated_at
 FROM main.reports r JOIN main.communities c ON c.id = r.community_id;
 )sql";
@@ -237,6 +253,24 @@ SqlValue ColumnValue(sqlite3_stmt* stmt, int col) {
   return v;
 }
 
+// grag_text(value): a value the store keeps compressed (a BLOB: reply_codec.h) as its text, any
+// other value as it is; NULL for a damaged one.
+void GragText(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
+  if (sqlite3_value_type(argv[0]) != SQLITE_BLOB) {
+    sqlite3_result_value(ctx, argv[0]);
+    return;
+  }
+  const auto* bytes = static_cast<const char*>(sqlite3_value_blob(argv[0]));
+  const std::string_view stored(bytes == nullptr ? "" : bytes,
+                                static_cast<size_t>(sqlite3_value_bytes(argv[0])));
+  Result<std::string> text = store::DecompressReply(stored);
+  if (!text.ok()) {
+    sqlite3_result_null(ctx);
+    return;
+  }
+  sqlite3_result_text64(ctx, text->data(), text->size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+}
+
 }  // namespace
 
 Result<SqlRows> SqliteStore::RunReadOnlySql(std::string_view sql, int64_t max_rows,
@@ -245,6 +279,12 @@ Result<SqlRows> SqliteStore::RunReadOnlySql(std::string_view sql, int64_t max_ro
   GRAG_ASSIGN_OR_RETURN(sqlite::Connection conn, store::OpenForReading(impl_->path));
   sqlite3* db = conn.get();
   sqlite3_busy_timeout(db, 10000);
+  if (int rc = sqlite3_create_function_v2(db, "grag_text", 1,
+                                          SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                          nullptr, GragText, nullptr, nullptr, nullptr);
+      rc != SQLITE_OK) {
+    return sqlite::ErrorStatus(db, rc, "registering grag_text");
+  }
   GRAG_RETURN_IF_ERROR(conn.Exec(kSqlViews).WithContext("creating the grag sql views"));
   GRAG_RETURN_IF_ERROR(conn.Exec("PRAGMA query_only = ON"));
 

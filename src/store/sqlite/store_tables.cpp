@@ -1,6 +1,7 @@
 // Whole tables as plain rows (grag/store_tables.h): the SQLite side of copying an index.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ std::string Source(std::string_view name) {
       "(SELECT l.{0}, c.id AS chunk_id FROM main.{1} l JOIN main.chunks c ON c.seq = "
       "l.chunk_seq) AS {1}",
       owner, name);
+}
+
+// Text columns the store keeps compressed where that saves room (a BLOB: reply_codec.h).
+bool CompressedColumn(std::string_view table, std::string_view column) {
+  return (table == "llm_cache" && column == "value") ||
+         (table == "reports" && column == "findings");
 }
 
 bool MentionTable(std::string_view name) {
@@ -161,7 +168,7 @@ class SqliteTableSnapshot final : public TableSnapshot {
             break;
           case ColumnType::kText:
           case ColumnType::kJson:
-            if (stmt.IsBlob(col) && table.name == "llm_cache") {
+            if (stmt.IsBlob(col)) {  // kept compressed (CompressedColumn)
               GRAG_ASSIGN_OR_RETURN(row[i], store::DecompressReply(stmt.Blob(col)));
             } else {
               row[i] = stmt.Text(col);
@@ -248,7 +255,13 @@ Status SqliteStore::InsertRows(const IndexTable& table, const std::vector<TableR
       } else if (const auto* d = std::get_if<double>(&row[i])) {
         insert.Bind(param, *d);
       } else if (const auto* s = std::get_if<std::string>(&row[i])) {
-        insert.Bind(param, *s);
+        std::optional<std::string> packed;
+        if (CompressedColumn(table.name, table.columns[i].name)) packed = store::CompressReply(*s);
+        if (packed) {
+          insert.BindBlob(param, packed->data(), packed->size());
+        } else {
+          insert.Bind(param, *s);
+        }
       } else if (const auto* f = std::get_if<std::vector<float>>(&row[i])) {
         insert.BindBlob(param, f->data(), f->size() * sizeof(float));
       } else {
