@@ -418,6 +418,38 @@ TEST(StoreOpenTest, SchemaElevenMovesMentionsIntoTheirExtraction) {
   EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
 }
 
+// A document's text is kept compressed where that saves room and read back byte for byte; a
+// short one stays text; grag sql counts the characters of either.
+TEST(StoreOpenTest, ADocumentsTextIsKeptCompressedAndReadBackWhole) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "Línea " + std::to_string(i) + ": the same words again.\n";
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("long", text)).ok());
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("short", "tiny")).ok());
+    auto got = (*store)->GetDocument("long");
+    ASSERT_TRUE(got.ok() && got->has_value()) << got.status().ToString();
+    EXPECT_EQ((*got)->text, text);
+    EXPECT_EQ((*(*store)->GetDocument("short"))->text, "tiny");
+    auto chars = (*store)->RunReadOnlySql("SELECT characters FROM documents WHERE id = 'long'", 1,
+                                          std::chrono::milliseconds(0));
+    ASSERT_TRUE(chars.ok()) << chars.status().ToString();
+    // Each "í" is two bytes and one character.
+    EXPECT_EQ(chars->rows[0][0].integer, static_cast<int64_t>(text.size()) - 200);
+    // A changed text replaces the stored one.
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("long", text + "more")).ok());
+    EXPECT_EQ((*(*store)->GetDocument("long"))->text, text + "more");
+  }
+  RawDb raw(path);
+  EXPECT_EQ(raw.Text("SELECT typeof(text) FROM documents WHERE id = 'long'"), "blob");
+  EXPECT_EQ(raw.Text("SELECT typeof(text) FROM documents WHERE id = 'short'"), "text");
+  EXPECT_LT(std::stoll(raw.Text("SELECT length(text) FROM documents WHERE id = 'long'")),
+            static_cast<long long>(text.size() / 3));
+}
+
 // A damaged mention value is an error naming the chunk, not a crash or a silent empty list.
 TEST(StoreOpenTest, DamagedStoredMentionsAreReported) {
   TempDir dir;

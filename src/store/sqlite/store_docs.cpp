@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "grag/log.h"
+#include "reply_codec.h"
 #include "store_impl.h"
 
 namespace grag {
@@ -356,19 +357,20 @@ Result<DocumentChange> SqliteStore::UpsertDocument(const Document& doc) {
           find.Text(0) == doc.content_hash ? DocumentChange::kUnchanged : DocumentChange::kChanged;
     }
   }
-  if (change == DocumentChange::kAdded) {
-    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt insert,
-                          conn.Prepare("INSERT INTO documents (id, title, source_path, "
-                                       "content_hash, text) VALUES (?, ?, ?, ?, ?)"));
-    GRAG_RETURN_IF_ERROR(
-        insert.BindAll(doc.id, doc.title, doc.source_path, doc.content_hash, doc.text).Run());
-  } else if (change == DocumentChange::kChanged) {
+  if (change != DocumentChange::kUnchanged) {
+    // The text compressed where that saves room (a BLOB, reply_codec.h): the chunks hold it
+    // again for search, so this copy is read only to cite and to chunk anew.
     GRAG_ASSIGN_OR_RETURN(
-        sqlite::Stmt update,
-        conn.Prepare("UPDATE documents SET title = ?2, source_path = ?3, content_hash = ?4, "
-                     "text = ?5, updated_at = " GRAG_SQL_NOW " WHERE id = ?1"));
-    GRAG_RETURN_IF_ERROR(
-        update.BindAll(doc.id, doc.title, doc.source_path, doc.content_hash, doc.text).Run());
+        sqlite::Stmt write,
+        conn.Prepare(change == DocumentChange::kAdded
+                         ? "INSERT INTO documents (id, title, source_path, content_hash, text) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5)"
+                         : "UPDATE documents SET title = ?2, source_path = ?3, content_hash = ?4, "
+                           "text = ?5, updated_at = " GRAG_SQL_NOW " WHERE id = ?1"));
+    write.BindAll(doc.id, doc.title, doc.source_path, doc.content_hash, doc.text);
+    const std::optional<std::string> packed = store::CompressReply(doc.text);
+    if (packed) write.BindBlob(5, packed->data(), packed->size());
+    GRAG_RETURN_IF_ERROR(write.Run());
   } else {
     // Same content: leave the (possibly large) text alone, follow a rename or retitle.
     GRAG_ASSIGN_OR_RETURN(
@@ -394,7 +396,16 @@ Result<std::optional<Document>> SqliteStore::GetDocument(std::string_view id) {
   doc.id = stmt.Text(0);
   doc.title = stmt.Text(1);
   doc.source_path = stmt.Text(2);
-  doc.text = stmt.Text(3);
+  if (stmt.IsBlob(3)) {
+    Result<std::string> text = store::DecompressReply(stmt.Blob(3));
+    if (!text.ok()) {
+      return Status::Corruption("the text of document " + doc.id +
+                                " is damaged: " + text.status().message());
+    }
+    doc.text = std::move(*text);
+  } else {
+    doc.text = stmt.Text(3);
+  }
   doc.content_hash = stmt.Text(4);
   return std::optional<Document>(std::move(doc));
 }

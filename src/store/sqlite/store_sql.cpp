@@ -21,7 +21,7 @@ namespace {
 // documents their columns: keep the two in step.
 constexpr std::string_view kSqlViews = R"sql(
 CREATE TEMP VIEW documents AS
-SELECT d.id, d.title, d.source_path, d.content_hash, length(d.text) AS characters,
+SELECT d.id, d.title, d.source_path, d.content_hash, length(grag_text(d.text)) AS characters,
        (SELECT count(*) FROM main.chunks c WHERE c.document_id = d.id) AS chunk_count,
        d.created_at, d.updated_at
 FROM main.documents d;

@@ -34,7 +34,7 @@ std::string Source(std::string_view name) {
 // Text columns the store keeps compressed where that saves room (a BLOB: reply_codec.h).
 bool CompressedColumn(std::string_view table, std::string_view column) {
   return (table == "llm_cache" && column == "value") ||
-         (table == "reports" && column == "findings");
+         (table == "reports" && column == "findings") || (table == "documents" && column == "text");
 }
 
 bool MentionTable(std::string_view name) {
