@@ -376,6 +376,14 @@ TEST(StoreOpenTest, SchemaElevenMovesMentionsIntoTheirExtraction) {
   EXPECT_EQ((*got)->entities.size(), 2u);
   EXPECT_EQ((*got)->relationships.size(), 1u);
 
+  // Migrated, the mentions are plain JSON; a compaction compresses them.
+  EXPECT_EQ(RawDb(path).Text("SELECT group_concat(typeof(mentions)) FROM extractions"),
+            "text,text,text");
+  ASSERT_TRUE((*store)->Compact().ok());
+  EXPECT_EQ(RawDb(path).Text("SELECT typeof(mentions) FROM extractions WHERE id = 2"), "blob");
+  EXPECT_EQ((*store)->ListEntityMentions(nlp)->size(), 3u);
+  EXPECT_EQ((*store)->GetExtraction("a#0", nlp)->value().entities[0].description, "said 'hi'");
+
   // The reports table, rebuilt, keeps its rows; its findings may now be stored compressed.
   auto report = (*store)->GetReport(4);
   ASSERT_TRUE(report.ok() && report->has_value()) << report.status().ToString();

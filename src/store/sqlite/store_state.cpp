@@ -4,6 +4,9 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "grag/log.h"
 #include "grag/store.h"
@@ -338,10 +341,59 @@ Result<std::optional<Store::FileSpace>> SqliteStore::GetFileSpace() {
   return std::optional<FileSpace>(FileSpace{pages * page_size, free_pages * page_size});
 }
 
+namespace {
+
+// Values the store keeps compressed where that saves room, left plain by older builds or by
+// schema 11's migration (SQL has no zlib): compressed here, in batches, before the VACUUM packs
+// the pages.
+Status PackPlainValues(SqliteStore::Impl& impl) {
+  constexpr int64_t kBatch = 500;
+  for (const auto& [table, column] : {std::pair{"extractions", "mentions"},
+                                      {"reports", "findings"},
+                                      {"documents", "text"},
+                                      {"llm_cache", "value"}}) {
+    int64_t after = 0;
+    while (true) {
+      GRAG_ASSIGN_OR_RETURN(Transaction tx, impl.Begin(true));
+      GRAG_ASSIGN_OR_RETURN(
+          sqlite::Stmt select,
+          impl.conn.Prepare(fmt::format("SELECT rowid, {1} FROM {0} WHERE rowid > ? AND "
+                                        "typeof({1}) = 'text' ORDER BY rowid LIMIT {2}",
+                                        table, column, kBatch)));
+      GRAG_ASSIGN_OR_RETURN(
+          sqlite::Stmt update,
+          impl.conn.Prepare(fmt::format("UPDATE {0} SET {1} = ? WHERE rowid = ?", table, column)));
+      select.BindAll(after);
+      std::vector<std::pair<int64_t, std::string>> packed;
+      int64_t rows = 0;
+      while (true) {
+        GRAG_ASSIGN_OR_RETURN(bool row, select.Step());
+        if (!row) break;
+        ++rows;
+        after = select.Int(0);
+        if (std::optional<std::string> z = store::CompressReply(select.TextView(1))) {
+          packed.emplace_back(after, std::move(*z));
+        }
+      }
+      for (const auto& [rowid, bytes] : packed) {
+        update.BindBlob(1, bytes.data(), bytes.size());
+        update.Bind(2, rowid);
+        GRAG_RETURN_IF_ERROR(update.Run());
+      }
+      GRAG_RETURN_IF_ERROR(tx.Commit());
+      if (rows < kBatch) break;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::optional<std::pair<int64_t, int64_t>>> SqliteStore::Compact() {
   if (impl_->read_only) return Status::InvalidArgument("the index is open read-only");
   GRAG_RETURN_IF_ERROR(FlushDeferred());
   GRAG_ASSIGN_OR_RETURN(std::optional<FileSpace> before, GetFileSpace());
+  GRAG_RETURN_IF_ERROR(PackPlainValues(*impl_).WithContext("compressing plain values"));
   auto lock = impl_->Lock();
   GRAG_RETURN_IF_ERROR(impl_->conn.Exec("VACUUM").WithContext("giving the room back (VACUUM)"));
   GRAG_RETURN_IF_ERROR(impl_->conn.Exec("PRAGMA wal_checkpoint(TRUNCATE)"));
