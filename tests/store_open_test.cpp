@@ -379,7 +379,9 @@ TEST(StoreOpenTest, SchemaElevenMovesMentionsIntoTheirExtraction) {
   // Migrated, the mentions are plain JSON; a compaction compresses them.
   EXPECT_EQ(RawDb(path).Text("SELECT group_concat(typeof(mentions)) FROM extractions"),
             "text,text,text");
+  EXPECT_TRUE((*store)->GetFileSpace().value()->compact_requested);  // the next run compacts
   ASSERT_TRUE((*store)->Compact().ok());
+  EXPECT_FALSE((*store)->GetFileSpace().value()->compact_requested);
   EXPECT_EQ(RawDb(path).Text("SELECT typeof(mentions) FROM extractions WHERE id = 2"), "blob");
   EXPECT_EQ((*store)->ListEntityMentions(nlp)->size(), 3u);
   EXPECT_EQ((*store)->GetExtraction("a#0", nlp)->value().entities[0].description, "said 'hi'");

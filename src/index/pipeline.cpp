@@ -217,7 +217,7 @@ static void CompactAfterRun(std::string_view when, Store& store, bool built_from
   if (when == "auto" && !built_from_nothing) {
     Result<std::optional<Store::FileSpace>> space = store.GetFileSpace();
     if (!space.ok() || !space->has_value()) return;
-    if ((*space)->free_bytes * 5 < (*space)->file_bytes) return;
+    if (!(*space)->compact_requested && (*space)->free_bytes * 5 < (*space)->file_bytes) return;
   }
   const auto start = std::chrono::steady_clock::now();
   Result<std::optional<std::pair<int64_t, int64_t>>> sizes = store.Compact();

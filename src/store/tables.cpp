@@ -26,8 +26,9 @@ void Add(std::vector<IndexTable>& t, std::string_view name, std::vector<IndexCol
 std::vector<IndexTable> MakeTables() {
   std::vector<IndexTable> t;
   Add(t, "meta", {{"key", T}, {"value", T}}, "key");
-  // schema_version and migrated_at describe the backend's own schema.
-  t.back().exclude = "key IN ('schema_version', 'migrated_at')";
+  // schema_version and migrated_at describe the backend's own schema;
+  // compact_requested asks the SQLite file's next index run to compact it.
+  t.back().exclude = "key IN ('schema_version', 'migrated_at', 'compact_requested')";
   t.back().preset_keys = {"created_by", "created_at"};
   Add(t, "documents",
       {{"id", T},

@@ -587,6 +587,11 @@ PRAGMA legacy_alter_table = OFF;
 CREATE TRIGGER reports_delete_embedding AFTER DELETE ON reports BEGIN
   DELETE FROM embeddings WHERE owner_kind = 'report' AND owner_id = CAST(old.community_id AS TEXT);
 END;
+
+-- The next index run compacts the file (store.compact = auto), compressing what this step wrote
+-- plain.
+INSERT INTO meta (key, value) VALUES ('compact_requested', 'schema 11')
+  ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 )sql";
 
 constexpr Migration kMigrations[] = {

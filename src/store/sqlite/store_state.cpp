@@ -338,7 +338,11 @@ Result<std::optional<Store::FileSpace>> SqliteStore::GetFileSpace() {
   GRAG_ASSIGN_OR_RETURN(int64_t pages, impl_->conn.QueryInt("PRAGMA page_count"));
   GRAG_ASSIGN_OR_RETURN(int64_t free_pages, impl_->conn.QueryInt("PRAGMA freelist_count"));
   GRAG_ASSIGN_OR_RETURN(int64_t page_size, impl_->conn.QueryInt("PRAGMA page_size"));
-  return std::optional<FileSpace>(FileSpace{pages * page_size, free_pages * page_size});
+  GRAG_ASSIGN_OR_RETURN(
+      int64_t requested,
+      impl_->conn.QueryInt("SELECT count(*) FROM meta WHERE key = 'compact_requested'"));
+  return std::optional<FileSpace>(
+      FileSpace{pages * page_size, free_pages * page_size, requested > 0});
 }
 
 namespace {
@@ -394,6 +398,7 @@ Result<std::optional<std::pair<int64_t, int64_t>>> SqliteStore::Compact() {
   GRAG_RETURN_IF_ERROR(FlushDeferred());
   GRAG_ASSIGN_OR_RETURN(std::optional<FileSpace> before, GetFileSpace());
   GRAG_RETURN_IF_ERROR(PackPlainValues(*impl_).WithContext("compressing plain values"));
+  GRAG_RETURN_IF_ERROR(impl_->conn.Exec("DELETE FROM meta WHERE key = 'compact_requested'"));
   auto lock = impl_->Lock();
   GRAG_RETURN_IF_ERROR(impl_->conn.Exec("VACUUM").WithContext("giving the room back (VACUUM)"));
   GRAG_RETURN_IF_ERROR(impl_->conn.Exec("PRAGMA wal_checkpoint(TRUNCATE)"));

@@ -475,6 +475,9 @@ class Store {
   struct FileSpace {
     int64_t file_bytes = 0;
     int64_t free_bytes = 0;  // pages nothing uses (SQLite's freelist)
+    // A migration left values to compress and pages to give back: the next index run compacts
+    // (store.compact = auto) whatever the free pages.
+    bool compact_requested = false;
   };
   // nullopt for a backend without one file to measure (PostgreSQL).
   virtual Result<std::optional<FileSpace>> GetFileSpace() { return std::optional<FileSpace>(); }
