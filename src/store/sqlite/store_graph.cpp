@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 #include <deque>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -141,15 +142,35 @@ Result<std::vector<ChunkRelationshipMention>> SqliteStore::ListRelationshipMenti
 
 namespace {
 
-// Each ok extraction of `extractor` with its chunk id and its stored mentions, in chunk order.
-template <typename Fn>
-Status ScanExtractionMentions(ReadHandle& read, const ExtractorId& extractor, Fn&& fn) {
+// Each mention of an ok extraction of `extractor`, with its chunk id, in chunk order and then in
+// the order extracted: `Chunked` is ChunkEntityMention or ChunkRelationshipMention.
+template <typename Chunked>
+Status ScanMentions(ReadHandle& read, const ExtractorId& extractor,
+                    const std::function<Status(const Chunked& mention)>& fn) {
+  using Mention = decltype(Chunked::mention);
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt, read.conn().Prepare(sqlite::kScanMentionsSql));
   stmt.BindAll(ExtractorKindName(extractor.kind), extractor.model);
+  Chunked m;
+  std::vector<Mention> mentions;
   while (true) {
     GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return Status::Ok();
-    GRAG_RETURN_IF_ERROR(fn(stmt.Text(0), stmt.Blob(1), stmt.IsBlob(1)));
+    mentions.clear();
+    std::vector<EntityMention>* entities = nullptr;
+    std::vector<RelationshipMention>* relationships = nullptr;
+    if constexpr (std::is_same_v<Mention, EntityMention>) {
+      entities = &mentions;
+    } else {
+      relationships = &mentions;
+    }
+    m.chunk_id = stmt.Text(0);
+    GRAG_RETURN_IF_ERROR(
+        store::DecodeMentions(stmt.Blob(1), stmt.IsBlob(1), entities, relationships)
+            .WithContext("chunk " + m.chunk_id));
+    for (Mention& mention : mentions) {
+      m.mention = std::move(mention);
+      GRAG_RETURN_IF_ERROR(fn(m));
+    }
   }
 }
 
@@ -159,40 +180,14 @@ Status SqliteStore::ScanEntityMentions(
     const ExtractorId& extractor,
     const std::function<Status(const ChunkEntityMention& mention)>& fn) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
-  ChunkEntityMention m;
-  std::vector<EntityMention> mentions;
-  return ScanExtractionMentions(
-      read, extractor, [&](std::string chunk_id, std::string_view bytes, bool compressed) {
-        mentions.clear();
-        GRAG_RETURN_IF_ERROR(store::DecodeMentions(bytes, compressed, &mentions, nullptr)
-                                 .WithContext("chunk " + chunk_id));
-        m.chunk_id = std::move(chunk_id);
-        for (EntityMention& mention : mentions) {
-          m.mention = std::move(mention);
-          GRAG_RETURN_IF_ERROR(fn(m));
-        }
-        return Status::Ok();
-      });
+  return ScanMentions<ChunkEntityMention>(read, extractor, fn);
 }
 
 Status SqliteStore::ScanRelationshipMentions(
     const ExtractorId& extractor,
     const std::function<Status(const ChunkRelationshipMention& mention)>& fn) {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
-  ChunkRelationshipMention m;
-  std::vector<RelationshipMention> mentions;
-  return ScanExtractionMentions(
-      read, extractor, [&](std::string chunk_id, std::string_view bytes, bool compressed) {
-        mentions.clear();
-        GRAG_RETURN_IF_ERROR(store::DecodeMentions(bytes, compressed, nullptr, &mentions)
-                                 .WithContext("chunk " + chunk_id));
-        m.chunk_id = std::move(chunk_id);
-        for (RelationshipMention& mention : mentions) {
-          m.mention = std::move(mention);
-          GRAG_RETURN_IF_ERROR(fn(m));
-        }
-        return Status::Ok();
-      });
+  return ScanMentions<ChunkRelationshipMention>(read, extractor, fn);
 }
 
 Result<std::string> SqliteStore::ExtractionsDigest(const ExtractorId& extractor) {
