@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reply_codec.h"
+#include "compressed_text.h"
 
 namespace grag::store {
 namespace {
@@ -24,8 +24,8 @@ bool TextAt(const json& row, size_t i, std::string& out) {
 
 }  // namespace
 
-StoredMentions EncodeMentions(const std::vector<EntityMention>& entities,
-                              const std::vector<RelationshipMention>& relationships) {
+void BindMentions(sqlite::Stmt& stmt, int index, const std::vector<EntityMention>& entities,
+                  const std::vector<RelationshipMention>& relationships) {
   json e = json::array();
   for (const EntityMention& m : entities) {
     e.push_back(json::array({m.name, m.name_key, m.type, m.description}));
@@ -35,28 +35,18 @@ StoredMentions EncodeMentions(const std::vector<EntityMention>& entities,
     r.push_back(
         json::array({m.source, m.target, m.source_key, m.target_key, m.description, m.strength}));
   }
-  StoredMentions out;
   // Text the extractor gave is valid UTF-8 by the time it is stored; replace keeps a stray byte
   // from failing the write.
-  out.bytes = json{{"e", std::move(e)}, {"r", std::move(r)}}.dump(-1, ' ', false,
-                                                                  json::error_handler_t::replace);
-  if (std::optional<std::string> packed = CompressReply(out.bytes)) {
-    out.bytes = std::move(*packed);
-    out.compressed = true;
-  }
-  return out;
+  sqlite::BindCompressible(stmt, index,
+                           json{{"e", std::move(e)}, {"r", std::move(r)}}.dump(
+                               -1, ' ', false, json::error_handler_t::replace));
 }
 
-Status DecodeMentions(std::string_view bytes, bool compressed, std::vector<EntityMention>* entities,
-                      std::vector<RelationshipMention>* relationships) {
-  std::string plain;
-  if (compressed) {
-    Result<std::string> text = DecompressReply(bytes);
-    if (!text.ok()) return Damaged(text.status().message());
-    plain = std::move(*text);
-    bytes = plain;
-  }
-  const json doc = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+Status ReadMentions(const sqlite::Stmt& stmt, int col, std::vector<EntityMention>* entities,
+                    std::vector<RelationshipMention>* relationships) {
+  Result<std::string> text = sqlite::CompressibleText(stmt, col);
+  if (!text.ok()) return Damaged(text.status().message());
+  const json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return Damaged("not a JSON object");
   if (entities != nullptr) {
     auto it = doc.find("e");

@@ -4,10 +4,9 @@
 // and indexes another twentieth.
 //
 // The value is JSON, {"e": [[name, name_key, type, description], ...], "r": [[source, target,
-// source_key, target_key, description, strength], ...]}, in the order extracted, kept as a BLOB
-// compressed like a cached reply (reply_codec.h) when that saves room, else as TEXT: schema 11's
-// migration writes the plain form (SQL has no zlib) and an extraction stored later the compressed
-// one. grag sql reads it with the JSON functions after decompressing nothing: docs/schema.md.
+// source_key, target_key, description, strength], ...]}, in the order extracted, bound and read
+// as a compressible text column (compressed_text.h): schema 11's migration writes the plain form
+// (SQL has no zlib), an extraction stored later the compressed one. docs/schema.md.
 #pragma once
 
 #include <string>
@@ -16,20 +15,17 @@
 
 #include "grag/status.h"
 #include "grag/store_types.h"
+#include "sqlite.h"
 
 namespace grag::store {
 
-struct StoredMentions {
-  std::string bytes;
-  bool compressed = false;  // BLOB (zlib) rather than TEXT (plain JSON)
-};
+// Binds the mentions' value to parameter `index` of `stmt`.
+void BindMentions(sqlite::Stmt& stmt, int index, const std::vector<EntityMention>& entities,
+                  const std::vector<RelationshipMention>& relationships);
 
-StoredMentions EncodeMentions(const std::vector<EntityMention>& entities,
-                              const std::vector<RelationshipMention>& relationships);
-
-// Appends the mentions of a stored value to whichever of `entities` and `relationships` is not
-// null. kCorruption for a value that is not what EncodeMentions writes.
-Status DecodeMentions(std::string_view bytes, bool compressed, std::vector<EntityMention>* entities,
-                      std::vector<RelationshipMention>* relationships);
+// Appends the mentions of the value in column `col` of `stmt`'s row to whichever of `entities`
+// and `relationships` is not null. kCorruption for a value that is not what BindMentions writes.
+Status ReadMentions(const sqlite::Stmt& stmt, int col, std::vector<EntityMention>* entities,
+                    std::vector<RelationshipMention>* relationships);
 
 }  // namespace grag::store

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "grag/log.h"
-#include "reply_codec.h"
+#include "compressed_text.h"
 #include "store_impl.h"
 
 namespace grag {
@@ -367,9 +367,8 @@ Result<DocumentChange> SqliteStore::UpsertDocument(const Document& doc) {
                            "VALUES (?1, ?2, ?3, ?4, ?5)"
                          : "UPDATE documents SET title = ?2, source_path = ?3, content_hash = ?4, "
                            "text = ?5, updated_at = " GRAG_SQL_NOW " WHERE id = ?1"));
-    write.BindAll(doc.id, doc.title, doc.source_path, doc.content_hash, doc.text);
-    const std::optional<std::string> packed = store::CompressReply(doc.text);
-    if (packed) write.BindBlob(5, packed->data(), packed->size());
+    write.BindAll(doc.id, doc.title, doc.source_path, doc.content_hash, std::nullopt);
+    sqlite::BindCompressible(write, 5, doc.text);
     GRAG_RETURN_IF_ERROR(write.Run());
   } else {
     // Same content: leave the (possibly large) text alone, follow a rename or retitle.
@@ -396,16 +395,12 @@ Result<std::optional<Document>> SqliteStore::GetDocument(std::string_view id) {
   doc.id = stmt.Text(0);
   doc.title = stmt.Text(1);
   doc.source_path = stmt.Text(2);
-  if (stmt.IsBlob(3)) {
-    Result<std::string> text = store::DecompressReply(stmt.Blob(3));
-    if (!text.ok()) {
-      return Status::Corruption("the text of document " + doc.id +
-                                " is damaged: " + text.status().message());
-    }
-    doc.text = std::move(*text);
-  } else {
-    doc.text = stmt.Text(3);
+  Result<std::string> text = sqlite::CompressibleText(stmt, 3);
+  if (!text.ok()) {
+    return Status::Corruption("the text of document " + doc.id +
+                              " is damaged: " + text.status().message());
   }
+  doc.text = std::move(*text);
   doc.content_hash = stmt.Text(4);
   return std::optional<Document>(std::move(doc));
 }

@@ -15,7 +15,7 @@
 #include "names.h"
 #include "community_checks.h"
 #include "neighbourhood.h"
-#include "reply_codec.h"
+#include "compressed_text.h"
 #include "store_impl.h"
 
 namespace grag {
@@ -66,17 +66,16 @@ Status SqliteStore::PutExtraction(const ExtractionRecord& r) {
     GRAG_RETURN_IF_ERROR(del.BindAll(r.chunk_id, kind, r.extractor.model).Run());
   }
   {
-    const store::StoredMentions mentions = store::EncodeMentions(r.entities, r.relationships);
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt insert,
         conn.Prepare("INSERT INTO extractions (chunk_id, extractor, model, status, reason, "
                      "gleaning_rounds, params_hash, mentions, entity_count, relationship_count) "
                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     insert.BindAll(r.chunk_id, kind, r.extractor.model, store::ExtractionStatusName(r.status),
-                   r.reason, r.gleaning_rounds, r.params_hash, mentions.bytes,
+                   r.reason, r.gleaning_rounds, r.params_hash, std::nullopt,
                    static_cast<int64_t>(r.entities.size()),
                    static_cast<int64_t>(r.relationships.size()));
-    if (mentions.compressed) insert.BindBlob(8, mentions.bytes.data(), mentions.bytes.size());
+    store::BindMentions(insert, 8, r.entities, r.relationships);
     GRAG_RETURN_IF_ERROR(insert.Run());
   }
   return tx.Commit();
@@ -102,9 +101,8 @@ Result<std::optional<ExtractionRecord>> SqliteStore::GetExtraction(std::string_v
   r.gleaning_rounds = stmt.Int(2);
   r.params_hash = stmt.Text(3);
   r.created_at = stmt.Text(4);
-  GRAG_RETURN_IF_ERROR(
-      store::DecodeMentions(stmt.Blob(5), stmt.IsBlob(5), &r.entities, &r.relationships)
-          .WithContext("chunk " + r.chunk_id));
+  GRAG_RETURN_IF_ERROR(store::ReadMentions(stmt, 5, &r.entities, &r.relationships)
+                           .WithContext("chunk " + r.chunk_id));
   return std::optional<ExtractionRecord>(std::move(r));
 }
 
@@ -165,8 +163,7 @@ Status ScanMentions(ReadHandle& read, const ExtractorId& extractor,
     }
     m.chunk_id = stmt.Text(0);
     GRAG_RETURN_IF_ERROR(
-        store::DecodeMentions(stmt.Blob(1), stmt.IsBlob(1), entities, relationships)
-            .WithContext("chunk " + m.chunk_id));
+        store::ReadMentions(stmt, 1, entities, relationships).WithContext("chunk " + m.chunk_id));
     for (Mention& mention : mentions) {
       m.mention = std::move(mention);
       GRAG_RETURN_IF_ERROR(fn(m));
@@ -983,8 +980,7 @@ constexpr std::string_view kReportSelect =
 // A report's findings as JSON text: stored compressed (a BLOB, reply_codec.h) where that saves
 // room (schema 11), else as the text.
 Result<std::string> FindingsJson(const sqlite::Stmt& stmt, int col) {
-  if (!stmt.IsBlob(col)) return stmt.Text(col);
-  Result<std::string> text = store::DecompressReply(stmt.Blob(col));
+  Result<std::string> text = sqlite::CompressibleText(stmt, col);
   if (!text.ok()) {
     return Status::Corruption("the findings of the report of community " +
                               std::to_string(stmt.Int(0)) +
@@ -1061,8 +1057,7 @@ Status SqliteStore::PutReport(const ReportRecord& r) {
                store::ReportGeneratorName(r.generator), r.model, r.stale ? 1 : 0,
                store::ReportBasisToJson(r.basis));
   // Compressed where that saves room (a third of their size): the largest part of a report.
-  const std::optional<std::string> packed = store::CompressReply(findings);
-  if (packed) stmt.BindBlob(7, packed->data(), packed->size());
+  sqlite::BindCompressible(stmt, 7, findings);
   GRAG_RETURN_IF_ERROR(stmt.Run());
   return tx.Commit();
 }

@@ -10,6 +10,7 @@
 
 #include "grag/log.h"
 #include "grag/store.h"
+#include "compressed_text.h"
 #include "json_fields.h"
 #include "names.h"
 #include "reply_codec.h"
@@ -245,8 +246,8 @@ std::optional<std::string> ReplyCacheTable::Get(std::string_view key) {
     return std::nullopt;
   }
   if (!*found) return std::nullopt;
-  if (!stmt->IsBlob(0)) return stmt->Text(0);  // written plain (short, or by an older build)
-  Result<std::string> reply = store::DecompressReply(stmt->Blob(0));
+  // Written plain (short, or by an older build) or compressed.
+  Result<std::string> reply = sqlite::CompressibleText(*stmt, 0);
   if (!reply.ok()) {
     Log(LogLevel::kWarn, "store", "reply cache entry unreadable: " + reply.status().ToString());
     return std::nullopt;
@@ -270,11 +271,9 @@ Status ReplyCacheTable::Put(std::string_view key, std::string_view value, std::s
         impl->conn.Prepare("INSERT INTO llm_cache (key, value, model, kind) VALUES (?, ?, ?, ?) "
                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, model = "
                            "excluded.model, kind = excluded.kind, created_at = " GRAG_SQL_NOW));
-    stmt.BindAll(key, value, model, kind);
+    stmt.BindAll(key, std::nullopt, model, kind);
     // Compressed where that saves room: a reply is JSON, a third of its size as zlib.
-    if (std::optional<std::string> packed = store::CompressReply(value)) {
-      stmt.BindBlob(2, packed->data(), packed->size());
-    }
+    sqlite::BindCompressible(stmt, 2, value);
     return stmt.Run();
   };
   auto committed = [this, key = std::string(key), generation] {
@@ -398,8 +397,8 @@ Result<std::optional<std::pair<int64_t, int64_t>>> SqliteStore::Compact() {
   GRAG_RETURN_IF_ERROR(FlushDeferred());
   GRAG_ASSIGN_OR_RETURN(std::optional<FileSpace> before, GetFileSpace());
   GRAG_RETURN_IF_ERROR(PackPlainValues(*impl_).WithContext("compressing plain values"));
-  GRAG_RETURN_IF_ERROR(impl_->conn.Exec("DELETE FROM meta WHERE key = 'compact_requested'"));
   auto lock = impl_->Lock();
+  GRAG_RETURN_IF_ERROR(impl_->conn.Exec("DELETE FROM meta WHERE key = 'compact_requested'"));
   GRAG_RETURN_IF_ERROR(impl_->conn.Exec("VACUUM").WithContext("giving the room back (VACUUM)"));
   GRAG_RETURN_IF_ERROR(impl_->conn.Exec("PRAGMA wal_checkpoint(TRUNCATE)"));
   GRAG_ASSIGN_OR_RETURN(int64_t pages, impl_->conn.QueryInt("PRAGMA page_count"));

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "compressed_text.h"
 #include "mention_record.h"
-#include "reply_codec.h"
 #include "store_impl.h"
 #include "table_sql.h"
 #include "vector_codec.h"
@@ -56,8 +56,8 @@ Status ScanMentionRows(sqlite::Connection& conn, const IndexTable& table,
     if (!has_row) return Status::Ok();
     em.clear();
     rm.clear();
-    GRAG_RETURN_IF_ERROR(store::DecodeMentions(stmt.Blob(1), stmt.IsBlob(1),
-                                               entities ? &em : nullptr, entities ? nullptr : &rm));
+    GRAG_RETURN_IF_ERROR(
+        store::ReadMentions(stmt, 1, entities ? &em : nullptr, entities ? nullptr : &rm));
     row[0] = stmt.Int(0);
     for (const EntityMention& m : em) {
       row[1] = m.name;
@@ -108,7 +108,7 @@ Status InsertMentionRows(sqlite::Connection& conn, const IndexTable& table,
     }
     std::vector<EntityMention> em;
     std::vector<RelationshipMention> rm;
-    GRAG_RETURN_IF_ERROR(store::DecodeMentions(read.Blob(0), read.IsBlob(0), &em, &rm));
+    GRAG_RETURN_IF_ERROR(store::ReadMentions(read, 0, &em, &rm));
     for (; i < rows.size() && rows[i].size() == width &&
            std::get_if<int64_t>(&rows[i][0]) != nullptr &&
            std::get<int64_t>(rows[i][0]) == extraction_id;
@@ -122,10 +122,9 @@ Status InsertMentionRows(sqlite::Connection& conn, const IndexTable& table,
                       CellText(row[5]), strength != nullptr ? *strength : 1.0});
       }
     }
-    const store::StoredMentions stored = store::EncodeMentions(em, rm);
-    write.BindAll(stored.bytes, static_cast<int64_t>(em.size()), static_cast<int64_t>(rm.size()),
+    write.BindAll(std::nullopt, static_cast<int64_t>(em.size()), static_cast<int64_t>(rm.size()),
                   extraction_id);
-    if (stored.compressed) write.BindBlob(1, stored.bytes.data(), stored.bytes.size());
+    store::BindMentions(write, 1, em, rm);
     Status st = write.Run();
     if (!st.ok()) return st.WithContext("copying into table " + std::string(table.name));
   }
@@ -167,13 +166,11 @@ class SqliteTableSnapshot final : public TableSnapshot {
             row[i] = stmt.Double(col);
             break;
           case ColumnType::kText:
-          case ColumnType::kJson:
-            if (stmt.IsBlob(col)) {  // kept compressed (CompressedColumn)
-              GRAG_ASSIGN_OR_RETURN(row[i], store::DecompressReply(stmt.Blob(col)));
-            } else {
-              row[i] = stmt.Text(col);
-            }
+          case ColumnType::kJson: {
+            // The text, whether or not kept compressed (CompressedColumn).
+            GRAG_ASSIGN_OR_RETURN(row[i], sqlite::CompressibleText(stmt, col));
             break;
+          }
           case ColumnType::kVector: {
             const std::string_view bytes = stmt.Blob(col);
             const VectorEncoding encoding =
@@ -255,10 +252,8 @@ Status SqliteStore::InsertRows(const IndexTable& table, const std::vector<TableR
       } else if (const auto* d = std::get_if<double>(&row[i])) {
         insert.Bind(param, *d);
       } else if (const auto* s = std::get_if<std::string>(&row[i])) {
-        std::optional<std::string> packed;
-        if (CompressedColumn(table.name, table.columns[i].name)) packed = store::CompressReply(*s);
-        if (packed) {
-          insert.BindBlob(param, packed->data(), packed->size());
+        if (CompressedColumn(table.name, table.columns[i].name)) {
+          sqlite::BindCompressible(insert, param, *s);
         } else {
           insert.Bind(param, *s);
         }
