@@ -21,6 +21,13 @@ enum class ChatRole {
 
 // "extract", "summarize", "resolve", "query"; "default" for kDefault.
 std::string_view ChatRoleName(ChatRole role);
+// The kind a chat reply is kept under in the reply cache: "chat" for kDefault, else
+// "chat/<role>" ("chat/extract", ...). An index run that completes drops the "chat/extract"
+// replies (the extractions it stored say what they said) and the embedding replies (its
+// vectors are in the embeddings table).
+std::string ChatCacheKind(ChatRole role);
+// The kind an embedding reply is kept under.
+inline constexpr std::string_view kEmbeddingCacheKind = "embedding";
 
 struct ChatResponse {
   std::string content;

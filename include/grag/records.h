@@ -170,10 +170,15 @@ struct TableSpace {
 // What `grag cache prune` removes from the reply cache: the entries written before
 // `before` (an ISO-8601 UTC time as the cache's created_at, e.g. "2026-12-01T00:00:00.000Z"), or,
 // when it is empty, those written before the newest complete index run began (what they
-// answered is in the index's tables, or is no longer asked). `dry_run`: count, remove nothing.
+// answered is in the index's tables, or is no longer asked). With `kind` set, the entries of that
+// kind instead, whatever their age (an index run that completes removes "chat/extract":
+// ChatCacheKind). `dry_run`: count, remove nothing. `compact` false: the room stays free for
+// later writes instead of being given back (SQLite: no VACUUM).
 struct CachePruneOptions {
   std::string before;
+  std::string kind;
   bool dry_run = false;
+  bool compact = true;
 };
 
 struct CachePruneResult {

@@ -784,6 +784,12 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
   for (const TableSpace& t : s.space) {
     space.push_back({{"table", t.table}, {"bytes", t.bytes}, {"index_bytes", t.index_bytes}});
   }
+  // The reply cache by model and kind ("chat/summarize", "embedding", ...).
+  json cache = json::array();
+  for (const CacheModelStats& c : s.cache_by_model) {
+    cache.push_back(
+        {{"model", c.model}, {"kind", c.kind}, {"entries", c.entries}, {"bytes", c.bytes}});
+  }
   json out = {{"documents", s.documents},
               {"chunks", s.chunks},
               {"chunks_extracted", s.extractions_ok},
@@ -808,6 +814,7 @@ std::string IndexStatsJson(const IndexStats& st, bool pretty) {
               {"tokens_in", counter("tokens_in")},
               {"tokens_out", counter("tokens_out")},
               {"cache_entries", s.cache_entries},
+              {"cache", cache},
               {"runs", s.runs},
               {"file_bytes", s.file_bytes},
               {"free_bytes", s.free_bytes},

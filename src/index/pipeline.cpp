@@ -210,6 +210,31 @@ Status CheckIndexPrompts(const Config& config) {
       fmt::format("{}; nothing was sent to the model", fmt::join(broken, "; ")));
 }
 
+// After a run that completed: its extraction and embedding replies go from the reply cache.
+// The extractions and vectors the run stored say what they said, and no resume needs them (an
+// extraction's replies were committed with it). Kept, the extraction replies were a tenth of
+// the file, and each vector of an embedding model was there again as base64 float32, four times
+// the int8 row. A question's vector is asked again after the run (one small call). A failure is
+// logged, not the run's.
+static void DropStoredReplies(Store& store) {
+  for (const std::string& kind :
+       {ChatCacheKind(ChatRole::kExtract), std::string(kEmbeddingCacheKind)}) {
+    CachePruneOptions drop;
+    drop.kind = kind;
+    drop.compact = false;  // CompactAfterRun decides
+    Result<CachePruneResult> dropped = store.PruneReplyCache(drop);
+    if (!dropped.ok()) {
+      Log(LogLevel::kWarn, "index",
+          "the " + kind + " replies stay in the reply cache: " + dropped.status().ToString());
+    } else if (dropped->entries > 0) {
+      Log(LogLevel::kDebug, "index",
+          fmt::format("{} {} replies dropped from the reply cache (the index holds what they "
+                      "said)",
+                      dropped->entries, kind));
+    }
+  }
+}
+
 // store.compact after a finished run. The run's work is committed: a compaction that fails
 // (a reader holding the file, no room for the copy) is logged, not the run's failure.
 static void CompactAfterRun(std::string_view when, Store& store, bool built_from_nothing) {
@@ -333,6 +358,7 @@ static Result<IndexSummary> RunIndexWith(const Config& config, const IndexReques
     Log(LogLevel::kInfo, "index", fmt::format("query images built: {}", fmt::join(*images, ", ")));
   }
   GRAG_RETURN_IF_ERROR(store.FinishRun(s.run_id, RunStatus::kOk));
+  DropStoredReplies(store);
   CompactAfterRun(config.store.compact, store, /*built_from_nothing=*/!clustered.has_value());
   return s;
 }

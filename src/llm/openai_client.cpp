@@ -736,7 +736,7 @@ Result<ChatResponse> OpenAIClient::Impl::ChatOnce(const ChatRequest& request, in
   }
   if (use_cache) {
     Status stored = options.cache->Put(key, llm_internal::EncodeChatReply(out, reply.content_json),
-                                       options.model, "chat");
+                                       options.model, ChatCacheKind(request.role));
     if (!stored.ok()) Log(LogLevel::kWarn, "llm", "reply not cached: " + stored.ToString());
   }
   return out;
@@ -905,7 +905,7 @@ Result<EmbeddingResponse> OpenAIClient::Impl::EmbedOnce(const std::vector<std::s
       size_t i = batch.items[k];
       if (options.cache != nullptr) {
         Status stored = options.cache->Put(keys[i], llm_internal::EncodeFloats(reply.vectors[k]),
-                                           options.model, "embedding");
+                                           options.model, kEmbeddingCacheKind);
         if (!stored.ok()) Log(LogLevel::kWarn, "llm", "embedding not cached: " + stored.ToString());
       }
       out.vectors[i] = std::move(reply.vectors[k]);  // each batch owns distinct slots

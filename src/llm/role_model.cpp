@@ -21,6 +21,11 @@ std::string_view ChatRoleName(ChatRole role) {
   return "default";
 }
 
+std::string ChatCacheKind(ChatRole role) {
+  if (role == ChatRole::kDefault) return "chat";
+  return "chat/" + std::string(ChatRoleName(role));
+}
+
 RoleChatModel::RoleChatModel(std::unique_ptr<ChatModel> default_model,
                              std::map<ChatRole, std::unique_ptr<ChatModel>> by_role)
     : default_(std::move(default_model)), by_role_(std::move(by_role)) {}

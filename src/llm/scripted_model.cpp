@@ -158,8 +158,8 @@ Result<ChatResponse> ScriptedChatModel::Chat(const ChatRequest& request) {
     }
   }
   if (use_cache) {
-    Status stored =
-        options_.cache->Put(key, llm_internal::EncodeChatReply(out), options_.model, "chat");
+    Status stored = options_.cache->Put(key, llm_internal::EncodeChatReply(out), options_.model,
+                                        ChatCacheKind(request.role));
     if (!stored.ok()) Log(LogLevel::kWarn, "llm", "reply not cached: " + stored.ToString());
   }
   out.latency = Since(start);

@@ -240,28 +240,32 @@ Result<CachePruneResult> PostgresStore::PruneReplyCache(const CachePruneOptions&
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(out.file_bytes_before,
                         read.conn().QueryInt("SELECT pg_database_size(current_database())"));
+  // Which entries: those of one kind, or those written before a time.
+  const bool by_kind = !options.kind.empty();
+  const std::string where = by_kind ? "kind = $1" : "created_at < $1";
   out.before = options.before;
-  if (out.before.empty()) {
+  if (!by_kind && out.before.empty()) {
     GRAG_ASSIGN_OR_RETURN(Rows last, read.conn().Query("SELECT started_at FROM runs WHERE command "
                                                        "= 'index' AND status = 'ok' ORDER BY id "
                                                        "DESC LIMIT 1"));
     if (!last.empty()) out.before = last.Text(0, 0);
   }
-  GRAG_ASSIGN_OR_RETURN(Rows counts,
-                        read.conn().Query("SELECT count(*) FILTER (WHERE created_at < $1), "
-                                          "coalesce(sum(octet_length(value)) FILTER (WHERE "
-                                          "created_at < $1), 0), count(*) FROM llm_cache",
-                                          {out.before}));
-  if (!out.before.empty()) {
+  const std::string& which = by_kind ? options.kind : out.before;
+  GRAG_ASSIGN_OR_RETURN(
+      Rows counts, read.conn().Query("SELECT count(*) FILTER (WHERE " + where +
+                                         "), coalesce(sum(octet_length(value)) FILTER (WHERE " +
+                                         where + "), 0), count(*) FROM llm_cache",
+                                     {which}));
+  if (!which.empty()) {
     out.entries = counts.Int(0, 0);
     out.value_bytes = counts.Int(0, 1);
   }
   out.entries_left = counts.Int(0, 2) - out.entries;
   out.file_bytes_after = out.file_bytes_before;
   if (options.dry_run || out.entries == 0) return out;
-  GRAG_ASSIGN_OR_RETURN(Rows removed,
-                        Write("DELETE FROM llm_cache WHERE created_at < $1", {out.before}));
+  GRAG_ASSIGN_OR_RETURN(Rows removed, Write("DELETE FROM llm_cache WHERE " + where, {which}));
   out.entries = removed.Affected();
+  if (!options.compact) return out;
   GRAG_RETURN_IF_ERROR(read.conn().Exec("VACUUM llm_cache"));
   GRAG_ASSIGN_OR_RETURN(out.file_bytes_after,
                         read.conn().QueryInt("SELECT pg_database_size(current_database())"));

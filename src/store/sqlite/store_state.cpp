@@ -298,8 +298,11 @@ Result<CachePruneResult> SqliteStore::PruneReplyCache(const CachePruneOptions& o
     GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
     sqlite::Connection& conn = impl_->conn;
     GRAG_ASSIGN_OR_RETURN(out.file_bytes_before, file_bytes());
+    // Which entries: those of one kind, or those written before a time.
+    const bool by_kind = !options.kind.empty();
+    const std::string where = by_kind ? "kind = ?" : "created_at < ?";
     out.before = options.before;
-    if (out.before.empty()) {
+    if (!by_kind && out.before.empty()) {
       GRAG_ASSIGN_OR_RETURN(
           sqlite::Stmt last,
           conn.Prepare("SELECT started_at FROM runs WHERE command = 'index' AND status = 'ok' "
@@ -307,12 +310,14 @@ Result<CachePruneResult> SqliteStore::PruneReplyCache(const CachePruneOptions& o
       GRAG_ASSIGN_OR_RETURN(bool found, last.Step());
       if (found) out.before = last.Text(0);
     }
+    const std::string& which = by_kind ? options.kind : out.before;
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt count,
         conn.Prepare("SELECT count(*), coalesce(sum(length(CAST(value AS BLOB))), 0), "
-                     "(SELECT count(*) FROM llm_cache) FROM llm_cache WHERE created_at < ?"));
-    GRAG_ASSIGN_OR_RETURN(bool row, count.BindAll(out.before).Step());
-    if (row && !out.before.empty()) {
+                     "(SELECT count(*) FROM llm_cache) FROM llm_cache WHERE " +
+                     where));
+    GRAG_ASSIGN_OR_RETURN(bool row, count.BindAll(which).Step());
+    if (row && !which.empty()) {
       out.entries = count.Int(0);
       out.value_bytes = count.Int(1);
     }
@@ -322,9 +327,13 @@ Result<CachePruneResult> SqliteStore::PruneReplyCache(const CachePruneOptions& o
       return out;  // the transaction rolls back: nothing was written
     }
     GRAG_ASSIGN_OR_RETURN(sqlite::Stmt remove,
-                          conn.Prepare("DELETE FROM llm_cache WHERE created_at < ?"));
-    GRAG_RETURN_IF_ERROR(remove.BindAll(out.before).Run());
+                          conn.Prepare("DELETE FROM llm_cache WHERE " + where));
+    GRAG_RETURN_IF_ERROR(remove.BindAll(which).Run());
     GRAG_RETURN_IF_ERROR(tx.Commit());
+  }
+  if (!options.compact) {
+    out.file_bytes_after = out.file_bytes_before;  // freed pages stay in the file, for reuse
+    return out;
   }
   // The file shrinks only when its free pages are given back; VACUUM rewrites it whole.
   GRAG_ASSIGN_OR_RETURN(auto sizes, Compact());
