@@ -1127,9 +1127,16 @@ TEST_P(StoreBackendTest, AliasesLinksAndOverridesRoundTripAndAliasesFindTheirEnt
   ASSERT_EQ(snapshot->aliases.size(), 1u);
   EXPECT_EQ(snapshot->aliases[0], (std::pair<std::string, int64_t>{"marley", jm}));
 
-  // Replacing drops what is not given again.
+  // Replacing drops what is not given again, but for an entity's own name: an entity stands
+  // for it (its row is not stored, ListAliases gives it back from the entity).
   ASSERT_TRUE(store_->ReplaceResolution({{"scrooge", "Scrooge", "scrooge", 1, "", ""}}, {}).ok());
-  EXPECT_EQ(store_->ListAliases()->size(), 1u);
+  aliases = store_->ListAliases();
+  ASSERT_TRUE(aliases.ok()) << aliases.status().ToString();
+  ASSERT_EQ(aliases->size(), 2u);
+  EXPECT_EQ((*aliases)[0].name_key, "jacob marley");
+  EXPECT_EQ((*aliases)[0].canonical_key, "jacob marley");
+  EXPECT_EQ((*aliases)[0].score, 1);
+  EXPECT_EQ((*aliases)[0].method, "");
   EXPECT_TRUE(store_->ListResolutionLinks()->empty());
   EXPECT_FALSE(store_->GetEntityByKey("marley")->has_value());
 

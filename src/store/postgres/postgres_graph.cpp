@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "../alias_sql.h"
 #include "../community_checks.h"
 #include "../group_commit.h"
 #include "../json_fields.h"
@@ -490,9 +491,7 @@ Status PostgresStore::RecomputeGraphStats() {
 
 Result<std::vector<EntityAlias>> PostgresStore::ListAliases() {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
-  GRAG_ASSIGN_OR_RETURN(
-      Rows rows, read.conn().Query("SELECT name_key, name, canonical_key, score, method, reason "
-                                   "FROM entity_aliases ORDER BY name_key"));
+  GRAG_ASSIGN_OR_RETURN(Rows rows, read.conn().Query(std::string(store::kListAliasesSql)));
   std::vector<EntityAlias> out;
   for (int i = 0; i < rows.size(); ++i) {
     out.push_back({rows.Text(i, 0), rows.Text(i, 1), rows.Text(i, 2), rows.Double(i, 3),
@@ -534,7 +533,9 @@ Status PostgresStore::ReplaceResolution(const std::vector<EntityAlias>& aliases,
         conn_
             .Exec("INSERT INTO entity_aliases (name_key, name, canonical_key, score, method, "
                   "reason) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], "
-                  "$4::float8[], $5::text[], $6::text[])",
+                  "$4::float8[], $5::text[], $6::text[]) AS a(name_key, name, canonical_key, "
+                  "score, method, reason) WHERE NOT (" +
+                      std::string(store::kDerivedAliasCondition) + ")",
                   {pq::TextArray(key), pq::TextArray(name), pq::TextArray(canon),
                    pq::TextArray(score), pq::TextArray(method), pq::TextArray(reason)})
             .WithContext("storing the aliases"));

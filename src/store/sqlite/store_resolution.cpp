@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "../alias_sql.h"
 #include "grag/store.h"
 #include "store_impl.h"
 
@@ -11,8 +12,7 @@ namespace grag {
 Result<std::vector<EntityAlias>> SqliteStore::ListAliases() {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
   GRAG_ASSIGN_OR_RETURN(sqlite::Stmt stmt,
-                        read.conn().Prepare("SELECT name_key, name, canonical_key, score, method, "
-                                            "reason FROM entity_aliases ORDER BY name_key"));
+                        read.conn().Prepare(std::string(store::kListAliasesSql)));
   std::vector<EntityAlias> out;
   while (true) {
     GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -46,7 +46,9 @@ Status SqliteStore::ReplaceResolution(const std::vector<EntityAlias>& aliases,
     GRAG_ASSIGN_OR_RETURN(
         sqlite::Stmt stmt,
         conn.Prepare("INSERT INTO entity_aliases (name_key, name, canonical_key, score, method, "
-                     "reason) VALUES (?, ?, ?, ?, ?, ?)"));
+                     "reason) SELECT * FROM (SELECT ? AS name_key, ? AS name, ? AS canonical_key, "
+                     "? AS score, ? AS method, ? AS reason) a WHERE NOT (" +
+                     std::string(store::kDerivedAliasCondition) + ")"));
     for (const auto& a : aliases) {
       GRAG_RETURN_IF_ERROR(
           stmt.BindAll(a.name_key, a.name, a.canonical_key, a.score, a.method, a.reason)
