@@ -14,6 +14,7 @@
 
 #include "grag/store.h"
 #include "store/query_image.h"
+#include "store/reply_codec.h"
 #include "support/temp_dir.h"
 
 namespace grag {
@@ -241,7 +242,7 @@ class QueryImageTest : public ::testing::Test {
   }
 
   // The stored bytes of an image, read past the store.
-  std::string RawImage(const std::string& name) {
+  std::string RawImage(const std::string& name, bool inflate = true) {
     sqlite3* db = nullptr;
     EXPECT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
     sqlite3_stmt* stmt = nullptr;
@@ -254,6 +255,12 @@ class QueryImageTest : public ::testing::Test {
     }
     sqlite3_finalize(stmt);
     sqlite3_close(db);
+    // Stored compressed where that is smaller (reply_codec.h): the image is what inflates.
+    if (inflate && store::DecompressedSize(out)) {
+      Result<std::string> inflated = store::DecompressReply(out);
+      EXPECT_TRUE(inflated.ok()) << inflated.status().ToString();
+      if (inflated.ok()) out = std::move(*inflated);
+    }
     return out;
   }
 
@@ -445,6 +452,8 @@ TEST_F(QueryImageTest, AnOlderBuildsGraphImageIsReadAroundAndReplacedByTheNextRe
   const std::string edges = Edges(entity_ids_[0]);
   ASSERT_TRUE(store_->RefreshQueryImages().ok());
   const std::string current = RawImage("graph");
+  // Kept compressed: a third of the image's bytes or less.
+  EXPECT_LT(RawImage("graph", /*inflate=*/false).size() * 2, current.size());
   store_.reset();
   // What a build of the second layout left: its magic (the rest does not matter, it is not read).
   RawSql(

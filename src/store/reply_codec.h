@@ -14,9 +14,15 @@
 namespace grag::store {
 
 // The compressed form of `reply`, or nullopt when it would not be smaller (short replies).
-std::optional<std::string> CompressReply(std::string_view reply);
+// `level`: zlib's, 1 (fastest) to 9.
+std::optional<std::string> CompressReply(std::string_view reply, int level = 6);
 
 // The reply back; kCorruption for bytes that are not a compressed reply.
 Result<std::string> DecompressReply(std::string_view stored);
+
+// The size of what `stored` decompresses to; nullopt when it does not open as a compressed value.
+std::optional<size_t> DecompressedSize(std::string_view stored);
+// Decompresses `stored` into `out`, which has room for DecompressedSize(stored) bytes.
+Status DecompressInto(std::string_view stored, char* out);
 
 }  // namespace grag::store
