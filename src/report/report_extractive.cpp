@@ -704,11 +704,12 @@ Result<ReportRecord> Reporter::Build(const CommunityRecord& community,
   }
   AddFallbackFindings(members, rels, &parsed.findings);
   parsed.rating = Rating(community.weight, static_cast<int64_t>(members.size()));
-  parsed.rating_explanation = fmt::format(
-      "From size and weight: {} whose source text spans {} (rating = min(10, 1.5 log2(1 + "
-      "weight) + 0.5 log2(1 + size))).",
-      Plural(static_cast<int64_t>(members.size()), "entity", "entities"),
-      Plural(community.weight, "chunk", "chunks"));
+  // The formula is in docs/reports.md and extractive_report.h: repeated in every extractive
+  // report it was a twentieth of their bytes.
+  parsed.rating_explanation =
+      fmt::format("From size and weight: {} whose source text spans {}.",
+                  Plural(static_cast<int64_t>(members.size()), "entity", "entities"),
+                  Plural(community.weight, "chunk", "chunks"));
 
   std::string content = RenderReportMarkdown(parsed);
   *content_tokens = static_cast<int64_t>(tokenizer_.Count(content));
