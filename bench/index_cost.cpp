@@ -837,7 +837,7 @@ void Print(const Outcome& o, const Outcome* full) {
         q + 1, lq.reads, lq.wrote.written, lq.wrote.calls,
         static_cast<double>(lq.wrote.prompt_tokens) / 1e6, lq.wrote.pending);
   }
-  std::cout << fmt::format("  index file {:.1f} MB for {:.2f} MB of text ({:.0f}x)\n",
+  std::cout << fmt::format("  index file {:.1f} MB for {:.2f} MB of text ({:.1f}x)\n",
                            static_cast<double>(o.index_bytes) / 1e6,
                            static_cast<double>(o.text_bytes) / 1e6,
                            static_cast<double>(o.index_bytes) / static_cast<double>(o.text_bytes));
