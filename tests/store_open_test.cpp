@@ -12,6 +12,7 @@
 
 #include "grag/hash.h"
 #include "grag/store.h"
+#include "grag/store_copy.h"
 #include "support/temp_dir.h"
 #include "store/sqlite/store_impl.h"
 
@@ -460,6 +461,116 @@ TEST(StoreOpenTest, ADocumentsTextIsKeptCompressedAndReadBackWhole) {
             static_cast<long long>(text.size() / 3));
 }
 
+// Input and description digests in hex are kept as their bytes (half the room) and read back as
+// the same hex; anything else stays text.
+TEST(StoreOpenTest, DigestsAreKeptAsBytesAndReadBackAsTheirHex) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  const std::string h16 = Sha256Hex("a").substr(0, 16);
+  const std::string h64 = Sha256Hex("b");
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EntityRecord e;
+    e.name_key = "alpha";
+    e.name = "Alpha";
+    e.type = "X";
+    e.description_hash = h16;
+    auto a = (*store)->UpsertEntity(e);
+    e.name_key = "beta";
+    e.name = "Beta";
+    e.description_hash = "not-hex";
+    auto b = (*store)->UpsertEntity(e);
+    ASSERT_TRUE(a.ok() && b.ok());
+    RelationshipRecord r;
+    r.source_id = *a;
+    r.target_id = *b;
+    r.description_hash = h64;
+    ASSERT_TRUE((*store)->UpsertRelationship(r).ok());
+    EmbeddingRecord v;
+    v.owner = EmbeddingOwner::kEntity;
+    v.owner_id = std::to_string(*a);
+    v.model = "m";
+    v.vector = {1.0f};
+    v.input_hash = h16;
+    ASSERT_TRUE((*store)->PutEmbeddings({v}).ok());
+    EXPECT_EQ((*store)->GetEntityByKey("alpha")->value().description_hash, h16);
+    EXPECT_EQ((*store)->GetEntityByKey("beta")->value().description_hash, "not-hex");
+    EXPECT_EQ((*store)->ListRelationships()->at(0).description_hash, h64);
+    EXPECT_EQ((*store)->ListEmbeddingHashes(EmbeddingOwner::kEntity)->at(v.owner_id), h16);
+  }
+  RawDb raw(path);
+  EXPECT_EQ(raw.Text("SELECT group_concat(typeof(description_hash) || length(description_hash)) "
+                     "FROM (SELECT description_hash FROM entities ORDER BY name_key)"),
+            "blob8,text7");
+  EXPECT_EQ(raw.Text("SELECT typeof(description_hash) || length(description_hash) FROM "
+                     "relationships"),
+            "blob32");
+  EXPECT_EQ(raw.Text("SELECT typeof(input_hash) || length(input_hash) FROM embeddings"), "blob8");
+}
+
+// A document whose chunks cover its text keeps it once, in them; read back whole, through a
+// re-chunking and into a copy, and stored again when new chunks no longer cover it.
+TEST(StoreOpenTest, ADocumentsTextCoveredByItsChunksIsKeptOnlyInThem) {
+  TempDir dir;
+  const std::string path = dir.File("index.db");
+  const std::string text = "Ébène one. Two words here. And the third sentence.";
+  auto chunk = [&](const std::string& id, int64_t index, size_t from, size_t to) {
+    ChunkRecord c;
+    c.id = id;
+    c.document_id = "d";
+    c.index = index;
+    c.text = text.substr(from, to - from);
+    c.n_tokens = 3;
+    c.start_byte = static_cast<int64_t>(from);
+    c.end_byte = static_cast<int64_t>(to);
+    return c;
+  };
+  auto stored_type = [&] {
+    return RawDb(path).Text("SELECT typeof(text) || ':' || length(text) FROM documents");
+  };
+  auto characters = [&](Store& s) {
+    auto r = s.RunReadOnlySql("SELECT characters FROM documents", 1, std::chrono::milliseconds(0));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->rows[0][0].integer : -1;
+  };
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->UpsertDocument(Doc("d", text)).ok());
+    // Overlapping slices that cover it: the row keeps ''.
+    ASSERT_TRUE(
+        (*store)->ReplaceDocumentChunks("d", {chunk("a", 0, 0, 20), chunk("b", 1, 12, 52)}).ok());
+    EXPECT_EQ((*(*store)->GetDocument("d"))->text, text);
+    EXPECT_EQ(characters(**store), 50);  // 52 bytes: "É" and "è" are two each
+  }
+  EXPECT_EQ(stored_type(), "text:0");
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    // Chunked anew from the text the old chunks gave: still whole.
+    ASSERT_TRUE(
+        (*store)->ReplaceDocumentChunks("d", {chunk("c", 0, 0, 30), chunk("e", 1, 30, 52)}).ok());
+    EXPECT_EQ((*(*store)->GetDocument("d"))->text, text);
+    // A copy gets the whole text.
+    auto copy = Store::Open(dir.File("copy.db"));
+    ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+    ASSERT_TRUE(CopyIndex(**store, **copy).ok());
+    EXPECT_EQ((*(*copy)->GetDocument("d"))->text, text);
+    // Chunks that leave a gap: the text goes back into the row.
+    ASSERT_TRUE((*store)->ReplaceDocumentChunks("d", {chunk("f", 0, 0, 10)}).ok());
+    EXPECT_EQ((*(*store)->GetDocument("d"))->text, text);
+  }
+  EXPECT_EQ(stored_type(), "text:50");
+  // A row kept '' whose chunks leave a gap (a write around the store) is damage.
+  RawDb(path).Exec(
+      "UPDATE documents SET text = ''; UPDATE chunks SET start_byte = 5, end_byte = 15");
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto damaged = (*store)->GetDocument("d");
+  EXPECT_EQ(damaged.status().code(), ErrorCode::kCorruption) << damaged.status().ToString();
+}
+
 // A damaged mention value is an error naming the chunk, not a crash or a silent empty list.
 TEST(StoreOpenTest, DamagedStoredMentionsAreReported) {
   TempDir dir;
@@ -649,6 +760,12 @@ TEST(StoreOpenTest, SchemaTenKeepsVectorsAndShortensInputHashes) {
     v.input_hash = text_hash;
     ASSERT_TRUE((*store)->PutEmbeddings({v}).ok());
   }
+  // As the builds of schema 9 wrote them: hex text (this build stores a digest's bytes).
+  RawDb(path).Exec(
+      "UPDATE entities SET description_hash = lower(hex(description_hash)) WHERE "
+      "typeof(description_hash) = 'blob'; UPDATE embeddings SET input_hash = "
+      "lower(hex(input_hash)) "
+      "WHERE typeof(input_hash) = 'blob'");
   EXPECT_EQ(RawDb(path).Text("SELECT count(*) FROM pragma_table_info('entities') WHERE name = "
                              "'updated_at'"),
             "1");

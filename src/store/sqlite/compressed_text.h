@@ -18,4 +18,11 @@ void BindCompressible(Stmt& stmt, int index, std::string_view text);
 // its text; kCorruption for a BLOB that is not a compressed value.
 Result<std::string> CompressibleText(const Stmt& stmt, int col);
 
+// Binds a digest written as lowercase hex (an even number of digits, 16 to 64: the input and
+// description hashes) as its bytes, a BLOB of half the room; any other text as text.
+void BindHash(Stmt& stmt, int index, std::string_view hex);
+
+// Column `col` as the hex a BindHash BLOB was bound from, or its text (older builds wrote hex).
+std::string HashText(const Stmt& stmt, int col);
+
 }  // namespace grag::sqlite

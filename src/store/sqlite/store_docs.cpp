@@ -11,6 +11,7 @@
 
 #include "grag/log.h"
 #include "compressed_text.h"
+#include "document_text.h"
 #include "store_impl.h"
 
 namespace grag {
@@ -353,8 +354,8 @@ Result<DocumentChange> SqliteStore::UpsertDocument(const Document& doc) {
     find.BindAll(doc.id);
     GRAG_ASSIGN_OR_RETURN(bool found, find.Step());
     if (found) {
-      change =
-          find.Text(0) == doc.content_hash ? DocumentChange::kUnchanged : DocumentChange::kChanged;
+      change = sqlite::HashText(find, 0) == doc.content_hash ? DocumentChange::kUnchanged
+                                                             : DocumentChange::kChanged;
     }
   }
   if (change != DocumentChange::kUnchanged) {
@@ -369,6 +370,7 @@ Result<DocumentChange> SqliteStore::UpsertDocument(const Document& doc) {
                            "text = ?5, updated_at = " GRAG_SQL_NOW " WHERE id = ?1"));
     write.BindAll(doc.id, doc.title, doc.source_path, doc.content_hash, std::nullopt);
     sqlite::BindCompressible(write, 5, doc.text);
+    sqlite::BindHash(write, 4, doc.content_hash);  // as bytes: half the room
     GRAG_RETURN_IF_ERROR(write.Run());
   } else {
     // Same content: leave the (possibly large) text alone, follow a rename or retitle.
@@ -395,13 +397,8 @@ Result<std::optional<Document>> SqliteStore::GetDocument(std::string_view id) {
   doc.id = stmt.Text(0);
   doc.title = stmt.Text(1);
   doc.source_path = stmt.Text(2);
-  Result<std::string> text = sqlite::CompressibleText(stmt, 3);
-  if (!text.ok()) {
-    return Status::Corruption("the text of document " + doc.id +
-                              " is damaged: " + text.status().message());
-  }
-  doc.text = std::move(*text);
-  doc.content_hash = stmt.Text(4);
+  GRAG_ASSIGN_OR_RETURN(doc.text, sqlite::StoredDocumentText(read.conn(), doc.id, stmt, 3));
+  doc.content_hash = sqlite::HashText(stmt, 4);
   return std::optional<Document>(std::move(doc));
 }
 
@@ -421,7 +418,7 @@ Result<std::vector<DocumentInfo>> SqliteStore::ListDocuments() {
     info.id = stmt.Text(0);
     info.title = stmt.Text(1);
     info.source_path = stmt.Text(2);
-    info.content_hash = stmt.Text(3);
+    info.content_hash = sqlite::HashText(stmt, 3);
     info.chunk_count = stmt.Int(4);
     info.created_at = stmt.Text(5);
     info.updated_at = stmt.Text(6);
@@ -485,10 +482,17 @@ Result<ChunkChanges> SqliteStore::ReplaceDocumentChunks(std::string_view documen
 
   GRAG_ASSIGN_OR_RETURN(Transaction tx, impl_->Begin(true));
   sqlite::Connection& conn = impl_->conn;
+  // The document's text, read (from the chunks about to go, if it is kept in them) before they
+  // change: kept in the new chunks if they cover it (document_text.h).
+  std::string text;
+  bool kept_in_chunks = false;
   {
-    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt doc, conn.Prepare("SELECT 1 FROM documents WHERE id = ?"));
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt doc,
+                          conn.Prepare("SELECT text FROM documents WHERE id = ?"));
     GRAG_ASSIGN_OR_RETURN(bool found, doc.BindAll(document_id).Step());
     if (!found) return Status::NotFound("no document " + std::string(document_id));
+    kept_in_chunks = doc.Blob(0).empty();
+    GRAG_ASSIGN_OR_RETURN(text, sqlite::StoredDocumentText(conn, document_id, doc, 0));
   }
   std::vector<std::string> existing;
   {
@@ -558,6 +562,13 @@ Result<ChunkChanges> SqliteStore::ReplaceDocumentChunks(std::string_view documen
     --changes.kept;
     ++changes.added;
     ++changes.removed;
+  }
+  if (const bool covered = sqlite::ChunksCoverText(text, chunks); covered != kept_in_chunks) {
+    GRAG_ASSIGN_OR_RETURN(sqlite::Stmt keep,
+                          conn.Prepare("UPDATE documents SET text = ?2 WHERE id = ?1"));
+    keep.BindAll(document_id, std::string());  // '': the chunks hold it
+    if (!covered) sqlite::BindCompressible(keep, 2, text);
+    GRAG_RETURN_IF_ERROR(keep.Run());
   }
   GRAG_RETURN_IF_ERROR(tx.Commit());
   return changes;

@@ -76,6 +76,7 @@ Status SqliteStore::PutExtraction(const ExtractionRecord& r) {
                    static_cast<int64_t>(r.entities.size()),
                    static_cast<int64_t>(r.relationships.size()));
     store::BindMentions(insert, 8, r.entities, r.relationships);
+    sqlite::BindHash(insert, 7, r.params_hash);  // as bytes: half the room
     GRAG_RETURN_IF_ERROR(insert.Run());
   }
   return tx.Commit();
@@ -99,7 +100,7 @@ Result<std::optional<ExtractionRecord>> SqliteStore::GetExtraction(std::string_v
   r.status = store::ParseExtractionStatus(stmt.Text(0));
   r.reason = stmt.Text(1);
   r.gleaning_rounds = stmt.Int(2);
-  r.params_hash = stmt.Text(3);
+  r.params_hash = sqlite::HashText(stmt, 3);
   r.created_at = stmt.Text(4);
   GRAG_RETURN_IF_ERROR(store::ReadMentions(stmt, 5, &r.entities, &r.relationships)
                            .WithContext("chunk " + r.chunk_id));
@@ -220,7 +221,7 @@ EntityRecord ReadEntity(const sqlite::Stmt& stmt) {
   e.type = stmt.Text(3);
   e.type_counts = store::CountsFromJson(stmt.Text(4));
   e.description = stmt.Text(5);
-  e.description_hash = stmt.Text(6);
+  e.description_hash = sqlite::HashText(stmt, 6);
   e.description_model = stmt.Text(7);
   e.degree = stmt.Int(8);
   e.frequency = stmt.Int(9);
@@ -305,6 +306,7 @@ Result<int64_t> SqliteStore::UpsertEntity(const EntityRecord& e) {
           " RETURNING id"));
   stmt.BindAll(e.name_key, e.name, e.type, store::CountsToJson(e.type_counts), e.description,
                e.description_hash, e.description_model, e.description_basis);
+  sqlite::BindHash(stmt, 6, e.description_hash);  // as bytes: half the room
   GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) return Status::Internal("INSERT ... RETURNING gave no row");
   const int64_t id = stmt.Int(0);
@@ -625,7 +627,7 @@ Result<std::vector<RelationshipRecord>> ReadRelationships(sqlite::Stmt& stmt) {
     r.source_id = stmt.Int(1);
     r.target_id = stmt.Int(2);
     r.description = stmt.Text(3);
-    r.description_hash = stmt.Text(4);
+    r.description_hash = sqlite::HashText(stmt, 4);
     r.description_model = stmt.Text(5);
     r.weight = stmt.Double(6);
     r.frequency = stmt.Int(7);
@@ -662,6 +664,7 @@ Result<int64_t> SqliteStore::UpsertRelationship(const RelationshipRecord& r) {
           "description_basis = excluded.description_basis RETURNING id"));
   stmt.BindAll(a, b, r.description, r.description_hash, r.description_model, r.weight,
                r.description_basis);
+  sqlite::BindHash(stmt, 4, r.description_hash);  // as bytes: half the room
   Result<bool> row = stmt.Step();
   if (!row.ok()) {
     return row.status().WithContext("relationship " + std::to_string(a) + "-" + std::to_string(b) +
@@ -1007,13 +1010,22 @@ Result<ReportRecord> ReadReport(const sqlite::Stmt& stmt, bool findings = true) 
   }
   r.rating = stmt.OptDouble(7);
   r.rating_explanation = stmt.Text(8);
-  r.input_hash = stmt.Text(9);
+  r.input_hash = sqlite::HashText(stmt, 9);
   r.generator = store::ParseReportGenerator(stmt.Text(10));
   r.model = stmt.Text(11);
   r.level = stmt.Int(12);
   r.updated_at = stmt.Text(13);
   r.stale = stmt.Int(14) != 0;
-  if (findings) r.basis = store::ReportBasisFromJson(stmt.Text(15));
+  if (findings) {
+    // Compressed where that saves room, as the findings are (its member ids compress well).
+    Result<std::string> basis = sqlite::CompressibleText(stmt, 15);
+    if (!basis.ok()) {
+      return Status::Corruption("the basis of the report of community " +
+                                std::to_string(r.community_id) +
+                                " is damaged: " + basis.status().message());
+    }
+    r.basis = store::ReportBasisFromJson(*basis);
+  }
   r.stale_note = stmt.Text(16);
   // What changed since a stale report was written travels with it, so global search and every
   // other reader of the report see the new members too.
@@ -1052,12 +1064,15 @@ Status SqliteStore::PutReport(const ReportRecord& r) {
                         r.full_content == RenderReportMarkdown(r.title, r.summary, r.findings);
   const std::string_view content = rendered ? std::string_view() : r.full_content;
   const std::string findings = store::FindingsToJson(r.findings);
+  const std::string basis = store::ReportBasisToJson(r.basis);
   stmt.BindAll(r.community_id, store::ReportStatusName(r.status), r.reason, r.title, r.summary,
                content, findings, r.rating, r.rating_explanation, r.input_hash,
-               store::ReportGeneratorName(r.generator), r.model, r.stale ? 1 : 0,
-               store::ReportBasisToJson(r.basis));
-  // Compressed where that saves room (a third of their size): the largest part of a report.
+               store::ReportGeneratorName(r.generator), r.model, r.stale ? 1 : 0, basis);
+  // Compressed where that saves room (a third of their size): the largest part of a report. So
+  // is the basis, its members' ids (a fifth of an LLM report's bytes, a quarter compressed).
   sqlite::BindCompressible(stmt, 7, findings);
+  sqlite::BindCompressible(stmt, 14, basis);
+  sqlite::BindHash(stmt, 10, r.input_hash);
   GRAG_RETURN_IF_ERROR(stmt.Run());
   return tx.Commit();
 }

@@ -21,7 +21,20 @@ namespace {
 // documents their columns: keep the two in step.
 constexpr std::string_view kSqlViews = R"sql(
 CREATE TEMP VIEW documents AS
-SELECT d.id, d.title, d.source_path, d.content_hash, length(grag_text(d.text)) AS characters,
+SELECT d.id, d.title, d.source_path,
+       -- Kept as its bytes where it is hex (sqlite::BindHash).
+       CASE typeof(d.content_hash) WHEN 'blob' THEN lower(hex(d.content_hash))
+            ELSE d.content_hash END AS content_hash,
+       -- A text kept in its chunks (stored ''): their parts past the previous chunks' end.
+       CASE WHEN typeof(d.text) = 'text' AND d.text = '' THEN
+         (SELECT coalesce(sum(length(CAST(substr(CAST(x.text AS BLOB),
+                                                 1 + max(0, coalesce(x.before, 0) - x.start_byte))
+                                          AS TEXT))), 0)
+          FROM (SELECT c.text, c.start_byte,
+                       max(c.end_byte) OVER (ORDER BY c.start_byte ROWS BETWEEN UNBOUNDED
+                                             PRECEDING AND 1 PRECEDING) AS before
+                FROM main.chunks c WHERE c.document_id = d.id) x)
+       ELSE length(grag_text(d.text)) END AS characters,
        (SELECT count(*) FROM main.chunks c WHERE c.document_id = d.id) AS chunk_count,
        d.created_at, d.updated_at
 FROM main.documents d;

@@ -46,7 +46,7 @@ Result<EmbeddingRecord> ReadEmbedding(const sqlite::Stmt& stmt) {
   GRAG_RETURN_IF_ERROR(
       store::DecodeVector(stmt.Blob(4), r.encoding, r.vector)
           .WithContext("the embedding of " + std::string(stmt.Text(0)) + " " + r.owner_id));
-  r.input_hash = stmt.Text(5);
+  r.input_hash = sqlite::HashText(stmt, 5);
   return r;
 }
 
@@ -96,7 +96,7 @@ Status SqliteStore::PutEmbeddings(const std::vector<EmbeddingRecord>& records) {
                    static_cast<int64_t>(r.vector.size()));
     const std::string bytes = store::EncodeVector(r.vector, r.encoding);
     insert.BindBlob(5, bytes.data(), bytes.size());
-    insert.Bind(6, r.input_hash);
+    sqlite::BindHash(insert, 6, r.input_hash);  // as bytes: half the room
     insert.Bind(7, VectorEncodingName(r.encoding));
     GRAG_RETURN_IF_ERROR(insert.Run());
   }
@@ -143,7 +143,7 @@ Result<std::map<std::string, std::string>> SqliteStore::ListEmbeddingHashes(Embe
   while (true) {
     GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    out.emplace(stmt.Text(0), stmt.Text(1));
+    out.emplace(stmt.Text(0), sqlite::HashText(stmt, 1));
   }
   return out;
 }
@@ -237,9 +237,15 @@ std::optional<std::string> ReplyCacheTable::Get(std::string_view key) {
   }
   Result<ReadHandle> read = impl_->Read();
   Result<sqlite::Stmt> stmt =
-      read.ok() ? read->conn().Prepare("SELECT value FROM llm_cache WHERE key = ?")
-                : Result<sqlite::Stmt>(read.status());
-  Result<bool> found = stmt.ok() ? stmt->BindAll(key).Step() : Result<bool>(stmt.status());
+      read.ok()
+          ? read->conn().Prepare("SELECT value FROM llm_cache WHERE key = ?1 OR key = ?2 LIMIT 1")
+          : Result<sqlite::Stmt>(read.status());
+  // The key as its bytes (Put), or as the hex text older builds wrote.
+  if (stmt.ok()) {
+    stmt->BindAll(std::nullopt, key);
+    sqlite::BindHash(*stmt, 1, key);
+  }
+  Result<bool> found = stmt.ok() ? stmt->Step() : Result<bool>(stmt.status());
   if (!found.ok()) {
     // A cache that cannot be read costs an LLM call, not the run.
     Log(LogLevel::kWarn, "store", "reply cache read failed: " + found.status().ToString());
@@ -271,7 +277,8 @@ Status ReplyCacheTable::Put(std::string_view key, std::string_view value, std::s
         impl->conn.Prepare("INSERT INTO llm_cache (key, value, model, kind) VALUES (?, ?, ?, ?) "
                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, model = "
                            "excluded.model, kind = excluded.kind, created_at = " GRAG_SQL_NOW));
-    stmt.BindAll(key, std::nullopt, model, kind);
+    stmt.BindAll(std::nullopt, std::nullopt, model, kind);
+    sqlite::BindHash(stmt, 1, key);  // a SHA-256 in hex: as its 32 bytes
     // Compressed where that saves room: a reply is JSON, a third of its size as zlib.
     sqlite::BindCompressible(stmt, 2, value);
     return stmt.Run();
@@ -362,6 +369,7 @@ Status PackPlainValues(SqliteStore::Impl& impl) {
   constexpr int64_t kBatch = 500;
   for (const auto& [table, column] : {std::pair{"extractions", "mentions"},
                                       {"reports", "findings"},
+                                      {"reports", "basis"},
                                       {"documents", "text"},
                                       {"llm_cache", "value"}}) {
     int64_t after = 0;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "compressed_text.h"
+#include "document_text.h"
 #include "mention_record.h"
 #include "store_impl.h"
 #include "table_sql.h"
@@ -34,7 +35,17 @@ std::string Source(std::string_view name) {
 // Text columns the store keeps compressed where that saves room (a BLOB: reply_codec.h).
 bool CompressedColumn(std::string_view table, std::string_view column) {
   return (table == "llm_cache" && column == "value") ||
-         (table == "reports" && column == "findings") || (table == "documents" && column == "text");
+         (table == "reports" && (column == "findings" || column == "basis")) ||
+         (table == "documents" && column == "text");
+}
+
+// Digests the store keeps as their bytes (sqlite::BindHash), read back as hex.
+bool HashColumn(std::string_view table, std::string_view column) {
+  if (column == "description_hash") return table == "entities" || table == "relationships";
+  if (column == "input_hash") return table == "reports" || table == "embeddings";
+  return (table == "documents" && column == "content_hash") ||
+         (table == "extractions" && column == "params_hash") ||
+         (table == "llm_cache" && column == "key");
 }
 
 bool MentionTable(std::string_view name) {
@@ -167,7 +178,17 @@ class SqliteTableSnapshot final : public TableSnapshot {
             break;
           case ColumnType::kText:
           case ColumnType::kJson: {
-            // The text, whether or not kept compressed (CompressedColumn).
+            // The text, whether or not kept compressed (CompressedColumn); a document's text
+            // from its chunks where it is kept there (document_text.h).
+            if (HashColumn(table.name, table.columns[i].name)) {
+              row[i] = sqlite::HashText(stmt, col);
+              break;
+            }
+            if (table.name == "documents" && table.columns[i].name == "text") {
+              GRAG_ASSIGN_OR_RETURN(
+                  row[i], sqlite::StoredDocumentText(read_.conn(), stmt.Text(0), stmt, col));
+              break;
+            }
             GRAG_ASSIGN_OR_RETURN(row[i], sqlite::CompressibleText(stmt, col));
             break;
           }
@@ -254,6 +275,8 @@ Status SqliteStore::InsertRows(const IndexTable& table, const std::vector<TableR
       } else if (const auto* s = std::get_if<std::string>(&row[i])) {
         if (CompressedColumn(table.name, table.columns[i].name)) {
           sqlite::BindCompressible(insert, param, *s);
+        } else if (HashColumn(table.name, table.columns[i].name)) {
+          sqlite::BindHash(insert, param, *s);
         } else {
           insert.Bind(param, *s);
         }
