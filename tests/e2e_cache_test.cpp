@@ -71,6 +71,9 @@ TEST_F(E2eCacheTest, PruneRemovesOnlyWhatTheLastCompleteRunDidNotWriteAndTheFile
   EXPECT_EQ(kinds.count("chat/extract"), 0u);
   EXPECT_EQ(kinds.count("embedding"), 0u);
   EXPECT_EQ(kinds.count("chat/summarize"), 1u) << cache.dump();
+  const auto text = RunCommand(Run("stats"));
+  EXPECT_NE(text.out.find("\n  by kind "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(" chat/summarize "), std::string::npos) << text.out;
   Write("second.txt", 30000, 30000);
   ASSERT_EQ(RunCommand(Run("index --no-progress")).exit_code, 0);
   const int64_t both = CacheEntries();

@@ -1,6 +1,8 @@
 // grag stats: what the index holds and what it cost.
 #include <unistd.h>
 
+#include <map>
+
 #include <fmt/format.h>
 
 #include "cli.h"
@@ -114,8 +116,22 @@ void PrintStats(const IndexStats& st) {
   int64_t cache_bytes = 0;
   for (const CacheModelStats& c : s.cache_by_model) cache_bytes += c.bytes;
   std::cout << "reply cache    " << s.cache_entries << " entries, " << FormatCount(cache_bytes)
-            << " bytes stored (`grag cache prune` removes what the index no longer needs)\n"
-            << "index file     " << FormatCount(s.file_bytes) << " bytes";
+            << " bytes stored (`grag cache prune` removes what the index no longer needs)\n";
+  // By kind (chat/summarize, chat/query, embedding, ...), over the models.
+  std::map<std::string, std::pair<int64_t, int64_t>> by_kind;
+  for (const CacheModelStats& c : s.cache_by_model) {
+    by_kind[c.kind].first += c.entries;
+    by_kind[c.kind].second += c.bytes;
+  }
+  if (!by_kind.empty()) {
+    std::cout << "  by kind     ";
+    for (const auto& [kind, n] : by_kind) {
+      std::cout << " " << kind << " " << n.first << " (" << FormatCount(n.second) << " bytes)"
+                << (kind == by_kind.rbegin()->first ? "" : ",");
+    }
+    std::cout << "\n";
+  }
+  std::cout << "index file     " << FormatCount(s.file_bytes) << " bytes";
   if (s.free_bytes > 0) std::cout << " (+" << FormatCount(s.free_bytes) << " free)";
   std::cout << "\n";
   if (!s.space.empty()) {
