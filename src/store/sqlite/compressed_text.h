@@ -3,6 +3,7 @@
 // in reply_codec.h's layout when that is smaller, else as TEXT, and told apart by type on reading.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -10,6 +11,38 @@
 #include "sqlite.h"
 
 namespace grag::sqlite {
+
+// A column of a table, as the lists below name it.
+struct StoredColumn {
+  std::string_view table;
+  std::string_view column;
+};
+
+// The columns written by BindCompressible: the compaction compresses what older builds left
+// plain in them, and copies between backends read and write them as text.
+inline constexpr StoredColumn kCompressedColumns[] = {{"extractions", "mentions"},
+                                                      {"reports", "findings"},
+                                                      {"reports", "basis"},
+                                                      {"documents", "text"},
+                                                      {"llm_cache", "value"}};
+
+// The columns written by BindHash: copies read and write them as hex.
+inline constexpr StoredColumn kDigestColumns[] = {{"entities", "description_hash"},
+                                                  {"relationships", "description_hash"},
+                                                  {"reports", "input_hash"},
+                                                  {"embeddings", "input_hash"},
+                                                  {"documents", "content_hash"},
+                                                  {"extractions", "params_hash"},
+                                                  {"llm_cache", "key"}};
+
+// Whether `columns` lists table.column.
+template <size_t N>
+bool Lists(const StoredColumn (&columns)[N], std::string_view table, std::string_view column) {
+  for (const StoredColumn& c : columns) {
+    if (c.table == table && c.column == column) return true;
+  }
+  return false;
+}
 
 // Binds `text` to parameter `index`: compressed (a BLOB) where that saves room, else as text.
 void BindCompressible(Stmt& stmt, int index, std::string_view text);

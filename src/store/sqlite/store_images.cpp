@@ -104,24 +104,6 @@ Result<int64_t> ImageId(sqlite::Connection& conn, std::string_view name) {
 // tenth tighter than level 1 in 5 times the time, a few ms once per index run.
 constexpr int kImageLevel = 6;
 
-// The named image's bytes, decompressed; nullopt when there is none.
-Result<std::optional<std::string>> ReadImage(sqlite::Connection& conn, std::string_view name) {
-  std::optional<std::string> image;
-  GRAG_ASSIGN_OR_RETURN(int64_t id, ImageId(conn, name));
-  if (id == 0) return image;
-  std::string bytes;
-  GRAG_ASSIGN_OR_RETURN(bool found, conn.ReadBlob("query_images", "data", id, [&](size_t size) {
-    bytes.resize(size);
-    return bytes.data();
-  }));
-  if (!found) return image;
-  if (store::DecompressedSize(bytes)) {
-    GRAG_ASSIGN_OR_RETURN(bytes, store::DecompressReply(bytes));
-  }
-  image = std::move(bytes);
-  return image;
-}
-
 // A stored image's bytes as an image: inflated into fresh storage when stored compressed.
 Result<store::ImageBytes> Inflated(store::ImageBytes stored) {
   const std::optional<size_t> size = store::DecompressedSize(stored.view());
@@ -130,6 +112,21 @@ Result<store::ImageBytes> Inflated(store::ImageBytes stored) {
   char* at = out.Allocate(*size);
   GRAG_RETURN_IF_ERROR(store::DecompressInto(stored.view(), at));
   return out;
+}
+
+// The named image's bytes, inflated; nullopt when there is none.
+Result<std::optional<std::string>> ReadImage(sqlite::Connection& conn, std::string_view name) {
+  std::optional<std::string> image;
+  GRAG_ASSIGN_OR_RETURN(int64_t id, ImageId(conn, name));
+  if (id == 0) return image;
+  store::ImageBytes bytes;
+  GRAG_ASSIGN_OR_RETURN(bool found, conn.ReadBlob("query_images", "data", id, [&](size_t size) {
+    return bytes.Allocate(size);
+  }));
+  if (!found) return image;
+  GRAG_ASSIGN_OR_RETURN(store::ImageBytes inflated, Inflated(std::move(bytes)));
+  image = std::string(inflated.view());
+  return image;
 }
 
 // The cached decoded image `name` if its stored id is still `*id`, else the stored one decoded

@@ -367,11 +367,7 @@ namespace {
 // the pages.
 Status PackPlainValues(SqliteStore::Impl& impl) {
   constexpr int64_t kBatch = 500;
-  for (const auto& [table, column] : {std::pair{"extractions", "mentions"},
-                                      {"reports", "findings"},
-                                      {"reports", "basis"},
-                                      {"documents", "text"},
-                                      {"llm_cache", "value"}}) {
+  for (const auto& [table, column] : sqlite::kCompressedColumns) {
     int64_t after = 0;
     while (true) {
       GRAG_ASSIGN_OR_RETURN(Transaction tx, impl.Begin(true));

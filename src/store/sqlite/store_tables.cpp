@@ -34,18 +34,12 @@ std::string Source(std::string_view name) {
 
 // Text columns the store keeps compressed where that saves room (a BLOB: reply_codec.h).
 bool CompressedColumn(std::string_view table, std::string_view column) {
-  return (table == "llm_cache" && column == "value") ||
-         (table == "reports" && (column == "findings" || column == "basis")) ||
-         (table == "documents" && column == "text");
+  return sqlite::Lists(sqlite::kCompressedColumns, table, column);
 }
 
 // Digests the store keeps as their bytes (sqlite::BindHash), read back as hex.
 bool HashColumn(std::string_view table, std::string_view column) {
-  if (column == "description_hash") return table == "entities" || table == "relationships";
-  if (column == "input_hash") return table == "reports" || table == "embeddings";
-  return (table == "documents" && column == "content_hash") ||
-         (table == "extractions" && column == "params_hash") ||
-         (table == "llm_cache" && column == "key");
+  return sqlite::Lists(sqlite::kDigestColumns, table, column);
 }
 
 bool MentionTable(std::string_view name) {
