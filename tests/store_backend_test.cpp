@@ -1204,6 +1204,16 @@ TEST_P(StoreBackendTest, GraphSnapshotNeighbourhoodAndChunkLinks) {
   ASSERT_EQ(near->edges.size(), 1u);
   EXPECT_EQ(near->edges[0].weight, 2);
   EXPECT_EQ(near->links.size(), 3u);  // a-c0, a-c1, b-c1
+  // Without relationships: the same walk, no edges (the evidence chain's read of chunks and
+  // their entities).
+  Store::NeighbourhoodLimits bare = one;
+  bare.relationships = false;
+  auto chunks_only = store_->LoadGraphNeighbourhood({}, {"d#c1"}, bare);
+  ASSERT_TRUE(chunks_only.ok()) << chunks_only.status().ToString();
+  EXPECT_TRUE(chunks_only->edges.empty());
+  EXPECT_EQ(chunks_only->chunk_ids, (std::vector<std::string>{"d#c1"}));
+  EXPECT_EQ(chunks_only->links.size(), 2u);  // a-c1, b-c1
+  EXPECT_EQ(chunks_only->entities.size(), 2u);
   // Three hops from chunk c3: far, c, b (a would be a fourth); a limit of two entities stops
   // the walk there.
   Store::NeighbourhoodLimits three;

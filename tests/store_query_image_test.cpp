@@ -186,6 +186,7 @@ class QueryImageTest : public ::testing::Test {
     q.limits.max_entities = 1 + rng() % 12;
     q.limits.max_chunks = 1 + rng() % 12;
     q.limits.max_fanout = 1 + rng() % 4;
+    q.limits.relationships = rng() % 4 != 0;
     return q;
   }
 

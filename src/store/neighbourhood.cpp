@@ -48,7 +48,9 @@ Result<GraphSnapshot> WalkNeighbourhood(const std::vector<int64_t>& entity_ids,
       }
     }
     std::unordered_map<int64_t, std::vector<std::string>> chunks_of;
-    if (!entities.empty()) GRAG_RETURN_IF_ERROR(reader.Edges(entities, &edges_of));
+    if (!entities.empty() && limits.relationships) {
+      GRAG_RETURN_IF_ERROR(reader.Edges(entities, &edges_of));
+    }
     if (!expanding.empty()) {
       GRAG_RETURN_IF_ERROR(reader.ChunksOf(expanding, limits.max_fanout, &chunks_of));
     }

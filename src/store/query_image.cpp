@@ -400,7 +400,7 @@ Result<GraphSnapshot> GraphImage::Walk(const std::vector<int64_t>& entity_ids,
       if (n.is_entity) {
         // The strongest relationships first when there are too many to follow.
         by_weight.clear();
-        for (uint64_t k = edge_start_[i]; k < edge_start_[i + 1]; ++k) {
+        for (uint64_t k = edge_start_[i]; limits.relationships && k < edge_start_[i + 1]; ++k) {
           by_weight.emplace_back(k, edges_[k].weight);
         }
         std::stable_sort(by_weight.begin(), by_weight.end(),
@@ -436,7 +436,9 @@ Result<GraphSnapshot> GraphImage::Walk(const std::vector<int64_t>& entity_ids,
   // hash map filled in read order and goes through that map, so a map of the same keys filled
   // in the same order goes through them in the same order.
   std::unordered_map<int64_t, char> order;
-  for (int64_t id : read_order) order.emplace(id, 0);
+  if (limits.relationships) {
+    for (int64_t id : read_order) order.emplace(id, 0);
+  }
   for (const auto& [id, unused] : order) {
     const int64_t at = EntityAt(id);
     if (at < 0) continue;

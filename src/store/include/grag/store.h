@@ -303,6 +303,9 @@ class Store {
     size_t max_entities = 1500;
     size_t max_chunks = 1500;
     size_t max_fanout = 100;
+    // Follow and return the entities' relationships (the snapshot's edges); false: the walk
+    // goes over entity-chunk links only, and the snapshot holds no edges.
+    bool relationships = true;
   };
   virtual Result<GraphSnapshot> LoadGraphNeighbourhood(const std::vector<int64_t>& entity_ids,
                                                        const std::vector<std::string>& chunk_ids,
