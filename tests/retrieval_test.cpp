@@ -1,7 +1,8 @@
 // Retrieval (grag/retrieval.h): the forward-push walk against igraph's exact personalised
 // PageRank, reciprocal rank fusion, and the three signals on a small index built by the real
-// pipeline in the no-LLM mode: the walk reaches a two-hop passage no question word names, and a
-// generic question word does not seed the walk in place of a name.
+// pipeline in the no-LLM mode: the walk reaches a two-hop passage no question word names, a
+// generic question word does not seed the walk in place of a name, and the evidence chain
+// moves the article the first passage names up to follow it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <igraph/igraph.h>
@@ -549,6 +550,156 @@ TEST_F(RetrievalIndexTest, ShortPassagesLeaveTheWindowListOut) {
   auto r = retriever_->Retrieve("Who played Corliss Archer on the radio?", RetrievalOptions{});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stats.window_weight, 0);
+}
+
+// The evidence chain: the article the first passage points to ("...played for the Philadelphia
+// Eagles") moves up past look-alikes that share the question's words, in both the kept-graph
+// and the one-question mode; what the question names itself keeps its place ahead of it.
+class RetrievalChainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<std::pair<std::string, std::string>> docs = {
+        {"Dick Humbert",
+         "Dick Humbert was an American football end. He played for the Philadelphia Eagles "
+         "from 1945 to 1949 and later coached at a high school."},
+        {"Philadelphia Eagles",
+         "The Philadelphia Eagles are a professional American football franchise. The Eagles "
+         "play their home games at Lincoln Financial Field in Pennsylvania."},
+        {"Brooklyn Dodgers (NFL)",
+         "The Brooklyn Dodgers were an NFL team that played from 1930 to 1945. The NFL team "
+         "was based in the state of New York."},
+        {"Buffalo Bills",
+         "The Buffalo Bills are an NFL team based in the state of New York. The team has "
+         "played since 1946."},
+    };
+    for (int i = 0; i < 16; ++i) {
+      docs.push_back({"Garden " + std::to_string(i),
+                      "Garden " + std::to_string(i) + " is a garden planted in " +
+                          std::to_string(1900 + i) + " with roses and a pond."});
+    }
+    std::filesystem::create_directories(dir_.path() / "input");
+    std::ofstream jsonl(dir_ / "input/passages.jsonl");
+    for (const auto& [title, text] : docs) {
+      jsonl
+          << nlohmann::json{{"id", title}, {"title", title}, {"text", title + "\n\n" + text}}.dump()
+          << "\n";
+    }
+    jsonl.close();
+    Config config;
+    config.root = dir_.path().string();
+    auto store = Store::Open(dir_ / "output/index.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    IndexContext ctx;
+    ctx.store = store_.get();
+    ctx.embedder = &embedder_;
+    ASSERT_TRUE(RunIndex(config, {}, ctx).ok());
+  }
+
+  std::vector<std::string> Docs(const RetrievalResult& r) {
+    std::vector<std::string> out;
+    for (const auto& c : r.chunks) out.push_back(c.document_id);
+    return out;
+  }
+
+  TempDir dir_;
+  LexicalEmbedder embedder_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(RetrievalChainTest, TheArticleTheFirstPassageNamesComesSecond) {
+  const std::string q =
+      "From 1945 to 1949 Dick Humbert played for an NFL team based in what state?";
+  for (bool kept : {true, false}) {
+    SCOPED_TRACE(kept ? "the graph kept" : "one question");
+    RetrieverOptions ro;
+    ro.load_graph = kept;
+    auto retriever = Retriever::Open(*store_, &embedder_, ro);
+    ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+    RetrievalOptions o;
+    o.chain_links = 0;
+    auto fused = (*retriever)->Retrieve(q, o);
+    ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+    const auto plain = Docs(*fused);
+    ASSERT_EQ(plain.at(0), "Dick Humbert");
+    // The look-alikes share "NFL", "team", "based", "state"; the Eagles' article none of them.
+    ASSERT_NE(plain.at(1), "Philadelphia Eagles") << "the fusion alone should not find it";
+    for (const auto& c : fused->chunks) EXPECT_TRUE(c.chained_by.empty());
+
+    o.chain_links = 2;
+    auto chained = (*retriever)->Retrieve(q, o);
+    ASSERT_TRUE(chained.ok()) << chained.status().ToString();
+    const auto docs = Docs(*chained);
+    ASSERT_GE(docs.size(), 3u);
+    EXPECT_EQ(docs[0], "Dick Humbert");
+    EXPECT_EQ(docs[1], "Philadelphia Eagles");
+    EXPECT_EQ(chained->chunks[1].chained_by, "philadelphia eagles");
+    EXPECT_TRUE(chained->chunks[0].chained_by.empty());
+    // Only the order changes: the same chunks, each with its fused score.
+    EXPECT_THAT(docs, ::testing::UnorderedElementsAreArray(plain));
+    for (const auto& c : chained->chunks) {
+      auto same = std::find_if(fused->chunks.begin(), fused->chunks.end(),
+                               [&](const RetrievedChunk& f) { return f.chunk_id == c.chunk_id; });
+      ASSERT_NE(same, fused->chunks.end());
+      EXPECT_EQ(same->score, c.score);
+    }
+    // Other methods rank by their own signal alone.
+    o.method = RetrievalMethod::kGraph;
+    auto graph = (*retriever)->Retrieve(q, o);
+    ASSERT_TRUE(graph.ok());
+    for (const auto& c : graph->chunks) EXPECT_TRUE(c.chained_by.empty());
+  }
+}
+
+TEST_F(RetrievalChainTest, WhatTheQuestionNamesStaysAheadOfTheChain) {
+  auto retriever = Retriever::Open(*store_, &embedder_);
+  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+  const std::string q =
+      "Did Dick Humbert, an end from 1945 to 1949, play in the league of the Buffalo Bills?";
+  auto r = (*retriever)->Retrieve(q, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto docs = Docs(*r);
+  ASSERT_GE(docs.size(), 3u);
+  // The chain starts at Dick Humbert's passage, which names the Eagles, not the Bills.
+  ASSERT_EQ(docs[0], "Dick Humbert") << ::testing::PrintToString(docs);
+  EXPECT_EQ(docs[1], "Buffalo Bills") << ::testing::PrintToString(docs);
+  EXPECT_EQ(docs[2], "Philadelphia Eagles") << ::testing::PrintToString(docs);
+  EXPECT_EQ(r->chunks[2].chained_by, "philadelphia eagles");
+}
+
+// Local search's stop rule: nothing named and no description near enough. The entities that
+// the hybrid ranking's best passages name, in a sentence holding enough of the question's
+// words, stand in; below the floor the index still has nothing on the question.
+TEST_F(RetrievalChainTest, LocalSearchMatchesWhatTheBestPassagesSentencesName) {
+  auto retriever = Retriever::Open(*store_, &embedder_);
+  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+  const Tokenizer& tok = *Tokenizer::Get("o200k_base").value();
+  const std::string q = "Which team did he play for from 1945 to 1949 before he later coached?";
+  LocalSearchOptions o;
+  o.similarity_floor = 0.5;
+  // No entity seeds the walk by embedding (those are matched by embedding, at the same floor,
+  // when local search runs in the engine): every entity of the best sentences is a fact seed.
+  o.retrieval.max_embedding_seeds = 0;
+  auto ctx = BuildLocalContext(*store_, &embedder_, tok, q, o, nullptr, retriever->get());
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  ASSERT_FALSE(ctx->matches.empty());
+  for (const auto& m : ctx->matches) {
+    EXPECT_TRUE(m.by_fact) << m.name;
+    EXPECT_FALSE(m.by_name || m.by_embedding) << m.name;
+    EXPECT_GE(m.fact_match, o.similarity_floor) << m.name;
+  }
+  EXPECT_THAT(ctx->diagnostics,
+              ::testing::Contains(::testing::HasSubstr("named by the best passages' sentences")));
+  bool humbert = false;
+  for (const auto& item : ctx->items) {
+    humbert |= item.type == LocalItemType::kChunk && item.document_id == "Dick Humbert";
+  }
+  EXPECT_TRUE(humbert) << "the passage that holds the fact is in the context";
+
+  o.similarity_floor = 0.99;
+  auto none = BuildLocalContext(*store_, &embedder_, tok, q, o, nullptr, retriever->get());
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->matches.empty());
 }
 
 }  // namespace

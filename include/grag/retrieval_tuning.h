@@ -77,6 +77,19 @@ struct RetrievalTuning {
   // the entities they name, weighted by the sentence's match and the entity's specificity. They
   // are how the walk finds a bridge the question never names. Their share of the seed mass:
   double fact_seed_share = 0.3;
+
+  // ---- the evidence chain (hybrid)
+  // A multi-hop question's second passage is the one its first passage points to: "Dick Humbert
+  // ... played for the Philadelphia Eagles" leads to the Eagles' own article, which shares few
+  // words with the question, while a look-alike ("Brooklyn Dodgers (NFL)") shares many. After
+  // the fusion, of its first chain_depth chunks, the first chain_links whose document is titled
+  // by an entity the first chunk names (one chunk per entity; an entity specific enough to seed
+  // the walk, not the first chunk's own title) move up to follow it, in their order. A corpus
+  // whose documents are not about one entity each (a book, a report) has no such titles and is
+  // left as fused. 2 and 30, chosen on the even questions of HotpotQA-100 (recall@2 0.73 to 0.81
+  // there, 0.70 to 0.82 on the odd ones); 0 links: off.
+  int64_t chain_links = 2;
+  int64_t chain_depth = 30;
 };
 
 }  // namespace grag

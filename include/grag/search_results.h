@@ -58,6 +58,9 @@ struct SeedEntity {
   double specificity = 0;       // of its name (0-1), when named
   int64_t chunk_frequency = 0;  // chunks whose text holds its name, when named
   std::optional<double> similarity;  // when matched by embedding
+  // When found as a fact: the share of the question's specific words (by specificity) held by
+  // the best sentence that names it (0-1).
+  double fact_match = 0;
 };
 
 struct RetrievedChunk {
@@ -70,6 +73,10 @@ struct RetrievedChunk {
   std::array<std::optional<int>, kSignalCount> ranks{};
   std::array<double, kSignalCount> signal_scores{};  // cosine, BM25, walk probability
   std::optional<double> rerank_score;                // when the reranker saw it
+  // Hybrid: moved up to follow the first chunk by the evidence chain (RetrievalTuning::
+  // chain_links): the key of the entity the first chunk names and this chunk's document is
+  // titled by; empty: in its fused place.
+  std::string chained_by;
 };
 
 struct RetrievalStats {
@@ -253,6 +260,12 @@ struct LocalMatch {
   std::optional<double> similarity;
   bool by_name = false;       // its normalised name appears in the question
   bool by_embedding = false;  // among the k nearest and cleared the floor
+  // Named by a sentence of the hybrid ranking's best passages that matches the question (a
+  // fact seed) well enough to clear the floor: matched only when nothing was named and no
+  // description was near enough. Its match: the share of the question's specific words that
+  // sentence holds.
+  bool by_fact = false;
+  double fact_match = 0;
 };
 
 // One item placed in the context. The fields after `text` say what the id stands for; those

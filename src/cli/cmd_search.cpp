@@ -79,6 +79,7 @@ Command AddSearchCommand(CLI::App& app, GlobalOptions& g) {
                   std::cout << ", " << SignalName(static_cast<Signal>(s)) << " #" << *c.ranks[s];
                 }
               }
+              if (!c.chained_by.empty()) std::cout << "; named by #1: " << c.chained_by;
               std::cout << ")\n";
               if (o->full) {
                 std::cout << c.text << "\n\n";

@@ -546,6 +546,13 @@ std::vector<Setting> Settings(Config& c) {
        "Graph signal: of an entity's mass for chunks, the share for the chunks of documents it is "
        "the title of",
        &c.search.titled_chunk_share, Between(0, 1)},
+      {"search.chain_links", "",
+       "Hybrid: chunks moved up to follow the first when their document is titled by an entity "
+       "the first chunk names (the evidence chain of a multi-hop question); 0: off",
+       &c.search.chain_links, AtLeast(0)},
+      {"search.chain_depth", "",
+       "Hybrid: how far down the fused ranking the evidence chain looks (search.chain_links)",
+       &c.search.chain_depth, AtLeast(2)},
       {"search.min_name_specificity", "",
        "Graph signal: names in too many chunks (specificity below this, 0-1) do not seed the walk",
        &c.search.min_name_specificity, Between(0, 1)},

@@ -237,7 +237,9 @@ json LocalObject(const LocalSearchResult& r, std::string_view question, bool llm
                        {"name", m.name},
                        {"similarity", m.similarity ? json(*m.similarity) : json()},
                        {"by_name", m.by_name},
-                       {"by_embedding", m.by_embedding}});
+                       {"by_embedding", m.by_embedding},
+                       {"by_fact", m.by_fact}});
+    if (m.by_fact) matches.back()["fact_match"] = m.fact_match;
   }
   json items = json::array();
   for (const auto& it : ctx.items) {
@@ -384,6 +386,7 @@ json ChunkObject(const RetrievedChunk& c, size_t rank, bool with_text) {
             {"chunk_index", c.index}, {"score", c.score},       {"signal_ranks", ranks},
             {"signal_scores", scores}};
   if (c.rerank_score) j["rerank_score"] = *c.rerank_score;
+  if (!c.chained_by.empty()) j["chained_by"] = c.chained_by;
   if (with_text) j["text"] = c.text;
   return j;
 }
@@ -398,6 +401,7 @@ json SeedsArray(const RetrievalResult& r) {
               {"by_fact", s.by_fact}};
     if (s.by_name) j["specificity"] = s.specificity;
     if (s.similarity) j["similarity"] = *s.similarity;
+    if (s.by_fact) j["fact_match"] = s.fact_match;
     seeds.push_back(std::move(j));
   }
   return seeds;

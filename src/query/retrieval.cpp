@@ -22,6 +22,7 @@
 #include "grag/words.h"
 #include "ppr.h"
 #include "retrieval_graph.h"
+#include "sentence_windows.h"
 
 namespace grag {
 
@@ -34,26 +35,6 @@ constexpr std::string_view kLog = "search";
 // Single-word names shorter than this match only when the question spells them with the same
 // case as the entity: "US" must not be found in "tell us".
 constexpr size_t kShortNameBytes = 4;
-
-// Byte classes of the sentence-window scan: letters, digits and every byte of a UTF-8
-// sequence are word bytes; ASCII letters lower-cased.
-constexpr std::array<bool, 256> kWordByte = [] {
-  std::array<bool, 256> t{};
-  for (int c = 0; c < 256; ++c) {
-    t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80;
-  }
-  return t;
-}();
-constexpr std::array<unsigned char, 256> kLower = [] {
-  std::array<unsigned char, 256> t{};
-  for (int c = 0; c < 256; ++c) {
-    t[c] = static_cast<unsigned char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  }
-  return t;
-}();
-
-// The sentence-window list: words without a sentence end count as a sentence this long.
-constexpr size_t kWindowSentenceWords = 40;
 
 std::chrono::microseconds Since(SteadyClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t);
@@ -134,6 +115,8 @@ Status CheckOptions(const RetrievalOptions& o) {
   if (!(o.anchored_specificity >= 0 && o.anchored_specificity <= 1)) {
     return bad("anchored_specificity must be within [0, 1]");
   }
+  if (o.chain_links < 0) return bad("chain_links must not be negative");
+  if (o.chain_depth < 2) return bad("chain_depth must be at least 2");
   if (o.max_embedding_seeds < 0 || o.passage_seeds < 0 || o.max_name_words < 0) {
     return bad("seed counts must not be negative");
   }
@@ -297,6 +280,8 @@ struct Retriever::Impl {
   struct Signals {
     std::array<std::vector<std::string>, kSignalCount> lists;
     std::array<std::unordered_map<std::string, double>, kSignalCount> scores;
+    // Chunks the evidence chain moved up: chunk id -> the entity that led to it.
+    std::unordered_map<std::string, std::string> chained;
   };
   // The graph signal: seeds from the question's names, its embedding and the other signals'
   // best passages, walked into sig.lists[2]. True when the walk is anchored (a seed named in
@@ -317,6 +302,11 @@ struct Retriever::Impl {
                                                            bool graph_anchored, bool lexical,
                                                            const RetrievalOptions& o, Signals& sig,
                                                            RetrievalResult& result) const;
+  // The evidence chain (RetrievalTuning::chain_links): moves up, to follow the first chunk of
+  // `ranked`, the chunks of the documents titled by entities it names; sig.chained says which.
+  Status FollowChain(std::vector<std::pair<std::string, double>>& ranked,
+                     const std::vector<SeedEntity>& named, const RetrievalOptions& o,
+                     Signals& sig) const;
   // result.chunks from the ranking (their text read when asked for or reranked), the head
   // reranked.
   Status CollectChunks(std::string_view question,
@@ -461,7 +451,8 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(const GraphData& g,
   if (terms.empty()) return out;
   std::unordered_set<int64_t> already;
   for (const auto& s : named) already.insert(s.entity_id);
-  std::unordered_map<uint32_t, double> score;  // entity node -> best fact score
+  // Entity node -> best fact score, and the best match of a sentence naming it.
+  std::unordered_map<uint32_t, std::pair<double, double>> score;
   for (size_t r = 0; r < passages.size(); ++r) {
     auto c = g.chunk_of_id.find(passages[r]);
     if (c == g.chunk_of_id.end()) continue;
@@ -488,8 +479,9 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(const GraphData& g,
         if (already.count(g.entity_ids[e])) continue;
         if (!HoldsRun(words, SplitNormalizedName(g.entity_keys[e]))) continue;
         const double s = passage_weight * match * g.EntitySpecificity(e);
-        double& best = score[e];
+        auto& [best, best_match] = score[e];
         best = std::max(best, s);
+        best_match = std::max(best_match, match);
       }
     }
   }
@@ -498,7 +490,8 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(const GraphData& g,
     seed.entity_id = g.entity_ids[node];
     seed.name_key = g.entity_keys[node];
     seed.by_fact = true;
-    seed.weight = s;
+    seed.weight = s.first;
+    seed.fact_match = s.second;
     out.push_back(std::move(seed));
   }
   std::sort(out.begin(), out.end(), [](const SeedEntity& a, const SeedEntity& b) {
@@ -532,116 +525,16 @@ Result<Retriever::Impl::Windows> Retriever::Impl::WindowRanking(
   }
   if (weight.empty()) return out;
   const auto window = static_cast<size_t>(o.passage_window_sentences);
+  const query::WindowScanner scanner(weight, window);
   std::vector<std::pair<double, size_t>> scored;  // best window, position in the pool
-  std::vector<std::string> keys;
-  std::vector<double> term_weight;
-  for (const auto& [k, w] : weight) {
-    keys.push_back(k);
-    term_weight.push_back(w);
-  }
-  std::vector<std::vector<uint32_t>> held;  // by sentence: the terms it holds
-  std::vector<double> window_score;
-  size_t sentences = 0;  // in the chunks read
+  size_t sentences = 0;                           // in the chunks read
   size_t read = 0;
-  std::vector<uint32_t> count(keys.size());
-  std::array<bool, 256> first_letter{};
-  for (const auto& k : keys) first_letter[static_cast<unsigned char>(k[0])] = true;
-  std::string word;
-  // The term a word of the text stems to, if any. Most words share no first letters with any
-  // term and are not stemmed at all: a chunk is read in one pass, without the sentence
-  // splitter's and the normaliser's allocations.
-  auto match = [&](std::string w, std::vector<uint32_t>& into) {
-    for (uint32_t i = 0; i < keys.size(); ++i) {
-      const size_t n = std::min<size_t>(3, keys[i].size());
-      if (w.size() < n || w.compare(0, n, keys[i], 0, n) != 0) continue;
-      const std::string stem = Stem(w);
-      for (uint32_t j = i; j < keys.size(); ++j) {
-        if (keys[j] == stem && std::find(into.begin(), into.end(), j) == into.end()) {
-          into.push_back(j);
-        }
-      }
-      return;
-    }
-  };
   for (size_t p = 0; p < pool.size(); ++p) {
     GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(pool[p]));
     if (!chunk) continue;
-    const std::string& text = chunk->text;
-    held.assign(1, {});
-    bool ascii = true;
-    size_t sentence_words = 0;  // words of the sentence being read
-    // A run of words without a sentence end (a table of contents, a list, a transcript
-    // without stops) counts as a sentence every kWindowSentenceWords words, so that a window
-    // stays a few sentences' worth of text.
-    auto count_word = [&] {
-      if (++sentence_words >= kWindowSentenceWords) {
-        held.emplace_back();
-        sentence_words = 0;
-      }
-    };
-    auto end_word = [&] {
-      if (word.empty()) return;
-      if (ascii) {
-        match(word, held.back());
-      } else {
-        for (auto& w : Words(word)) match(std::move(w), held.back());
-      }
-      word.clear();
-      ascii = true;
-      count_word();
-    };
-    for (size_t i = 0; i < text.size(); ++i) {
-      const auto ch = static_cast<unsigned char>(text[i]);
-      if (kWordByte[ch]) {
-        if (word.empty() && ch < 0x80 && !first_letter[kLower[ch]]) {
-          // No term starts with this letter: the word is skipped unread.
-          while (i + 1 < text.size() && kWordByte[static_cast<unsigned char>(text[i + 1])]) ++i;
-          count_word();
-          continue;
-        }
-        word += static_cast<char>(kLower[ch]);
-        ascii = ascii && ch < 0x80;
-        continue;
-      }
-      end_word();
-      const bool next_space = i + 1 < text.size() && (text[i + 1] == ' ' || text[i + 1] == '\n' ||
-                                                      text[i + 1] == '\t' || text[i + 1] == '\r');
-      if (((ch == '.' || ch == '!' || ch == '?') && next_space) ||
-          (ch == '\n' && i + 1 < text.size() && text[i + 1] == '\n')) {
-        if (sentence_words > 0) held.emplace_back();
-        sentence_words = 0;
-      }
-    }
-    end_word();
-    // A sliding window of `window` sentences: the distinct question words it holds, weighted.
-    std::fill(count.begin(), count.end(), 0);
-    double current = 0;
-    window_score.clear();  // by the window's last sentence
-    for (size_t i = 0; i < held.size(); ++i) {
-      for (uint32_t t : held[i]) {
-        if (count[t]++ == 0) current += term_weight[t];
-      }
-      if (i >= window) {
-        for (uint32_t t : held[i - window]) {
-          if (--count[t] == 0) current -= term_weight[t];
-        }
-      }
-      window_score.push_back(current);
-    }
-    size_t at = 0;
-    for (size_t i = 1; i < window_score.size(); ++i) {
-      if (window_score[i] > window_score[at]) at = i;
-    }
-    // A chunk's score: its best window and its best window apart from that one (an answer
-    // often takes two places of a passage: the definition, then the detail asked for).
-    double best = window_score.empty() ? 0.0 : window_score[at];
-    double second = 0;
-    for (size_t i = 0; i < window_score.size(); ++i) {
-      if (i + window <= at || i >= at + window) second = std::max(second, window_score[i]);
-    }
-    best += second;
-    if (best > 0) scored.emplace_back(best, p);
-    sentences += held.size();
+    const query::WindowScanner::Score score = scanner.Scan(chunk->text);
+    if (score.best > 0) scored.emplace_back(score.best, p);
+    sentences += score.sentences;
     ++read;
   }
   if (read > 0) {
@@ -968,6 +861,66 @@ Result<std::vector<std::pair<std::string, double>>> Retriever::Impl::Rank(
   return ranked;
 }
 
+Status Retriever::Impl::FollowChain(std::vector<std::pair<std::string, double>>& ranked,
+                                    const std::vector<SeedEntity>& named, const RetrievalOptions& o,
+                                    Signals& sig) const {
+  if (o.chain_links <= 0 || ranked.size() < 2) return Status::Ok();
+  const size_t depth = std::min(ranked.size(), static_cast<size_t>(o.chain_depth));
+  std::vector<std::string> head;
+  head.reserve(depth);
+  for (size_t r = 0; r < depth; ++r) head.push_back(ranked[r].first);
+  // The whole graph, kept; or (one question) the chunks and their entities, read now: the first
+  // chunk's names and the others' titles.
+  const GraphData* g = full.get();
+  std::unique_ptr<GraphData> near;
+  if (g == nullptr) {
+    Store::NeighbourhoodLimits limits = options.neighbourhood;
+    limits.hops = 1;
+    limits.relationships = false;
+    GRAG_ASSIGN_OR_RETURN(GraphSnapshot snapshot, store.LoadGraphNeighbourhood({}, head, limits));
+    near = GraphData::Build(std::move(snapshot), total_chunks);
+    g = near.get();
+  }
+  const auto links =
+      g->ChainLinks(head, o.min_name_specificity, static_cast<size_t>(o.chain_links));
+  if (links.empty()) return Status::Ok();
+  // The chunks of what the question itself names keep their places ahead of the links ("Are
+  // Medici and Senet both board games?": Senet's article, not what Medici's names).
+  std::unordered_set<int64_t> asked;
+  for (const auto& s : named) {
+    if (SpecificEnough(s, o)) asked.insert(s.entity_id);
+  }
+  std::vector<bool> link(ranked.size(), false);
+  for (const auto& [r, entity] : links) {
+    link[r] = true;
+    sig.chained.emplace(ranked[r].first, g->entity_keys[entity]);
+  }
+  std::vector<std::pair<std::string, double>> chained;
+  chained.reserve(ranked.size());
+  chained.push_back(std::move(ranked[0]));
+  size_t next_link = 0;  // in `links`
+  auto flush_links = [&] {
+    for (; next_link < links.size(); ++next_link) {
+      chained.push_back(std::move(ranked[links[next_link].first]));
+    }
+  };
+  for (size_t r = 1; r < ranked.size(); ++r) {
+    if (link[r]) {
+      if (next_link < links.size() && links[next_link].first == r) {
+        chained.push_back(std::move(ranked[r]));  // reached in place: only asked-for chunks before
+        ++next_link;
+      }
+      continue;
+    }
+    const uint32_t title = r < depth ? g->TitleOf(ranked[r].first) : GraphData::kNone;
+    if (title == GraphData::kNone || !asked.count(g->entity_ids[title])) flush_links();
+    chained.push_back(std::move(ranked[r]));
+  }
+  flush_links();
+  ranked = std::move(chained);
+  return Status::Ok();
+}
+
 Status Retriever::Impl::CollectChunks(std::string_view question,
                                       const std::vector<std::pair<std::string, double>>& ranked,
                                       const RetrievalOptions& o, Signals& sig,
@@ -989,6 +942,7 @@ Status Retriever::Impl::CollectChunks(std::string_view question,
     }
     rc.chunk_id = id;
     rc.score = score;
+    if (auto it = sig.chained.find(id); it != sig.chained.end()) rc.chained_by = it->second;
     for (size_t s = 0; s < kSignalCount; ++s) {
       if (auto it = rank_of[s].find(id); it != rank_of[s].end()) {
         rc.ranks[s] = it->second;
@@ -1112,6 +1066,9 @@ Result<RetrievalResult> Retriever::Retrieve(std::string_view question,
   // ---- the method's ranking
   GRAG_ASSIGN_OR_RETURN(auto ranked,
                         im.Rank(question, named, graph_anchored, lexical, o, sig, result));
+  if (o.method == RetrievalMethod::kHybrid && walk) {
+    GRAG_RETURN_IF_ERROR(im.FollowChain(ranked, named, o, sig));
+  }
   if (o.method == RetrievalMethod::kVector && sig.lists[0].empty()) {
     result.diagnostics.push_back(
         "the vector signal is unavailable (no usable chunk embeddings or embedding model)");

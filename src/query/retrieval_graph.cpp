@@ -2,6 +2,8 @@
 // transition graphs.
 #include "retrieval_graph.h"
 
+#include <unordered_set>
+
 #include "grag/nlp_extract.h"
 #include "grag/words.h"
 
@@ -118,6 +120,28 @@ std::shared_ptr<const query::TransitionGraph> GraphData::Graph(double entity_to_
   }
   graphs.emplace(key, g);
   return g;
+}
+
+std::vector<std::pair<size_t, uint32_t>> GraphData::ChainLinks(
+    const std::vector<std::string>& ranked, double min_specificity, size_t links) const {
+  std::vector<std::pair<size_t, uint32_t>> out;
+  if (ranked.empty() || links == 0) return out;
+  auto first = chunk_of_id.find(ranked[0]);
+  if (first == chunk_of_id.end()) return out;
+  const uint32_t own = title_entity[first->second];
+  std::unordered_set<uint32_t> named;  // what the first chunk points to
+  for (uint32_t e : chunk_entities[first->second]) {
+    if (e != own && (EntitySpecificity(e) >= min_specificity || entity_frequency[e] < 5)) {
+      named.insert(e);
+    }
+  }
+  std::unordered_set<uint32_t> followed;
+  for (size_t r = 1; r < ranked.size() && out.size() < links; ++r) {
+    const uint32_t title = TitleOf(ranked[r]);
+    if (title == kNone || !named.count(title) || !followed.insert(title).second) continue;
+    out.emplace_back(r, title);
+  }
+  return out;
 }
 
 }  // namespace grag

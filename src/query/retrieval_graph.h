@@ -48,6 +48,19 @@ struct GraphData {
   uint32_t entity_count() const { return static_cast<uint32_t>(entity_ids.size()); }
   std::shared_ptr<const query::TransitionGraph> Graph(double entity_to_chunk, double titled_share,
                                                       bool specific) const;
+  // The evidence chain (RetrievalTuning::chain_links): of `ranked` (chunk ids, best first), the
+  // positions after the first whose document is titled by an entity the first chunk names, as
+  // (position, that entity's node), in order, at most `links`: one per entity, each specific
+  // enough to seed a walk (`min_specificity`, or in fewer than 5 chunks) and not the first
+  // chunk's own title.
+  std::vector<std::pair<size_t, uint32_t>> ChainLinks(const std::vector<std::string>& ranked,
+                                                      double min_specificity, size_t links) const;
+  // The entity node the document of the chunk `chunk_id` is titled by; kNone: none, or the
+  // chunk is not here.
+  uint32_t TitleOf(const std::string& chunk_id) const {
+    auto c = chunk_of_id.find(chunk_id);
+    return c == chunk_of_id.end() ? kNone : title_entity[c->second];
+  }
   // How specific an entity is by the chunks it occurs in (0-1).
   double EntitySpecificity(uint32_t node) const {
     const double n = static_cast<double>(total_chunks);
