@@ -133,6 +133,11 @@ TEST_F(E2eEvalTest, ScoresEveryMethodBesideBm25AsJson) {
   // BM25 within its own characters is BM25 at k.
   EXPECT_EQ(j["methods"]["bm25"]["at_bm25_chars"]["1"]["document_recall"], bm25["document_recall"]);
   EXPECT_EQ(j["methods"]["bm25"]["at_bm25_chars"]["1"]["mean_chars"], bm25["mean_chars"]);
+  // Local search's passages are measured without the "[S1] doc, chunk N:" label its context
+  // gives them: its first passage here is BM25's, to the character.
+  const json& local = j["methods"]["local"]["at_k"]["1"];
+  EXPECT_DOUBLE_EQ(local["document_recall"].get<double>(), 1.0);
+  EXPECT_EQ(local["mean_chars"], bm25["mean_chars"]);
   // The difference is in points: 100 × (method − BM25).
   const json& hybrid = j["methods"]["hybrid"]["at_k"]["1"];
   EXPECT_NEAR(hybrid["vs_bm25_points"]["document_recall"].get<double>(),

@@ -381,6 +381,27 @@ Status ContextBuilder::Match(EmbeddingModel* embedder, std::string_view question
     }
     add(std::move(**e), false);
   }
+  if (matched_.empty() && retrieval_ != nullptr) {
+    // Nothing named and no description near enough: the entities the best passages' sentences
+    // that match the question name stand in, when the sentence clears the floor ("the partner
+    // died" names no one, but "Mr. Marley has been dead these seven years" names Marley).
+    for (const auto& s : retrieval_->seeds) {  // by seed weight
+      if (matched_.size() == k) break;
+      if (!s.by_fact || s.fact_match < options_.similarity_floor) continue;
+      auto e = store_.GetEntity(s.entity_id);
+      if (!e.ok()) return e.status().WithContext("reading matched entity " + s.name_key);
+      if (!e->has_value()) continue;
+      add(std::move(**e), false);
+      ctx_.matches.back().by_fact = true;
+      ctx_.matches.back().fact_match = s.fact_match;
+    }
+    if (!matched_.empty()) {
+      ctx_.diagnostics.push_back(fmt::format(
+          "no entity was named or near the question: matched {} named by the best passages' "
+          "sentences that match it (a share of its words of at least {:.2f})",
+          matched_.size(), options_.similarity_floor));
+    }
+  }
 
   if (matched_.empty() && !hits.empty()) {
     // Say how close the question came, so a user can tell "off topic" from "floor too high".
@@ -400,8 +421,9 @@ Status ContextBuilder::Match(EmbeddingModel* embedder, std::string_view question
   }
   for (const auto& m : ctx_.matches) {
     Log(LogLevel::kDebug, kLog,
-        fmt::format("matched E{} '{}'{}{}", m.entity_id, m.name, m.by_name ? " by name" : "",
-                    m.similarity ? fmt::format(", similarity {:.3f}", *m.similarity) : ""));
+        fmt::format("matched E{} '{}'{}{}{}", m.entity_id, m.name, m.by_name ? " by name" : "",
+                    m.similarity ? fmt::format(", similarity {:.3f}", *m.similarity) : "",
+                    m.by_fact ? fmt::format(" by a fact (match {:.2f})", m.fact_match) : ""));
   }
   return Status::Ok();
 }
