@@ -878,7 +878,26 @@ Status Retriever::Impl::FollowChain(std::vector<std::pair<std::string, double>>&
     limits.hops = 1;
     limits.relationships = false;
     GRAG_ASSIGN_OR_RETURN(GraphSnapshot snapshot, store.LoadGraphNeighbourhood({}, head, limits));
+    std::vector<std::string> titles = snapshot.chunk_titles;
     near = GraphData::Build(std::move(snapshot), total_chunks);
+    // The neighbourhood holds no aliases: a title whose entity was resolved under another name
+    // is looked up as the kept graph's aliases would find it.
+    std::unordered_map<std::string, uint32_t> resolved;
+    for (size_t c = 0; c < near->title_entity.size() && c < titles.size(); ++c) {
+      if (near->title_entity[c] != GraphData::kNone) continue;
+      const std::string key = NormalizeEntityName(TitleEntityName(titles[c]));
+      if (key.empty()) continue;
+      auto [it, added] = resolved.try_emplace(key, GraphData::kNone);
+      if (added) {
+        GRAG_ASSIGN_OR_RETURN(std::optional<EntityRecord> e, store.GetEntityByKey(key));
+        if (e) {
+          if (auto n = near->node_of_entity.find(e->id); n != near->node_of_entity.end()) {
+            it->second = n->second;
+          }
+        }
+      }
+      near->title_entity[c] = it->second;
+    }
     g = near.get();
   }
   const auto links =
