@@ -161,7 +161,42 @@ TEST(ReciprocalRankFusionTest, WeightedRanksAddUp) {
 
 // One passage per document, Wikipedia style (the title is a JSON title field), indexed by the
 // real pipeline without an LLM.
-class RetrievalIndexTest : public ::testing::Test {
+class TitledPassagesTest : public ::testing::Test {
+ protected:
+  // (title, text) pairs, each a document "title\n\ntext" titled by its title.
+  void IndexPassages(const std::vector<std::pair<std::string, std::string>>& docs) {
+    std::filesystem::create_directories(dir_.path() / "input");
+    std::ofstream jsonl(dir_ / "input/passages.jsonl");
+    for (const auto& [title, text] : docs) {
+      jsonl
+          << nlohmann::json{{"id", title}, {"title", title}, {"text", title + "\n\n" + text}}.dump()
+          << "\n";
+    }
+    jsonl.close();
+    config_.root = dir_.path().string();
+    auto store = Store::Open(dir_ / "output/index.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    IndexContext ctx;
+    ctx.store = store_.get();
+    ctx.embedder = &embedder_;
+    auto s = RunIndex(config_, {}, ctx);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+  }
+
+  std::vector<std::string> Docs(const RetrievalResult& r) {
+    std::vector<std::string> out;
+    for (const auto& c : r.chunks) out.push_back(c.document_id);
+    return out;
+  }
+
+  TempDir dir_;
+  Config config_;
+  LexicalEmbedder embedder_;
+  std::unique_ptr<Store> store_;
+};
+
+class RetrievalIndexTest : public TitledPassagesTest {
  protected:
   void SetUp() override {
     std::vector<std::pair<std::string, std::string>> docs = {
@@ -189,38 +224,12 @@ class RetrievalIndexTest : public ::testing::Test {
                           " Smithson and the film "
                           "starred many actors in a comedy about parents."});
     }
-    std::filesystem::create_directories(dir_.path() / "input");
-    std::ofstream jsonl(dir_ / "input/passages.jsonl");
-    for (const auto& [title, text] : docs) {
-      jsonl
-          << nlohmann::json{{"id", title}, {"title", title}, {"text", title + "\n\n" + text}}.dump()
-          << "\n";
-    }
-    jsonl.close();
-    config_.root = dir_.path().string();
-    auto store = Store::Open(dir_ / "output/index.db");
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
-    IndexContext ctx;
-    ctx.store = store_.get();
-    ctx.embedder = &embedder_;
-    auto s = RunIndex(config_, {}, ctx);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_NO_FATAL_FAILURE(IndexPassages(docs));
     auto r = Retriever::Open(*store_, &embedder_);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     retriever_ = std::move(r).value();
   }
 
-  std::vector<std::string> Docs(const RetrievalResult& r) {
-    std::vector<std::string> out;
-    for (const auto& c : r.chunks) out.push_back(c.document_id);
-    return out;
-  }
-
-  TempDir dir_;
-  Config config_;
-  LexicalEmbedder embedder_;
-  std::unique_ptr<Store> store_;
   std::unique_ptr<Retriever> retriever_;
 };
 
@@ -555,7 +564,7 @@ TEST_F(RetrievalIndexTest, ShortPassagesLeaveTheWindowListOut) {
 // The evidence chain: the article the first passage points to ("...played for the Philadelphia
 // Eagles") moves up past look-alikes that share the question's words, in both the kept-graph
 // and the one-question mode; what the question names itself keeps its place ahead of it.
-class RetrievalChainTest : public ::testing::Test {
+class RetrievalChainTest : public TitledPassagesTest {
  protected:
   void SetUp() override {
     std::vector<std::pair<std::string, std::string>> docs = {
@@ -577,34 +586,8 @@ class RetrievalChainTest : public ::testing::Test {
                       "Garden " + std::to_string(i) + " is a garden planted in " +
                           std::to_string(1900 + i) + " with roses and a pond."});
     }
-    std::filesystem::create_directories(dir_.path() / "input");
-    std::ofstream jsonl(dir_ / "input/passages.jsonl");
-    for (const auto& [title, text] : docs) {
-      jsonl
-          << nlohmann::json{{"id", title}, {"title", title}, {"text", title + "\n\n" + text}}.dump()
-          << "\n";
-    }
-    jsonl.close();
-    Config config;
-    config.root = dir_.path().string();
-    auto store = Store::Open(dir_ / "output/index.db");
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
-    IndexContext ctx;
-    ctx.store = store_.get();
-    ctx.embedder = &embedder_;
-    ASSERT_TRUE(RunIndex(config, {}, ctx).ok());
+    ASSERT_NO_FATAL_FAILURE(IndexPassages(docs));
   }
-
-  std::vector<std::string> Docs(const RetrievalResult& r) {
-    std::vector<std::string> out;
-    for (const auto& c : r.chunks) out.push_back(c.document_id);
-    return out;
-  }
-
-  TempDir dir_;
-  LexicalEmbedder embedder_;
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(RetrievalChainTest, TheArticleTheFirstPassageNamesComesSecond) {
