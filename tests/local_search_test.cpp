@@ -669,6 +669,29 @@ TEST_F(BudgetGraph, AShareOneTypeCannotUsePassesToTheOthers) {
   EXPECT_NEAR(static_cast<double>(chunks.used_tokens) / rels.used_tokens, 2.0, 0.35);
 }
 
+// Chunks far larger than the other types' items (a book's 1,200-token chunks beside report and
+// relationship lines): the budget the first round leaves over goes to the next chunk when it
+// fits there, rather than in slices to small items until it no longer does.
+TEST_F(BudgetGraph, ALargeItemThatFitsTheSpareGoesBeforeSmallOnes) {
+  Build(60, 0, 4);
+  std::vector<std::string> big;
+  for (int i = 0; i < 6; ++i) big.push_back(Words("page", 300));
+  ix_.Links("Hub", ix_.Doc("docs/book.txt", big));
+  LocalSearchOptions options;
+  options.context_budget_tokens = 3000;
+  auto ctx = Context(options);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  ExpectWholeItemsByRank(*ctx);
+  const auto& chunks = Usage(*ctx, LocalItemType::kChunk);
+  const int64_t chunk_tokens = MaxItemTokens(*ctx, LocalItemType::kChunk);
+  ASSERT_LT(chunks.placed, chunks.candidates);
+  // The chunks' share holds two; the spare the reports leave holds a third, which goes before
+  // more relationship lines take the spare in slices.
+  EXPECT_EQ(chunks.placed, 3);
+  EXPECT_GT(chunks.used_tokens, chunks.share_tokens);
+  EXPECT_LT(options.context_budget_tokens - ctx->used_tokens, chunk_tokens);
+}
+
 TEST_F(BudgetGraph, AnItemTooBigForItsShareLeavesTheShareToOthers) {
   Build(60, 0, 12);
   // One chunk far larger than the chunks' share (and the whole budget): no chunk can be placed,
