@@ -43,6 +43,7 @@ py::dict ChunkObject(const RetrievedChunk& c, size_t rank) {
   j["signal_ranks"] = std::move(ranks);
   j["signal_scores"] = std::move(scores);
   if (c.rerank_score) j["rerank_score"] = py::float_(*c.rerank_score);
+  if (!c.chained_by.empty()) j["chained_by"] = Str(c.chained_by);
   j["text"] = Str(c.text);
   return j;
 }
@@ -58,6 +59,7 @@ py::list SeedsList(const RetrievalResult& r) {
     j["by_fact"] = py::bool_(s.by_fact);
     if (s.by_name) j["specificity"] = py::float_(s.specificity);
     if (s.similarity) j["similarity"] = py::float_(*s.similarity);
+    if (s.by_fact) j["fact_match"] = py::float_(s.fact_match);
     seeds.append(std::move(j));
   }
   return seeds;
