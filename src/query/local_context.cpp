@@ -811,17 +811,18 @@ Status ContextBuilder::FillBudget() {
     const int64_t spare = rest - taken;
     if (spare <= 0 || hungry_share <= 0) break;
     bool progress = false;
-    for (Lane* lane : by_share) {
-      if (lane->next >= lane->count) continue;
-      // The hungry type with the largest share only.
+    // The hungry type with the largest share (there is one: hungry_share > 0).
+    const auto largest = std::find_if(by_share.begin(), by_share.end(),
+                                      [](const Lane* l) { return l->next < l->count; });
+    if (largest != by_share.end() && (*largest)->pending) {
+      Lane& lane = **largest;
       const auto slice =
-          static_cast<int64_t>(std::floor(static_cast<double>(spare) * lane->share / hungry_share));
-      if (lane->pending && lane->pending->tokens > slice && lane->pending->tokens <= spare) {
-        GRAG_ASSIGN_OR_RETURN(progress, Fill(*lane, lane->used + lane->pending->tokens));
+          static_cast<int64_t>(std::floor(static_cast<double>(spare) * lane.share / hungry_share));
+      if (lane.pending->tokens > slice && lane.pending->tokens <= spare) {
+        GRAG_ASSIGN_OR_RETURN(progress, Fill(lane, lane.used + lane.pending->tokens));
+        if (progress) continue;
       }
-      break;
     }
-    if (progress) continue;
     for (Lane& lane : lanes_) {
       if (lane.next >= lane.count) continue;
       const auto slice =

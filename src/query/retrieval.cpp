@@ -80,7 +80,7 @@ bool HoldsRun(const std::vector<std::string>& words, const std::vector<std::stri
 
 // A name seeds the walk when its phrase is specific enough, or in too few chunks to judge.
 bool SpecificEnough(const SeedEntity& s, const RetrievalOptions& o) {
-  return s.specificity >= o.min_name_specificity || s.chunk_frequency < 5;
+  return SpecificEnoughName(s.specificity, s.chunk_frequency, o.min_name_specificity);
 }
 
 Status CheckOptions(const RetrievalOptions& o) {

@@ -131,7 +131,8 @@ std::vector<std::pair<size_t, uint32_t>> GraphData::ChainLinks(
   const uint32_t own = title_entity[first->second];
   std::unordered_set<uint32_t> named;  // what the first chunk points to
   for (uint32_t e : chunk_entities[first->second]) {
-    if (e != own && (EntitySpecificity(e) >= min_specificity || entity_frequency[e] < 5)) {
+    if (e != own &&
+        SpecificEnoughName(EntitySpecificity(e), entity_frequency[e], min_specificity)) {
       named.insert(e);
     }
   }

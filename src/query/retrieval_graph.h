@@ -19,6 +19,13 @@
 
 namespace grag {
 
+// The one rule for whether a name is specific enough to point somewhere (seed a walk, lead
+// the evidence chain): its specificity reaches `min_specificity`, or it is in too few chunks
+// (under 5) to judge: in a small index every name is in a large share of the chunks.
+inline bool SpecificEnoughName(double specificity, int64_t chunks, double min_specificity) {
+  return specificity >= min_specificity || chunks < 5;
+}
+
 // The graph as retrieval walks it: the whole index's (kept by a Retriever) or the
 // neighbourhood of one question's seeds (read for that question). Node ids: entities [0, E),
 // then chunks [E, E + C).
