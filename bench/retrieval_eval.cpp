@@ -116,6 +116,14 @@ void SetOption(RetrievalOptions& o, const std::string& key, const std::string& v
     o.specific_entities_first = v != 0;
   else if (key == "exclude_seed_mass")
     o.exclude_seed_mass = v != 0;
+  else if (key == "diversity")
+    o.diversity = v;
+  else if (key == "passage_weight")
+    o.passage_weight = v;
+  else if (key == "chain_links")
+    o.chain_links = static_cast<int64_t>(v);
+  else if (key == "chain_depth")
+    o.chain_depth = static_cast<int64_t>(v);
   else
     Die("unknown option " + key);
 }

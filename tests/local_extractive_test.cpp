@@ -135,15 +135,16 @@ TEST_F(ExtractiveLocalTest, AnswersFromTheMatchedEntityAndCitesChunksAboutIt) {
   EXPECT_THAT(r.answer, HasSubstr("Relationships:\n- Jacob Marley \xE2\x80\x94 Scrooge: Marley and "
                                   "Scrooge were business partners [R" +
                                   std::to_string(partners_) + "]"));
-  // The chunks in the context's order (document order here), each quoting the sentences that
-  // name Marley, in text order; the chunk that only says "he" is passed over.
+  // The chunks in the context's order (the hybrid ranking's: the chunk that says "Jacob
+  // Marley" in full first), each quoting the sentences that name Marley, in text order; the
+  // chunk that only says "he" is passed over.
   EXPECT_THAT(r.answer, HasSubstr("From the source text:\n- \xE2\x80\x9C"
-                                  "Marley was dead: to "
-                                  "begin with.\xE2\x80\x9D (carol.txt, chunk 0) [S1]\n- "
-                                  "\xE2\x80\x9C"
                                   "Jacob Marley had been dead seven years. "
                                   "\xE2\x80\xA6 Scrooge never painted out old Marley's "
-                                  "name.\xE2\x80\x9D (carol.txt, chunk 1) [S2]"));
+                                  "name.\xE2\x80\x9D (carol.txt, chunk 1) [S1]\n- "
+                                  "\xE2\x80\x9C"
+                                  "Marley was dead: to "
+                                  "begin with.\xE2\x80\x9D (carol.txt, chunk 0) [S2]"));
   EXPECT_THAT(r.answer, Not(HasSubstr("door-nail")));
   EXPECT_THAT(r.answer, HasSubstr("Community reports:\n- **Scrooge and Marley**: The firm of "
                                   "Scrooge and Marley, one partner dead. [C1]"));

@@ -555,6 +555,63 @@ TEST(RetrievalWindowsTest, TheChunkThatHoldsTheFactInOnePlaceComesFirst) {
   EXPECT_EQ(without->chunks.at(0).document_id, "spread.txt");
 }
 
+// The diversity pass: a question that asks for two things gets the chunk answering the second
+// before another chunk answering the first again.
+TEST(RetrievalDiversityTest, TheSecondThingAskedForComesBeforeMoreOfTheFirst) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "input");
+  auto filler = [](int doc, int i) {
+    return "On day " + std::to_string(doc * 100 + i) +
+           " the weather in the valley was calm and the river ran slowly past the mill. ";
+  };
+  dir.Write("input/symptoms1.txt",
+            "Marsh fever symptoms. The symptoms of marsh fever are chills and sweating. Marsh "
+            "fever symptoms come at night. " +
+                filler(1, 0));
+  dir.Write("input/symptoms2.txt",
+            "More marsh fever symptoms. The symptoms of marsh fever include a headache. Marsh "
+            "fever symptoms pass in a week. " +
+                filler(2, 0));
+  std::string tests = "A blood smear is the test doctors use to confirm marsh fever. ";
+  for (int i = 0; i < 4; ++i) tests += filler(3, i);
+  dir.Write("input/tests.txt", tests);
+  for (int d = 4; d < 12; ++d)
+    dir.Write("input/filler" + std::to_string(d) + ".txt", filler(d, 0) + filler(d, 1));
+  Config config;
+  config.root = dir.path().string();
+  auto store = Store::Open(dir / "output/index.db");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  LexicalEmbedder embedder;
+  IndexContext ctx;
+  ctx.store = store->get();
+  ctx.embedder = &embedder;
+  ASSERT_TRUE(RunIndex(config, {}, ctx).ok());
+  auto retriever = Retriever::Open(**store, &embedder);
+  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+  const std::string q = "What are the symptoms of marsh fever, and which test confirms it?";
+  auto documents = [&](double diversity) {
+    RetrievalOptions o;
+    o.diversity = diversity;
+    auto r = (*retriever)->Retrieve(q, o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<std::string> out;
+    if (r.ok()) {
+      for (const auto& c : r->chunks) out.push_back(c.document_id);
+    }
+    return out;
+  };
+  // The fusion alone puts both symptom chunks first.
+  const std::vector<std::string> fused = documents(0);
+  ASSERT_GE(fused.size(), 3u);
+  ASSERT_THAT(std::vector<std::string>(fused.begin(), fused.begin() + 2),
+              ::testing::UnorderedElementsAre("symptoms1.txt", "symptoms2.txt"));
+  const std::vector<std::string> diverse = documents(1);
+  ASSERT_GE(diverse.size(), 3u);
+  EXPECT_EQ(diverse[1], "tests.txt");
+  EXPECT_EQ(std::set<std::string>(diverse.begin(), diverse.end()),
+            std::set<std::string>(fused.begin(), fused.end()));
+}
+
 TEST_F(RetrievalIndexTest, ShortPassagesLeaveTheWindowListOut) {
   auto r = retriever_->Retrieve("Who played Corliss Archer on the radio?", RetrievalOptions{});
   ASSERT_TRUE(r.ok()) << r.status().ToString();

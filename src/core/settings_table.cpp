@@ -530,6 +530,10 @@ std::vector<Setting> Settings(Config& c) {
       {"search.passage_window_sentences", "",
        "Hybrid: sentences per window of the sentence-window list (search.passage_weight)",
        &c.search.passage_window_sentences, Between(1, 20)},
+      {"search.diversity", "",
+       "Hybrid: how much a chunk holding question words the chunks above it lack moves up "
+       "(0: off)",
+       &c.search.diversity, AtLeast(0)},
       {"search.damping",
        "",
        "Graph signal: probability that the walk takes one more step",

@@ -116,6 +116,7 @@ Status CheckOptions(const RetrievalOptions& o) {
     return bad("anchored_specificity must be within [0, 1]");
   }
   if (o.chain_links < 0) return bad("chain_links must not be negative");
+  if (!(o.diversity >= 0)) return bad("diversity must not be negative");
   if (o.chain_depth < 2) return bad("chain_depth must be at least 2");
   if (o.max_embedding_seeds < 0 || o.passage_seeds < 0 || o.max_name_words < 0) {
     return bad("seed counts must not be negative");
@@ -266,6 +267,10 @@ struct Retriever::Impl {
   struct Windows {
     std::vector<std::string> ranking;  // the chunks that hold a question word, best first
     double windows_per_chunk = 0;      // the pool's sentences per window, on average
+    // The question's terms each chunk of the pool holds anywhere (indices into `weights`), and
+    // what each term is worth: the diversity pass (RetrievalTuning::diversity) reads them.
+    std::unordered_map<std::string, std::vector<uint32_t>> held;
+    std::vector<double> weights;
   };
   Result<Windows> WindowRanking(std::string_view question, const std::vector<std::string>& pool,
                                 const RetrievalOptions& o) const;
@@ -302,6 +307,9 @@ struct Retriever::Impl {
                                                            bool graph_anchored, bool lexical,
                                                            const RetrievalOptions& o, Signals& sig,
                                                            RetrievalResult& result) const;
+  // The diversity pass (RetrievalTuning::diversity) over the head of `ranked`.
+  static void Diversify(std::vector<std::pair<std::string, double>>& ranked, const Windows& windows,
+                        const RetrievalOptions& o);
   // The evidence chain (RetrievalTuning::chain_links): moves up, to follow the first chunk of
   // `ranked`, the chunks of the documents titled by entities it names; sig.chained says which.
   Status FollowChain(std::vector<std::pair<std::string, double>>& ranked,
@@ -532,11 +540,13 @@ Result<Retriever::Impl::Windows> Retriever::Impl::WindowRanking(
   for (size_t p = 0; p < pool.size(); ++p) {
     GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(pool[p]));
     if (!chunk) continue;
-    const query::WindowScanner::Score score = scanner.Scan(chunk->text);
+    query::WindowScanner::Score score = scanner.Scan(chunk->text);
     if (score.best > 0) scored.emplace_back(score.best, p);
     sentences += score.sentences;
     ++read;
+    out.held.emplace(pool[p], std::move(score.held));
   }
+  out.weights = scanner.weights();
   if (read > 0) {
     out.windows_per_chunk =
         static_cast<double>(sentences) / static_cast<double>(read) / static_cast<double>(window);
@@ -829,7 +839,7 @@ Result<std::vector<std::pair<std::string, double>>> Retriever::Impl::Rank(
                                        o.bm25_weight, graph_weight};
   ranked = ReciprocalRankFusion({lists[0], lists[1], lists[2]}, weights, o.rrf_k);
   result.stats.graph_weight = graph_weight;
-  if (o.passage_weight > 0 && o.passage_pool > 0 && !ranked.empty()) {
+  if ((o.passage_weight > 0 || o.diversity > 0) && o.passage_pool > 0 && !ranked.empty()) {
     // The signals' best chunks, in the first fusion's order, ranked again by their best
     // window of sentences, and that ranking fused in.
     std::vector<std::string> pool;
@@ -851,14 +861,51 @@ Result<std::vector<std::pair<std::string, double>>> Retriever::Impl::Rank(
                     "weight {:.2f} (anchor {:.2f})",
                     pool.size(), Since(wt).count(), windows.windows_per_chunk, graph_weight,
                     anchor));
-    if (long_units > 0) {
+    if (long_units > 0 && o.passage_weight > 0) {
       std::vector<double> with = weights;
       with.push_back(o.passage_weight * long_units);
       result.stats.window_weight = with.back();
       ranked = ReciprocalRankFusion({lists[0], lists[1], lists[2], windows.ranking}, with, o.rrf_k);
     }
+    if (o.diversity > 0) Diversify(ranked, windows, o);
   }
   return ranked;
+}
+
+// Greedy, over the first passage_pool places: each place goes to the candidate whose fused
+// score, times 1 + diversity x (the worth of the question's terms it holds that the chunks
+// already placed do not, as a share of all the terms' worth), is highest. A chunk outside the
+// pool holds nothing new.
+void Retriever::Impl::Diversify(std::vector<std::pair<std::string, double>>& ranked,
+                                const Windows& windows, const RetrievalOptions& o) {
+  const size_t depth = std::min(ranked.size(), static_cast<size_t>(o.passage_pool));
+  double total = 0;
+  for (double w : windows.weights) total += w;
+  if (depth < 2 || !(total > 0)) return;
+  std::vector<bool> covered(windows.weights.size(), false);
+  static const std::vector<uint32_t> kNone;
+  auto held_by = [&](const std::string& id) -> const std::vector<uint32_t>& {
+    auto it = windows.held.find(id);
+    return it == windows.held.end() ? kNone : it->second;
+  };
+  for (size_t place = 0; place + 1 < depth; ++place) {
+    size_t best = place;
+    double best_score = -1;
+    for (size_t i = place; i < depth; ++i) {
+      double fresh = 0;
+      for (uint32_t t : held_by(ranked[i].first)) fresh += covered[t] ? 0.0 : windows.weights[t];
+      const double s = ranked[i].second * (1.0 + o.diversity * fresh / total);
+      if (s > best_score) {
+        best_score = s;
+        best = i;
+      }
+    }
+    // Moved up, the others keep their order; scores stay the fused ones.
+    std::rotate(ranked.begin() + static_cast<std::ptrdiff_t>(place),
+                ranked.begin() + static_cast<std::ptrdiff_t>(best),
+                ranked.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    for (uint32_t t : held_by(ranked[place].first)) covered[t] = true;
+  }
 }
 
 Status Retriever::Impl::FollowChain(std::vector<std::pair<std::string, double>>& ranked,

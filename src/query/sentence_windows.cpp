@@ -130,6 +130,9 @@ WindowScanner::Score WindowScanner::Scan(std::string_view text) const {
   }
   out.best += second;
   out.sentences = held.size();
+  for (const auto& terms : held) out.held.insert(out.held.end(), terms.begin(), terms.end());
+  std::sort(out.held.begin(), out.held.end());
+  out.held.erase(std::unique(out.held.begin(), out.held.end()), out.held.end());
   return out;
 }
 

@@ -25,11 +25,17 @@ class WindowScanner {
     // then the detail asked for. 0: no term.
     double best = 0;
     size_t sentences = 0;  // in the text
+    // The terms the whole text holds (indices into terms()), ascending.
+    std::vector<uint32_t> held;
   };
   // One pass over `text`. Words without a sentence end (a table of contents, a list, a
   // transcript without stops) count as a sentence every 40 words, so that a window stays a few
   // sentences' worth of text.
   Score Scan(std::string_view text) const;
+
+  // The question's terms, in the order Score::held indexes them, and what each is worth.
+  const std::vector<std::string>& terms() const { return keys_; }
+  const std::vector<double>& weights() const { return weights_; }
 
  private:
   // The terms a word stems to, added to `into` once each.
