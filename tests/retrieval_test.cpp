@@ -691,6 +691,60 @@ TEST_F(RetrievalChainTest, TheArticleTheFirstPassageNamesComesSecond) {
   }
 }
 
+// A title whose entity was resolved under a longer name ("Christopher Nolan" into "Christopher
+// Edward Nolan", as his article's first sentence says it) is found through the aliases in the
+// one-question neighbourhood as in the kept graph: the walk gives the article its titled share
+// in both modes alike.
+class RetrievalTitleAliasTest : public TitledPassagesTest {};
+
+TEST_F(RetrievalTitleAliasTest, TheOneQuestionWalkFindsATitleResolvedUnderAnotherName) {
+  std::vector<std::pair<std::string, std::string>> docs = {
+      {"Christopher Nolan",
+       "Christopher Edward Nolan is a British and American film director. Nolan was born in "
+       "Westminster, London, and grew up in Highgate."},
+      {"Inception",
+       "Inception is a 2010 science fiction film written and directed by Christopher Edward "
+       "Nolan. It stars Leonardo DiCaprio."},
+      {"Memento", "Memento is a 2000 thriller film directed by Christopher Edward Nolan."},
+  };
+  for (int i = 0; i < 16; ++i) {
+    docs.push_back(
+        {"Garden " + std::to_string(i), "Garden " + std::to_string(i) + " is a garden planted in " +
+                                            std::to_string(1900 + i) + " with roses and a pond."});
+  }
+  ASSERT_NO_FATAL_FAILURE(IndexPassages(docs));
+  // The precondition: the title is an alias, not an entity of its own.
+  auto canonical = store_->CanonicalKeys({"christopher nolan", "no such name"});
+  ASSERT_TRUE(canonical.ok()) << canonical.status().ToString();
+  ASSERT_EQ(canonical->size(), 1u);
+  ASSERT_EQ(canonical->at("christopher nolan"), "christopher edward nolan");
+  auto own = store_->GetEntityByKey("christopher edward nolan");
+  ASSERT_TRUE(own.ok() && own->has_value());
+  ASSERT_EQ((*own)->name_key, "christopher edward nolan");
+
+  const std::string q = "Where was the director of Inception born?";
+  std::vector<std::vector<std::pair<std::string, double>>> rankings;
+  for (bool kept : {true, false}) {
+    RetrieverOptions ro;
+    ro.load_graph = kept;
+    auto retriever = Retriever::Open(*store_, &embedder_, ro);
+    ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+    RetrievalOptions o;
+    o.method = RetrievalMethod::kGraph;
+    auto r = (*retriever)->Retrieve(q, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto& ranking = rankings.emplace_back();
+    for (const auto& c : r->chunks) ranking.emplace_back(c.document_id, c.score);
+  }
+  ASSERT_FALSE(rankings[0].empty());
+  ASSERT_EQ(rankings[0].size(), rankings[1].size());
+  for (size_t i = 0; i < rankings[0].size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(rankings[1][i].first, rankings[0][i].first);
+    EXPECT_NEAR(rankings[1][i].second, rankings[0][i].second, 1e-6);
+  }
+}
+
 TEST_F(RetrievalChainTest, WhatTheQuestionNamesStaysAheadOfTheChain) {
   auto retriever = Retriever::Open(*store_, &embedder_);
   ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();

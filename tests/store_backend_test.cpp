@@ -1122,6 +1122,12 @@ TEST_P(StoreBackendTest, AliasesLinksAndOverridesRoundTripAndAliasesFindTheirEnt
   ASSERT_TRUE(found.ok() && found->has_value());
   EXPECT_EQ((*found)->id, jm);
   EXPECT_FALSE(store_->GetEntityByKey("jacob")->has_value());
+  // Many names at once: the canonical key of each the resolver placed, the others absent.
+  auto canonical = store_->CanonicalKeys({"marley", "jacob", "scrooge", "marley"});
+  ASSERT_TRUE(canonical.ok()) << canonical.status().ToString();
+  EXPECT_EQ(*canonical, (std::unordered_map<std::string, std::string>{{"marley", "jacob marley"},
+                                                                      {"scrooge", "scrooge"}}));
+  EXPECT_TRUE(store_->CanonicalKeys({})->empty());
   auto snapshot = store_->LoadGraphSnapshot();
   ASSERT_TRUE(snapshot.ok());
   ASSERT_EQ(snapshot->aliases.size(), 1u);

@@ -310,6 +310,9 @@ struct Retriever::Impl {
   // The diversity pass (RetrievalTuning::diversity) over the head of `ranked`.
   static void Diversify(std::vector<std::pair<std::string, double>>& ranked, const Windows& windows,
                         const RetrievalOptions& o);
+  // Titles of a one-question neighbourhood (`titles`: its chunk_titles) whose entity is there
+  // under another name, found through the aliases.
+  Status ResolveTitles(GraphData& g, const std::vector<std::string>& titles) const;
   // The evidence chain (RetrievalTuning::chain_links): moves up, to follow the first chunk of
   // `ranked`, the chunks of the documents titled by entities it names; sig.chained says which.
   Status FollowChain(std::vector<std::pair<std::string, double>>& ranked,
@@ -711,7 +714,9 @@ Result<bool> Retriever::Impl::GraphSignal(std::string_view question, const std::
     for (const auto& s : seeds) seed_ids.push_back(s.entity_id);
     GRAG_ASSIGN_OR_RETURN(GraphSnapshot near, store.LoadGraphNeighbourhood(seed_ids, best_passages,
                                                                            options.neighbourhood));
+    std::vector<std::string> titles = near.chunk_titles;
     local = GraphData::Build(std::move(near), total_chunks);
+    GRAG_RETURN_IF_ERROR(ResolveTitles(*local, titles));
     g = local.get();
   }
   std::erase_if(seeds, [&](const SeedEntity& s) { return !g->node_of_entity.count(s.entity_id); });
@@ -908,6 +913,32 @@ void Retriever::Impl::Diversify(std::vector<std::pair<std::string, double>>& ran
   }
 }
 
+// A neighbourhood holds no aliases: a title whose entity is there under the name it was
+// resolved into is found through the aliases, as the kept graph's would find it (one read for
+// all the titles).
+Status Retriever::Impl::ResolveTitles(GraphData& g, const std::vector<std::string>& titles) const {
+  std::vector<std::string> keys;  // by chunk: the key of an unresolved title, or empty
+  std::vector<std::string> wanted;
+  std::unordered_set<std::string> seen;
+  keys.resize(std::min(g.title_entity.size(), titles.size()));
+  for (size_t c = 0; c < keys.size(); ++c) {
+    if (g.title_entity[c] != GraphData::kNone) continue;
+    keys[c] = NormalizeEntityName(TitleEntityName(titles[c]));
+    if (!keys[c].empty() && seen.insert(keys[c]).second) wanted.push_back(keys[c]);
+  }
+  if (wanted.empty()) return Status::Ok();
+  GRAG_ASSIGN_OR_RETURN(auto canonical, store.CanonicalKeys(wanted));
+  for (size_t c = 0; c < keys.size(); ++c) {
+    if (keys[c].empty()) continue;
+    auto k = canonical.find(keys[c]);
+    if (k == canonical.end()) continue;
+    if (auto n = g.node_of_key.find(k->second); n != g.node_of_key.end()) {
+      g.title_entity[c] = n->second;
+    }
+  }
+  return Status::Ok();
+}
+
 Status Retriever::Impl::FollowChain(std::vector<std::pair<std::string, double>>& ranked,
                                     const std::vector<SeedEntity>& named, const RetrievalOptions& o,
                                     Signals& sig) const {
@@ -927,24 +958,7 @@ Status Retriever::Impl::FollowChain(std::vector<std::pair<std::string, double>>&
     GRAG_ASSIGN_OR_RETURN(GraphSnapshot snapshot, store.LoadGraphNeighbourhood({}, head, limits));
     std::vector<std::string> titles = snapshot.chunk_titles;
     near = GraphData::Build(std::move(snapshot), total_chunks);
-    // The neighbourhood holds no aliases: a title whose entity was resolved under another name
-    // is looked up as the kept graph's aliases would find it.
-    std::unordered_map<std::string, uint32_t> resolved;
-    for (size_t c = 0; c < near->title_entity.size() && c < titles.size(); ++c) {
-      if (near->title_entity[c] != GraphData::kNone) continue;
-      const std::string key = NormalizeEntityName(TitleEntityName(titles[c]));
-      if (key.empty()) continue;
-      auto [it, added] = resolved.try_emplace(key, GraphData::kNone);
-      if (added) {
-        GRAG_ASSIGN_OR_RETURN(std::optional<EntityRecord> e, store.GetEntityByKey(key));
-        if (e) {
-          if (auto n = near->node_of_entity.find(e->id); n != near->node_of_entity.end()) {
-            it->second = n->second;
-          }
-        }
-      }
-      near->title_entity[c] = it->second;
-    }
+    GRAG_RETURN_IF_ERROR(ResolveTitles(*near, titles));
     g = near.get();
   }
   const auto links =

@@ -489,6 +489,18 @@ Status PostgresStore::RecomputeGraphStats() {
 
 // ---------------------------------------------------------------- entity resolution and meta
 
+Result<std::unordered_map<std::string, std::string>> PostgresStore::CanonicalKeys(
+    const std::vector<std::string>& name_keys) {
+  std::unordered_map<std::string, std::string> out;
+  if (name_keys.empty()) return out;
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
+  GRAG_ASSIGN_OR_RETURN(Rows rows, read.conn().Query("SELECT name_key, canonical_key FROM "
+                                                     "entity_aliases WHERE name_key = ANY($1)",
+                                                     {pq::TextArray(name_keys)}));
+  for (int i = 0; i < rows.size(); ++i) out.emplace(rows.Text(i, 0), rows.Text(i, 1));
+  return out;
+}
+
 Result<std::vector<EntityAlias>> PostgresStore::ListAliases() {
   GRAG_ASSIGN_OR_RETURN(ReadHandle read, Read());
   GRAG_ASSIGN_OR_RETURN(Rows rows, read.conn().Query(std::string(store::kListAliasesSql)));

@@ -147,6 +147,8 @@ class PostgresStore final : public Store, private TransactionOwner {
   Status RecomputeGraphStats() override;
 
   Result<std::vector<EntityAlias>> ListAliases() override;
+  Result<std::unordered_map<std::string, std::string>> CanonicalKeys(
+      const std::vector<std::string>& name_keys) override;
   Result<std::vector<ResolutionLinkRecord>> ListResolutionLinks() override;
   Status ReplaceResolution(const std::vector<EntityAlias>& aliases,
                            const std::vector<ResolutionLinkRecord>& links) override;

@@ -1,6 +1,7 @@
 // Store: entity resolution (aliases, the resolver's links, a person's overrides) and meta values.
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "../alias_sql.h"
@@ -19,6 +20,22 @@ Result<std::vector<EntityAlias>> SqliteStore::ListAliases() {
     if (!row) break;
     out.push_back(
         {stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Double(3), stmt.Text(4), stmt.Text(5)});
+  }
+  return out;
+}
+
+Result<std::unordered_map<std::string, std::string>> SqliteStore::CanonicalKeys(
+    const std::vector<std::string>& name_keys) {
+  std::unordered_map<std::string, std::string> out;
+  if (name_keys.empty()) return out;
+  GRAG_ASSIGN_OR_RETURN(ReadHandle read, impl_->Read());
+  GRAG_ASSIGN_OR_RETURN(
+      sqlite::Stmt stmt,
+      read.conn().Prepare("SELECT canonical_key FROM entity_aliases WHERE name_key = ?1"));
+  for (const auto& key : name_keys) {
+    stmt.BindAll(key);  // binding again resets the statement
+    GRAG_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (row) out.emplace(key, stmt.Text(0));
   }
   return out;
 }

@@ -353,6 +353,10 @@ class Store {
 
   // Every extracted name the resolver has placed, by name_key.
   virtual Result<std::vector<EntityAlias>> ListAliases() = 0;
+  // The canonical key each of `name_keys` was resolved into, where the resolver placed it
+  // (one read for all: a one-question neighbourhood resolves its titles with it).
+  virtual Result<std::unordered_map<std::string, std::string>> CanonicalKeys(
+      const std::vector<std::string>& name_keys) = 0;
   // The resolver's pairwise links, by (key_a, key_b).
   virtual Result<std::vector<ResolutionLinkRecord>> ListResolutionLinks() = 0;
   // Replaces the aliases and the links (the merge stage, inside its transaction).
