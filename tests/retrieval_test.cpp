@@ -159,6 +159,29 @@ TEST(ReciprocalRankFusionTest, WeightedRanksAddUp) {
 
 // ---------------------------------------------------------------- the signals on an index
 
+// A folder's input/ indexed by the real pipeline without an LLM, and a retriever on it.
+struct FolderIndex {
+  std::unique_ptr<Store> store;
+  LexicalEmbedder embedder;
+  std::unique_ptr<Retriever> retriever;
+};
+
+void IndexFolder(const TempDir& dir, FolderIndex& out) {
+  Config config;
+  config.root = dir.path().string();
+  auto store = Store::Open(dir / "output/index.db");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  out.store = std::move(store).value();
+  IndexContext ctx;
+  ctx.store = out.store.get();
+  ctx.embedder = &out.embedder;
+  auto indexed = RunIndex(config, {}, ctx);
+  ASSERT_TRUE(indexed.ok()) << indexed.status().ToString();
+  auto retriever = Retriever::Open(*out.store, &out.embedder);
+  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+  out.retriever = std::move(retriever).value();
+}
+
 // One passage per document, Wikipedia style (the title is a JSON title field), indexed by the
 // real pipeline without an LLM.
 class TitledPassagesTest : public ::testing::Test {
@@ -416,23 +439,15 @@ TEST(RetrievalUnanchoredTest, AGuessingWalkDoesNotOutvoteTheOtherSignals) {
       std::string(GRAG_TEST_DATA_DIR) + "/christmas_carol/christmas_carol.txt",
       dir / "input/christmas_carol.txt");
   dir.Write("input/zorblax.txt", "Zorblax the Quantum Llama lives in Paris with Marley.");
-  Config config;
-  config.root = dir.path().string();
-  auto store = Store::Open(dir / "output/index.db");
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  LexicalEmbedder embedder;
-  IndexContext ctx;
-  ctx.store = store->get();
-  ctx.embedder = &embedder;
-  ASSERT_TRUE(RunIndex(config, {}, ctx).ok());
-  auto retriever = Retriever::Open(**store, &embedder);
-  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+  FolderIndex index;
+  ASSERT_NO_FATAL_FAILURE(IndexFolder(dir, index));
+  Retriever* retriever = index.retriever.get();
   const std::string q = "Zorblax Quantum Llama";
   RetrievalOptions o;
   o.method = RetrievalMethod::kBm25;
-  ASSERT_EQ((*retriever)->Retrieve(q, o)->chunks.at(0).document_id, "zorblax.txt");
+  ASSERT_EQ(retriever->Retrieve(q, o)->chunks.at(0).document_id, "zorblax.txt");
   o.method = RetrievalMethod::kHybrid;
-  auto r = (*retriever)->Retrieve(q, o);
+  auto r = retriever->Retrieve(q, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   for (const auto& s : r->seeds) EXPECT_FALSE(s.by_name || s.by_fact) << s.name_key;
   EXPECT_EQ(r->chunks.at(0).document_id, "zorblax.txt");
@@ -441,7 +456,7 @@ TEST(RetrievalUnanchoredTest, AGuessingWalkDoesNotOutvoteTheOtherSignals) {
   // first too), the guess wins: what the option is for.
   o.unanchored_graph_weight = o.graph_weight;
   o.passage_weight = 0;
-  auto guessed = (*retriever)->Retrieve(q, o);
+  auto guessed = retriever->Retrieve(q, o);
   ASSERT_TRUE(guessed.ok());
   EXPECT_NE(guessed->chunks.at(0).document_id, "zorblax.txt");
 }
@@ -525,31 +540,23 @@ TEST(RetrievalWindowsTest, TheChunkThatHoldsTheFactInOnePlaceComesFirst) {
     for (int i = 0; i < 45; ++i) text += filler(d, i);
     dir.Write("input/filler" + std::to_string(d) + ".txt", text);
   }
-  Config config;
-  config.root = dir.path().string();
-  auto store = Store::Open(dir / "output/index.db");
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  LexicalEmbedder embedder;
-  IndexContext ctx;
-  ctx.store = store->get();
-  ctx.embedder = &embedder;
-  ASSERT_TRUE(RunIndex(config, {}, ctx).ok());
-  auto retriever = Retriever::Open(**store, &embedder);
-  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+  FolderIndex index;
+  ASSERT_NO_FATAL_FAILURE(IndexFolder(dir, index));
+  Retriever* retriever = index.retriever.get();
   const std::string q = "What colour did the lighthouse keeper paint the door? Green?";
   RetrievalOptions o;
   o.method = RetrievalMethod::kBm25;
-  auto bm25 = (*retriever)->Retrieve(q, o);
+  auto bm25 = retriever->Retrieve(q, o);
   ASSERT_TRUE(bm25.ok()) << bm25.status().ToString();
   ASSERT_EQ(bm25->chunks.at(0).document_id, "spread.txt");
   o.method = RetrievalMethod::kHybrid;
-  auto hybrid = (*retriever)->Retrieve(q, o);
+  auto hybrid = retriever->Retrieve(q, o);
   ASSERT_TRUE(hybrid.ok()) << hybrid.status().ToString();
   EXPECT_GT(hybrid->stats.window_weight, 0);
   EXPECT_EQ(hybrid->chunks.at(0).document_id, "focused.txt");
   // Without the window list the repeated words win.
   o.passage_weight = 0;
-  auto without = (*retriever)->Retrieve(q, o);
+  auto without = retriever->Retrieve(q, o);
   ASSERT_TRUE(without.ok());
   EXPECT_EQ(without->stats.window_weight, 0);
   EXPECT_EQ(without->chunks.at(0).document_id, "spread.txt");
@@ -577,22 +584,14 @@ TEST(RetrievalDiversityTest, TheSecondThingAskedForComesBeforeMoreOfTheFirst) {
   dir.Write("input/tests.txt", tests);
   for (int d = 4; d < 12; ++d)
     dir.Write("input/filler" + std::to_string(d) + ".txt", filler(d, 0) + filler(d, 1));
-  Config config;
-  config.root = dir.path().string();
-  auto store = Store::Open(dir / "output/index.db");
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  LexicalEmbedder embedder;
-  IndexContext ctx;
-  ctx.store = store->get();
-  ctx.embedder = &embedder;
-  ASSERT_TRUE(RunIndex(config, {}, ctx).ok());
-  auto retriever = Retriever::Open(**store, &embedder);
-  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+  FolderIndex index;
+  ASSERT_NO_FATAL_FAILURE(IndexFolder(dir, index));
+  Retriever* retriever = index.retriever.get();
   const std::string q = "What are the symptoms of marsh fever, and which test confirms it?";
   auto documents = [&](double diversity) {
     RetrievalOptions o;
     o.diversity = diversity;
-    auto r = (*retriever)->Retrieve(q, o);
+    auto r = retriever->Retrieve(q, o);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     std::vector<std::string> out;
     if (r.ok()) {
