@@ -632,6 +632,13 @@ TEST_F(BudgetGraph, TruncatesByWholeItemsInRankOrder) {
     auto chunk = ix_.store().GetChunk(item.chunk_id);
     ASSERT_TRUE(chunk.ok() && chunk->has_value());
     EXPECT_THAT(item.text, HasSubstr((*chunk)->text + "\n"));
+    // Without its label line it is the stored text itself.
+    EXPECT_EQ(LocalItemBody(item), (*chunk)->text);
+  }
+  for (const auto& item : ctx->items) {
+    if (item.type != LocalItemType::kChunk) {
+      EXPECT_EQ(LocalItemBody(item), item.text);
+    }
   }
   // Relationships are placed by weight: the heaviest (Spoke 0 ... ) first, without gaps.
   std::vector<std::string> targets;

@@ -243,12 +243,8 @@ Result<EvalReport> EvaluateRetrieval(Engine& engine, const std::vector<EvalQuest
         for (const auto& item : ctx->items) {
           r.context_chars += static_cast<double>(item.text.size());
           if (item.type != LocalItemType::kChunk) continue;
-          // The passage without the "[S1] doc, chunk 6:" line the context labels it with: the
-          // other methods' passages are measured without the labels their prompts give them.
-          std::string_view body = item.text;
-          const size_t eol = body.find('\n');
-          if (body.starts_with("[") && eol != std::string_view::npos) body.remove_prefix(eol + 1);
-          if (body.ends_with("\n\n")) body.remove_suffix(2);
+          // Measured without its label line, as the other methods' passages are.
+          const std::string_view body = LocalItemBody(item);
           r.passages.push_back(
               passage("local " + item.chunk_id, item.chunk_id, item.document_id, body));
           r.index.push_back(item.chunk_index);

@@ -705,7 +705,7 @@ Result<std::optional<LocalContextItem>> ContextBuilder::Render(const Lane& lane,
       item.id = options_.chunk_label ? options_.chunk_label(item.chunk_id)
                                      : "S" + std::to_string(item.rank);
       item.text = fmt::format("[{}] {}, chunk {}:\n{}\n\n", item.id, item.document_id,
-                              item.chunk_index, (*chunk)->text);
+                              item.chunk_index, (*chunk)->text);  // LocalItemBody's inverse
       break;
     }
     case LocalItemType::kEntity:
@@ -920,6 +920,16 @@ Result<LocalContext> ContextBuilder::Build(EmbeddingModel* embedder, std::string
 }
 
 }  // namespace
+
+std::string_view LocalItemBody(const LocalContextItem& item) {
+  std::string_view body = item.text;
+  if (item.type != LocalItemType::kChunk) return body;
+  // The label line and the blank line after the text, as Render places them.
+  const size_t eol = body.find('\n');
+  if (body.starts_with("[") && eol != std::string_view::npos) body.remove_prefix(eol + 1);
+  if (body.ends_with("\n\n")) body.remove_suffix(2);
+  return body;
+}
 
 Result<LocalContext> BuildLocalContext(Store& store, EmbeddingModel* embedder,
                                        const Tokenizer& tokenizer, std::string_view question,

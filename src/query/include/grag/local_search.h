@@ -139,6 +139,11 @@ Result<LocalContext> BuildLocalContext(Store& store, EmbeddingModel* embedder,
                                        const VectorIndex* entity_index = nullptr,
                                        const Retriever* retriever = nullptr);
 
+// What a context item says without the label line it is placed under: a chunk's text without
+// its "[S1] doc, chunk 6:" line (what `grag eval` measures, as it measures every method's
+// passages without their prompt's labels); other items' text as placed.
+std::string_view LocalItemBody(const LocalContextItem& item);
+
 // Runs one local query: BuildLocalContext and, if any entity matched, one call on `chat` with
 // the filled prompt. Errors: those of BuildLocalContext; kInvalidArgument for a prompt without
 // its placeholders; the chat model's error (prefixed "local search answer").
