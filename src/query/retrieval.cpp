@@ -905,10 +905,12 @@ void Retriever::Impl::Diversify(std::vector<std::pair<std::string, double>>& ran
         best = i;
       }
     }
-    // Moved up, the others keep their order; scores stay the fused ones.
+    // Moved up, the others keep their order. The chunk's score becomes the one it was placed
+    // by: what is left can only add less, so the scores still fall down the list.
     std::rotate(ranked.begin() + static_cast<std::ptrdiff_t>(place),
                 ranked.begin() + static_cast<std::ptrdiff_t>(best),
                 ranked.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    ranked[place].second = best_score;
     for (uint32_t t : held_by(ranked[place].first)) covered[t] = true;
   }
 }
