@@ -310,9 +310,11 @@ struct Retriever::Impl {
   // The diversity pass (RetrievalTuning::diversity) over the head of `ranked`.
   static void Diversify(std::vector<std::pair<std::string, double>>& ranked, const Windows& windows,
                         const RetrievalOptions& o);
-  // Titles of a one-question neighbourhood (`titles`: its chunk_titles) whose entity is there
-  // under another name, found through the aliases.
-  Status ResolveTitles(GraphData& g, const std::vector<std::string>& titles) const;
+  // One question's neighbourhood of the graph (Store::LoadGraphNeighbourhood), built to walk.
+  // It carries the aliases of its chunks' titles, as the kept graph carries all of them.
+  Result<std::unique_ptr<GraphData>> ReadNeighbourhood(
+      const std::vector<int64_t>& seeds, const std::vector<std::string>& chunks,
+      const Store::NeighbourhoodLimits& limits) const;
   // The evidence chain (RetrievalTuning::chain_links): moves up, to follow the first chunk of
   // `ranked`, the chunks of the documents titled by entities it names; sig.chained says which.
   Status FollowChain(std::vector<std::pair<std::string, double>>& ranked,
@@ -712,11 +714,7 @@ Result<bool> Retriever::Impl::GraphSignal(std::string_view question, const std::
   if (g == nullptr) {
     std::vector<int64_t> seed_ids;
     for (const auto& s : seeds) seed_ids.push_back(s.entity_id);
-    GRAG_ASSIGN_OR_RETURN(GraphSnapshot near, store.LoadGraphNeighbourhood(seed_ids, best_passages,
-                                                                           options.neighbourhood));
-    std::vector<std::string> titles = near.chunk_titles;
-    local = GraphData::Build(std::move(near), total_chunks);
-    GRAG_RETURN_IF_ERROR(ResolveTitles(*local, titles));
+    GRAG_ASSIGN_OR_RETURN(local, ReadNeighbourhood(seed_ids, best_passages, options.neighbourhood));
     g = local.get();
   }
   std::erase_if(seeds, [&](const SeedEntity& s) { return !g->node_of_entity.count(s.entity_id); });
@@ -915,30 +913,32 @@ void Retriever::Impl::Diversify(std::vector<std::pair<std::string, double>>& ran
   }
 }
 
-// A neighbourhood holds no aliases: a title whose entity is there under the name it was
-// resolved into is found through the aliases, as the kept graph's would find it (one read for
-// all the titles).
-Status Retriever::Impl::ResolveTitles(GraphData& g, const std::vector<std::string>& titles) const {
-  std::vector<std::string> keys;  // by chunk: the key of an unresolved title, or empty
-  std::vector<std::string> wanted;
+// A neighbourhood holds no aliases. The titles of its chunks that are not the key of one of its
+// entities are looked up in one read, and those resolved into one of its entities ("Christopher
+// Nolan" into "Christopher Edward Nolan") join its aliases: GraphData::Build then finds their
+// entity as the kept graph's aliases find it.
+Result<std::unique_ptr<GraphData>> Retriever::Impl::ReadNeighbourhood(
+    const std::vector<int64_t>& seeds, const std::vector<std::string>& chunks,
+    const Store::NeighbourhoodLimits& limits) const {
+  GRAG_ASSIGN_OR_RETURN(GraphSnapshot near, store.LoadGraphNeighbourhood(seeds, chunks, limits));
+  std::unordered_map<std::string_view, int64_t> entity_of_key;
+  for (const auto& e : near.entities) entity_of_key.emplace(e.name_key, e.id);
+  std::vector<std::string> titles;
   std::unordered_set<std::string> seen;
-  keys.resize(std::min(g.title_entity.size(), titles.size()));
-  for (size_t c = 0; c < keys.size(); ++c) {
-    if (g.title_entity[c] != GraphData::kNone) continue;
-    keys[c] = NormalizeEntityName(TitleEntityName(titles[c]));
-    if (!keys[c].empty() && seen.insert(keys[c]).second) wanted.push_back(keys[c]);
+  for (const auto& title : near.chunk_titles) {
+    std::string key = NormalizeEntityName(TitleEntityName(title));
+    if (key.empty() || entity_of_key.count(key) || !seen.insert(key).second) continue;
+    titles.push_back(std::move(key));
   }
-  if (wanted.empty()) return Status::Ok();
-  GRAG_ASSIGN_OR_RETURN(auto canonical, store.CanonicalKeys(wanted));
-  for (size_t c = 0; c < keys.size(); ++c) {
-    if (keys[c].empty()) continue;
-    auto k = canonical.find(keys[c]);
-    if (k == canonical.end()) continue;
-    if (auto n = g.node_of_key.find(k->second); n != g.node_of_key.end()) {
-      g.title_entity[c] = n->second;
+  if (!titles.empty()) {
+    GRAG_ASSIGN_OR_RETURN(auto canonical, store.CanonicalKeys(titles));
+    for (const auto& [key, to] : canonical) {
+      if (auto e = entity_of_key.find(to); e != entity_of_key.end()) {
+        near.aliases.emplace_back(key, e->second);
+      }
     }
   }
-  return Status::Ok();
+  return GraphData::Build(std::move(near), total_chunks);
 }
 
 Status Retriever::Impl::FollowChain(std::vector<std::pair<std::string, double>>& ranked,
@@ -957,10 +957,7 @@ Status Retriever::Impl::FollowChain(std::vector<std::pair<std::string, double>>&
     Store::NeighbourhoodLimits limits = options.neighbourhood;
     limits.hops = 1;
     limits.relationships = false;
-    GRAG_ASSIGN_OR_RETURN(GraphSnapshot snapshot, store.LoadGraphNeighbourhood({}, head, limits));
-    std::vector<std::string> titles = snapshot.chunk_titles;
-    near = GraphData::Build(std::move(snapshot), total_chunks);
-    GRAG_RETURN_IF_ERROR(ResolveTitles(*near, titles));
+    GRAG_ASSIGN_OR_RETURN(near, ReadNeighbourhood({}, head, limits));
     g = near.get();
   }
   const auto links =

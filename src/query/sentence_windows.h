@@ -25,7 +25,7 @@ class WindowScanner {
     // then the detail asked for. 0: no term.
     double best = 0;
     size_t sentences = 0;  // in the text
-    // The terms the whole text holds (indices into terms()), ascending.
+    // The terms the whole text holds (indices into weights()), ascending.
     std::vector<uint32_t> held;
   };
   // One pass over `text`. Words without a sentence end (a table of contents, a list, a
@@ -33,8 +33,7 @@ class WindowScanner {
   // sentences' worth of text.
   Score Scan(std::string_view text) const;
 
-  // The question's terms, in the order Score::held indexes them, and what each is worth.
-  const std::vector<std::string>& terms() const { return keys_; }
+  // What each of the question's terms is worth, in the order Score::held indexes them.
   const std::vector<double>& weights() const { return weights_; }
 
  private:
