@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <igraph/igraph.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -793,6 +794,30 @@ TEST_F(RetrievalChainTest, LocalSearchMatchesWhatTheBestPassagesSentencesName) {
   auto none = BuildLocalContext(*store_, &embedder_, tok, q, o, nullptr, retriever->get());
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   EXPECT_TRUE(none->matches.empty());
+}
+
+// A fact often takes two sentences: the one that names the entity and the next, which says the
+// rest with "he". The stand-in's match counts the sentences either side, so the entity named
+// just before the answer matches.
+TEST_F(RetrievalChainTest, LocalSearchMatchesAFactThatTakesTwoSentences) {
+  auto retriever = Retriever::Open(*store_, &embedder_);
+  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
+  const Tokenizer& tok = *Tokenizer::Get("o200k_base").value();
+  // "Dick Humbert was an American football end." holds "football end" only; "He
+  // played ... from 1945 to 1949 and later coached" holds the rest.
+  const std::string q = "Which football end played from 1945 to 1949 and later coached?";
+  LocalSearchOptions o;
+  o.similarity_floor = 0.8;
+  o.retrieval.max_embedding_seeds = 0;
+  auto ctx = BuildLocalContext(*store_, &embedder_, tok, q, o, nullptr, retriever->get());
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  std::vector<std::string> names;
+  for (const auto& m : ctx->matches) names.push_back(m.name);
+  const auto humbert = std::find(names.begin(), names.end(), "Dick Humbert");
+  ASSERT_NE(humbert, names.end()) << ::testing::PrintToString(names);
+  const LocalMatch& m = ctx->matches[static_cast<size_t>(humbert - names.begin())];
+  EXPECT_TRUE(m.by_fact);
+  EXPECT_GE(m.fact_match, o.similarity_floor);
 }
 
 }  // namespace

@@ -59,7 +59,7 @@ struct SeedEntity {
   int64_t chunk_frequency = 0;  // chunks whose text holds its name, when named
   std::optional<double> similarity;  // when matched by embedding
   // When found as a fact: the share of the question's specific words (by specificity) held by
-  // the best sentence that names it (0-1).
+  // the best sentence that names it together with the sentences either side (0-1).
   double fact_match = 0;
 };
 
@@ -263,7 +263,8 @@ struct LocalMatch {
   // Named by a sentence of the hybrid ranking's best passages that matches the question (a
   // fact seed) well enough to clear the floor: matched only when nothing was named and no
   // description was near enough. Its match: the share of the question's specific words that
-  // sentence holds.
+  // sentence holds with the sentences either side (a fact often takes two: "Dick Humbert was an
+  // end. He played ... from 1945 to 1949").
   bool by_fact = false;
   double fact_match = 0;
 };

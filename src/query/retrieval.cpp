@@ -472,29 +472,60 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(const GraphData& g,
     GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(passages[r]));
     if (!chunk) continue;
     // Each sentence's share of the question's specific words.
-    std::vector<std::pair<double, std::vector<std::string>>> sentences;
-    for (const Sentence& s : SplitSentences(chunk->text)) {
-      std::vector<std::string> words = Words(s.text);
-      std::unordered_set<std::string> stems;
-      for (const auto& w : words) stems.insert(Stem(w));
-      double matched = 0;
-      for (const auto& [t, spec] : terms) matched += stems.count(t) ? spec : 0;
-      if (matched > 0) sentences.emplace_back(matched / total, std::move(words));
+    // Each sentence's share of the question's specific words, which ranks the entities it names
+    // against each other, and the share it holds with the sentences either side, which says
+    // whether the passage answers the question there at all: a fact often takes two sentences
+    // ("'Why, it's Ali Baba!' ... he did come, for the first time").
+    struct Scored {
+      double match = 0;
+      double around = 0;
+      std::vector<std::string> words;
+    };
+    std::vector<Scored> sentences;
+    {
+      std::vector<std::vector<std::string>> words_of;
+      std::vector<std::unordered_set<std::string>> stems_of;
+      for (const Sentence& s : SplitSentences(chunk->text)) {
+        words_of.push_back(Words(s.text));
+        auto& stems = stems_of.emplace_back();
+        for (const auto& w : words_of.back()) stems.insert(Stem(w));
+      }
+      for (size_t i = 0; i < words_of.size(); ++i) {
+        const size_t lo = i == 0 ? 0 : i - 1;
+        const size_t hi = std::min(words_of.size() - 1, i + 1);
+        double matched = 0;
+        double around = 0;
+        for (const auto& [t, spec] : terms) {
+          if (stems_of[i].count(t) != 0) {
+            matched += spec;
+            around += spec;
+            continue;
+          }
+          for (size_t j = lo; j <= hi; ++j) {
+            if (stems_of[j].count(t) != 0) {
+              around += spec;
+              break;
+            }
+          }
+        }
+        if (matched > 0)
+          sentences.push_back({matched / total, around / total, std::move(words_of[i])});
+      }
     }
     std::stable_sort(sentences.begin(), sentences.end(),
-                     [](const auto& a, const auto& b) { return a.first > b.first; });
+                     [](const Scored& a, const Scored& b) { return a.match > b.match; });
     if (sentences.size() > static_cast<size_t>(o.fact_sentences)) {
       sentences.resize(static_cast<size_t>(o.fact_sentences));
     }
     const double passage_weight = 1.0 / static_cast<double>(r + 1);
-    for (const auto& [match, words] : sentences) {
+    for (const Scored& sentence : sentences) {
       for (uint32_t e : g.chunk_entities[c->second]) {
         if (already.count(g.entity_ids[e])) continue;
-        if (!HoldsRun(words, SplitNormalizedName(g.entity_keys[e]))) continue;
-        const double s = passage_weight * match * g.EntitySpecificity(e);
+        if (!HoldsRun(sentence.words, SplitNormalizedName(g.entity_keys[e]))) continue;
+        const double s = passage_weight * sentence.match * g.EntitySpecificity(e);
         auto& [best, best_match] = score[e];
         best = std::max(best, s);
-        best_match = std::max(best_match, match);
+        best_match = std::max(best_match, sentence.around);
       }
     }
   }
