@@ -1,8 +1,10 @@
 // grag eval, black box: a small no-LLM index of four hand-written documents, a hand-written
 // question file with every kind of gold, the JSON report's shape and the measures an easy
 // question must get; a bad file is refused with exit 2 and its line number, never a crash.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -119,6 +121,11 @@ TEST_F(E2eEvalTest, ScoresEveryMethodBesideBm25AsJson) {
           EXPECT_LE(a[field].get<double>(), 1.0);
         }
         EXPECT_EQ(a.contains("vs_bm25_points"), m != "bm25") << m;
+        EXPECT_EQ(a.contains("vs_bm25_margin_points"), m != "bm25") << m;
+        if (m != "bm25") {
+          // Two questions hold documents: too few for a margin.
+          EXPECT_TRUE(a["vs_bm25_margin_points"]["document_recall"].is_null()) << m;
+        }
       }
     }
     EXPECT_GE(jm["latency_ms"]["p95"].get<double>(), jm["latency_ms"]["p50"].get<double>());
@@ -168,6 +175,8 @@ TEST_F(E2eEvalTest, ExplainMethodsLimitAndText) {
   EXPECT_NE(text.out.find("top 1 passages"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("within the characters of BM25's top 1"), std::string::npos);
   EXPECT_NE(text.out.find("latency p50 ms"), std::string::npos);
+  EXPECT_NE(text.out.find("from 10 questions on, its 95% margin"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("\u00b1"), std::string::npos) << "two questions: no margin";
   EXPECT_NE(text.out.find("line 4: Who held a Christmas ball"), std::string::npos) << text.out;
 }
 
@@ -214,6 +223,55 @@ TEST_F(E2eEvalTest, BadFilesExitTwoNamingTheLine) {
   EXPECT_NE(method.err.find("unknown method \"magic\""), std::string::npos) << method.err;
   auto k = RunCommand(InRoot("eval --k 0 " + ShellQuote(good)));
   EXPECT_EQ(k.exit_code, 2) << k.err;
+}
+
+// From ten questions with a kind of gold on, each difference from BM25 has a 95% margin: t for
+// n - 1 degrees of freedom times the standard error of the questions' paired differences.
+TEST_F(E2eEvalTest, MarginsFromTenQuestionsOn) {
+  const std::vector<std::pair<std::string, std::string>> asked = {
+      {"Who was the business partner of Scrooge?", "Jacob Marley"},
+      {"Who died seven years before the story begins?", "Marley"},
+      {"What is the ghost's chain forged of?", "padlocks"},
+      {"Who was young Scrooge apprenticed to?", "Fezziwig"},
+      {"Where did Fezziwig hold his Christmas ball?", "warehouse"},
+      {"Who played music at the ball?", "fiddler"},
+      {"Who is Scrooge's underpaid clerk?", "Bob Cratchit"},
+      {"How does the youngest son walk?", "crutch"},
+      {"What does the family eat at Christmas dinner?", "goose"},
+      {"Who was engaged to young Scrooge?", "Belle"},
+      {"What had Scrooge come to love more than her?", "gold"},
+      {"Whom did Belle marry later?", "another man"}};
+  std::string lines;
+  for (const auto& [q, a] : asked) lines += json{{"question", q}, {"answers", {a}}}.dump() + "\n";
+  const std::string file = File("twelve.jsonl", lines);
+  auto r = RunCommand(InRoot("eval --json --explain --methods graph --k 1 " + ShellQuote(file)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["per_question"].size(), asked.size());
+  double sum = 0, squares = 0;
+  for (const auto& q : j["per_question"]) {
+    const double d = (q["methods"]["graph"]["answer_found"].get<bool>() ? 1.0 : 0.0) -
+                     (q["methods"]["bm25"]["answer_found"].get<bool>() ? 1.0 : 0.0);
+    sum += d;
+    squares += d * d;
+  }
+  const double n = static_cast<double>(asked.size());
+  const double mean = sum / n;
+  const double expected = 2.201 * std::sqrt((squares - n * mean * mean) / (n - 1) / n) * 100;
+  ASSERT_GT(expected, 0) << "the graph and BM25 must differ on some questions, not on all";
+  const json& graph = j["methods"]["graph"]["at_k"]["1"];
+  ASSERT_TRUE(graph["vs_bm25_margin_points"]["answer_contained"].is_number()) << graph;
+  EXPECT_NEAR(graph["vs_bm25_margin_points"]["answer_contained"].get<double>(), expected, 1e-9);
+  EXPECT_NEAR(graph["vs_bm25_points"]["answer_contained"].get<double>(), 100 * mean, 1e-9);
+  EXPECT_TRUE(graph["vs_bm25_margin_points"]["evidence_coverage"].is_null()) << "no such gold";
+
+  auto text = RunCommand(InRoot("eval --methods graph --k 1 " + ShellQuote(file)));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find(fmt::format("({:+.1f} \u00b1{:.1f})",
+                                      graph["vs_bm25_points"]["answer_contained"].get<double>(),
+                                      expected)),
+            std::string::npos)
+      << text.out;
 }
 
 }  // namespace

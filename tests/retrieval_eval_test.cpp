@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <string>
 #include <vector>
 
@@ -158,4 +160,24 @@ TEST(RetrievalEvalTest, QuantileIsNearestRank) {
 }
 
 }  // namespace
+
+// The margin is Student's t (n - 1 degrees of freedom) times the standard error of the mean
+// difference.
+TEST(RetrievalEvalTest, PairedMarginIsTTimesTheStandardError) {
+  EXPECT_FALSE(PairedMargin(0, 0, 0));
+  EXPECT_FALSE(PairedMargin(1, 1, 1)) << "one question says nothing of the spread";
+  // Differences 1, 0, 0, 1: mean 0.5, sample variance 1/3, standard error sqrt(1/12); t(3).
+  ASSERT_TRUE(PairedMargin(4, 2, 2));
+  EXPECT_NEAR(*PairedMargin(4, 2, 2), 3.182 * std::sqrt(1.0 / 12), 1e-9);
+  // The same difference on every question: no spread, no margin.
+  ASSERT_TRUE(PairedMargin(5, 5, 5));
+  EXPECT_NEAR(*PairedMargin(5, 5, 5), 0.0, 1e-12);
+  // Many questions: t comes near the normal's 1.96 (t(100) = 1.984).
+  const int64_t n = 101;  // differences +1 and -1 alternating, one 0
+  const double sum = 0, squares = 100;
+  EXPECT_NEAR(*PairedMargin(n, sum, squares), 1.984 * std::sqrt(1.0 / n), 1e-3);
+  // Fewer questions, the same spread: a wider margin.
+  EXPECT_GT(*PairedMargin(11, 0, 10), *PairedMargin(n, sum, squares));
+}
+
 }  // namespace grag

@@ -38,6 +38,9 @@ struct EvalOptions {
   bool keep_details = false;
 };
 
+// Questions with a kind of gold needed before its difference from BM25 gets a margin.
+inline constexpr int64_t kMinMarginQuestions = 10;
+
 // Averages over the questions that have that kind of gold (nullopt: no question has it).
 struct EvalAverages {
   std::optional<double> chunk_recall;
@@ -46,6 +49,16 @@ struct EvalAverages {
   std::optional<double> evidence_coverage;
   double passages = 0;  // mean passages in the cut
   double chars = 0;     // mean characters in the cut
+  // The 95% margin of each measure's difference from BM25, in points (PairedMargin over the
+  // questions' paired differences): a difference inside it could be the luck of the questions
+  // asked. nullopt for BM25 itself and for a measure fewer than kMinMarginQuestions questions
+  // have (too few for the t distribution's margin to mean much with scores of 0 and 1).
+  struct Margins {
+    std::optional<double> chunk_recall;
+    std::optional<double> document_recall;
+    std::optional<double> answer_contained;
+    std::optional<double> evidence_coverage;
+  } vs_bm25_margin;
 };
 
 struct EvalMethodReport {

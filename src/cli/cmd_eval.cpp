@@ -36,36 +36,46 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
-std::string Cell(const std::optional<double>& v, const std::optional<double>& base) {
+std::string Cell(const std::optional<double>& v, const std::optional<double>& base,
+                 const std::optional<double>& margin) {
   if (!v) return "-";
   if (!base) return fmt::format("{:.3f}", *v);
-  return fmt::format("{:.3f} ({:+.1f})", *v, (*v - *base) * 100);
+  if (!margin) return fmt::format("{:.3f} ({:+.1f})", *v, (*v - *base) * 100);
+  return fmt::format("{:.3f} ({:+.1f} ±{:.1f})", *v, (*v - *base) * 100, *margin);
 }
 
 // One table: a row per measure present, a column per method (BM25 first, the others with
 // their difference from it in points).
 void PrintTable(const EvalReport& r, const std::string& title,
                 const std::vector<const EvalAverages*>& cols) {
-  const size_t width = 16;
+  const size_t width = 20;
   std::cout << title << "\n";
   std::string head = fmt::format("  {:<20}", "");
   for (const auto& m : r.methods) head += fmt::format("{:<{}}", m.method, width);
   std::cout << Trimmed(head) << "\n";
+  using Margins = EvalAverages::Margins;
   struct Row {
     const char* name;
     std::optional<double> EvalAverages::*field;
+    std::optional<double> Margins::*margin;
     int64_t present;
   };
-  const Row rows[] = {{"chunk recall", &EvalAverages::chunk_recall, r.with_chunks},
-                      {"document recall", &EvalAverages::document_recall, r.with_documents},
-                      {"answer contained", &EvalAverages::answer_contained, r.with_answers},
-                      {"evidence coverage", &EvalAverages::evidence_coverage, r.with_evidence}};
+  const Row rows[] = {
+      {"chunk recall", &EvalAverages::chunk_recall, &Margins::chunk_recall, r.with_chunks},
+      {"document recall", &EvalAverages::document_recall, &Margins::document_recall,
+       r.with_documents},
+      {"answer contained", &EvalAverages::answer_contained, &Margins::answer_contained,
+       r.with_answers},
+      {"evidence coverage", &EvalAverages::evidence_coverage, &Margins::evidence_coverage,
+       r.with_evidence}};
   for (const auto& row : rows) {
     if (row.present == 0) continue;
     std::string line = fmt::format("  {:<20}", row.name);
     for (size_t i = 0; i < cols.size(); ++i) {
       const auto& base = i == 0 ? std::optional<double>() : cols[0]->*row.field;
-      line += fmt::format("{:<{}}", Cell(cols[i]->*row.field, base), width);
+      const std::string cell = Cell(cols[i]->*row.field, base, cols[i]->vs_bm25_margin.*row.margin);
+      // At least one space between cells; fmt pads by code points ("±" is one).
+      line += fmt::format("{:<{}}", cell + " ", width);
     }
     std::cout << Trimmed(line) << "\n";
   }
@@ -79,8 +89,11 @@ void PrintTable(const EvalReport& r, const std::string& title,
 void PrintReport(const EvalReport& r, const std::string& file) {
   std::cout << fmt::format(
       "grag eval: {} questions from {} (with gold chunks {}, documents {}, answers {}, "
-      "evidence {})\neach method beside BM25, the difference in points in brackets\n\n",
-      r.questions, file, r.with_chunks, r.with_documents, r.with_answers, r.with_evidence);
+      "evidence {})\neach method beside BM25: in brackets the difference in points and, from {} "
+      "questions on, its 95% margin\n(a difference inside its margin could be the luck of the "
+      "questions asked)\n\n",
+      r.questions, file, r.with_chunks, r.with_documents, r.with_answers, r.with_evidence,
+      kMinMarginQuestions);
   for (size_t ci = 0; ci < r.cutoffs.size(); ++ci) {
     std::vector<const EvalAverages*> at, chars;
     for (const auto& m : r.methods) {
@@ -96,8 +109,8 @@ void PrintReport(const EvalReport& r, const std::string& file) {
   std::string p50 = fmt::format("  {:<20}", "latency p50 ms");
   std::string p95 = fmt::format("  {:<20}", "latency p95 ms");
   for (const auto& m : r.methods) {
-    p50 += fmt::format("{:<16}", fmt::format("{:.1f}", m.p50_ms));
-    p95 += fmt::format("{:<16}", fmt::format("{:.1f}", m.p95_ms));
+    p50 += fmt::format("{:<20}", fmt::format("{:.1f}", m.p50_ms));
+    p95 += fmt::format("{:<20}", fmt::format("{:.1f}", m.p95_ms));
   }
   std::cout << Trimmed(p50) << "\n" << Trimmed(p95) << "\n";
   for (const auto& m : r.methods) {
@@ -147,7 +160,8 @@ Command AddEvalCommand(CLI::App& app, GlobalOptions& g) {
       "Score every retrieval method on your own questions with gold (a JSONL file: question "
       "plus any of gold_chunks, gold_documents, answers, evidence), each beside BM25 over the "
       "same index: recall@k, recall within BM25's characters, answer containment, evidence "
-      "coverage and latency. No chat model is called. See docs/eval.md.");
+      "coverage and latency, each difference from BM25 with its 95% margin (from 10 questions "
+      "on). No chat model is called. See docs/eval.md.");
   struct Opts {
     std::string file;
     std::string methods = "bm25,vector,graph,hybrid,local";

@@ -36,35 +36,60 @@ double Ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
-// Running sums of one cut's measures over the questions.
+// Running sums of one cut's measures over the questions, and of their differences from BM25's
+// on the same questions (for the margins).
 struct Sums {
-  double chunk = 0, document = 0, answer = 0, evidence = 0, passages = 0, chars = 0;
-  int64_t n_chunk = 0, n_document = 0, n_answer = 0, n_evidence = 0, n = 0;
+  struct Measure {
+    double sum = 0;
+    int64_t n = 0;
+    double diff = 0, diff_squares = 0;  // this method's value minus BM25's
+    int64_t n_diff = 0;
 
-  void Add(const EvalScore& s) {
-    auto add = [](const std::optional<double>& v, double& sum, int64_t& count) {
-      if (v) {
-        sum += *v;
-        ++count;
-      }
-    };
-    add(s.chunk_recall, chunk, n_chunk);
-    add(s.document_recall, document, n_document);
-    add(s.answer_contained, answer, n_answer);
-    add(s.evidence_coverage, evidence, n_evidence);
+    void Add(const std::optional<double>& v, const std::optional<double>& base) {
+      if (!v) return;
+      sum += *v;
+      ++n;
+      if (!base) return;
+      const double d = *v - *base;
+      diff += d;
+      diff_squares += d * d;
+      ++n_diff;
+    }
+    std::optional<double> Mean() const {
+      return n == 0 ? std::nullopt : std::optional<double>(sum / static_cast<double>(n));
+    }
+    std::optional<double> MarginPoints() const {
+      if (n_diff < kMinMarginQuestions) return std::nullopt;
+      auto m = PairedMargin(n_diff, diff, diff_squares);
+      return m ? std::optional<double>(*m * 100) : std::nullopt;
+    }
+  };
+  Measure chunk, document, answer, evidence;
+  double passages = 0, chars = 0;
+  int64_t n = 0;
+
+  // `base`: BM25's score of the same question on the same cut; nullptr for BM25 itself.
+  void Add(const EvalScore& s, const EvalScore* base) {
+    static const EvalScore kNone;
+    const EvalScore& b = base != nullptr ? *base : kNone;
+    chunk.Add(s.chunk_recall, b.chunk_recall);
+    document.Add(s.document_recall, b.document_recall);
+    answer.Add(s.answer_contained, b.answer_contained);
+    evidence.Add(s.evidence_coverage, b.evidence_coverage);
     passages += static_cast<double>(s.passages);
     chars += static_cast<double>(s.chars);
     ++n;
   }
   EvalAverages Averages() const {
-    auto mean = [](double sum, int64_t count) {
-      return count == 0 ? std::nullopt : std::optional<double>(sum / static_cast<double>(count));
-    };
     EvalAverages a;
-    a.chunk_recall = mean(chunk, n_chunk);
-    a.document_recall = mean(document, n_document);
-    a.answer_contained = mean(answer, n_answer);
-    a.evidence_coverage = mean(evidence, n_evidence);
+    a.chunk_recall = chunk.Mean();
+    a.document_recall = document.Mean();
+    a.answer_contained = answer.Mean();
+    a.evidence_coverage = evidence.Mean();
+    a.vs_bm25_margin.chunk_recall = chunk.MarginPoints();
+    a.vs_bm25_margin.document_recall = document.MarginPoints();
+    a.vs_bm25_margin.answer_contained = answer.MarginPoints();
+    a.vs_bm25_margin.evidence_coverage = evidence.MarginPoints();
     a.passages = n == 0 ? 0 : passages / static_cast<double>(n);
     a.chars = n == 0 ? 0 : chars / static_cast<double>(n);
     return a;
@@ -163,6 +188,11 @@ json AveragesJson(const EvalAverages& a, const EvalAverages* bm25) {
         {"document_recall", opt(Points(a.document_recall, bm25->document_recall))},
         {"answer_contained", opt(Points(a.answer_contained, bm25->answer_contained))},
         {"evidence_coverage", opt(Points(a.evidence_coverage, bm25->evidence_coverage))}};
+    const EvalAverages::Margins& m = a.vs_bm25_margin;
+    j["vs_bm25_margin_points"] = {{"chunk_recall", opt(m.chunk_recall)},
+                                  {"document_recall", opt(m.document_recall)},
+                                  {"answer_contained", opt(m.answer_contained)},
+                                  {"evidence_coverage", opt(m.evidence_coverage)}};
   }
   return j;
 }
@@ -276,12 +306,15 @@ Result<EvalReport> EvaluateRetrieval(Engine& engine, const std::vector<EvalQuest
       const std::vector<EvalPassage> bm25_top = FirstOf(ranked["bm25"], cutoff);
       int64_t budget = 0;
       for (const auto& p : bm25_top) budget += p.chars;
+      // BM25 within its own characters is BM25 at the cutoff: one baseline for both.
+      const EvalScore bm25 = ScorePassages(q, bm25_top);
       for (const auto& m : methods) {
         const Ranked& r = ranked[m];
-        at_k[m][ci].Add(ScorePassages(q, FirstOf(r, cutoff)));
+        const EvalScore* base = m == "bm25" ? nullptr : &bm25;
+        at_k[m][ci].Add(ScorePassages(q, FirstOf(r, cutoff)), base);
         std::vector<int64_t> sizes;
         for (const auto* p : r.passages) sizes.push_back(p->chars);
-        at_chars[m][ci].Add(ScorePassages(q, FirstOf(r, CountWithinBudget(sizes, budget))));
+        at_chars[m][ci].Add(ScorePassages(q, FirstOf(r, CountWithinBudget(sizes, budget))), base);
       }
     }
     if (options.keep_details) {

@@ -71,4 +71,10 @@ EvalScore ScorePassages(const EvalQuestion& question, std::span<const EvalPassag
 // The value at quantile q (0-1) of `values` (nearest rank; 0 when empty). Sorts a copy.
 double Quantile(std::vector<double> values, double q);
 
+// The 95% margin of the mean of `n` paired differences (a method's score minus BM25's on the
+// same question), given their sum and sum of squares: Student's t for n - 1 degrees of freedom
+// times the standard error. A difference inside its margin could be the luck of which
+// questions were asked. nullopt under two differences.
+std::optional<double> PairedMargin(int64_t n, double sum, double sum_squares);
+
 }  // namespace grag
