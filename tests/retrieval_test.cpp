@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -561,6 +562,61 @@ TEST(RetrievalWindowsTest, TheChunkThatHoldsTheFactInOnePlaceComesFirst) {
   ASSERT_TRUE(without.ok());
   EXPECT_EQ(without->stats.window_weight, 0);
   EXPECT_EQ(without->chunks.at(0).document_id, "spread.txt");
+}
+
+// A word in more than half of the chunks ("cancer" in a book about cancers) weighs little but
+// still counts in the window list: of two windows holding "mouth" and "treated", the one that
+// also says "cancer" is the one about mouth cancer. BM25 gives such a word no weight.
+TEST(RetrievalWindowsTest, AWordInMostChunksStillTellsTheWindowsApart) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "input");
+  auto filler = [](int doc, int i) {
+    return "On day " + std::to_string(doc * 100 + i) +
+           " the weather in the valley was calm and the river ran slowly past the mill. ";
+  };
+  auto write = [&](const std::string& name, int doc, const std::map<int, std::string>& at) {
+    std::string text;
+    for (int i = 0; i < 45; ++i) {
+      auto it = at.find(i);
+      text += it != at.end() ? it->second : filler(doc, i);
+    }
+    dir.Write("input/" + name, text);
+  };
+  write("about_cancer.txt", 1, {{20, "Mouth cancer is treated with surgery. "}});
+  write("about_rinse.txt", 2, {{30, "A sore mouth, a dry mouth, is treated with a rinse. "}});
+  for (int d = 3; d < 7; ++d) {  // "cancer" in 5 of the 8 documents, one chunk each
+    write("cancer" + std::to_string(d) + ".txt", d, {{5, "Cancer was the talk of the town. "}});
+  }
+  for (int d = 7; d < 9; ++d) write("filler" + std::to_string(d) + ".txt", d, {});
+  FolderIndex index;
+  ASSERT_NO_FATAL_FAILURE(IndexFolder(dir, index));
+  ASSERT_EQ(index.store->CountChunks().value(), 8);
+  Retriever* retriever = index.retriever.get();
+  const std::string q = "How is mouth cancer treated?";
+  RetrievalOptions o;
+  o.method = RetrievalMethod::kBm25;
+  auto bm25 = retriever->Retrieve(q, o);
+  ASSERT_TRUE(bm25.ok()) << bm25.status().ToString();
+  ASSERT_EQ(bm25->chunks.at(0).document_id, "about_rinse.txt") << "\"mouth\" twice wins BM25";
+  o.method = RetrievalMethod::kHybrid;
+  auto hybrid = retriever->Retrieve(q, o);
+  ASSERT_TRUE(hybrid.ok()) << hybrid.status().ToString();
+  EXPECT_GT(hybrid->stats.window_weight, 0);
+  EXPECT_EQ(hybrid->chunks.at(0).document_id, "about_cancer.txt");
+  // BM25 and the window list alone: the windows decide it.
+  o.lexical_vector_weight = 0;
+  o.vector_weight = 0;
+  o.graph_weight = 0;
+  o.unanchored_graph_weight = 0;
+  auto windows = retriever->Retrieve(q, o);
+  ASSERT_TRUE(windows.ok()) << windows.status().ToString();
+  EXPECT_EQ(windows->chunks.at(0).document_id, "about_cancer.txt");
+  // Without the window list and the diversity pass (which reads the same words), BM25's order.
+  o.passage_weight = 0;
+  o.diversity = 0;
+  auto without = retriever->Retrieve(q, o);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->chunks.at(0).document_id, "about_rinse.txt");
 }
 
 // The diversity pass: a question that asks for two things gets the chunk answering the second

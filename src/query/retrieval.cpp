@@ -549,8 +549,11 @@ Result<Retriever::Impl::Windows> Retriever::Impl::WindowRanking(
     const RetrievalOptions& o) const {
   Windows out;
   if (pool.empty()) return out;
-  // The question's content words, each weighted by its specificity (normalised IDF); words in
-  // more than half of the chunks are left out, as the BM25 signal leaves them out.
+  // The question's content words, each weighted by its specificity (normalised IDF). A word in
+  // most chunks weighs little but still counts: in a book about cancers "mouth cancer" is
+  // specific by "mouth", yet the window that also says "cancer" is the one about it, and a
+  // novel's hero is in most of its chunks. (FTS5's BM25 gives such words no weight at all; the
+  // windows are where hybrid can do better.)
   std::vector<std::string> words;
   {
     std::unordered_set<std::string> seen;
@@ -563,7 +566,7 @@ Result<Retriever::Impl::Windows> Retriever::Impl::WindowRanking(
   GRAG_ASSIGN_OR_RETURN(auto specs, WordSpecificities(words));
   std::unordered_map<std::string, double> weight;  // stem -> weight
   for (size_t k = 0; k < words.size(); ++k) {
-    if (specs[k].second <= 0 || 2 * specs[k].second > std::max<int64_t>(total_chunks, 1)) continue;
+    if (specs[k].second <= 0) continue;  // in no chunk
     double& w = weight[Stem(words[k])];
     w = std::max(w, specs[k].first);
   }
