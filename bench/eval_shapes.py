@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Retrieval on two corpus shapes, measured with `grag eval` in the no-LLM mode.
+"""Retrieval on four corpus shapes, measured with `grag eval` in the no-LLM mode.
 
   hotpotqa   HotpotQA-100 (bench/data/hotpotqa-100): 100 multi-hop questions over 994 short
              Wikipedia passages, one document each; gold: the supporting passages' documents
              and the short answer (yes/no answers left out: those words are in any passage).
   medical    GraphRAG-Bench medical (bench/data/graphrag-bench-medical): one 1 MB document,
-             the first 200 questions; gold: the evidence sentences (the 70% content-word rule).
+             its 2,062 questions of four types (--medical-questions N: the first N); gold: the
+             evidence sentences (the 70% content-word rule).
   carol      A Christmas Carol (tests/data/christmas_carol), a novel as one document, with 30
              hand-written questions (bench/data/christmas-carol); gold: short answers and the
              book's sentence that answers each.
@@ -18,7 +19,7 @@ For each shape it makes a project under --work, indexes it with `grag --no-llm i
 the questions as grag eval's JSONL and runs `grag eval` (text to stdout, JSON beside it).
 
   python3 bench/eval_shapes.py [--grag build-release/grag] [--work /tmp/grag-eval-shapes]
-                               [--shapes hotpotqa,medical,carol] [--k 5] [--medical-questions 200]
+                               [--shapes hotpotqa,medical,carol] [--k 5] [--medical-questions N]
                                [--grag-args '--set embeddings.encoding=f16']
                                [--index-cost build-release/bench/index_cost]
 """
@@ -65,11 +66,13 @@ def medical(project, limit):
         doc = json.load(f)[0]["context"]
     with open(os.path.join(project, "input", "medical.txt"), "w") as out:
         out.write(doc)
-    with open(os.path.join(data, "medical_questions_200.json")) as f:
-        questions = json.load(f)
+    with open(os.path.join(data, "medical_questions.jsonl")) as f:
+        questions = [json.loads(line) for line in f if line.strip()]
+    if limit > 0:
+        questions = questions[:limit]
     # The answers are whole sentences, not short answers: only the evidence is gold.
     return [{"question": q["question"], "evidence": q["evidence"]}
-            for q in questions[:limit] if q.get("evidence")]
+            for q in questions if q.get("evidence")]
 
 
 def carol(project, limit):
@@ -98,7 +101,8 @@ def main():
     p.add_argument("--work", default="/tmp/grag-eval-shapes")
     p.add_argument("--shapes", default="hotpotqa,medical,carol")
     p.add_argument("--k", default="5")
-    p.add_argument("--medical-questions", type=int, default=200)
+    p.add_argument("--medical-questions", type=int, default=0,
+                   help="ask only the first N medical questions (0: all 2,062)")
     p.add_argument("--eval-args", default="", help="more arguments for grag eval")
     p.add_argument("--index-cost", default=os.path.join(ROOT, "build-release", "bench",
                                                         "index_cost"),
