@@ -7,7 +7,7 @@
   medical    GraphRAG-Bench medical (bench/data/graphrag-bench-medical): one 1 MB document,
              its 2,062 questions of four types (--medical-questions N: the first N); gold: the
              evidence sentences (the 70% content-word rule).
-  carol      A Christmas Carol (tests/data/christmas_carol), a novel as one document, with 30
+  carol      A Christmas Carol (tests/data/christmas_carol), a novel as one document, with 60
              hand-written questions (bench/data/christmas-carol); gold: short answers and the
              book's sentence that answers each.
   carol-llm  The same questions over the LLM path: Microsoft GraphRAG's recorded extraction of
@@ -79,7 +79,8 @@ def carol(project, limit):
     shutil.copy(os.path.join(ROOT, "tests", "data", "christmas_carol", "christmas_carol.txt"),
                 os.path.join(project, "input", "christmas_carol.txt"))
     with open(os.path.join(HERE, "data", "christmas-carol", "questions.jsonl")) as f:
-        return [json.loads(line) for line in f if line.strip()][:limit]
+        questions = [json.loads(line) for line in f if line.strip()]
+    return questions[:limit] if limit > 0 else questions
 
 
 def carol_llm(a, project):
@@ -92,7 +93,7 @@ def carol_llm(a, project):
     kept = os.path.join(tmp, "grag-index-cost-book")
     shutil.rmtree(project, ignore_errors=True)
     os.rename(kept, project)
-    return carol(project, 30)
+    return carol(project, 0)
 
 
 def main():
@@ -112,7 +113,7 @@ def main():
                         "'--set embeddings.encoding=f16'")
     a = p.parse_args()
     makers = {"hotpotqa": (hotpotqa, 100), "medical": (medical, a.medical_questions),
-              "carol": (carol, 30)}
+              "carol": (carol, 0)}
     for shape in a.shapes.split(","):
         project = os.path.join(a.work, shape)
         extra = a.grag_args.split()
