@@ -701,6 +701,18 @@ class RetrievalChainTest : public TitledPassagesTest {
     }
     ASSERT_NO_FATAL_FAILURE(IndexPassages(docs));
   }
+
+  // Local search's context for `q` at the similarity floor `floor`, with no entity seeding the
+  // walk by embedding (those are matched by embedding, at the same floor, when local search
+  // runs in the engine): every entity of the best sentences is a fact seed.
+  Result<LocalContext> StandInContext(const std::string& q, double floor) {
+    GRAG_ASSIGN_OR_RETURN(auto retriever, Retriever::Open(*store_, &embedder_));
+    LocalSearchOptions o;
+    o.similarity_floor = floor;
+    o.retrieval.max_embedding_seeds = 0;
+    return BuildLocalContext(*store_, &embedder_, *Tokenizer::Get("o200k_base").value(), q, o,
+                             nullptr, retriever.get());
+  }
 };
 
 TEST_F(RetrievalChainTest, TheArticleTheFirstPassageNamesComesSecond) {
@@ -821,22 +833,14 @@ TEST_F(RetrievalChainTest, WhatTheQuestionNamesStaysAheadOfTheChain) {
 // the hybrid ranking's best passages name, in a sentence holding enough of the question's
 // words, stand in; below the floor the index still has nothing on the question.
 TEST_F(RetrievalChainTest, LocalSearchMatchesWhatTheBestPassagesSentencesName) {
-  auto retriever = Retriever::Open(*store_, &embedder_);
-  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
-  const Tokenizer& tok = *Tokenizer::Get("o200k_base").value();
   const std::string q = "Which team did he play for from 1945 to 1949 before he later coached?";
-  LocalSearchOptions o;
-  o.similarity_floor = 0.5;
-  // No entity seeds the walk by embedding (those are matched by embedding, at the same floor,
-  // when local search runs in the engine): every entity of the best sentences is a fact seed.
-  o.retrieval.max_embedding_seeds = 0;
-  auto ctx = BuildLocalContext(*store_, &embedder_, tok, q, o, nullptr, retriever->get());
+  auto ctx = StandInContext(q, 0.5);
   ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
   ASSERT_FALSE(ctx->matches.empty());
   for (const auto& m : ctx->matches) {
     EXPECT_TRUE(m.by_fact) << m.name;
     EXPECT_FALSE(m.by_name || m.by_embedding) << m.name;
-    EXPECT_GE(m.fact_match, o.similarity_floor) << m.name;
+    EXPECT_GE(m.fact_match, 0.5) << m.name;
   }
   EXPECT_THAT(ctx->diagnostics,
               ::testing::Contains(::testing::HasSubstr("named by the best passages' sentences")));
@@ -846,8 +850,7 @@ TEST_F(RetrievalChainTest, LocalSearchMatchesWhatTheBestPassagesSentencesName) {
   }
   EXPECT_TRUE(humbert) << "the passage that holds the fact is in the context";
 
-  o.similarity_floor = 0.99;
-  auto none = BuildLocalContext(*store_, &embedder_, tok, q, o, nullptr, retriever->get());
+  auto none = StandInContext(q, 0.99);
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   EXPECT_TRUE(none->matches.empty());
 }
@@ -856,16 +859,10 @@ TEST_F(RetrievalChainTest, LocalSearchMatchesWhatTheBestPassagesSentencesName) {
 // rest with "he". The stand-in's match counts the sentences either side, so the entity named
 // just before the answer matches.
 TEST_F(RetrievalChainTest, LocalSearchMatchesAFactThatTakesTwoSentences) {
-  auto retriever = Retriever::Open(*store_, &embedder_);
-  ASSERT_TRUE(retriever.ok()) << retriever.status().ToString();
-  const Tokenizer& tok = *Tokenizer::Get("o200k_base").value();
   // "Dick Humbert was an American football end." holds "football end" only; "He
   // played ... from 1945 to 1949 and later coached" holds the rest.
   const std::string q = "Which football end played from 1945 to 1949 and later coached?";
-  LocalSearchOptions o;
-  o.similarity_floor = 0.8;
-  o.retrieval.max_embedding_seeds = 0;
-  auto ctx = BuildLocalContext(*store_, &embedder_, tok, q, o, nullptr, retriever->get());
+  auto ctx = StandInContext(q, 0.8);
   ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
   std::vector<std::string> names;
   for (const auto& m : ctx->matches) names.push_back(m.name);
@@ -873,7 +870,7 @@ TEST_F(RetrievalChainTest, LocalSearchMatchesAFactThatTakesTwoSentences) {
   ASSERT_NE(humbert, names.end()) << ::testing::PrintToString(names);
   const LocalMatch& m = ctx->matches[static_cast<size_t>(humbert - names.begin())];
   EXPECT_TRUE(m.by_fact);
-  EXPECT_GE(m.fact_match, o.similarity_floor);
+  EXPECT_GE(m.fact_match, 0.8);
 }
 
 }  // namespace

@@ -17,6 +17,8 @@ namespace {
 
 // Files shorter than this finish before a progress line would help.
 constexpr int64_t kProgressFrom = 20;
+// Characters of a method's column in the tables: "0.567 (-10.0 ±20.5)" and a space.
+constexpr size_t kColumn = 20;
 
 // A table row without the padding of its last column.
 std::string Trimmed(std::string line) {
@@ -48,10 +50,9 @@ std::string Cell(const std::optional<double>& v, const std::optional<double>& ba
 // their difference from it in points).
 void PrintTable(const EvalReport& r, const std::string& title,
                 const std::vector<const EvalAverages*>& cols) {
-  const size_t width = 20;
   std::cout << title << "\n";
   std::string head = fmt::format("  {:<20}", "");
-  for (const auto& m : r.methods) head += fmt::format("{:<{}}", m.method, width);
+  for (const auto& m : r.methods) head += fmt::format("{:<{}}", m.method, kColumn);
   std::cout << Trimmed(head) << "\n";
   using Margins = EvalAverages::Margins;
   struct Row {
@@ -75,13 +76,13 @@ void PrintTable(const EvalReport& r, const std::string& title,
       const auto& base = i == 0 ? std::optional<double>() : cols[0]->*row.field;
       const std::string cell = Cell(cols[i]->*row.field, base, cols[i]->vs_bm25_margin.*row.margin);
       // At least one space between cells; fmt pads by code points ("±" is one).
-      line += fmt::format("{:<{}}", cell + " ", width);
+      line += fmt::format("{:<{}}", cell + " ", kColumn);
     }
     std::cout << Trimmed(line) << "\n";
   }
   std::string sizes = fmt::format("  {:<20}", "passages / chars");
   for (const auto* c : cols) {
-    sizes += fmt::format("{:<{}}", fmt::format("{:.1f} / {:.0f}", c->passages, c->chars), width);
+    sizes += fmt::format("{:<{}}", fmt::format("{:.1f} / {:.0f}", c->passages, c->chars), kColumn);
   }
   std::cout << Trimmed(sizes) << "\n\n";
 }
@@ -109,8 +110,8 @@ void PrintReport(const EvalReport& r, const std::string& file) {
   std::string p50 = fmt::format("  {:<20}", "latency p50 ms");
   std::string p95 = fmt::format("  {:<20}", "latency p95 ms");
   for (const auto& m : r.methods) {
-    p50 += fmt::format("{:<20}", fmt::format("{:.1f}", m.p50_ms));
-    p95 += fmt::format("{:<20}", fmt::format("{:.1f}", m.p95_ms));
+    p50 += fmt::format("{:<{}}", fmt::format("{:.1f}", m.p50_ms), kColumn);
+    p95 += fmt::format("{:<{}}", fmt::format("{:.1f}", m.p95_ms), kColumn);
   }
   std::cout << Trimmed(p50) << "\n" << Trimmed(p95) << "\n";
   for (const auto& m : r.methods) {

@@ -471,7 +471,6 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(const GraphData& g,
     if (c == g.chunk_of_id.end()) continue;
     GRAG_ASSIGN_OR_RETURN(std::optional<ChunkRecord> chunk, store.GetChunk(passages[r]));
     if (!chunk) continue;
-    // Each sentence's share of the question's specific words.
     // Each sentence's share of the question's specific words, which ranks the entities it names
     // against each other, and the share it holds with the sentences either side, which says
     // whether the passage answers the question there at all: a fact often takes two sentences
@@ -496,11 +495,7 @@ Result<std::vector<SeedEntity>> Retriever::Impl::FactSeeds(const GraphData& g,
         double matched = 0;
         double around = 0;
         for (const auto& [t, spec] : terms) {
-          if (stems_of[i].count(t) != 0) {
-            matched += spec;
-            around += spec;
-            continue;
-          }
+          if (stems_of[i].count(t) != 0) matched += spec;
           for (size_t j = lo; j <= hi; ++j) {
             if (stems_of[j].count(t) != 0) {
               around += spec;
