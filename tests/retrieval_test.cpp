@@ -511,6 +511,12 @@ TEST_F(RetrievalIndexTest, TheGraphCountsByHowSpecificTheQuestionsNamesAre) {
   EXPECT_DOUBLE_EQ(full->stats.graph_weight, o.graph_weight);
 }
 
+// A sentence that says nothing a question asks, different for each document and position.
+std::string Filler(int doc, int i) {
+  return "On day " + std::to_string(doc * 100 + i) +
+         " the weather in the valley was calm and the river ran slowly past the mill. ";
+}
+
 // Long chunks: the one that holds the question's words in one sentence comes before the one
 // that repeats each of them, far apart, more often (BM25's first). Short passages (one or two
 // windows each, the fixture's) leave the window list out.
@@ -518,28 +524,24 @@ TEST(RetrievalWindowsTest, TheChunkThatHoldsTheFactInOnePlaceComesFirst) {
   TempDir dir;
   std::filesystem::create_directories(dir.path() / "input");
   const std::vector<std::string> terms = {"lighthouse", "keeper", "painted", "door", "green"};
-  auto filler = [](int doc, int i) {
-    return "On day " + std::to_string(doc * 100 + i) +
-           " the weather in the valley was calm and the river ran slowly past the mill. ";
-  };
   std::string spread;
   for (int i = 0; i < 45; ++i) {
     if (i % 3 == 0) {
       spread += "Someone spoke of the " + terms[static_cast<size_t>(i / 3) % terms.size()] +
                 " again that evening. ";
     } else {
-      spread += filler(1, i);
+      spread += Filler(1, i);
     }
   }
   std::string focused;
   for (int i = 0; i < 45; ++i) {
-    focused += i == 20 ? "The lighthouse keeper painted the door green. " : filler(2, i);
+    focused += i == 20 ? "The lighthouse keeper painted the door green. " : Filler(2, i);
   }
   dir.Write("input/spread.txt", spread);
   dir.Write("input/focused.txt", focused);
   for (int d = 3; d < 7; ++d) {
     std::string text;
-    for (int i = 0; i < 45; ++i) text += filler(d, i);
+    for (int i = 0; i < 45; ++i) text += Filler(d, i);
     dir.Write("input/filler" + std::to_string(d) + ".txt", text);
   }
   FolderIndex index;
@@ -570,15 +572,11 @@ TEST(RetrievalWindowsTest, TheChunkThatHoldsTheFactInOnePlaceComesFirst) {
 TEST(RetrievalWindowsTest, AWordInMostChunksStillTellsTheWindowsApart) {
   TempDir dir;
   std::filesystem::create_directories(dir.path() / "input");
-  auto filler = [](int doc, int i) {
-    return "On day " + std::to_string(doc * 100 + i) +
-           " the weather in the valley was calm and the river ran slowly past the mill. ";
-  };
   auto write = [&](const std::string& name, int doc, const std::map<int, std::string>& at) {
     std::string text;
     for (int i = 0; i < 45; ++i) {
       auto it = at.find(i);
-      text += it != at.end() ? it->second : filler(doc, i);
+      text += it != at.end() ? it->second : Filler(doc, i);
     }
     dir.Write("input/" + name, text);
   };
@@ -624,23 +622,19 @@ TEST(RetrievalWindowsTest, AWordInMostChunksStillTellsTheWindowsApart) {
 TEST(RetrievalDiversityTest, TheSecondThingAskedForComesBeforeMoreOfTheFirst) {
   TempDir dir;
   std::filesystem::create_directories(dir.path() / "input");
-  auto filler = [](int doc, int i) {
-    return "On day " + std::to_string(doc * 100 + i) +
-           " the weather in the valley was calm and the river ran slowly past the mill. ";
-  };
   dir.Write("input/symptoms1.txt",
             "Marsh fever symptoms. The symptoms of marsh fever are chills and sweating. Marsh "
             "fever symptoms come at night. " +
-                filler(1, 0));
+                Filler(1, 0));
   dir.Write("input/symptoms2.txt",
             "More marsh fever symptoms. The symptoms of marsh fever include a headache. Marsh "
             "fever symptoms pass in a week. " +
-                filler(2, 0));
+                Filler(2, 0));
   std::string tests = "A blood smear is the test doctors use to confirm marsh fever. ";
-  for (int i = 0; i < 4; ++i) tests += filler(3, i);
+  for (int i = 0; i < 4; ++i) tests += Filler(3, i);
   dir.Write("input/tests.txt", tests);
   for (int d = 4; d < 12; ++d)
-    dir.Write("input/filler" + std::to_string(d) + ".txt", filler(d, 0) + filler(d, 1));
+    dir.Write("input/filler" + std::to_string(d) + ".txt", Filler(d, 0) + Filler(d, 1));
   FolderIndex index;
   ASSERT_NO_FATAL_FAILURE(IndexFolder(dir, index));
   Retriever* retriever = index.retriever.get();
